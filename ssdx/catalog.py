@@ -1,0 +1,164 @@
+"""Catalog of NAND media, storage-class memory and host interfaces.
+
+Latencies follow the convention of the hybrid-SSD paper's Table 1 (seeds/001, Fukuchi et al.):
+program and read latency **per page**, erase latency **per block**.  A multi-bit die programs a
+word line of ``bits_per_cell`` pages at once (one-shot programming), so its per-plane program
+bandwidth is ``page_bytes / t_prog_us``.
+
+Sources
+-------
+* ``2d_fg_mlc``, ``2d_fg_tlc``, ``3d_fg_tlc``, ``3d_ct_tlc``: seeds/001 Table 1, exactly (latencies,
+  block size, write unit).  The paper prints block sizes in MB; they equal a power-of-two page count
+  of 16 KiB pages (4.2 MB = 256 pages, 9.4 MB = 576 pages, 25 MB = 1536 pages), which is what we store.
+* Generic ``slc``/``mlc``/``tlc``/``qlc``: representative datasheet-class values, not a specific part.
+  ``mlc`` uses MQSim's default flash timing (Tavakkol et al., FAST 2018: 75 us read, 750 us program,
+  3.8 ms erase).  Override any field from a datasheet for a real design study.
+* pSLC timings of multi-bit dies (``t_prog_slc_us``/``t_read_slc_us``) are not in Table 1; we use
+  representative SLC-mode values (SLC-mode program is several times faster than a multi-bit page).
+* ``ymtc_cdt1b``: YMTC 128-layer 512 Gbit TLC (Xtacking, charge trap) of the Pichau Aldrin Pro 2 TB
+  (seeds/002).  No datasheet is public: its program times are **fitted** to the review's measured
+  pSLC (6579 MB/s) and pure-TLC (2159 MB/s) speeds over 32 dies x 4 planes x 16 KiB pages
+  (see ``ssdx.presets``).  Read/erase/block values are taken from Table 1's 3D CT TLC.
+* Interfaces: lane rate x lanes x line-code efficiency, times a protocol efficiency of 0.89 for PCIe
+  (TLP header, framing and LCRC on 256 B payloads plus DLLP traffic) and 0.92 for SATA (FIS and
+  primitives).  These reproduce the usable rates of REFERENCE §6: SATA III ~550 MB/s, PCIe 3.0 x4
+  ~3.5 GB/s, PCIe 4.0 x4 ~7 GB/s.
+* SCM: 100 ns per 512 B sector read and write (seeds/001 Table 1); Optane-class < 10 us (REFERENCE §6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ssdx.units import KIB
+
+PAGE_16K = 16 * KIB
+
+
+@dataclass(frozen=True)
+class NandType:
+    """One NAND medium.  Times in microseconds, sizes in bytes."""
+
+    name: str
+    bits_per_cell: int
+    page_bytes: float
+    t_prog_us: float  # per page (one-shot word line programs bits_per_cell pages in bits*t)
+    t_read_us: float  # per page
+    t_erase_us: float  # per block
+    block_pages: int
+    write_unit_bytes: float
+    t_prog_slc_us: float  # per page in pSLC mode (== t_prog_us for native SLC)
+    t_read_slc_us: float
+    source: str
+
+    @property
+    def block_bytes(self) -> float:
+        """Block size in bytes (pages per block x page size)."""
+        return self.block_pages * self.page_bytes
+
+
+@dataclass(frozen=True)
+class Interface:
+    """Host interface.  ``link_bytes_per_s`` is the raw rate after line coding."""
+
+    name: str
+    lanes: int
+    gt_per_s: float
+    encoding: float
+    protocol_efficiency: float
+    cmd_overhead_us: float  # host + controller command processing per command
+    source: str
+
+    @property
+    def link_bytes_per_s(self) -> float:
+        """Raw link bandwidth after line coding, bytes/s."""
+        return self.lanes * self.gt_per_s * 1e9 * self.encoding / 8.0
+
+    @property
+    def usable_bytes_per_s(self) -> float:
+        """Payload bandwidth after protocol overhead, bytes/s."""
+        return self.link_bytes_per_s * self.protocol_efficiency
+
+
+@dataclass(frozen=True)
+class Scm:
+    """Storage-class memory tier (seeds/001 Table 1)."""
+
+    name: str = "scm"
+    t_read_ns_per_sector: float = 100.0
+    t_write_ns_per_sector: float = 100.0
+    sector_bytes: float = 512.0
+    source: str = "seeds/001 Table 1"
+
+
+T1 = "seeds/001 Table 1 (Fukuchi et al., hybrid SSD)"
+REP = "representative datasheet-class value; override for a specific part"
+
+NAND: dict[str, NandType] = {
+    n.name: n
+    for n in (
+        NandType("2d_fg_mlc", 2, PAGE_16K, 1185.0, 44.0, 3300.0, 256, PAGE_16K, 250.0, 30.0, T1),
+        NandType("2d_fg_tlc", 3, PAGE_16K, 2180.0, 87.0, 3200.0, 256, 256 * PAGE_16K, 300.0, 40.0, T1),
+        NandType("3d_fg_tlc", 3, PAGE_16K, 1900.0, 102.0, 7500.0, 1536, 1536 * PAGE_16K, 300.0, 40.0, T1),
+        NandType("3d_ct_tlc", 3, PAGE_16K, 1083.0, 76.0, 4300.0, 576, 3 * PAGE_16K, 300.0, 40.0, T1),
+        NandType("slc", 1, PAGE_16K, 200.0, 25.0, 2000.0, 256, PAGE_16K, 200.0, 25.0, REP),
+        NandType("mlc", 2, PAGE_16K, 750.0, 75.0, 3800.0, 256, PAGE_16K, 250.0, 30.0,
+                 "MQSim default flash timing (Tavakkol et al., FAST 2018)"),
+        NandType("tlc", 3, PAGE_16K, 1000.0, 80.0, 5000.0, 576, 3 * PAGE_16K, 300.0, 40.0, REP),
+        NandType("qlc", 4, PAGE_16K, 2000.0, 120.0, 10000.0, 768, 4 * PAGE_16K, 350.0, 45.0, REP),
+        NandType("ymtc_cdt1b", 3, PAGE_16K, 971.4, 76.0, 4300.0, 576, 3 * PAGE_16K, 318.76, 40.0,
+                 "seeds/002 (fitted program times; see ssdx.presets)"),
+    )
+}
+
+INTERFACES: dict[str, Interface] = {
+    i.name: i
+    for i in (
+        Interface("sata3", 1, 6.0, 8 / 10, 0.92, 15.0, "SATA 3.x; REFERENCE §6 ~550 MB/s"),
+        Interface("pcie3x4", 4, 8.0, 128 / 130, 0.89, 6.0, "PCIe 3.0 x4; REFERENCE §6 ~3.5 GB/s"),
+        Interface("pcie4x4", 4, 16.0, 128 / 130, 0.89, 6.0, "PCIe 4.0 x4; REFERENCE §6 ~7 GB/s"),
+        Interface("pcie5x4", 4, 32.0, 128 / 130, 0.89, 6.0, "PCIe 5.0 x4 (same efficiency)"),
+    )
+}
+
+SCM = Scm()
+
+#: Table 1 NAND types, in the paper's order.
+TABLE1_NAND = ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
+
+
+def nand(name: str) -> NandType:
+    """Look up a NAND type; the error lists the known names."""
+    try:
+        return NAND[name]
+    except KeyError:
+        raise KeyError(f"unknown NAND type {name!r}; known: {sorted(NAND)}") from None
+
+
+def interface(name: str) -> Interface:
+    """Look up a host interface; the error lists the known names."""
+    try:
+        return INTERFACES[name]
+    except KeyError:
+        raise KeyError(f"unknown interface {name!r}; known: {sorted(INTERFACES)}") from None
+
+
+def pslc(base: NandType) -> NandType:
+    """The pSLC operation of a multi-bit die: one bit per cell, SLC-mode timing, same blocks.
+
+    A block in pSLC mode holds ``1/bits_per_cell`` of its native data (REFERENCE §6: a TLC block
+    used as pSLC holds one third).
+    """
+    return NandType(
+        name=f"pslc({base.name})",
+        bits_per_cell=1,
+        page_bytes=base.page_bytes,
+        t_prog_us=base.t_prog_slc_us,
+        t_read_us=base.t_read_slc_us,
+        t_erase_us=base.t_erase_us,
+        block_pages=base.block_pages // base.bits_per_cell,
+        write_unit_bytes=base.page_bytes,
+        t_prog_slc_us=base.t_prog_slc_us,
+        t_read_slc_us=base.t_read_slc_us,
+        source=base.source + "; pSLC mode",
+    )

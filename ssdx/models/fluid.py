@@ -1,0 +1,238 @@
+"""Fluid write-stream engine: host writes through the pSLC cache, direct native writes and folding.
+
+One drive per call (no vmap inside); sweeps ``vmap`` :func:`simulate` / :func:`metrics`.
+
+The scan runs over **host bytes**: step ``k`` writes ``Δ = total / n_steps`` bytes.  Within a step
+the bytes are split *exactly* between the three write modes in the order the firmware uses them,
+so phase boundaries fall where the capacity accounting puts them, independent of ``n_steps``:
+
+1. **pSLC** — while the cache has room (below), at ``min(host, bus, dies·planes·page / t_prog_slc)``.
+2. **direct native** — while free native blocks remain, at ``min(host, bus, dies·planes·page / t_prog)``.
+3. **folding** (dynamic mode only) — no free blocks: each host byte is programmed natively and the
+   firmware folds ``f = 1/(b-1)`` bytes of pSLC data into native blocks to free the raw space it
+   needs (a pSLC byte occupies ``b`` raw bytes of a ``b``-bit die, so folding ``f`` frees
+   ``(b-1)·f``).  Die time per host byte is ``(1+f)/(die_native·η_fold) + f·t_read + b·f·t_erase``
+   per byte, the bus carries ``1 + 2f`` bytes (fold data goes out through the controller's ECC and
+   back).  ``η_fold`` (``drive.fold_efficiency``) lumps fold scheduling and controller re-encoding
+   overheads we do not model one by one.
+
+Capacity accounting (``b`` = bits per cell, ``U`` = user capacity, ``R`` = raw NAND,
+``ρ`` = reserve fraction, ``s``/``n`` = host bytes held in pSLC / native blocks; raw use = ``b·s + n``):
+
+* ``dynamic``: pSLC blocks are lent from the user-capacity zone only — a pSLC write is admitted while
+  ``b·s + n + b·Δ <= U``; the over-provisioning ``R(1-ρ) - U`` is kept for native writes.  An empty
+  drive therefore caches ``U/b``; at pre-fill ``p`` it caches ``(1-p)·U/b``.  Direct native writes
+  continue while ``b·s + n < R(1-ρ)``; after that every write folds.
+* ``static``: a fixed pSLC region of ``S`` bytes (``b·S`` raw) outside the native region.
+* ``pure_slc``: the whole drive formatted as pSLC; capacity ``U/b``; never folds.
+* ``pure_native``: no pSLC; capacity ``U``.
+
+Idle gaps: after every ``burst_bytes`` of host writes the host is idle ``idle_s``; the firmware folds
+pSLC data to native at the idle fold rate, which frees pSLC room (cache recovery).  Idle time is
+applied at the end of the step in which the burst boundary falls.
+
+Host ceiling: ``min(usable link rate, QD · block / t_cmd)``, ``t_cmd = overhead + block/link
+(+ one pSLC map-page read for random writes on a DRAM-less drive)`` (Little's law).
+
+All quantities SI: bytes, seconds, bytes/s.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ssdx.params import Drive, Workload
+
+DYNAMIC, STATIC, PURE_SLC, PURE_NATIVE = 0, 1, 2, 3
+PHASES = ("pslc", "direct_native", "folding")
+
+
+class Rates(NamedTuple):
+    """Sustained rates, bytes/s.  ``fold`` is in host bytes/s; ``idle_fold`` in folded bytes/s."""
+
+    host: jax.Array
+    slc: jax.Array
+    native: jax.Array
+    fold: jax.Array
+    idle_fold: jax.Array
+
+
+class State(NamedTuple):
+    slc_bytes: jax.Array  # host data held in pSLC blocks
+    native_bytes: jax.Array  # host data held in native blocks
+    written_bytes: jax.Array  # host bytes written in this run
+    time_s: jax.Array  # elapsed time, idle included
+
+
+class StepOut(NamedTuple):
+    written_bytes: jax.Array  # cumulative host bytes at the end of the step
+    time_s: jax.Array  # cumulative time at the end of the step
+    speed: jax.Array  # host bytes/s over the busy time of the step
+    slc_bytes: jax.Array
+    native_bytes: jax.Array
+    mode_bytes: jax.Array  # (3,) bytes written in pSLC / direct native / folding mode
+    mode_time_s: jax.Array  # (3,) busy seconds in each mode
+    idle_folded_bytes: jax.Array
+
+
+def fold_ratio(drive: Drive) -> jax.Array:
+    """Bytes of pSLC data folded per host byte once free blocks are exhausted: 1/(b-1)."""
+    b = drive.nand.bits_per_cell
+    return 1.0 / jnp.maximum(b - 1.0, 1.0)
+
+
+def rates(drive: Drive, workload: Workload) -> Rates:
+    """Host-visible write rates of each mode from NAND timing, parallelism and ceilings."""
+    nand = drive.nand
+    planes = drive.dies * drive.planes_per_die
+    die_slc = planes * nand.page_bytes / (nand.t_prog_slc_us * 1e-6)
+    die_native = planes * nand.page_bytes / (nand.t_prog_us * 1e-6)
+    read_s_per_byte = nand.t_read_slc_us * 1e-6 / (planes * nand.page_bytes)
+    erase_s_per_raw_byte = nand.t_erase_us * 1e-6 / (planes * nand.block_bytes)
+
+    bs = workload.block_bytes
+    t_cmd = (drive.cmd_overhead_s + bs / drive.host_bytes_per_s
+             + workload.random * (1.0 - drive.dram) * nand.t_read_slc_us * 1e-6)
+    host = jnp.minimum(drive.host_bytes_per_s, workload.queue_depth * bs / t_cmd)
+    bus = drive.bus_bytes_per_s
+
+    b = nand.bits_per_cell
+    f = fold_ratio(drive)
+    fold_die_s = ((1.0 + f) / (die_native * drive.fold_efficiency)
+                  + f * read_s_per_byte + b * f * erase_s_per_raw_byte)
+    fold = jnp.minimum(jnp.minimum(host, bus / (1.0 + 2.0 * f)), 1.0 / fold_die_s)
+    idle_die_s = 1.0 / (die_native * drive.fold_efficiency) + read_s_per_byte + b * erase_s_per_raw_byte
+    idle_fold = jnp.minimum(bus / 2.0, 1.0 / idle_die_s)
+    return Rates(
+        host=host,
+        slc=jnp.minimum(jnp.minimum(host, bus), die_slc),
+        native=jnp.minimum(jnp.minimum(host, bus), die_native),
+        fold=fold,
+        idle_fold=idle_fold,
+    )
+
+
+def capacity_bytes(drive: Drive) -> jax.Array:
+    """User-visible capacity: ``U/b`` in pure_slc mode, else ``U``."""
+    return jnp.where(drive.slc_mode == PURE_SLC, drive.user_bytes / drive.nand.bits_per_cell,
+                     drive.user_bytes)
+
+
+def usable_raw_bytes(drive: Drive) -> jax.Array:
+    """Raw NAND less the reserve (firmware, mapping journal, minimum free-block pool)."""
+    return drive.raw_bytes * (1.0 - drive.reserve_fraction)
+
+
+def init(drive: Drive, workload: Workload) -> State:
+    """Pre-filled data sits in native blocks (pSLC blocks in pure_slc mode), folded long ago."""
+    pre = workload.prefill_fraction * capacity_bytes(drive)
+    pure_slc = drive.slc_mode == PURE_SLC
+    zero = jnp.zeros_like(pre)
+    return State(slc_bytes=jnp.where(pure_slc, pre, zero), native_bytes=jnp.where(pure_slc, zero, pre),
+                 written_bytes=zero, time_s=zero)
+
+
+def total_bytes(drive: Drive, workload: Workload) -> jax.Array:
+    """Host bytes this run writes: ``fill_fraction`` of the capacity left free by the pre-fill."""
+    return workload.fill_fraction * capacity_bytes(drive) * (1.0 - workload.prefill_fraction)
+
+
+def _rooms(drive: Drive, s: jax.Array, n: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Host bytes admissible to pSLC and to direct native writes in the current state."""
+    b = drive.nand.bits_per_cell
+    u, usable, mode = drive.user_bytes, usable_raw_bytes(drive), drive.slc_mode
+    raw_used = b * s + n
+    room_slc = jnp.select(
+        [mode == DYNAMIC, mode == STATIC, mode == PURE_SLC],
+        [(u - raw_used) / b, drive.static_slc_bytes - s, u / b - s],
+        0.0,
+    )
+    room_native = jnp.select(
+        [mode == DYNAMIC, mode == STATIC, mode == PURE_NATIVE],
+        [usable - raw_used, usable - b * drive.static_slc_bytes - n, usable - n],
+        0.0,
+    )
+    # Rounding slack (float32 on terabytes): rooms under 1e-5 of the user capacity count as full,
+    # so the folding steady state (raw use pinned at the limit) does not flicker into other modes.
+    tol = 1e-5 * u
+    return (jnp.where(room_slc > tol, room_slc, 0.0), jnp.where(room_native > tol, room_native, 0.0))
+
+
+def step(drive: Drive, workload: Workload, r: Rates, delta: jax.Array,
+         state: State) -> tuple[State, StepOut]:
+    """Write ``delta`` host bytes, then apply any idle gap that falls in this step."""
+    s, n = state.slc_bytes, state.native_bytes
+    room_slc, room_native = _rooms(drive, s, n)
+    a_slc = jnp.minimum(delta, room_slc)
+    a_dir = jnp.minimum(delta - a_slc, room_native)
+    a_fold = delta - a_slc - a_dir
+    f = fold_ratio(drive)
+    folded = jnp.minimum(f * a_fold, s)  # accounting guarantees s suffices; min guards rounding
+    s = s + a_slc - folded
+    n = n + a_dir + a_fold + folded
+    times = jnp.stack([a_slc / r.slc, a_dir / r.native, a_fold / r.fold])
+    busy = jnp.sum(times)
+
+    w0, w1 = state.written_bytes, state.written_bytes + delta
+    burst = workload.burst_bytes
+    safe = jnp.where(burst > 0, burst, 1.0)
+    gaps = jnp.where(burst > 0, jnp.floor(w1 / safe + 1e-6) - jnp.floor(w0 / safe + 1e-6), 0.0)
+    idle = gaps * workload.idle_s
+    can_fold = (drive.slc_mode == DYNAMIC) | (drive.slc_mode == STATIC)
+    idle_fold = jnp.where(can_fold, jnp.minimum(s, r.idle_fold * idle), 0.0)
+    s, n = s - idle_fold, n + idle_fold
+
+    t1 = state.time_s + busy + idle
+    new = State(slc_bytes=s, native_bytes=n, written_bytes=w1, time_s=t1)
+    out = StepOut(written_bytes=w1, time_s=t1, speed=delta / jnp.maximum(busy, 1e-30),
+                  slc_bytes=s, native_bytes=n, mode_bytes=jnp.stack([a_slc, a_dir, a_fold]),
+                  mode_time_s=times, idle_folded_bytes=idle_fold)
+    return new, out
+
+
+def simulate(drive: Drive, workload: Workload, n_steps: int = 512) -> StepOut:
+    """Scan :func:`step` over ``n_steps`` equal slices of the run's host bytes.  Leaves: (n_steps, ...)."""
+    r = rates(drive, workload)
+    delta = total_bytes(drive, workload) / n_steps
+    state0 = init(drive, workload)
+
+    def body(state, _):
+        return step(drive, workload, r, delta, state)
+
+    _, out = jax.lax.scan(body, state0, None, length=n_steps)
+    return out
+
+
+def metrics(drive: Drive, workload: Workload, n_steps: int = 512) -> dict[str, jax.Array]:
+    """Scalar figures of one run (for sweeps): GB = 1e9 bytes, MB/s = 1e6 bytes/s, seconds."""
+    out = simulate(drive, workload, n_steps)
+    r = rates(drive, workload)
+    mode_bytes = out.mode_bytes.sum(axis=0)
+    mode_time = out.mode_time_s.sum(axis=0)
+    busy = mode_time.sum()
+    written = out.written_bytes[-1]
+    non_slc = out.mode_bytes[:, 1] + out.mode_bytes[:, 2]
+    # Host bytes written before the first non-pSLC byte: the cache size this run saw.
+    before = out.written_bytes - out.mode_bytes.sum(axis=1) + out.mode_bytes[:, 0]
+    first = jnp.argmax(non_slc > 0)
+    cache = jnp.where(jnp.any(non_slc > 0), before[first], written)
+    return {
+        "capacity_gb": capacity_bytes(drive) / 1e9,
+        "raw_gb": drive.raw_bytes / 1e9,
+        "written_gb": written / 1e9,
+        "time_s": out.time_s[-1],
+        "mean_mb_s": written / busy / 1e6,
+        "min_mb_s": out.speed.min() / 1e6,
+        "p5_mb_s": jnp.percentile(out.speed, 5.0) / 1e6,
+        "cache_gb": cache / 1e9,
+        "pslc_gb": mode_bytes[0] / 1e9,
+        "direct_gb": mode_bytes[1] / 1e9,
+        "folding_gb": mode_bytes[2] / 1e9,
+        "pslc_mb_s": r.slc / 1e6,
+        "native_mb_s": r.native / 1e6,
+        "folding_mb_s": r.fold / 1e6,
+        "host_mb_s": r.host / 1e6,
+    }

@@ -1,0 +1,307 @@
+"""Parameter pytrees and host-side validation.
+
+Two representations of a configuration:
+
+* **columns** — ``dict[str, np.ndarray]`` keyed by dotted names (``drive.channels``,
+  ``workload.prefill_fraction``), one entry per configuration, catalog choices as strings.
+  This is what Hydra configs and sweep spaces produce and what ``results.parquet`` stores.
+* **Params pytrees** — frozen dataclasses registered with ``jax.tree_util.register_dataclass``
+  whose leaves are numbers (scalars for one drive, stacked arrays for a sweep).  Catalog names are
+  resolved into numbers here, so sweeping the NAND type or the pSLC mode never recompiles.
+
+Validation runs once, on the host, on the columns, before any compute.  A violation raises
+:class:`ConfigError`, whose message names the field, the offending value and the rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from ssdx import catalog
+from ssdx.units import GB, KIB, gbit_die_to_bytes
+
+SLC_MODES = ("dynamic", "static", "pure_slc", "pure_native")
+PATTERNS = ("sequential", "random")
+NAND_OVERRIDES = ("t_prog_us", "t_read_us", "t_erase_us", "t_prog_slc_us", "t_read_slc_us")
+
+
+class ConfigError(ValueError):
+    """A configuration value breaks a rule.  ``field``, ``value`` and ``rule`` are attributes."""
+
+    def __init__(self, field: str, value: Any, rule: str, row: int | None = None, n: int = 1):
+        self.field, self.value, self.rule, self.row = field, value, rule, row
+        where = "" if row is None or n == 1 else f" (configuration {row} of {n})"
+        super().__init__(
+            f"Invalid configuration{where}: field '{field}' = {value!r} breaks the rule: {rule}. "
+            f"Fix the value (Hydra override e.g. {field}=...) or the sweep definition; "
+            "nothing was computed."
+        )
+
+
+def _pytree(cls):
+    """Frozen dataclass registered as a pytree whose fields are all leaves."""
+    cls = dataclass(frozen=True)(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    return jax.tree_util.register_dataclass(cls, data_fields=names, meta_fields=[])
+
+
+@_pytree
+class Nand:
+    """NAND medium as numbers.  Times in us (program/read per page, erase per block), sizes bytes."""
+
+    bits_per_cell: Any
+    page_bytes: Any
+    t_prog_us: Any
+    t_read_us: Any
+    t_erase_us: Any
+    block_bytes: Any
+    write_unit_bytes: Any
+    t_prog_slc_us: Any
+    t_read_slc_us: Any
+
+
+@_pytree
+class Drive:
+    """One drive as numbers (SI units: bytes, bytes/s, seconds).
+
+    ``slc_mode`` is an integer code into :data:`SLC_MODES`; ``dram`` is 1.0 or 0.0.
+    ``host_bytes_per_s`` is the interface's usable payload rate; ``bus_bytes_per_s`` the summed
+    NAND channel rate after ``bus_efficiency``.
+    """
+
+    nand: Nand
+    user_bytes: Any
+    raw_bytes: Any
+    reserve_fraction: Any
+    channels: Any
+    dies: Any
+    planes_per_die: Any
+    bus_bytes_per_s: Any
+    host_bytes_per_s: Any
+    cmd_overhead_s: Any
+    dram: Any
+    slc_mode: Any
+    static_slc_bytes: Any
+    fold_efficiency: Any
+
+
+@_pytree
+class Workload:
+    """A host write stream: pattern code (0 sequential, 1 random), sizes in bytes, times in s."""
+
+    random: Any
+    block_bytes: Any
+    queue_depth: Any
+    prefill_fraction: Any
+    fill_fraction: Any
+    burst_bytes: Any
+    idle_s: Any
+
+
+# ----------------------------------------------------------------------------- columns
+DRIVE_FIELDS = (
+    "nand", "interface", "user_capacity_gb", "die_gbit", "channels", "dies_per_channel",
+    "planes_per_die", "bus_mts", "bus_efficiency", "dram", "slc_mode", "static_slc_gb",
+    "reserve_fraction", "fold_efficiency",
+)
+WORKLOAD_FIELDS = (
+    "pattern", "block_kib", "queue_depth", "prefill_fraction", "fill_fraction", "burst_gb", "idle_s",
+)
+STRING_COLUMNS = ("drive.nand", "drive.interface", "drive.slc_mode", "workload.pattern", "nand.name")
+
+
+def columns_from_config(drive: Mapping, workload: Mapping, nand: Mapping | None = None) -> dict:
+    """Flatten config mappings (Hydra nodes or dicts) into one-row columns."""
+    cols: dict[str, np.ndarray] = {}
+    for prefix, node, fields in (("drive", drive, DRIVE_FIELDS), ("workload", workload, WORKLOAD_FIELDS)):
+        for f in fields:
+            if f not in node:
+                raise ConfigError(f"{prefix}.{f}", None, "the field is required")
+            cols[f"{prefix}.{f}"] = np.asarray([node[f]])
+    nand = nand or {}
+    cols["nand.name"] = np.asarray([nand.get("name") or ""])
+    for f in NAND_OVERRIDES:
+        v = nand.get(f)
+        cols[f"nand.{f}"] = np.asarray([np.nan if v is None else v], dtype=float)
+    return cols
+
+
+def _num(cols: Mapping, key: str) -> np.ndarray:
+    a = np.asarray(cols[key])
+    if a.dtype.kind not in "biuf":
+        try:
+            a = a.astype(float)
+        except (TypeError, ValueError):
+            bad = next(v for v in a if not _is_number(v))
+            raise ConfigError(key, _py(bad), "must be a number") from None
+    return a.astype(float)
+
+
+def _is_number(v: Any) -> bool:
+    try:
+        float(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _py(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def _check(cols: Mapping, key: str, ok: np.ndarray, rule: str, values: np.ndarray | None = None):
+    ok = np.asarray(ok, dtype=bool)
+    if not ok.all():
+        i = int(np.argmin(ok))
+        v = (np.asarray(cols[key]) if values is None else values)[i]
+        raise ConfigError(key, _py(v), rule, row=i, n=len(ok))
+
+
+def _choice(cols: Mapping, key: str, known: Callable[[str], bool], names: list[str]) -> np.ndarray:
+    a = np.asarray(cols[key]).astype(str)
+    _check(cols, key, np.array([known(x) for x in a]), f"must be one of {names}", a)
+    return a
+
+
+def validate(cols: Mapping) -> None:
+    """Check every rule on every configuration; raise :class:`ConfigError` on the first breach."""
+    n = len(next(iter(cols.values())))
+    for k, v in cols.items():
+        if len(v) != n:
+            raise ConfigError(k, f"{len(v)} values", f"every column must have {n} values")
+    _choice(cols, "drive.nand", lambda x: x in catalog.NAND, sorted(catalog.NAND))
+    _choice(cols, "nand.name", lambda x: x == "" or x in catalog.NAND, sorted(catalog.NAND))
+    _choice(cols, "drive.interface", lambda x: x in catalog.INTERFACES, sorted(catalog.INTERFACES))
+    mode = _choice(cols, "drive.slc_mode", lambda x: x in SLC_MODES, list(SLC_MODES))
+    _choice(cols, "workload.pattern", lambda x: x in PATTERNS, list(PATTERNS))
+
+    def integer_ge(key: str, lo: int, what: str):
+        a = _num(cols, key)
+        _check(cols, key, (a >= lo) & (a == np.round(a)), f"integer >= {lo} ({what})")
+
+    integer_ge("drive.channels", 1, "number of NAND channels")
+    integer_ge("drive.dies_per_channel", 1, "dies (chip enables) per channel")
+    integer_ge("drive.planes_per_die", 1, "planes per die")
+    integer_ge("workload.queue_depth", 1, "outstanding commands")
+    positive = {
+        "drive.user_capacity_gb": "user capacity, GB",
+        "drive.die_gbit": "die density, binary Gbit",
+        "drive.bus_mts": "NAND bus transfer rate, MT/s",
+        "workload.block_kib": "host command size, KiB",
+    }
+    for key, what in positive.items():
+        _check(cols, key, _num(cols, key) > 0, f"must be > 0 ({what})")
+    for key, lo, hi, what in (
+        ("drive.reserve_fraction", 0.0, 0.5, "0 <= x < 0.5: fraction of raw NAND reserved"),
+        ("workload.prefill_fraction", 0.0, 1.0, "0 <= x < 1: fraction of user capacity already used"),
+        ("workload.burst_gb", 0.0, np.inf, ">= 0 (0 = no idle gaps)"),
+        ("workload.idle_s", 0.0, np.inf, ">= 0 seconds"),
+        ("drive.static_slc_gb", 0.0, np.inf, ">= 0 GB"),
+    ):
+        a = _num(cols, key)
+        _check(cols, key, (a >= lo) & (a < hi), what)
+    for key, what in (
+        ("drive.bus_efficiency", "0 < x <= 1"),
+        ("drive.fold_efficiency", "0 < x <= 1"),
+        ("workload.fill_fraction", "0 < x <= 1: fraction of the free capacity to write"),
+    ):
+        a = _num(cols, key)
+        _check(cols, key, (a > 0) & (a <= 1), what)
+    for f in NAND_OVERRIDES:
+        a = _num(cols, f"nand.{f}")
+        _check(cols, f"nand.{f}", np.isnan(a) | (a > 0), "must be > 0 us or null (catalog value)")
+    dram = np.asarray(cols["drive.dram"])
+    _check(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false")
+
+    bits = np.array([catalog.nand(_nand_name(cols, i)).bits_per_cell for i in range(n)])
+    needs_multibit = np.isin(mode, ["dynamic", "static", "pure_slc"])
+    _check(cols, "drive.slc_mode", ~needs_multibit | (bits >= 2),
+           "pSLC modes need a multi-bit NAND (bits per cell >= 2); use pure_native for SLC", mode)
+    static = _num(cols, "drive.static_slc_gb")
+    _check(cols, "drive.static_slc_gb", (mode != "static") | (static > 0), "static mode needs a size > 0")
+    raw = _raw_bytes(cols)
+    usable = raw * (1 - _num(cols, "drive.reserve_fraction"))
+    user = _num(cols, "drive.user_capacity_gb") * GB
+    static_raw = np.where(mode == "static", static * GB * bits, 0.0)
+    _check(cols, "drive.user_capacity_gb", user + static_raw <= usable * (1 + 1e-9),
+           "user capacity (+ bits x static pSLC size) must fit in raw NAND x (1 - reserve); raw = "
+           "channels x dies_per_channel x die_gbit")
+
+
+def _nand_name(cols: Mapping, i: int) -> str:
+    override = str(np.asarray(cols["nand.name"])[i])
+    return override or str(np.asarray(cols["drive.nand"])[i])
+
+
+def _raw_bytes(cols: Mapping) -> np.ndarray:
+    return (_num(cols, "drive.channels") * _num(cols, "drive.dies_per_channel")
+            * gbit_die_to_bytes(_num(cols, "drive.die_gbit")))
+
+
+def build(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
+    """Validate columns and turn them into (Drive, Workload) pytrees of ``dtype`` arrays, shape (n,)."""
+    validate(cols)
+    n = len(next(iter(cols.values())))
+    names = [_nand_name(cols, i) for i in range(n)]
+    media = [catalog.nand(x) for x in names]
+
+    def med(attr: str) -> np.ndarray:
+        base = np.array([getattr(m, attr) for m in media], dtype=float)
+        if f"nand.{attr}" in cols:
+            over = _num(cols, f"nand.{attr}")
+            base = np.where(np.isnan(over), base, over)
+        return base
+
+    ifaces = [catalog.interface(str(x)) for x in np.asarray(cols["drive.interface"])]
+    mode = np.asarray(cols["drive.slc_mode"]).astype(str)
+    c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
+    nand = Nand(
+        bits_per_cell=c(med("bits_per_cell")), page_bytes=c(med("page_bytes")),
+        t_prog_us=c(med("t_prog_us")), t_read_us=c(med("t_read_us")), t_erase_us=c(med("t_erase_us")),
+        block_bytes=c([m.block_bytes for m in media]), write_unit_bytes=c(med("write_unit_bytes")),
+        t_prog_slc_us=c(med("t_prog_slc_us")), t_read_slc_us=c(med("t_read_slc_us")),
+    )
+    channels = _num(cols, "drive.channels")
+    drive = Drive(
+        nand=nand,
+        user_bytes=c(_num(cols, "drive.user_capacity_gb") * GB),
+        raw_bytes=c(_raw_bytes(cols)),
+        reserve_fraction=c(_num(cols, "drive.reserve_fraction")),
+        channels=c(channels),
+        dies=c(channels * _num(cols, "drive.dies_per_channel")),
+        planes_per_die=c(_num(cols, "drive.planes_per_die")),
+        # ONFI/Toggle buses are 8 bits wide: MB/s = MT/s per channel (REFERENCE §6).
+        bus_bytes_per_s=c(channels * _num(cols, "drive.bus_mts") * 1e6 * _num(cols, "drive.bus_efficiency")),
+        host_bytes_per_s=c([i.usable_bytes_per_s for i in ifaces]),
+        cmd_overhead_s=c([i.cmd_overhead_us * 1e-6 for i in ifaces]),
+        dram=c(np.asarray(cols["drive.dram"]).astype(bool).astype(float)),
+        slc_mode=c([SLC_MODES.index(m) for m in mode]),
+        static_slc_bytes=c(_num(cols, "drive.static_slc_gb") * GB),
+        fold_efficiency=c(_num(cols, "drive.fold_efficiency")),
+    )
+    workload = Workload(
+        random=c(np.asarray(cols["workload.pattern"]).astype(str) == "random"),
+        block_bytes=c(_num(cols, "workload.block_kib") * KIB),
+        queue_depth=c(_num(cols, "workload.queue_depth")),
+        prefill_fraction=c(_num(cols, "workload.prefill_fraction")),
+        fill_fraction=c(_num(cols, "workload.fill_fraction")),
+        burst_bytes=c(_num(cols, "workload.burst_gb") * GB),
+        idle_s=c(_num(cols, "workload.idle_s")),
+    )
+    return drive, workload
+
+
+def index(tree, i: int):
+    """Configuration ``i`` of a stacked pytree (leaves become scalars)."""
+    return jax.tree_util.tree_map(lambda x: x[i], tree)
+
+
+def broadcast_columns(base: Mapping, n: int) -> dict:
+    """Repeat one-row columns ``n`` times."""
+    return {k: np.repeat(np.asarray(v), n) for k, v in base.items()}
