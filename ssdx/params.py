@@ -155,35 +155,45 @@ def _py(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def _check(cols: Mapping, key: str, ok: np.ndarray, rule: str, values: np.ndarray | None = None):
+def _check(cols: Mapping, key: str, ok: np.ndarray, rule: str, values: np.ndarray | None = None,
+           report: list | None = None):
+    """Raise on the first breach, or, with ``report``, append ``(key, rule, ok-mask)`` and go on."""
     ok = np.asarray(ok, dtype=bool)
+    if report is not None:
+        report.append((key, rule, ok))
+        return
     if not ok.all():
         i = int(np.argmin(ok))
         v = (np.asarray(cols[key]) if values is None else values)[i]
         raise ConfigError(key, _py(v), rule, row=i, n=len(ok))
 
 
-def _choice(cols: Mapping, key: str, known: Callable[[str], bool], names: list[str]) -> np.ndarray:
+def _choice(cols: Mapping, key: str, known: Callable[[str], bool], names: list[str],
+            report: list | None = None) -> np.ndarray:
     a = np.asarray(cols[key]).astype(str)
-    _check(cols, key, np.array([known(x) for x in a]), f"must be one of {names}", a)
+    _check(cols, key, np.array([known(x) for x in a]), f"must be one of {names}", a, report)
     return a
 
 
-def validate(cols: Mapping) -> None:
-    """Check every rule on every configuration; raise :class:`ConfigError` on the first breach."""
+def validate(cols: Mapping, report: list | None = None) -> None:
+    """Check every rule on every configuration; raise :class:`ConfigError` on the first breach.
+
+    With a ``report`` list, nothing is raised: each rule appends ``(field, rule, ok-mask)``
+    (see :func:`valid_rows`).
+    """
     n = len(next(iter(cols.values())))
     for k, v in cols.items():
         if len(v) != n:
             raise ConfigError(k, f"{len(v)} values", f"every column must have {n} values")
-    _choice(cols, "drive.nand", lambda x: x in catalog.NAND, sorted(catalog.NAND))
-    _choice(cols, "nand.name", lambda x: x == "" or x in catalog.NAND, sorted(catalog.NAND))
-    _choice(cols, "drive.interface", lambda x: x in catalog.INTERFACES, sorted(catalog.INTERFACES))
-    mode = _choice(cols, "drive.slc_mode", lambda x: x in SLC_MODES, list(SLC_MODES))
-    _choice(cols, "workload.pattern", lambda x: x in PATTERNS, list(PATTERNS))
+    _choice(cols, "drive.nand", lambda x: x in catalog.NAND, sorted(catalog.NAND), report)
+    _choice(cols, "nand.name", lambda x: x == "" or x in catalog.NAND, sorted(catalog.NAND), report)
+    _choice(cols, "drive.interface", lambda x: x in catalog.INTERFACES, sorted(catalog.INTERFACES), report)
+    mode = _choice(cols, "drive.slc_mode", lambda x: x in SLC_MODES, list(SLC_MODES), report)
+    _choice(cols, "workload.pattern", lambda x: x in PATTERNS, list(PATTERNS), report)
 
     def integer_ge(key: str, lo: int, what: str):
         a = _num(cols, key)
-        _check(cols, key, (a >= lo) & (a == np.round(a)), f"integer >= {lo} ({what})")
+        _check(cols, key, (a >= lo) & (a == np.round(a)), f"integer >= {lo} ({what})", report=report)
 
     integer_ge("drive.channels", 1, "number of NAND channels")
     integer_ge("drive.dies_per_channel", 1, "dies (chip enables) per channel")
@@ -196,7 +206,7 @@ def validate(cols: Mapping) -> None:
         "workload.block_kib": "host command size, KiB",
     }
     for key, what in positive.items():
-        _check(cols, key, _num(cols, key) > 0, f"must be > 0 ({what})")
+        _check(cols, key, _num(cols, key) > 0, f"must be > 0 ({what})", report=report)
     for key, lo, hi, what in (
         ("drive.reserve_fraction", 0.0, 0.5, "0 <= x < 0.5: fraction of raw NAND reserved"),
         ("workload.prefill_fraction", 0.0, 1.0, "0 <= x < 1: fraction of user capacity already used"),
@@ -205,33 +215,49 @@ def validate(cols: Mapping) -> None:
         ("drive.static_slc_gb", 0.0, np.inf, ">= 0 GB"),
     ):
         a = _num(cols, key)
-        _check(cols, key, (a >= lo) & (a < hi), what)
+        _check(cols, key, (a >= lo) & (a < hi), what, report=report)
     for key, what in (
         ("drive.bus_efficiency", "0 < x <= 1"),
         ("drive.fold_efficiency", "0 < x <= 1"),
         ("workload.fill_fraction", "0 < x <= 1: fraction of the free capacity to write"),
     ):
         a = _num(cols, key)
-        _check(cols, key, (a > 0) & (a <= 1), what)
+        _check(cols, key, (a > 0) & (a <= 1), what, report=report)
     for f in NAND_OVERRIDES:
         a = _num(cols, f"nand.{f}")
-        _check(cols, f"nand.{f}", np.isnan(a) | (a > 0), "must be > 0 us or null (catalog value)")
+        _check(cols, f"nand.{f}", np.isnan(a) | (a > 0), "must be > 0 us or null (catalog value)",
+               report=report)
     dram = np.asarray(cols["drive.dram"])
-    _check(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false")
+    _check(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false",
+           report=report)
 
-    bits = np.array([catalog.nand(_nand_name(cols, i)).bits_per_cell for i in range(n)])
+    bits = np.array([getattr(catalog.NAND.get(_nand_name(cols, i)), "bits_per_cell", 0) for i in range(n)])
     needs_multibit = np.isin(mode, ["dynamic", "static", "pure_slc"])
     _check(cols, "drive.slc_mode", ~needs_multibit | (bits >= 2),
-           "pSLC modes need a multi-bit NAND (bits per cell >= 2); use pure_native for SLC", mode)
+           "pSLC modes need a multi-bit NAND (bits per cell >= 2); use pure_native for SLC", mode, report)
     static = _num(cols, "drive.static_slc_gb")
-    _check(cols, "drive.static_slc_gb", (mode != "static") | (static > 0), "static mode needs a size > 0")
+    _check(cols, "drive.static_slc_gb", (mode != "static") | (static > 0), "static mode needs a size > 0",
+           report=report)
     raw = _raw_bytes(cols)
     usable = raw * (1 - _num(cols, "drive.reserve_fraction"))
     user = _num(cols, "drive.user_capacity_gb") * GB
     static_raw = np.where(mode == "static", static * GB * bits, 0.0)
     _check(cols, "drive.user_capacity_gb", user + static_raw <= usable * (1 + 1e-9),
            "user capacity (+ bits x static pSLC size) must fit in raw NAND x (1 - reserve); raw = "
-           "channels x dies_per_channel x die_gbit")
+           "channels x dies_per_channel x die_gbit", report=report)
+
+
+def valid_rows(cols: Mapping) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Per-configuration validity and, for each broken rule, how many configurations break it.
+
+    Used by sweeps that set ``on_invalid: drop``; a non-numeric value in a numeric field still
+    raises, since it is a typo in the definition rather than an infeasible combination.
+    """
+    report: list = []
+    validate(cols, report)
+    ok = np.logical_and.reduce([m for _, _, m in report])
+    broken = [{"field": k, "rule": r, "configurations": int((~m).sum())} for k, r, m in report if not m.all()]
+    return ok, broken
 
 
 def _nand_name(cols: Mapping, i: int) -> str:

@@ -1,0 +1,68 @@
+"""Structured-config schemas (Hydra ConfigStore): types are checked when the config is composed.
+
+Each ``conf/<group>/*.yaml`` names its schema in its defaults list (``- base``); a wrongly typed
+override such as ``drive.channels=abc`` is then refused by Hydra naming the full key.  Value rules
+(ranges, capacity fits) are checked by :func:`ssdx.params.validate` before any compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class DriveConf:
+    name: str = "custom"
+    nand: str = "tlc"
+    interface: str = "pcie4x4"
+    user_capacity_gb: float = 1000.0
+    die_gbit: float = 512.0
+    channels: int = 8
+    dies_per_channel: int = 4
+    planes_per_die: int = 4
+    bus_mts: float = 1200.0
+    bus_efficiency: float = 0.9
+    dram: bool = True
+    slc_mode: str = "dynamic"
+    static_slc_gb: float = 0.0
+    reserve_fraction: float = 0.005
+    fold_efficiency: float = 0.6
+
+
+@dataclass
+class NandConf:
+    name: Optional[str] = None  # noqa: UP045 (OmegaConf needs typing.Optional)
+    t_prog_us: Optional[float] = None  # noqa: UP045
+    t_read_us: Optional[float] = None  # noqa: UP045
+    t_erase_us: Optional[float] = None  # noqa: UP045
+    t_prog_slc_us: Optional[float] = None  # noqa: UP045
+    t_read_slc_us: Optional[float] = None  # noqa: UP045
+
+
+@dataclass
+class WorkloadConf:
+    pattern: str = "sequential"
+    block_kib: float = 128.0
+    queue_depth: int = 32
+    prefill_fraction: float = 0.0
+    fill_fraction: float = 1.0
+    burst_gb: float = 0.0
+    idle_s: float = 0.0
+
+
+@dataclass
+class ModelConf:
+    name: str = "fluid"
+    n_steps: int = 512
+
+
+def register() -> None:
+    """Store the schemas as ``<group>/base``."""
+    cs = ConfigStore.instance()
+    cs.store(group="drive", name="base", node=DriveConf)
+    cs.store(group="nand", name="base", node=NandConf)
+    cs.store(group="workload", name="base", node=WorkloadConf)
+    cs.store(group="model", name="base", node=ModelConf)

@@ -1,0 +1,146 @@
+"""The jobs behind the CLI: a single-drive fill experiment and a vectorised sweep.
+
+Each takes plain mappings (a composed Hydra config converted to containers) and an output
+directory, writes its files there, and returns the summary it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from ssdx import params
+from ssdx.models import fluid
+from ssdx.report import fill as fill_report
+from ssdx.report.tables import best_per_group, format_table
+from ssdx.sweep import runner, space
+
+
+def _dtype(precision: str):
+    if precision == "float64":
+        jax.config.update("jax_enable_x64", True)
+        return np.float64
+    if precision != "float32":
+        raise params.ConfigError("precision", precision, "must be float32 or float64")
+    return np.float32
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=2, default=_jsonable) + "\n")
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    raise TypeError(f"not JSON serialisable: {type(x)}")
+
+
+def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
+    """Whole-drive fill of one configuration: ``summary.json``, ``fill_curve.png``, ``fill_curve.csv``."""
+    dtype = _dtype(cfg.get("precision", "float32"))
+    cols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
+    drive, workload = params.build(cols, dtype=dtype)
+    drive, workload = params.index(drive, 0), params.index(workload, 0)
+    n_steps = int(cfg["model"]["n_steps"])
+    out = jax.tree_util.tree_map(np.asarray, jax.jit(fluid.simulate, static_argnums=2)(drive, workload, n_steps))
+    capacity_gb = float(fluid.capacity_bytes(drive)) / 1e9
+    summary = fill_report.summary(out, capacity_gb)
+    prefill_gb = float(workload.prefill_fraction) * capacity_gb
+    summary.update({
+        "drive": cfg["drive"].get("name", "custom"),
+        "slc_mode": cfg["drive"]["slc_mode"],
+        "prefill_fraction": float(workload.prefill_fraction),
+        "prefill_gb": prefill_gb,
+        "raw_gb": float(drive.raw_bytes) / 1e9,
+        "n_steps": n_steps,
+    })
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(out_dir / "summary.json", summary)
+    np.savetxt(out_dir / "fill_curve.csv",
+               np.c_[out.written_bytes / 1e9, out.time_s, out.speed / 1e6, out.slc_bytes / 1e9],
+               delimiter=",", header="written_gb,time_s,speed_mb_s,pslc_data_gb", comments="")
+    is_aldrin = summary["drive"] == "aldrin_pro_2tb" and summary["slc_mode"] == "dynamic" and prefill_gb == 0
+    fill_report.plot_fill(out, out_dir / "fill_curve.png",
+                          title=f'{summary["drive"]} — {summary["slc_mode"]}, pre-fill {prefill_gb:.0f} GB',
+                          reference=fill_report.ALDRIN_REVIEW if is_aldrin else None, prefill_gb=prefill_gb)
+    return summary
+
+
+def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tuple[dict, list[dict], int]:
+    """Columns of every configuration of a sweep: base config, ``base`` overrides, then the space.
+
+    Returns the columns, for ``on_invalid: drop`` the rules that removed configurations, and the
+    number of configurations the space defined before any was dropped.
+    """
+    rows = space.expand(sweep["space"])
+    n = len(next(iter(rows.values())))
+    base = params.columns_from_config(base_cfg["drive"], base_cfg["workload"], base_cfg.get("nand"))
+    for key, value in dict(sweep.get("base") or {}).items():
+        if key not in base:
+            raise params.ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
+        base[key] = np.asarray([value])
+    cols = params.broadcast_columns(base, n)
+    for key, values in rows.items():
+        if key not in cols:
+            raise params.ConfigError(f"sweep.space: {key}", values[0], f"unknown field; known: {sorted(cols)}")
+        cols[key] = values
+    policy = sweep.get("on_invalid", "error")
+    if policy not in ("error", "drop"):
+        raise params.ConfigError("sweep.on_invalid", policy, "must be 'error' or 'drop'")
+    if policy == "error":
+        params.validate(cols)
+        return cols, [], n
+    ok, broken = params.valid_rows(cols)
+    if not ok.any():
+        params.validate(cols)  # raises, naming the first breach
+    return {k: v[ok] for k, v in cols.items()}, broken, n
+
+
+def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Path,
+              chunk_size: int | None = None, progress: bool = True) -> dict[str, Any]:
+    """Run a sweep definition; writes ``results.parquet`` and ``summary.json`` into ``out_dir``."""
+    dtype = _dtype(base_cfg.get("precision", "float32"))
+    cols, dropped, n_defined = sweep_columns(sweep, base_cfg)
+    n_steps = int(sweep.get("n_steps") or base_cfg["model"]["n_steps"])
+    chunk = int(chunk_size or sweep.get("chunk_size") or 4096)
+    if chunk < 1:
+        raise params.ConfigError("sweep.chunk_size", chunk, "must be an integer >= 1")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    table = runner.run(cols, runner.fluid_model(n_steps), chunk, out_dir=out_dir, dtype=dtype,
+                       progress=progress, desc=str(sweep.get("name", "sweep")))
+    wall = time.perf_counter() - t0
+    df = table.to_pandas()
+    rep = dict(sweep.get("report") or {})
+    group_by = list(rep.get("group_by") or [])
+    sort_by = rep.get("sort_by", "time_s")
+    ascending = bool(rep.get("ascending", True))
+    best = best_per_group(df, group_by, sort_by, ascending)
+    n = len(df)
+    summary = {
+        "sweep": sweep.get("name"),
+        "n_configs": n,
+        "n_defined": n_defined,
+        "n_dropped": n_defined - n,
+        "dropped_rules": dropped,
+        "n_steps": n_steps,
+        "chunk_size": chunk,
+        "wall_s": wall,
+        "configs_per_s": n / wall if wall > 0 else None,
+        "best_by": {"metric": sort_by, "ascending": ascending, "group_by": group_by},
+        "best": best.to_dict(orient="records"),
+        "metrics": {c: {"min": float(df[c].min()), "median": float(df[c].median()), "max": float(df[c].max())}
+                    for c in df.columns if c not in cols and c != "config_id"},
+        "results": str(out_dir / "results.parquet"),
+    }
+    _write_json(out_dir / "summary.json", summary)
+    summary["_table"] = format_table(best, group_by + list(rep.get("columns") or []))
+    return summary
