@@ -65,6 +65,8 @@ class State(NamedTuple):
     native_bytes: jax.Array  # host data held in native blocks
     written_bytes: jax.Array  # host bytes written in this run
     time_s: jax.Array  # elapsed time, idle included
+    mode_bytes: jax.Array  # (3,) cumulative host bytes written in pSLC / direct native / folding mode
+    mode_time_s: jax.Array  # (3,) cumulative busy seconds in each mode
 
 
 class StepOut(NamedTuple):
@@ -132,7 +134,8 @@ def init(drive: Drive, workload: Workload) -> State:
     pure_slc = drive.slc_mode == PURE_SLC
     zero = jnp.zeros_like(pre)
     return State(slc_bytes=jnp.where(pure_slc, pre, zero), native_bytes=jnp.where(pure_slc, zero, pre),
-                 written_bytes=zero, time_s=zero)
+                 written_bytes=zero, time_s=zero, mode_bytes=jnp.zeros(3, pre.dtype),
+                 mode_time_s=jnp.zeros(3, pre.dtype))
 
 
 def total_bytes(drive: Drive, workload: Workload) -> jax.Array:
@@ -173,8 +176,10 @@ def step(drive: Drive, workload: Workload, r: Rates, delta: jax.Array,
     folded = jnp.minimum(f * a_fold, s)  # accounting guarantees s suffices; min guards rounding
     s = s + a_slc - folded
     n = n + a_dir + a_fold + folded
-    times = jnp.stack([a_slc / r.slc, a_dir / r.native, a_fold / r.fold])
-    busy = jnp.sum(times)
+    t_slc, t_dir, t_fold = a_slc / r.slc, a_dir / r.native, a_fold / r.fold
+    busy = t_slc + t_dir + t_fold  # explicit order: no reduction whose order could depend on batch shape
+    mode_bytes = jnp.stack([a_slc, a_dir, a_fold])
+    times = jnp.stack([t_slc, t_dir, t_fold])
 
     w0, w1 = state.written_bytes, state.written_bytes + delta
     burst = workload.burst_bytes
@@ -186,15 +191,16 @@ def step(drive: Drive, workload: Workload, r: Rates, delta: jax.Array,
     s, n = s - idle_fold, n + idle_fold
 
     t1 = state.time_s + busy + idle
-    new = State(slc_bytes=s, native_bytes=n, written_bytes=w1, time_s=t1)
+    new = State(slc_bytes=s, native_bytes=n, written_bytes=w1, time_s=t1,
+                mode_bytes=state.mode_bytes + mode_bytes, mode_time_s=state.mode_time_s + times)
     out = StepOut(written_bytes=w1, time_s=t1, speed=delta / jnp.maximum(busy, 1e-30),
-                  slc_bytes=s, native_bytes=n, mode_bytes=jnp.stack([a_slc, a_dir, a_fold]),
+                  slc_bytes=s, native_bytes=n, mode_bytes=mode_bytes,
                   mode_time_s=times, idle_folded_bytes=idle_fold)
     return new, out
 
 
-def simulate(drive: Drive, workload: Workload, n_steps: int = 512) -> StepOut:
-    """Scan :func:`step` over ``n_steps`` equal slices of the run's host bytes.  Leaves: (n_steps, ...)."""
+def run(drive: Drive, workload: Workload, n_steps: int = 512) -> tuple[State, StepOut]:
+    """Scan :func:`step` over ``n_steps`` equal slices of the run's host bytes: (final state, outputs)."""
     r = rates(drive, workload)
     delta = total_bytes(drive, workload) / n_steps
     state0 = init(drive, workload)
@@ -202,28 +208,35 @@ def simulate(drive: Drive, workload: Workload, n_steps: int = 512) -> StepOut:
     def body(state, _):
         return step(drive, workload, r, delta, state)
 
-    _, out = jax.lax.scan(body, state0, None, length=n_steps)
-    return out
+    return jax.lax.scan(body, state0, None, length=n_steps)
+
+
+def simulate(drive: Drive, workload: Workload, n_steps: int = 512) -> StepOut:
+    """Per-step outputs of :func:`run`.  Leaves have leading axis ``n_steps``."""
+    return run(drive, workload, n_steps)[1]
 
 
 def metrics(drive: Drive, workload: Workload, n_steps: int = 512) -> dict[str, jax.Array]:
-    """Scalar figures of one run (for sweeps): GB = 1e9 bytes, MB/s = 1e6 bytes/s, seconds."""
-    out = simulate(drive, workload, n_steps)
+    """Scalar figures of one run (for sweeps): GB = 1e9 bytes, MB/s = 1e6 bytes/s, seconds.
+
+    Totals come from sums carried through the scan (sequential, so a configuration's figures are
+    bit-identical whatever batch it is computed in).
+    """
+    final, out = run(drive, workload, n_steps)
     r = rates(drive, workload)
-    mode_bytes = out.mode_bytes.sum(axis=0)
-    mode_time = out.mode_time_s.sum(axis=0)
-    busy = mode_time.sum()
-    written = out.written_bytes[-1]
+    mode_bytes = final.mode_bytes
+    busy = final.mode_time_s[0] + final.mode_time_s[1] + final.mode_time_s[2]
+    written = final.written_bytes
     non_slc = out.mode_bytes[:, 1] + out.mode_bytes[:, 2]
     # Host bytes written before the first non-pSLC byte: the cache size this run saw.
-    before = out.written_bytes - out.mode_bytes.sum(axis=1) + out.mode_bytes[:, 0]
+    before = out.written_bytes - non_slc
     first = jnp.argmax(non_slc > 0)
     cache = jnp.where(jnp.any(non_slc > 0), before[first], written)
     return {
         "capacity_gb": capacity_bytes(drive) / 1e9,
         "raw_gb": drive.raw_bytes / 1e9,
         "written_gb": written / 1e9,
-        "time_s": out.time_s[-1],
+        "time_s": final.time_s,
         "mean_mb_s": written / busy / 1e6,
         "min_mb_s": out.speed.min() / 1e6,
         "p5_mb_s": jnp.percentile(out.speed, 5.0) / 1e6,

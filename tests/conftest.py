@@ -1,0 +1,44 @@
+"""Shared fixtures: the aldrin preset as columns/pytrees and a helper to run one fill."""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import numpy as np
+import pytest
+
+from ssdx import params, presets
+from ssdx.models import fluid
+
+
+def x64():
+    """Context manager enabling float64 in JAX (API moved between versions)."""
+    fn = getattr(jax, "enable_x64", None)
+    if fn is None:  # pragma: no cover - older JAX
+        from jax.experimental import enable_x64 as fn
+    return fn(True) if fn is not None else contextlib.nullcontext()
+
+
+def build_one(drive: dict | None = None, workload: dict | None = None, dtype=np.float32, **drive_over):
+    d = presets.drive("aldrin_pro_2tb", **drive_over) if drive is None else drive
+    w = presets.workload("seq_fill") if workload is None else workload
+    D, W = params.build(params.columns_from_config(d, w), dtype=dtype)
+    return params.index(D, 0), params.index(W, 0)
+
+
+_sim = jax.jit(fluid.simulate, static_argnums=2)
+_met = jax.jit(fluid.metrics, static_argnums=2)
+
+
+def simulate(drive, workload, n_steps: int = 256):
+    return jax.tree_util.tree_map(np.asarray, _sim(drive, workload, n_steps))
+
+
+def metrics(drive, workload, n_steps: int = 256):
+    return {k: float(v) for k, v in _met(drive, workload, n_steps).items()}
+
+
+@pytest.fixture
+def aldrin():
+    return build_one()

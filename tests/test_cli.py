@@ -1,0 +1,66 @@
+"""The CLI contract, run as a user would: the `ssdx` console script in a subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+REVIEW = [("pslc", 691.0, 6579.0), ("direct_native", 868.0, 2159.0), ("folding", 2000.0, 863.0)]
+
+
+def ssdx(*args, cwd=None):
+    cmd = [sys.executable, "-m", "ssdx.cli.main", *args]
+    env = dict(os.environ, TQDM_DISABLE="1")
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+def test_aldrin_fill_contract(tmp_path):
+    r = ssdx("experiment=aldrin_pro_fill", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert [p["name"] for p in s["phases"]] == [n for n, _, _ in REVIEW]
+    for p, (_, end, speed) in zip(s["phases"], REVIEW):
+        assert set(p) >= {"name", "start_gb", "end_gb", "mean_mb_s"}
+        assert p["end_gb"] == pytest.approx(end, rel=0.05)
+        assert p["mean_mb_s"] == pytest.approx(speed, rel=0.05)
+    assert s["capacity_gb"] == pytest.approx(2000.0)
+    assert s["mean_mb_s"] > 863
+    png = tmp_path / "fill_curve.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert "summary.json" in r.stdout
+
+
+@pytest.mark.parametrize("override, check", [
+    ("drive.slc_mode=pure_native", lambda s: s["min_mb_s"] >= 2100 and s["max_mb_s"] <= 1.05 * s["min_mb_s"]),
+    ("drive.slc_mode=pure_slc", lambda s: abs(s["capacity_gb"] - 640) / 640 < 0.05
+     and [p["name"] for p in s["phases"]] == ["pslc"]),
+    ("workload.prefill_fraction=0.5", lambda s: abs(s["phases"][0]["end_gb"] - 2000 / 6) < 1.0),
+])
+def test_fill_overrides(tmp_path, override, check):
+    r = ssdx("experiment=aldrin_pro_fill", override, f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    assert check(json.loads((tmp_path / "summary.json").read_text()))
+
+
+def test_sweep_contract_with_chunk_size(tmp_path):
+    r = ssdx("sweep=quick", "sweep.chunk_size=50", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    t = pq.read_table(tmp_path / "results.parquet")
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert t.num_rows == s["n_configs"] == 144
+    assert s["chunk_size"] == 50
+    assert len(list((tmp_path / "chunks").glob("*.parquet"))) == 3
+    assert "best by" in r.stdout and "results.parquet" in r.stdout
+
+
+def test_bad_value_exits_nonzero_naming_the_field(tmp_path):
+    r = ssdx("experiment=aldrin_pro_fill", "drive.channels=-1", f"hydra.run.dir={tmp_path}")
+    assert r.returncode != 0
+    assert "drive.channels" in r.stderr and "-1" in r.stderr and "integer >= 1" in r.stderr
+    assert not (tmp_path / "summary.json").exists()
+    r = ssdx("sweep=quick", "drive.planes_per_die=0", f"hydra.run.dir={tmp_path}")
+    assert r.returncode != 0 and "drive.planes_per_die" in r.stderr and "configuration 0 of 144" in r.stderr
+    assert not (tmp_path / "results.parquet").exists()

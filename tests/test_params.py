@@ -1,0 +1,80 @@
+import jax
+import numpy as np
+import pytest
+
+from ssdx import params, presets
+from ssdx.params import ConfigError
+
+
+def _cols(**over):
+    d = presets.drive("aldrin_pro_2tb")
+    w = presets.workload("seq_fill")
+    cols = params.columns_from_config(d, w)
+    for k, v in over.items():
+        cols[k.replace("__", ".")] = np.asarray([v])
+    return cols
+
+
+@pytest.mark.parametrize(
+    "field, value, rule_part",
+    [
+        ("drive.channels", -1, "integer >= 1"),
+        ("drive.channels", 2.5, "integer >= 1"),
+        ("drive.dies_per_channel", 0, "integer >= 1"),
+        ("drive.nand", "4d_tlc", "must be one of"),
+        ("drive.interface", "usb", "must be one of"),
+        ("drive.slc_mode", "turbo", "must be one of"),
+        ("drive.reserve_fraction", 0.7, "0 <= x < 0.5"),
+        ("drive.fold_efficiency", 0.0, "0 < x <= 1"),
+        ("workload.prefill_fraction", 1.0, "0 <= x < 1"),
+        ("workload.block_kib", -4, "must be > 0"),
+        ("drive.user_capacity_gb", 4000.0, "must fit in raw NAND"),
+        ("drive.bus_mts", "fast", "must be a number"),
+    ],
+)
+def test_bad_values_name_field_value_and_rule(field, value, rule_part):
+    cols = _cols(**{field.replace(".", "__"): value})
+    with pytest.raises(ConfigError) as e:
+        params.build(cols)
+    assert e.value.field == field
+    assert rule_part in e.value.rule
+    msg = str(e.value)
+    assert field in msg and str(value) in msg and "nothing was computed" in msg
+
+
+def test_pslc_mode_needs_multibit_nand():
+    with pytest.raises(ConfigError, match="multi-bit"):
+        params.build(_cols(drive__nand="slc", drive__slc_mode="dynamic"))
+    params.build(_cols(drive__nand="slc", drive__slc_mode="pure_native"))
+
+
+def test_static_cache_counts_against_raw():
+    # 2000 GB user + 3 x 70 GB static pSLC > 2199 GB x 0.995 usable raw
+    with pytest.raises(ConfigError, match="static"):
+        params.build(_cols(drive__slc_mode="static", drive__static_slc_gb=70.0))
+    params.build(_cols(drive__slc_mode="static", drive__static_slc_gb=50.0))
+
+
+def test_valid_rows_reports_per_configuration():
+    cols = params.broadcast_columns(_cols(), 4)
+    cols["drive.channels"] = np.array([8, -1, 8, 0])
+    cols["drive.user_capacity_gb"] = np.array([2000.0, 2000.0, 9000.0, 2000.0])
+    ok, broken = params.valid_rows(cols)
+    assert ok.tolist() == [True, False, False, False]
+    by_field = {b["field"]: b["configurations"] for b in broken}
+    assert by_field["drive.channels"] == 2
+    assert by_field["drive.user_capacity_gb"] >= 1
+
+
+def test_pytrees_stack_and_index():
+    cols = params.broadcast_columns(_cols(), 3)
+    cols["drive.dies_per_channel"] = np.array([1, 2, 4])
+    cols["drive.user_capacity_gb"] = np.full(3, 500.0)
+    drive, workload = params.build(cols)
+    assert drive.dies.shape == (3,)
+    leaves = jax.tree_util.tree_leaves(drive)
+    assert all(x.shape == (3,) for x in leaves)
+    one = params.index(drive, 2)
+    assert float(one.dies) == 32.0
+    assert float(one.raw_bytes) == pytest.approx(2199.02e9, rel=1e-4)
+    assert float(one.nand.bits_per_cell) == 3.0
