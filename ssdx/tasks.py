@@ -50,7 +50,8 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     drive, workload = params.build(cols, dtype=dtype)
     drive, workload = params.index(drive, 0), params.index(workload, 0)
     n_steps = int(cfg["model"]["n_steps"])
-    out = jax.tree_util.tree_map(np.asarray, jax.jit(fluid.simulate, static_argnums=2)(drive, workload, n_steps))
+    sim = jax.jit(fluid.simulate, static_argnums=2)
+    out = jax.tree_util.tree_map(np.asarray, sim(drive, workload, n_steps))
     capacity_gb = float(fluid.capacity_bytes(drive)) / 1e9
     summary = fill_report.summary(out, capacity_gb)
     prefill_gb = float(workload.prefill_fraction) * capacity_gb
@@ -90,7 +91,8 @@ def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tupl
     cols = params.broadcast_columns(base, n)
     for key, values in rows.items():
         if key not in cols:
-            raise params.ConfigError(f"sweep.space: {key}", values[0], f"unknown field; known: {sorted(cols)}")
+            raise params.ConfigError(f"sweep.space: {key}", values[0],
+                                     f"unknown field; known: {sorted(cols)}")
         cols[key] = values
     policy = sweep.get("on_invalid", "error")
     if policy not in ("error", "drop"):

@@ -47,7 +47,8 @@ def run(cfg: DictConfig) -> None:
             print(f'{s["drive"]} ({s["slc_mode"]}, pre-fill {s["prefill_gb"]:.0f} GB): '
                   f'{s["written_gb"]:.0f} GB in {s["time_s"]:.0f} s, mean {s["mean_mb_s"]:.0f} MB/s')
             for p in s["phases"]:
-                print(f'  {p["name"]:<14} {p["start_gb"]:8.1f} -> {p["end_gb"]:8.1f} GB  {p["mean_mb_s"]:8.1f} MB/s')
+                print(f'  {p["name"]:<14} {p["start_gb"]:8.1f} -> {p["end_gb"]:8.1f} GB  '
+                      f'{p["mean_mb_s"]:8.1f} MB/s')
             print(f"outputs: {out / 'summary.json'}, {out / 'fill_curve.png'}, {out / 'fill_curve.csv'}")
         elif cfg.task == "sweep":
             chunk = cfg.runner.get("chunk_size") or None

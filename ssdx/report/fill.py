@@ -71,7 +71,7 @@ def plot_fill(out: StepOut, path, title: str = "", reference=None, prefill_gb: f
         ax.axvspan(prefill_gb + p["start_gb"], prefill_gb + p["end_gb"], color=colors[p["name"]],
                    alpha=0.18, lw=0, label=f'{p["name"]}: {p["mean_mb_s"]:.0f} MB/s')
     if reference:
-        for i, (name, a, b, v) in enumerate(reference):
+        for i, (_name, a, b, v) in enumerate(reference):
             ax.hlines(v, a, b, colors="tab:green", linestyles="--", lw=1.5,
                       label="review (seeds/002)" if i == 0 else None)
     ax.set_xlabel("host data written, GB (1e9 B)")

@@ -7,14 +7,16 @@ from collections.abc import Sequence
 import pandas as pd
 
 
-def best_per_group(df: pd.DataFrame, group_by: Sequence[str], sort_by: str, ascending: bool = True) -> pd.DataFrame:
+def best_per_group(df: pd.DataFrame, group_by: Sequence[str], sort_by: str,
+                   ascending: bool = True) -> pd.DataFrame:
     """The best row of each group by ``sort_by`` (all rows' best if ``group_by`` is empty)."""
     if sort_by not in df.columns:
         raise KeyError(f"report.sort_by {sort_by!r} is not a result column; have {sorted(df.columns)}")
     ordered = df.sort_values([sort_by, "config_id"], ascending=[ascending, True], kind="stable")
     if not group_by:
         return ordered.head(10).reset_index(drop=True)
-    return ordered.groupby(list(group_by), sort=True).head(1).sort_values(list(group_by)).reset_index(drop=True)
+    best = ordered.groupby(list(group_by), sort=True).head(1)
+    return best.sort_values(list(group_by)).reset_index(drop=True)
 
 
 def format_table(df: pd.DataFrame, columns: Sequence[str] | None = None, floatfmt: str = "{:.4g}") -> str:
