@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from ssdx import params, presets
 from ssdx.models import fluid
 from ssdx.report.fill import ALDRIN_REVIEW, phases
+from ssdx.units import gbit_die_to_bytes
 
 
 def test_aldrin_three_phases_match_review_within_5pct(aldrin):
@@ -61,9 +62,9 @@ def test_phase_boundaries_do_not_depend_on_step_count(aldrin):
 def _random_config(draw_vals):
     mode, nand, dpc, pre, fill, burst, idle, cap_frac = draw_vals
     d = presets.drive("aldrin_pro_2tb", slc_mode=mode, nand=nand, dies_per_channel=dpc, static_slc_gb=20.0)
-    raw = 8 * dpc * 68.72
+    raw = 8 * dpc * gbit_die_to_bytes(512) / 1e9
     bits = {"ymtc_cdt1b": 3, "qlc": 4, "2d_fg_mlc": 2, "tlc": 3}[nand]
-    d["user_capacity_gb"] = cap_frac * (raw * 0.995 - bits * 20.0)
+    d["user_capacity_gb"] = cap_frac * 0.999 * (raw * 0.995 - bits * 20.0)
     w = presets.workload("seq_fill", prefill_fraction=pre, fill_fraction=fill, burst_gb=burst, idle_s=idle)
     return build_one(d, w)
 
@@ -169,3 +170,19 @@ def test_sata_drive_is_link_bound_and_dramless_random_is_slower():
     dram_less = metrics(*build_one(dict(d, dram=False), rnd))
     with_dram = metrics(*build_one(dict(d, dram=True), rnd))
     assert dram_less["host_mb_s"] < with_dram["host_mb_s"]
+
+
+@pytest.mark.parametrize("n", [16, 64, 257, 512])
+def test_low_percentile_matches_numpy(n):
+    x = np.random.default_rng(n).random(n).astype(np.float32) * 1000
+    got = float(fluid._percentile_low(jax.numpy.asarray(x), 5.0))
+    assert got == pytest.approx(float(np.percentile(x, 5.0)), rel=1e-6)
+
+
+def test_metrics_agree_with_per_step_outputs(aldrin):
+    m = metrics(*aldrin, 256)
+    out = simulate(*aldrin, 256)
+    assert m["p5_mb_s"] == pytest.approx(np.percentile(out.speed, 5) / 1e6, rel=1e-6)
+    assert m["min_mb_s"] == pytest.approx(out.speed.min() / 1e6, rel=1e-6)
+    assert m["pslc_gb"] == pytest.approx(out.mode_bytes[:, 0].sum() / 1e9, rel=1e-5)
+    assert m["time_s"] == pytest.approx(float(out.time_s[-1]), rel=1e-6)

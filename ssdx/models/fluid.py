@@ -158,20 +158,30 @@ def _rooms(drive: Drive, s: jax.Array, n: jax.Array) -> tuple[jax.Array, jax.Arr
         [usable - raw_used, usable - b * drive.static_slc_bytes - n, usable - n],
         0.0,
     )
-    # Rounding slack (float32 on terabytes): rooms under 1e-5 of the user capacity count as full,
-    # so the folding steady state (raw use pinned at the limit) does not flicker into other modes.
-    tol = 1e-5 * u
+    tol = rounding_tolerance(drive)
     return (jnp.where(room_slc > tol, room_slc, 0.0), jnp.where(room_native > tol, room_native, 0.0))
 
 
-def step(drive: Drive, workload: Workload, r: Rates, delta: jax.Array,
-         state: State) -> tuple[State, StepOut]:
-    """Write ``delta`` host bytes, then apply any idle gap that falls in this step."""
+def rounding_tolerance(drive: Drive) -> jax.Array:
+    """Bytes below which a room or a remainder is rounding (float32 on terabytes): 1e-5 of ``U``.
+
+    A room under it counts as full, so the folding steady state (raw use pinned at its limit) does not
+    flicker into other modes; a room short of a step by less than it takes the whole step, so a phase
+    that ends on a step boundary leaves no stray bytes for the next mode.
+    """
+    return 1e-5 * drive.user_bytes
+
+
+def step(drive: Drive, workload: Workload, r: Rates, delta: jax.Array, state: State,
+         k: jax.Array) -> tuple[State, StepOut]:
+    """Write step ``k``'s ``delta`` host bytes, then apply any idle gap that falls in this step."""
     s, n = state.slc_bytes, state.native_bytes
     room_slc, room_native = _rooms(drive, s, n)
-    a_slc = jnp.minimum(delta, room_slc)
-    a_dir = jnp.minimum(delta - a_slc, room_native)
-    a_fold = delta - a_slc - a_dir
+    tol = rounding_tolerance(drive)
+    a_slc = jnp.where(room_slc >= delta - tol, delta, room_slc)
+    rest = delta - a_slc
+    a_dir = jnp.where(room_native >= rest - tol, rest, room_native)
+    a_fold = rest - a_dir
     f = fold_ratio(drive)
     folded = jnp.minimum(f * a_fold, s)  # accounting guarantees s suffices; min guards rounding
     s = s + a_slc - folded
@@ -181,7 +191,7 @@ def step(drive: Drive, workload: Workload, r: Rates, delta: jax.Array,
     mode_bytes = jnp.stack([a_slc, a_dir, a_fold])
     times = jnp.stack([t_slc, t_dir, t_fold])
 
-    w0, w1 = state.written_bytes, state.written_bytes + delta
+    w0, w1 = k * delta, (k + 1.0) * delta  # from the step index: no accumulated rounding
     burst = workload.burst_bytes
     safe = jnp.where(burst > 0, burst, 1.0)
     gaps = jnp.where(burst > 0, jnp.floor(w1 / safe + 1e-6) - jnp.floor(w0 / safe + 1e-6), 0.0)
@@ -205,10 +215,10 @@ def run(drive: Drive, workload: Workload, n_steps: int = 512) -> tuple[State, St
     delta = total_bytes(drive, workload) / n_steps
     state0 = init(drive, workload)
 
-    def body(state, _):
-        return step(drive, workload, r, delta, state)
+    def body(state, k):
+        return step(drive, workload, r, delta, state, k)
 
-    return jax.lax.scan(body, state0, None, length=n_steps)
+    return jax.lax.scan(body, state0, jnp.arange(n_steps, dtype=delta.dtype))
 
 
 def simulate(drive: Drive, workload: Workload, n_steps: int = 512) -> StepOut:
@@ -216,30 +226,50 @@ def simulate(drive: Drive, workload: Workload, n_steps: int = 512) -> StepOut:
     return run(drive, workload, n_steps)[1]
 
 
+def _percentile_low(x: jax.Array, q: float) -> jax.Array:
+    """``jnp.percentile(x, q)`` (linear interpolation) from the few smallest values (``top_k``, no sort)."""
+    pos = q / 100.0 * (x.shape[0] - 1)
+    lo = int(pos)
+    k = min(lo + 2, x.shape[0])
+    smallest = -jax.lax.top_k(-x, k)[0]
+    hi = min(lo + 1, k - 1)
+    return smallest[lo] + (pos - lo) * (smallest[hi] - smallest[lo])
+
+
 def metrics(drive: Drive, workload: Workload, n_steps: int = 512) -> dict[str, jax.Array]:
     """Scalar figures of one run (for sweeps): GB = 1e9 bytes, MB/s = 1e6 bytes/s, seconds.
 
-    Totals come from sums carried through the scan (sequential, so a configuration's figures are
-    bit-identical whatever batch it is computed in).
+    Scans :func:`step` keeping only the per-step speed; totals and the cache size are carried
+    (sequential sums, so a configuration's figures are bit-identical whatever batch computes them).
+    ``cache_gb`` is the host data written before the first byte that did not go to pSLC.
     """
-    final, out = run(drive, workload, n_steps)
     r = rates(drive, workload)
+    delta = total_bytes(drive, workload) / n_steps
+    tol = rounding_tolerance(drive)
+
+    def body(carry, k):
+        state, cache, found = carry
+        new, out = step(drive, workload, r, delta, state, k)
+        non_slc = out.mode_bytes[1] + out.mode_bytes[2]
+        hit = (non_slc > tol) & ~found
+        cache = jnp.where(hit, out.written_bytes - non_slc, cache)
+        return (new, cache, found | hit), out.speed
+
+    zero = jnp.zeros_like(delta)
+    carry0 = (init(drive, workload), zero, jnp.zeros((), bool))
+    (final, cache, found), speed = jax.lax.scan(body, carry0, jnp.arange(n_steps, dtype=delta.dtype))
     mode_bytes = final.mode_bytes
     busy = final.mode_time_s[0] + final.mode_time_s[1] + final.mode_time_s[2]
     written = final.written_bytes
-    non_slc = out.mode_bytes[:, 1] + out.mode_bytes[:, 2]
-    # Host bytes written before the first non-pSLC byte: the cache size this run saw.
-    before = out.written_bytes - non_slc
-    first = jnp.argmax(non_slc > 0)
-    cache = jnp.where(jnp.any(non_slc > 0), before[first], written)
+    cache = jnp.where(found, cache, written)
     return {
         "capacity_gb": capacity_bytes(drive) / 1e9,
         "raw_gb": drive.raw_bytes / 1e9,
         "written_gb": written / 1e9,
         "time_s": final.time_s,
         "mean_mb_s": written / busy / 1e6,
-        "min_mb_s": out.speed.min() / 1e6,
-        "p5_mb_s": jnp.percentile(out.speed, 5.0) / 1e6,
+        "min_mb_s": jnp.min(speed) / 1e6,
+        "p5_mb_s": _percentile_low(speed, 5.0) / 1e6,
         "cache_gb": cache / 1e9,
         "pslc_gb": mode_bytes[0] / 1e9,
         "direct_gb": mode_bytes[1] / 1e9,
