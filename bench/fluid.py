@@ -52,6 +52,7 @@ import numpy as np
 
 from ssdx import catalog, params, presets
 from ssdx.models import fluid
+from ssdx.sweep import runner
 from ssdx.units import GB, gbit_die_to_bytes
 
 DYNAMIC, STATIC, PURE_SLC, PURE_NATIVE = fluid.DYNAMIC, fluid.STATIC, fluid.PURE_SLC, fluid.PURE_NATIVE
@@ -198,11 +199,10 @@ def _rates_py(p: P) -> RatesPy:
     return RatesPy(host, min(host, bus, die_slc), min(host, bus, die_native), fold, idle_fold)
 
 
-def _rooms_py(p: P, s: float, n: float) -> tuple[float, float]:
+def _rooms_py(p: P, s: float, n: float, raw_used: float) -> tuple[float, float]:
     """Port of ``fluid._rooms``."""
     b, u, mode = p.bits, p.user_bytes, p.slc_mode
     usable = p.raw_bytes * (1.0 - p.reserve_fraction)
-    raw_used = b * s + n
     if mode == DYNAMIC:
         room_slc, room_native = (u - raw_used) / b, usable - raw_used
     elif mode == STATIC:
@@ -211,32 +211,47 @@ def _rooms_py(p: P, s: float, n: float) -> tuple[float, float]:
         room_slc, room_native = u / b - s, 0.0
     else:
         room_slc, room_native = 0.0, usable - n
-    tol = 1e-5 * u
-    return (room_slc if room_slc > tol else 0.0), (room_native if room_native > tol else 0.0)
+    return max(room_slc, 0.0), max(room_native, 0.0)
 
 
-def _step_py(p: P, r: RatesPy, delta: float, s: float, n: float, k: int,
-             t0: float) -> tuple[float, ...]:
-    """Port of ``fluid.step``: (s, n, w1, t1, speed, a_slc, a_dir, a_fold, t_slc, t_dir, t_fold)."""
-    room_slc, room_native = _rooms_py(p, s, n)
-    tol = 1e-5 * p.user_bytes
-    a_slc = delta if room_slc >= delta - tol else room_slc
-    rest = delta - a_slc
-    a_dir = rest if room_native >= rest - tol else room_native
+def _admit_py(room: float, amount: float, tol: float) -> float:
+    """Port of ``fluid._admit``."""
+    room = room if room > tol else 0.0
+    return amount if (room > 0 and room >= amount - tol) else min(room, amount)
+
+
+def _write_py(p: P, r: RatesPy, s: float, n: float, raw: float, amount: float,
+              tol: float) -> tuple[float, ...]:
+    """Port of ``fluid._write``: (s, n, raw, a_slc, a_dir, a_fold)."""
+    room_slc, _ = _rooms_py(p, s, n, raw)
+    a_slc = _admit_py(room_slc, amount, tol)
+    _, room_native = _rooms_py(p, s + a_slc, n, raw + p.bits * a_slc)
+    rest = amount - a_slc
+    a_dir = _admit_py(room_native, rest, tol)
     a_fold = rest - a_dir
-    f = 1.0 / max(p.bits - 1.0, 1.0)
-    folded = min(f * a_fold, s)
-    s = s + a_slc - folded
-    n = n + a_dir + a_fold + folded
-    t_slc, t_dir, t_fold = a_slc / r.slc, a_dir / r.native, a_fold / r.fold
-    busy = t_slc + t_dir + t_fold
+    folded = min(a_fold / max(p.bits - 1.0, 1.0), s + a_slc)
+    return (s + a_slc - folded, n + a_dir + a_fold + folded, raw + p.bits * a_slc + a_dir,
+            a_slc, a_dir, a_fold)
+
+
+def _step_py(p: P, r: RatesPy, delta: float, s: float, n: float, raw: float, k: int,
+             t0: float) -> tuple[float, ...]:
+    """Port of ``fluid.step``: (s, n, raw, w1, t1, speed, a_slc, a_dir, a_fold, t_slc, t_dir, t_fold)."""
+    tol = min(1e-5 * p.user_bytes, 1e-3 * delta)
     w0, w1 = k * delta, (k + 1.0) * delta
     burst = p.burst_bytes
     gaps = math.floor(w1 / burst + 1e-6) - math.floor(w0 / burst + 1e-6) if burst > 0 else 0.0
+    first = min(max((math.floor(w0 / burst + 1e-6) + 1.0) * burst - w0, 0.0), delta) if gaps > 0 else delta
+    s, n, raw, x1, y1, z1 = _write_py(p, r, s, n, raw, first, tol)
     idle = gaps * p.idle_s
     idle_fold = min(s, r.idle_fold * idle) if p.slc_mode in (DYNAMIC, STATIC) else 0.0
-    s, n = s - idle_fold, n + idle_fold
-    return (s, n, w1, t0 + busy + idle, delta / max(busy, 1e-30), a_slc, a_dir, a_fold, t_slc, t_dir, t_fold)
+    s, n, raw = s - idle_fold, n + idle_fold, raw - (p.bits - 1.0) * idle_fold
+    s, n, raw, x2, y2, z2 = _write_py(p, r, s, n, raw, delta - first, tol)
+    a_slc, a_dir, a_fold = x1 + x2, y1 + y2, z1 + z2
+    t_slc, t_dir, t_fold = a_slc / r.slc, a_dir / r.native, a_fold / r.fold
+    busy = t_slc + t_dir + t_fold
+    return (s, n, raw, w1, t0 + busy + idle, delta / max(busy, 1e-30), a_slc, a_dir, a_fold,
+            t_slc, t_dir, t_fold)
 
 
 def _percentile_py(x: list[float], q: float) -> float:
@@ -254,14 +269,16 @@ def _metrics_py(p: P, n_steps: int) -> dict[str, float]:
     cap = p.user_bytes / p.bits if p.slc_mode == PURE_SLC else p.user_bytes
     pre = p.prefill_fraction * cap
     s, n = (pre, 0.0) if p.slc_mode == PURE_SLC else (0.0, pre)
+    raw = p.bits * s + n
     w, t = 0.0, 0.0
     delta = p.fill_fraction * cap * (1.0 - p.prefill_fraction) / n_steps
     speeds: list[float] = []
     bytes_slc = bytes_dir = bytes_fold = time_slc = time_dir = time_fold = 0.0
     cache: float | None = None
-    tol = 1e-5 * p.user_bytes
+    tol = min(1e-5 * p.user_bytes, 1e-3 * delta)
     for k in range(n_steps):
-        s, n, w, t, speed, a_slc, a_dir, a_fold, t_slc, t_dir, t_fold = _step_py(p, r, delta, s, n, k, t)
+        s, n, raw, w, t, speed, a_slc, a_dir, a_fold, t_slc, t_dir, t_fold = _step_py(
+            p, r, delta, s, n, raw, k, t)
         speeds.append(speed)
         bytes_slc, bytes_dir, bytes_fold = bytes_slc + a_slc, bytes_dir + a_dir, bytes_fold + a_fold
         time_slc, time_dir, time_fold = time_slc + t_slc, time_dir + t_dir, time_fold + t_fold
@@ -307,17 +324,33 @@ def _rates_numpy(p: P) -> RatesPy:
                    np.minimum(np.minimum(host, bus), die_native), fold, idle_fold)
 
 
-def _rooms_numpy(p: P, s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _rooms_numpy(p: P, s: np.ndarray, n: np.ndarray, raw_used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Port of ``fluid._rooms`` over configurations."""
     b, u, mode = p.bits, p.user_bytes, p.slc_mode
     usable = p.raw_bytes * (1.0 - p.reserve_fraction)
-    raw_used = b * s + n
     room_slc = np.select([mode == DYNAMIC, mode == STATIC, mode == PURE_SLC],
                          [(u - raw_used) / b, p.static_slc_bytes - s, u / b - s], 0.0)
     room_native = np.select([mode == DYNAMIC, mode == STATIC, mode == PURE_NATIVE],
                             [usable - raw_used, usable - b * p.static_slc_bytes - n, usable - n], 0.0)
-    tol = 1e-5 * u
-    return np.where(room_slc > tol, room_slc, 0.0), np.where(room_native > tol, room_native, 0.0)
+    return np.maximum(room_slc, 0.0), np.maximum(room_native, 0.0)
+
+
+def _admit_numpy(room: np.ndarray, amount: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """Port of ``fluid._admit`` over configurations."""
+    room = np.where(room > tol, room, 0.0)
+    return np.where((room > 0) & (room >= amount - tol), amount, np.minimum(room, amount))
+
+
+def _write_numpy(p: P, s, n, raw, amount, tol) -> tuple[np.ndarray, ...]:
+    """Port of ``fluid._write`` over configurations: (s, n, raw, a_slc, a_dir, a_fold)."""
+    room_slc, _ = _rooms_numpy(p, s, n, raw)
+    a_slc = _admit_numpy(room_slc, amount, tol)
+    _, room_native = _rooms_numpy(p, s + a_slc, n, raw + p.bits * a_slc)
+    rest = amount - a_slc
+    a_dir = _admit_numpy(room_native, rest, tol)
+    a_fold = rest - a_dir
+    folded = np.minimum(a_fold / np.maximum(p.bits - 1.0, 1.0), s + a_slc)
+    return s + a_slc - folded, n + a_dir + a_fold + folded, raw + p.bits * a_slc + a_dir, a_slc, a_dir, a_fold
 
 
 def numpy_vectorised(p: P, n_steps: int) -> dict[str, np.ndarray]:
@@ -329,7 +362,6 @@ def numpy_vectorised(p: P, n_steps: int) -> dict[str, np.ndarray]:
     s, n = np.where(pure_slc, pre, 0.0), np.where(pure_slc, 0.0, pre)
     w, t = np.zeros_like(pre), np.zeros_like(pre)
     delta = p.fill_fraction * cap * (1.0 - p.prefill_fraction) / n_steps
-    f = 1.0 / np.maximum(p.bits - 1.0, 1.0)
     burst = p.burst_bytes
     has_burst = burst > 0
     safe = np.where(has_burst, burst, 1.0)
@@ -339,23 +371,21 @@ def numpy_vectorised(p: P, n_steps: int) -> dict[str, np.ndarray]:
     mode_time = np.zeros((3, len(pre)))
     cache = np.zeros_like(pre)
     found = np.zeros(len(pre), dtype=bool)
-    tol = 1e-5 * p.user_bytes
+    tol = np.minimum(1e-5 * p.user_bytes, 1e-3 * delta)
+    raw = p.bits * s + n
     for k in range(n_steps):
-        room_slc, room_native = _rooms_numpy(p, s, n)
-        a_slc = np.where(room_slc >= delta - tol, delta, room_slc)
-        rest = delta - a_slc
-        a_dir = np.where(room_native >= rest - tol, rest, room_native)
-        a_fold = rest - a_dir
-        folded = np.minimum(f * a_fold, s)
-        s = s + a_slc - folded
-        n = n + a_dir + a_fold + folded
-        t_slc, t_dir, t_fold = a_slc / r.slc, a_dir / r.native, a_fold / r.fold
-        busy = t_slc + t_dir + t_fold
         w, w1 = k * delta, (k + 1.0) * delta
         gaps = np.where(has_burst, np.floor(w1 / safe + 1e-6) - np.floor(w / safe + 1e-6), 0.0)
+        boundary = (np.floor(w / safe + 1e-6) + 1.0) * safe
+        first = np.where(gaps > 0, np.clip(boundary - w, 0.0, delta), delta)
+        s, n, raw, x1, y1, z1 = _write_numpy(p, s, n, raw, first, tol)
         idle = gaps * p.idle_s
         idle_fold = np.where(can_fold, np.minimum(s, r.idle_fold * idle), 0.0)
-        s, n = s - idle_fold, n + idle_fold
+        s, n, raw = s - idle_fold, n + idle_fold, raw - (p.bits - 1.0) * idle_fold
+        s, n, raw, x2, y2, z2 = _write_numpy(p, s, n, raw, delta - first, tol)
+        a_slc, a_dir, a_fold = x1 + x2, y1 + y2, z1 + z2
+        t_slc, t_dir, t_fold = a_slc / r.slc, a_dir / r.native, a_fold / r.fold
+        busy = t_slc + t_dir + t_fold
         t = t + busy + idle
         speeds[k] = delta / np.maximum(busy, 1e-30)
         mode_bytes += (a_slc, a_dir, a_fold)
@@ -376,9 +406,10 @@ def numpy_vectorised(p: P, n_steps: int) -> dict[str, np.ndarray]:
 
 
 # ----------------------------------------------------------------------------- JAX
-def jax_metrics_fn(n_steps: int) -> Callable[[params.Drive, params.Workload], dict[str, jax.Array]]:
-    """The timed program: jit of vmap of ``fluid.metrics``."""
-    return jax.jit(jax.vmap(lambda d, w: fluid.metrics(d, w, n_steps)))
+def jax_metrics_fn(n_steps: int,
+                   idle_gaps: bool = True) -> Callable[[params.Drive, params.Workload], dict[str, jax.Array]]:
+    """The timed program: jit of vmap of ``fluid.metrics`` (``idle_gaps`` as the sweep runner sets it)."""
+    return jax.jit(jax.vmap(lambda d, w: fluid.metrics(d, w, n_steps, idle_gaps)))
 
 
 def chunks(drive: params.Drive, workload: params.Workload, chunk: int) -> list[tuple[Any, Any]]:
@@ -481,14 +512,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     build_s = time.perf_counter() - t0
     p64 = flatten(drive, workload)
 
-    # JAX: first call compiles; then best of `repeats` full passes.
-    fn = jax_metrics_fn(steps)
-    parts = chunks(drive, workload, chunk)
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(*parts[0]))
-    compile_s = time.perf_counter() - t0
-    jax_run_s, res = best_of(a.repeats, lambda: run_jax(fn, parts))
-    jx = gather(res, n)
+    # JAX, as the sweep runner runs it: configurations grouped by the static idle-gap flag, each group
+    # chunked and run by its own jit(vmap) kernel; first calls compile, then best of `repeats` passes.
+    groups = []
+    compile_s = 0.0
+    for flag, idx in runner.idle_gap_groups(workload):
+        sub_tree = jax.tree_util.tree_map(lambda x, idx=idx: np.asarray(x)[idx], (drive, workload))
+        fn, parts = jax_metrics_fn(steps, flag), chunks(*sub_tree, min(chunk, len(idx)))
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*parts[0]))
+        compile_s += time.perf_counter() - t0
+        groups.append((idx, fn, parts))
+    jax_run_s, res = best_of(a.repeats, lambda: [run_jax(fn, parts) for _, fn, parts in groups])
+    jx: dict[str, np.ndarray] = {}
+    for (idx, _, _), r in zip(groups, res):
+        part = gather(r, len(idx))
+        for k, v in part.items():
+            jx.setdefault(k, np.empty(n))[idx] = v
 
     # Baseline B: NumPy vectorised over configurations.
     np_run_s, np_res = best_of(a.repeats, lambda: numpy_vectorised(take(p64, slice(0, m_np)), steps))

@@ -63,10 +63,11 @@ class Rates(NamedTuple):
 class State(NamedTuple):
     slc_bytes: jax.Array  # host data held in pSLC blocks
     native_bytes: jax.Array  # host data held in native blocks
+    raw_used_bytes: jax.Array  # b·s + n, carried so folding (which leaves it unchanged) adds no rounding
     written_bytes: jax.Array  # host bytes written in this run
     time_s: jax.Array  # elapsed time, idle included
-    mode_bytes: jax.Array  # (3,) cumulative host bytes written in pSLC / direct native / folding mode
-    mode_time_s: jax.Array  # (3,) cumulative busy seconds in each mode
+    mode_bytes: tuple  # 3 x cumulative host bytes written in pSLC / direct native / folding mode
+    mode_time_s: tuple  # 3 x cumulative busy seconds in each mode (tuples: no minor axis of 3 in a batch)
 
 
 class StepOut(NamedTuple):
@@ -133,9 +134,10 @@ def init(drive: Drive, workload: Workload) -> State:
     pre = workload.prefill_fraction * capacity_bytes(drive)
     pure_slc = drive.slc_mode == PURE_SLC
     zero = jnp.zeros_like(pre)
-    return State(slc_bytes=jnp.where(pure_slc, pre, zero), native_bytes=jnp.where(pure_slc, zero, pre),
-                 written_bytes=zero, time_s=zero, mode_bytes=jnp.zeros(3, pre.dtype),
-                 mode_time_s=jnp.zeros(3, pre.dtype))
+    s0, n0 = jnp.where(pure_slc, pre, zero), jnp.where(pure_slc, zero, pre)
+    return State(slc_bytes=s0, native_bytes=n0, raw_used_bytes=drive.nand.bits_per_cell * s0 + n0,
+                 written_bytes=zero, time_s=zero, mode_bytes=(zero, zero, zero),
+                 mode_time_s=(zero, zero, zero))
 
 
 def total_bytes(drive: Drive, workload: Workload) -> jax.Array:
@@ -143,82 +145,135 @@ def total_bytes(drive: Drive, workload: Workload) -> jax.Array:
     return workload.fill_fraction * capacity_bytes(drive) * (1.0 - workload.prefill_fraction)
 
 
-def _rooms(drive: Drive, s: jax.Array, n: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Host bytes admissible to pSLC and to direct native writes in the current state."""
-    b = drive.nand.bits_per_cell
-    u, usable, mode = drive.user_bytes, usable_raw_bytes(drive), drive.slc_mode
-    raw_used = b * s + n
-    room_slc = jnp.select(
-        [mode == DYNAMIC, mode == STATIC, mode == PURE_SLC],
-        [(u - raw_used) / b, drive.static_slc_bytes - s, u / b - s],
-        0.0,
-    )
-    room_native = jnp.select(
-        [mode == DYNAMIC, mode == STATIC, mode == PURE_NATIVE],
-        [usable - raw_used, usable - b * drive.static_slc_bytes - n, usable - n],
-        0.0,
-    )
-    tol = rounding_tolerance(drive)
-    return (jnp.where(room_slc > tol, room_slc, 0.0), jnp.where(room_native > tol, room_native, 0.0))
+class Plan(NamedTuple):
+    """Per-drive constants of a run, computed once outside the scan.
 
-
-def rounding_tolerance(drive: Drive) -> jax.Array:
-    """Bytes below which a room or a remainder is rounding (float32 on terabytes): 1e-5 of ``U``.
-
-    A room under it counts as full, so the folding steady state (raw use pinned at its limit) does not
-    flicker into other modes; a room short of a step by less than it takes the whole step, so a phase
-    that ends on a step boundary leaves no stray bytes for the next mode.
+    Rooms are affine in the state: ``room_slc = slc_a - slc_cs·s - slc_craw·raw`` and
+    ``room_native = nat_c - nat_dn·n - nat_draw·raw`` (``raw = b·s + n``); the coefficients encode
+    the pSLC mode (module docstring), so the scan body has no per-mode branches.
     """
-    return 1e-5 * drive.user_bytes
+
+    rates: Rates
+    delta: jax.Array  # host bytes per step
+    tol: jax.Array  # rounding slack, bytes (see rounding_tolerance)
+    bits: jax.Array
+    fold: jax.Array  # pSLC bytes folded per host byte in folding mode, 1/(b-1)
+    slc_a: jax.Array
+    slc_cs: jax.Array
+    slc_craw: jax.Array
+    nat_c: jax.Array
+    nat_dn: jax.Array
+    nat_draw: jax.Array
+    can_idle_fold: jax.Array
 
 
-def step(drive: Drive, workload: Workload, r: Rates, delta: jax.Array, state: State,
-         k: jax.Array) -> tuple[State, StepOut]:
-    """Write step ``k``'s ``delta`` host bytes, then apply any idle gap that falls in this step."""
-    s, n = state.slc_bytes, state.native_bytes
-    room_slc, room_native = _rooms(drive, s, n)
-    tol = rounding_tolerance(drive)
-    a_slc = jnp.where(room_slc >= delta - tol, delta, room_slc)
-    rest = delta - a_slc
-    a_dir = jnp.where(room_native >= rest - tol, rest, room_native)
+def rounding_tolerance(drive: Drive, delta: jax.Array) -> jax.Array:
+    """Rounding slack in bytes (float32 on terabytes): ``min(1e-5·U, 1e-3·Δ)``.
+
+    A room under it counts as full; a room short of the bytes to place by less than it takes them
+    all, so a phase that ends on a step boundary leaves no stray bytes for the next mode.  Being under
+    a thousandth of a step, it never lets a full mode take a step.  (Raw use is carried in the state
+    and folding adds exactly zero to it, so the folding steady state does not drift out of "full".)
+    """
+    return jnp.minimum(1e-5 * drive.user_bytes, 1e-3 * delta)
+
+
+def plan(drive: Drive, workload: Workload, n_steps: int) -> Plan:
+    """Rates, step size, tolerance and the room coefficients of this drive's pSLC mode."""
+    b, u, mode = drive.nand.bits_per_cell, drive.user_bytes, drive.slc_mode
+    usable, static = usable_raw_bytes(drive), drive.static_slc_bytes
+    dyn, sta, psl, pna = (mode == DYNAMIC), (mode == STATIC), (mode == PURE_SLC), (mode == PURE_NATIVE)
+    one, zero = jnp.ones_like(u), jnp.zeros_like(u)
+    delta = total_bytes(drive, workload) / n_steps
+    return Plan(
+        rates=rates(drive, workload),
+        delta=delta,
+        tol=rounding_tolerance(drive, delta),
+        bits=b,
+        fold=fold_ratio(drive),
+        slc_a=jnp.select([dyn | psl, sta], [u / b, static], zero),
+        slc_cs=jnp.where(sta | psl, one, zero),
+        slc_craw=jnp.where(dyn, 1.0 / b, zero),
+        nat_c=jnp.select([dyn | pna, sta], [usable, usable - b * static], zero),
+        nat_dn=jnp.where(sta | pna, one, zero),
+        nat_draw=jnp.where(dyn, one, zero),
+        can_idle_fold=jnp.where(dyn | sta, one, zero),
+    )
+
+
+def _admit(room: jax.Array, amount: jax.Array, tol: jax.Array) -> jax.Array:
+    """Bytes of ``amount`` that a mode with ``room`` takes, with the rounding slack ``tol``."""
+    room = jnp.where(room > tol, room, 0.0)
+    return jnp.where((room > 0) & (room >= amount - tol), amount, jnp.minimum(room, amount))
+
+
+def _write(p: Plan, s: jax.Array, n: jax.Array, raw: jax.Array, amount: jax.Array) -> tuple[jax.Array, ...]:
+    """Place ``amount`` host bytes: pSLC first, then direct native, then folding.
+
+    Returns the new ``(s, n, raw_used)`` and the bytes and busy seconds of each mode, shape (3,).
+    Folding ``f = 1/(b-1)`` bytes per host byte leaves raw use unchanged: ``1 + f - b·f = 0``.
+    """
+    a_slc = _admit(p.slc_a - p.slc_cs * s - p.slc_craw * raw, amount, p.tol)
+    raw = raw + p.bits * a_slc  # the pSLC bytes just placed use raw space too
+    rest = amount - a_slc
+    a_dir = _admit(p.nat_c - p.nat_dn * n - p.nat_draw * raw, rest, p.tol)
     a_fold = rest - a_dir
-    f = fold_ratio(drive)
-    folded = jnp.minimum(f * a_fold, s)  # accounting guarantees s suffices; min guards rounding
+    folded = jnp.minimum(p.fold * a_fold, s + a_slc)  # the accounting guarantees enough pSLC data
     s = s + a_slc - folded
     n = n + a_dir + a_fold + folded
-    t_slc, t_dir, t_fold = a_slc / r.slc, a_dir / r.native, a_fold / r.fold
-    busy = t_slc + t_dir + t_fold  # explicit order: no reduction whose order could depend on batch shape
-    mode_bytes = jnp.stack([a_slc, a_dir, a_fold])
-    times = jnp.stack([t_slc, t_dir, t_fold])
+    r = p.rates
+    t = (a_slc / r.slc, a_dir / r.native, a_fold / r.fold)
+    return s, n, raw + a_dir, (a_slc, a_dir, a_fold), t
 
+
+def step(p: Plan, workload: Workload, state: State, k: jax.Array,
+         idle_gaps: bool = True) -> tuple[State, StepOut]:
+    """Write step ``k``'s ``Δ`` host bytes, with the idle gap at the burst boundary inside it.
+
+    The step is split at its first burst boundary: bytes before it, then the idle time (the firmware
+    folds pSLC data back to native blocks), then the rest.  Exact when ``Δ <= burst_bytes``; with
+    several boundaries in one step their idle time is taken together at the first.  ``idle_gaps=False``
+    (static) drops the split for batches in which no configuration has idle gaps.
+    """
+    delta = p.delta
     w0, w1 = k * delta, (k + 1.0) * delta  # from the step index: no accumulated rounding
-    burst = workload.burst_bytes
-    safe = jnp.where(burst > 0, burst, 1.0)
-    gaps = jnp.where(burst > 0, jnp.floor(w1 / safe + 1e-6) - jnp.floor(w0 / safe + 1e-6), 0.0)
-    idle = gaps * workload.idle_s
-    can_fold = (drive.slc_mode == DYNAMIC) | (drive.slc_mode == STATIC)
-    idle_fold = jnp.where(can_fold, jnp.minimum(s, r.idle_fold * idle), 0.0)
-    s, n = s - idle_fold, n + idle_fold
-
-    t1 = state.time_s + busy + idle
-    new = State(slc_bytes=s, native_bytes=n, written_bytes=w1, time_s=t1,
-                mode_bytes=state.mode_bytes + mode_bytes, mode_time_s=state.mode_time_s + times)
-    out = StepOut(written_bytes=w1, time_s=t1, speed=delta / jnp.maximum(busy, 1e-30),
-                  slc_bytes=s, native_bytes=n, mode_bytes=mode_bytes,
-                  mode_time_s=times, idle_folded_bytes=idle_fold)
+    s, n, raw = state.slc_bytes, state.native_bytes, state.raw_used_bytes
+    if idle_gaps:
+        burst = workload.burst_bytes
+        has_burst = burst > 0
+        safe = jnp.where(has_burst, burst, 1.0)
+        gaps = jnp.where(has_burst, jnp.floor(w1 / safe + 1e-6) - jnp.floor(w0 / safe + 1e-6), 0.0)
+        boundary = (jnp.floor(w0 / safe + 1e-6) + 1.0) * safe
+        first = jnp.where(gaps > 0, jnp.clip(boundary - w0, 0.0, delta), delta)
+        s, n, raw, b1, t1 = _write(p, s, n, raw, first)
+        idle = gaps * workload.idle_s
+        idle_fold = p.can_idle_fold * jnp.minimum(s, p.rates.idle_fold * idle)
+        s, n, raw = s - idle_fold, n + idle_fold, raw - (p.bits - 1.0) * idle_fold
+        s, n, raw, b2, t2 = _write(p, s, n, raw, delta - first)
+        mode_bytes = tuple(x + y for x, y in zip(b1, b2))
+        times = tuple(x + y for x, y in zip(t1, t2))
+    else:
+        s, n, raw, mode_bytes, times = _write(p, s, n, raw, delta)
+        idle = idle_fold = jnp.zeros_like(delta)
+    busy = times[0] + times[1] + times[2]  # explicit order: no reduction whose order could vary
+    time_s = state.time_s + busy + idle
+    new = State(slc_bytes=s, native_bytes=n, raw_used_bytes=raw, written_bytes=w1, time_s=time_s,
+                mode_bytes=tuple(x + y for x, y in zip(state.mode_bytes, mode_bytes)),
+                mode_time_s=tuple(x + y for x, y in zip(state.mode_time_s, times)))
+    out = StepOut(written_bytes=w1, time_s=time_s, speed=delta / jnp.maximum(busy, 1e-30),
+                  slc_bytes=s, native_bytes=n, mode_bytes=jnp.stack(mode_bytes),
+                  mode_time_s=jnp.stack(times), idle_folded_bytes=idle_fold)
     return new, out
 
 
 def run(drive: Drive, workload: Workload, n_steps: int = 512) -> tuple[State, StepOut]:
     """Scan :func:`step` over ``n_steps`` equal slices of the run's host bytes: (final state, outputs)."""
-    r = rates(drive, workload)
-    delta = total_bytes(drive, workload) / n_steps
-    state0 = init(drive, workload)
+    p = plan(drive, workload, n_steps)
 
     def body(state, k):
-        return step(drive, workload, r, delta, state, k)
+        return step(p, workload, state, k)
 
-    return jax.lax.scan(body, state0, jnp.arange(n_steps, dtype=delta.dtype))
+    return jax.lax.scan(body, init(drive, workload), jnp.arange(n_steps, dtype=p.delta.dtype))
 
 
 def simulate(drive: Drive, workload: Workload, n_steps: int = 512) -> StepOut:
@@ -236,22 +291,23 @@ def _percentile_low(x: jax.Array, q: float) -> jax.Array:
     return smallest[lo] + (pos - lo) * (smallest[hi] - smallest[lo])
 
 
-def metrics(drive: Drive, workload: Workload, n_steps: int = 512) -> dict[str, jax.Array]:
+def metrics(drive: Drive, workload: Workload, n_steps: int = 512,
+            idle_gaps: bool = True) -> dict[str, jax.Array]:
     """Scalar figures of one run (for sweeps): GB = 1e9 bytes, MB/s = 1e6 bytes/s, seconds.
 
     Scans :func:`step` keeping only the per-step speed; totals and the cache size are carried
     (sequential sums, so a configuration's figures are bit-identical whatever batch computes them).
     ``cache_gb`` is the host data written before the first byte that did not go to pSLC.
+    ``idle_gaps=False`` (static) is valid only when no configuration has idle gaps (see :func:`step`).
     """
-    r = rates(drive, workload)
-    delta = total_bytes(drive, workload) / n_steps
-    tol = rounding_tolerance(drive)
+    p = plan(drive, workload, n_steps)
+    r, delta = p.rates, p.delta
 
     def body(carry, k):
         state, cache, found = carry
-        new, out = step(drive, workload, r, delta, state, k)
+        new, out = step(p, workload, state, k, idle_gaps)
         non_slc = out.mode_bytes[1] + out.mode_bytes[2]
-        hit = (non_slc > tol) & ~found
+        hit = (non_slc > p.tol) & ~found
         cache = jnp.where(hit, out.written_bytes - non_slc, cache)
         return (new, cache, found | hit), out.speed
 
