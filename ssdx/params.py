@@ -113,6 +113,20 @@ DRIVE_FIELDS = (
 WORKLOAD_FIELDS = (
     "pattern", "block_kib", "queue_depth", "prefill_fraction", "fill_fraction", "burst_gb", "idle_s",
 )
+#: Plausible physical ranges (also keep float32 finite): field -> (low, high, integer, meaning).
+BOUNDS: dict[str, tuple[float, float, bool, str]] = {
+    "drive.channels": (1, 64, True, "number of NAND channels"),
+    "drive.dies_per_channel": (1, 64, True, "dies (chip enables) per channel"),
+    "drive.planes_per_die": (1, 16, True, "planes per die"),
+    "drive.user_capacity_gb": (1.0, 1e6, False, "user capacity, GB"),
+    "drive.die_gbit": (1.0, 1e5, False, "die density, binary Gbit"),
+    "drive.bus_mts": (10.0, 1e5, False, "NAND bus transfer rate, MT/s"),
+    "drive.static_slc_gb": (0.0, 1e6, False, "static pSLC size, GB"),
+    "workload.block_kib": (0.5, 1e6, False, "host command size, KiB"),
+    "workload.queue_depth": (1, 65536, True, "outstanding commands"),
+    "workload.burst_gb": (0.0, 1e6, False, "GB between idle gaps; 0 = none"),
+    "workload.idle_s": (0.0, 1e9, False, "seconds of each idle gap"),
+}
 STRING_COLUMNS = ("drive.nand", "drive.interface", "drive.slc_mode", "workload.pattern", "nand.name")
 
 
@@ -191,28 +205,15 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     mode = _choice(cols, "drive.slc_mode", lambda x: x in SLC_MODES, list(SLC_MODES), report)
     _choice(cols, "workload.pattern", lambda x: x in PATTERNS, list(PATTERNS), report)
 
-    def integer_ge(key: str, lo: int, what: str):
+    for key, (lo, hi, integer, what) in BOUNDS.items():
         a = _num(cols, key)
-        _check(cols, key, (a >= lo) & (a == np.round(a)), f"integer >= {lo} ({what})", report=report)
-
-    integer_ge("drive.channels", 1, "number of NAND channels")
-    integer_ge("drive.dies_per_channel", 1, "dies (chip enables) per channel")
-    integer_ge("drive.planes_per_die", 1, "planes per die")
-    integer_ge("workload.queue_depth", 1, "outstanding commands")
-    positive = {
-        "drive.user_capacity_gb": "user capacity, GB",
-        "drive.die_gbit": "die density, binary Gbit",
-        "drive.bus_mts": "NAND bus transfer rate, MT/s",
-        "workload.block_kib": "host command size, KiB",
-    }
-    for key, what in positive.items():
-        _check(cols, key, _num(cols, key) > 0, f"must be > 0 ({what})", report=report)
+        ok = (a >= lo) & (a <= hi)  # NaN and inf fail too
+        if integer:
+            ok &= a == np.round(a)
+        _check(cols, key, ok, f"{'integer ' if integer else ''}{lo:g} <= x <= {hi:g} ({what})", report=report)
     for key, lo, hi, what in (
         ("drive.reserve_fraction", 0.0, 0.5, "0 <= x < 0.5: fraction of raw NAND reserved"),
         ("workload.prefill_fraction", 0.0, 1.0, "0 <= x < 1: fraction of user capacity already used"),
-        ("workload.burst_gb", 0.0, np.inf, ">= 0 (0 = no idle gaps)"),
-        ("workload.idle_s", 0.0, np.inf, ">= 0 seconds"),
-        ("drive.static_slc_gb", 0.0, np.inf, ">= 0 GB"),
     ):
         a = _num(cols, key)
         _check(cols, key, (a >= lo) & (a < hi), what, report=report)
@@ -225,8 +226,8 @@ def validate(cols: Mapping, report: list | None = None) -> None:
         _check(cols, key, (a > 0) & (a <= 1), what, report=report)
     for f in NAND_OVERRIDES:
         a = _num(cols, f"nand.{f}")
-        _check(cols, f"nand.{f}", np.isnan(a) | (a > 0), "must be > 0 us or null (catalog value)",
-               report=report)
+        _check(cols, f"nand.{f}", np.isnan(a) | ((a >= 0.01) & (a <= 1e6)),
+               "0.01 <= x <= 1e6 us, or null for the catalog value", report=report)
     dram = np.asarray(cols["drive.dram"])
     _check(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false",
            report=report)

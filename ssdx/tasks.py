@@ -32,15 +32,28 @@ def _dtype(precision: str):
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    path.write_text(json.dumps(obj, indent=2, default=_jsonable) + "\n")
+    """Strict JSON (NaN becomes null) via a temporary file, so a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n")
+    tmp.replace(path)
 
 
 def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple | np.ndarray):
+        return [_jsonable(v) for v in x]
     if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    raise TypeError(f"not JSON serialisable: {type(x)}")
+        x = x.item()
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x
+
+
+def _n_steps(value: Any, field: str) -> int:
+    if not isinstance(value, int | np.integer) or not 8 <= int(value) <= 1_000_000:
+        raise params.ConfigError(field, value, "integer 8 <= x <= 1000000 (scan steps per fill)")
+    return int(value)
 
 
 def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
@@ -49,14 +62,16 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     cols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
     drive, workload = params.build(cols, dtype=dtype)
     drive, workload = params.index(drive, 0), params.index(workload, 0)
-    n_steps = int(cfg["model"]["n_steps"])
+    n_steps = _n_steps(cfg["model"]["n_steps"], "model.n_steps")
     sim = jax.jit(fluid.simulate, static_argnums=2)
     out = jax.tree_util.tree_map(np.asarray, sim(drive, workload, n_steps))
     capacity_gb = float(fluid.capacity_bytes(drive)) / 1e9
     summary = fill_report.summary(out, capacity_gb)
     prefill_gb = float(workload.prefill_fraction) * capacity_gb
+    nand_name = (cfg.get("nand") or {}).get("name") or cfg["drive"]["nand"]
     summary.update({
         "drive": cfg["drive"].get("name", "custom"),
+        "nand": nand_name,
         "slc_mode": cfg["drive"]["slc_mode"],
         "prefill_fraction": float(workload.prefill_fraction),
         "prefill_gb": prefill_gb,
@@ -68,32 +83,42 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     np.savetxt(out_dir / "fill_curve.csv",
                np.c_[out.written_bytes / 1e9, out.time_s, out.speed / 1e6, out.slc_bytes / 1e9],
                delimiter=",", header="written_gb,time_s,speed_mb_s,pslc_data_gb", comments="")
-    is_aldrin = summary["drive"] == "aldrin_pro_2tb" and summary["slc_mode"] == "dynamic" and prefill_gb == 0
+    # The review's curve is drawn only where it applies: the preset as reviewed, fresh, factory mode.
+    is_review = (summary["drive"] == "aldrin_pro_2tb" and nand_name == "ymtc_cdt1b" and prefill_gb == 0
+                 and summary["slc_mode"] == "dynamic")
     fill_report.plot_fill(out, out_dir / "fill_curve.png",
-                          title=f'{summary["drive"]} — {summary["slc_mode"]}, pre-fill {prefill_gb:.0f} GB',
-                          reference=fill_report.ALDRIN_REVIEW if is_aldrin else None, prefill_gb=prefill_gb)
+                          title=f'{summary["drive"]} ({nand_name}) — {summary["slc_mode"]}, '
+                                f'pre-fill {prefill_gb:.0f} GB',
+                          reference=fill_report.ALDRIN_REVIEW if is_review else None)
     return summary
 
 
 def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tuple[dict, list[dict], int]:
     """Columns of every configuration of a sweep: base config, ``base`` overrides, then the space.
 
-    Returns the columns, for ``on_invalid: drop`` the rules that removed configurations, and the
-    number of configurations the space defined before any was dropped.
+    ``space`` is one mapping of blocks or a list of them (their configurations are concatenated,
+    e.g. to sample a parameter only for the cache modes that use it).  Returns the columns, for
+    ``on_invalid: drop`` the rules that removed configurations, and the number of configurations
+    the space defined before any was dropped.
     """
-    rows = space.expand(sweep["space"])
-    n = len(next(iter(rows.values())))
     base = params.columns_from_config(base_cfg["drive"], base_cfg["workload"], base_cfg.get("nand"))
     for key, value in dict(sweep.get("base") or {}).items():
         if key not in base:
             raise params.ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
         base[key] = np.asarray([value])
-    cols = params.broadcast_columns(base, n)
-    for key, values in rows.items():
-        if key not in cols:
-            raise params.ConfigError(f"sweep.space: {key}", values[0],
-                                     f"unknown field; known: {sorted(cols)}")
-        cols[key] = values
+    parts = sweep["space"] if isinstance(sweep["space"], list | tuple) else [sweep["space"]]
+    blocks = []
+    for part in parts:
+        rows = space.expand(part)
+        cols = params.broadcast_columns(base, len(next(iter(rows.values()))))
+        for key, values in rows.items():
+            if key not in cols:
+                raise params.ConfigError(f"sweep.space: {key}", values[0],
+                                         f"unknown field; known: {sorted(cols)}")
+            cols[key] = values
+        blocks.append(cols)
+    cols = {k: np.concatenate([b[k] for b in blocks]) for k in base}
+    n = len(cols["drive.nand"])
     policy = sweep.get("on_invalid", "error")
     if policy not in ("error", "drop"):
         raise params.ConfigError("sweep.on_invalid", policy, "must be 'error' or 'drop'")
@@ -111,9 +136,9 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     """Run a sweep definition; writes ``results.parquet`` and ``summary.json`` into ``out_dir``."""
     dtype = _dtype(base_cfg.get("precision", "float32"))
     cols, dropped, n_defined = sweep_columns(sweep, base_cfg)
-    n_steps = int(sweep.get("n_steps") or base_cfg["model"]["n_steps"])
-    chunk = int(chunk_size or sweep.get("chunk_size") or 4096)
-    if chunk < 1:
+    n_steps = _n_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
+    chunk = chunk_size if chunk_size is not None else sweep.get("chunk_size", 4096)
+    if not isinstance(chunk, int | np.integer) or chunk < 1:
         raise params.ConfigError("sweep.chunk_size", chunk, "must be an integer >= 1")
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -37,7 +37,9 @@ def test_aldrin_fill_contract(tmp_path):
     ("drive.slc_mode=pure_native", lambda s: s["min_mb_s"] >= 2100 and s["max_mb_s"] <= 1.05 * s["min_mb_s"]),
     ("drive.slc_mode=pure_slc", lambda s: abs(s["capacity_gb"] - 640) / 640 < 0.05
      and [p["name"] for p in s["phases"]] == ["pslc"]),
-    ("workload.prefill_fraction=0.5", lambda s: abs(s["phases"][0]["end_gb"] - 2000 / 6) < 1.0),
+    # phases count from the start of the run: the 333 GB cache ends 333 GB into it
+    ("workload.prefill_fraction=0.5", lambda s: abs(s["phases"][0]["end_gb"] - 2000 / 6) < 1.0
+     and abs(s["prefill_gb"] - 1000.0) < 1e-3),
 ])
 def test_fill_overrides(tmp_path, override, check):
     r = ssdx("experiment=aldrin_pro_fill", override, f"hydra.run.dir={tmp_path}")
@@ -59,8 +61,38 @@ def test_sweep_contract_with_chunk_size(tmp_path):
 def test_bad_value_exits_nonzero_naming_the_field(tmp_path):
     r = ssdx("experiment=aldrin_pro_fill", "drive.channels=-1", f"hydra.run.dir={tmp_path}")
     assert r.returncode != 0
-    assert "drive.channels" in r.stderr and "-1" in r.stderr and "integer >= 1" in r.stderr
+    assert "drive.channels" in r.stderr and "-1" in r.stderr and "integer 1 <= x <= 64" in r.stderr
     assert not (tmp_path / "summary.json").exists()
     r = ssdx("sweep=quick", "drive.planes_per_die=0", f"hydra.run.dir={tmp_path}")
     assert r.returncode != 0 and "drive.planes_per_die" in r.stderr and "configuration 0 of 144" in r.stderr
     assert not (tmp_path / "results.parquet").exists()
+
+
+def test_default_job_runs_the_quick_sweep_and_prints_a_table(tmp_path):
+    r = ssdx(f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    assert "sweep quick: 144 configurations" in r.stdout
+    assert "slc_mode" in r.stdout and "mean_mb_s" in r.stdout
+    s = json.loads((tmp_path / "summary.json").read_text())  # strict JSON: NaN would not parse
+    assert len(s["best"]) == 12
+
+
+@pytest.mark.parametrize("override, field", [
+    ("model.n_steps=0", "model.n_steps"),
+    ("nand.t_prog_us=inf", "nand.t_prog_us"),
+    ("drive.die_gbit=inf", "drive.die_gbit"),
+])
+def test_more_bad_values_stop_before_compute(tmp_path, override, field):
+    r = ssdx("experiment=aldrin_pro_fill", override, f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and field in r.stderr, r.stderr
+    assert not (tmp_path / "summary.json").exists()
+    r = ssdx("sweep=quick", "sweep.chunk_size=0", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and "sweep.chunk_size" in r.stderr
+
+
+def test_nand_override_is_reported_and_review_curve_not_drawn_over_it(tmp_path):
+    r = ssdx("experiment=aldrin_pro_fill", "nand=qlc", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert s["nand"] == "qlc"
+    assert s["phases"][0]["end_gb"] == pytest.approx(2000 / 4, rel=1e-3)  # QLC: pSLC holds U/4

@@ -108,3 +108,7 @@ def test_slc_design_sweep_is_large_enough():
     assert set(cols["drive.slc_mode"]) == set(params.SLC_MODES)
     assert len(set(cols["drive.nand"])) >= 4 and len(set(cols["drive.dies_per_channel"])) >= 3
     assert len(set(cols["drive.user_capacity_gb"])) >= 3
+    assert n_def == 18432 + 576 and dropped
+    # the pure modes, which ignore static size and fold efficiency, are not repeated per sample
+    pure = np.isin(cols["drive.slc_mode"], ["pure_slc", "pure_native"])
+    assert pure.sum() <= 576

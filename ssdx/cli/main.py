@@ -51,7 +51,7 @@ def run(cfg: DictConfig) -> None:
                       f'{p["mean_mb_s"]:8.1f} MB/s')
             print(f"outputs: {out / 'summary.json'}, {out / 'fill_curve.png'}, {out / 'fill_curve.csv'}")
         elif cfg.task == "sweep":
-            chunk = cfg.runner.get("chunk_size") or None
+            chunk = cfg.runner.get("chunk_size")
             s = tasks.run_sweep(container["sweep"], container, out, chunk_size=chunk,
                                 progress=not cfg.get("quiet", False))
             print(f'sweep {s["sweep"]}: {s["n_configs"]} configurations '

@@ -55,26 +55,29 @@ def summary(out: StepOut, capacity_gb: float) -> dict[str, Any]:
     }
 
 
-def plot_fill(out: StepOut, path, title: str = "", reference=None, prefill_gb: float = 0.0) -> None:
-    """Write speed (MB/s) against host data written (GB) with phase shading to ``path`` (PNG)."""
+def plot_fill(out: StepOut, path, title: str = "", reference=None) -> None:
+    """Write speed (MB/s) against host data written in this run (GB), phases shaded, to ``path`` (PNG).
+
+    The x axis counts from the start of the run (pre-filled data excluded), as ``phases`` does.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    gb = prefill_gb + np.asarray(out.written_bytes, dtype=np.float64) / 1e9
+    gb = np.asarray(out.written_bytes, dtype=np.float64) / 1e9
     mbs = np.asarray(out.speed, dtype=np.float64) / 1e6
     fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
     ax.step(gb, mbs, where="pre", color="k", lw=1.4, label="ssdx fluid model")
     colors = {"pslc": "#4c9be8", "direct_native": "#f2b134", "folding": "#e8574c"}
     for p in phases(out):
-        ax.axvspan(prefill_gb + p["start_gb"], prefill_gb + p["end_gb"], color=colors[p["name"]],
+        ax.axvspan(p["start_gb"], p["end_gb"], color=colors[p["name"]],
                    alpha=0.18, lw=0, label=f'{p["name"]}: {p["mean_mb_s"]:.0f} MB/s')
     if reference:
         for i, (_name, a, b, v) in enumerate(reference):
             ax.hlines(v, a, b, colors="tab:green", linestyles="--", lw=1.5,
                       label="review (seeds/002)" if i == 0 else None)
-    ax.set_xlabel("host data written, GB (1e9 B)")
+    ax.set_xlabel("host data written in this run, GB (1e9 B)")
     ax.set_ylabel("write speed, MB/s (1e6 B/s)")
     ax.set_ylim(0, max(mbs.max() * 1.15, 1.0))
     ax.set_xlim(0, gb[-1])
