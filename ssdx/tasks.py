@@ -67,13 +67,14 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     out = jax.tree_util.tree_map(np.asarray, sim(drive, workload, n_steps))
     capacity_gb = float(fluid.capacity_bytes(drive)) / 1e9
     summary = fill_report.summary(out, capacity_gb)
-    prefill_gb = float(workload.prefill_fraction) * capacity_gb
+    prefill_fraction = float(cfg["workload"]["prefill_fraction"])
+    prefill_gb = prefill_fraction * capacity_gb
     nand_name = (cfg.get("nand") or {}).get("name") or cfg["drive"]["nand"]
     summary.update({
         "drive": cfg["drive"].get("name", "custom"),
         "nand": nand_name,
         "slc_mode": cfg["drive"]["slc_mode"],
-        "prefill_fraction": float(workload.prefill_fraction),
+        "prefill_fraction": prefill_fraction,
         "prefill_gb": prefill_gb,
         "raw_gb": float(drive.raw_bytes) / 1e9,
         "n_steps": n_steps,
