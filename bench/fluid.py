@@ -2,9 +2,10 @@
 
 What is timed
 -------------
-``jax_vmap``: ``jax.jit(jax.vmap(lambda d, w: fluid.metrics(d, w, S)))`` over chunks of ``C``
-configurations (float32, the engine's production path).  The first call (trace + compile + one chunk,
-``block_until_ready`` included) is reported as ``compile_s``; ``run_s`` is the best of 3 later passes
+``jax_vmap``: ``jax.jit(jax.vmap(lambda d, w: fluid.metrics(d, w, S, idle_gaps)))`` over chunks of
+``C`` configurations (float32), grouped by the static ``idle_gaps`` flag as the sweep runner groups
+them (``ssdx.sweep.runner.idle_gap_groups``).  The first call of each group's kernel (trace + compile +
+one chunk, ``block_until_ready`` included) is summed into ``compile_s``; ``run_s`` is the best of 3 later passes
 over all ``N`` configurations, each ending in ``jax.block_until_ready``.  A short last chunk is padded to
 ``C`` so it reuses the compiled program.
 
@@ -200,7 +201,7 @@ def _rates_py(p: P) -> RatesPy:
 
 
 def _rooms_py(p: P, s: float, n: float, raw_used: float) -> tuple[float, float]:
-    """Port of ``fluid._rooms``."""
+    """Port of the rooms that ``fluid.plan`` encodes as affine coefficients, written per mode."""
     b, u, mode = p.bits, p.user_bytes, p.slc_mode
     usable = p.raw_bytes * (1.0 - p.reserve_fraction)
     if mode == DYNAMIC:
@@ -325,7 +326,7 @@ def _rates_numpy(p: P) -> RatesPy:
 
 
 def _rooms_numpy(p: P, s: np.ndarray, n: np.ndarray, raw_used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Port of ``fluid._rooms`` over configurations."""
+    """Port of the rooms of ``fluid.plan`` over configurations, written per mode."""
     b, u, mode = p.bits, p.user_bytes, p.slc_mode
     usable = p.raw_bytes * (1.0 - p.reserve_fraction)
     room_slc = np.select([mode == DYNAMIC, mode == STATIC, mode == PURE_SLC],

@@ -127,7 +127,6 @@ BOUNDS: dict[str, tuple[float, float, bool, str]] = {
     "workload.burst_gb": (0.0, 1e6, False, "GB between idle gaps; 0 = none"),
     "workload.idle_s": (0.0, 1e9, False, "seconds of each idle gap"),
 }
-STRING_COLUMNS = ("drive.nand", "drive.interface", "drive.slc_mode", "workload.pattern", "nand.name")
 
 
 def columns_from_config(drive: Mapping, workload: Mapping, nand: Mapping | None = None) -> dict:

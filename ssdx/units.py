@@ -23,12 +23,3 @@ def gbit_die_to_bytes(gbit: float) -> float:
     """Bytes of data area in a NAND die of ``gbit`` binary gigabits (e.g. 512 Gbit -> 68.7 GB)."""
     return gbit * GIB / 8.0
 
-
-def celsius_to_kelvin(temp_c: float) -> float:
-    """Degrees Celsius to Kelvin."""
-    return temp_c + ZERO_C_IN_K
-
-
-def kelvin_to_celsius(temp_k: float) -> float:
-    """Kelvin to degrees Celsius."""
-    return temp_k - ZERO_C_IN_K

@@ -51,3 +51,17 @@ def test_unknown_names_list_known_ones():
 def test_die_density_is_binary():
     assert gbit_die_to_bytes(512) == pytest.approx(68.72e9, rel=1e-3)
     assert catalog.SCM.t_read_ns_per_sector == 100.0
+
+
+def test_aldrin_nand_program_times_are_the_documented_fit():
+    # ssdx/presets.py: 32 dies x 4 planes x 16 KiB programmed at the review's measured speeds
+    from ssdx.presets import fit_program_time_us
+
+    n = catalog.nand("ymtc_cdt1b")
+    assert n.t_prog_slc_us == pytest.approx(fit_program_time_us(6579, 32, 4, 16 * KIB), rel=1e-4)
+    assert n.t_prog_us == pytest.approx(fit_program_time_us(2159, 32, 4, 16 * KIB), rel=1e-4)
+
+
+def test_table1_order_is_the_papers():
+    assert catalog.TABLE1_NAND == ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
+    assert all(name in catalog.NAND for name in catalog.TABLE1_NAND)
