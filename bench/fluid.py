@@ -5,9 +5,9 @@ What is timed
 ``jax_vmap``: ``jax.jit(jax.vmap(lambda d, w: fluid.metrics(d, w, S, idle_gaps)))`` over chunks of
 ``C`` configurations (float32), grouped by the static ``idle_gaps`` flag as the sweep runner groups
 them (``ssdx.sweep.runner.idle_gap_groups``).  The first call of each group's kernel (trace + compile +
-one chunk, ``block_until_ready`` included) is summed into ``compile_s``; ``run_s`` is the best of 3 later passes
-over all ``N`` configurations, each ending in ``jax.block_until_ready``.  A short last chunk is padded to
-``C`` so it reuses the compiled program.
+one chunk, ``block_until_ready`` included) is summed into ``compile_s``; ``run_s`` is the best of 3
+later passes over all ``N`` configurations, each ending in ``jax.block_until_ready``.  A short last
+chunk is padded to ``C`` so it reuses the compiled program.
 
 Baselines (the same model, ported in this file, float64)
 --------------------------------------------------------
