@@ -180,24 +180,10 @@ class RatesPy(NamedTuple):
 
 
 def _rates_py(p: P) -> RatesPy:
-    """Port of ``fluid.rates`` to Python floats."""
-    planes = p.dies * p.planes_per_die
-    die_slc = planes * p.page_bytes / (p.t_prog_slc_us * 1e-6)
-    die_native = planes * p.page_bytes / (p.t_prog_us * 1e-6)
-    read_s_per_byte = p.t_read_slc_us * 1e-6 / (planes * p.page_bytes)
-    erase_s_per_raw_byte = p.t_erase_us * 1e-6 / (planes * p.nand_block_bytes)
-    bs = p.cmd_bytes
-    t_cmd = p.cmd_overhead_s + bs / p.host_bytes_per_s + p.random * (1.0 - p.dram) * p.t_read_slc_us * 1e-6
-    host = min(p.host_bytes_per_s, p.queue_depth * bs / t_cmd)
-    bus = p.bus_bytes_per_s
-    b = p.bits
-    f = 1.0 / max(b - 1.0, 1.0)
-    fold_die_s = ((1.0 + f) / (die_native * p.fold_efficiency)
-                  + f * read_s_per_byte + b * f * erase_s_per_raw_byte)
-    fold = min(host, bus / (1.0 + 2.0 * f), 1.0 / fold_die_s)
-    idle_die_s = 1.0 / (die_native * p.fold_efficiency) + read_s_per_byte + b * erase_s_per_raw_byte
-    idle_fold = min(bus / 2.0, 1.0 / idle_die_s)
-    return RatesPy(host, min(host, bus, die_slc), min(host, bus, die_native), fold, idle_fold)
+    """Rates of one configuration as Python floats.  Computed once per configuration, outside the
+    step loop, so it shares :func:`_rates_numpy` (the port of ``fluid.rates``) without changing what
+    the loop baseline measures."""
+    return RatesPy(*(float(x) for x in _rates_numpy(p)))
 
 
 def _rooms_py(p: P, s: float, n: float, raw_used: float) -> tuple[float, float]:
@@ -304,7 +290,7 @@ def python_loop(configs: Sequence[P], n_steps: int) -> dict[str, np.ndarray]:
 
 # ----------------------------------------------------------------------------- baseline B: NumPy over configs
 def _rates_numpy(p: P) -> RatesPy:
-    """Port of ``fluid.rates`` to float64 arrays of shape (N,)."""
+    """Port of ``fluid.rates`` to float64 (arrays of shape (N,), or scalars for one configuration)."""
     planes = p.dies * p.planes_per_die
     die_slc = planes * p.page_bytes / (p.t_prog_slc_us * 1e-6)
     die_native = planes * p.page_bytes / (p.t_prog_us * 1e-6)

@@ -82,8 +82,9 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_json(out_dir / "summary.json", summary)
     np.savetxt(out_dir / "fill_curve.csv",
-               np.c_[out.written_bytes / 1e9, out.time_s, out.speed / 1e6, out.slc_bytes / 1e9],
-               delimiter=",", header="written_gb,time_s,speed_mb_s,pslc_data_gb", comments="")
+               np.c_[out.written_bytes / 1e9, out.time_s, out.speed / 1e6, out.slc_bytes / 1e9,
+                     out.idle_folded_bytes / 1e9],
+               delimiter=",", header="written_gb,time_s,speed_mb_s,pslc_data_gb,idle_folded_gb", comments="")
     # The review's curve is drawn only where it applies: the preset as reviewed, fresh, factory mode.
     is_review = (summary["drive"] == "aldrin_pro_2tb" and nand_name == "ymtc_cdt1b" and prefill_gb == 0
                  and summary["slc_mode"] == "dynamic")

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -31,6 +32,10 @@ def test_aldrin_fill_contract(tmp_path):
     png = tmp_path / "fill_curve.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert "summary.json" in r.stdout
+    curve = np.loadtxt(tmp_path / "fill_curve.csv", delimiter=",", skiprows=1)
+    assert curve.shape == (512, 5)
+    assert curve[-1, 0] == pytest.approx(2000.0, rel=1e-5)
+    assert (curve[:, 4] == 0).all()  # no idle gaps: nothing folded back
 
 
 @pytest.mark.parametrize("override, check", [
