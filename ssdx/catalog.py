@@ -23,6 +23,12 @@ Sources
   (TLP header, framing and LCRC on 256 B payloads plus DLLP traffic) and 0.92 for SATA (FIS and
   primitives).  These reproduce the usable rates of REFERENCE §6: SATA III ~550 MB/s, PCIe 3.0 x4
   ~3.5 GB/s, PCIe 4.0 x4 ~7 GB/s.
+* Power (``die_active_w``): ONFI-class NAND datasheets give the array read, program and erase supply
+  currents (ICC1-ICC3) as about 25 mA typical each; at VCC 3.3 V (planar parts) that is 82.5 mW per
+  busy die, at the 2.5 V VCC of 3D parts 62.5 mW.  Representative, not one part's figure; one value
+  for read, program and erase, since the datasheets give the same typical current for all three.
+* Link energy (``link_pj_per_bit``): serial-link PHYs at 6-32 GT/s spend a few pJ per bit; we use
+  5 pJ/bit for PCIe and 10 pJ/bit for SATA's older PHY (representative).
 * SCM: 100 ns per 512 B sector read and write (seeds/001 Table 1); Optane-class < 10 us (REFERENCE §6).
 """
 
@@ -50,6 +56,7 @@ class NandType:
     t_prog_slc_us: float  # per page in pSLC mode (== t_prog_us for native SLC)
     t_read_slc_us: float
     source: str
+    die_active_w: float = 0.0625  # W while a die reads, programs or erases (module docstring)
 
     @property
     def block_bytes(self) -> float:
@@ -68,6 +75,7 @@ class Interface:
     protocol_efficiency: float
     cmd_overhead_us: float  # host + controller command processing per command
     source: str
+    link_pj_per_bit: float = 5.0  # PHY energy per payload bit moved over the link (module docstring)
 
     @property
     def link_bytes_per_s(self) -> float:
@@ -93,17 +101,18 @@ class Scm:
 
 T1 = "seeds/001 Table 1 (Fukuchi et al., hybrid SSD)"
 REP = "representative datasheet-class value; override for a specific part"
+W2D = 0.0825  # W: 25 mA x 3.3 V, planar ONFI NAND
 
 NAND: dict[str, NandType] = {
     n.name: n
     for n in (
-        NandType("2d_fg_mlc", 2, PAGE_16K, 1185.0, 44.0, 3300.0, 256, PAGE_16K, 250.0, 30.0, T1),
-        NandType("2d_fg_tlc", 3, PAGE_16K, 2180.0, 87.0, 3200.0, 256, 256 * PAGE_16K, 300.0, 40.0, T1),
+        NandType("2d_fg_mlc", 2, PAGE_16K, 1185.0, 44.0, 3300.0, 256, PAGE_16K, 250.0, 30.0, T1, W2D),
+        NandType("2d_fg_tlc", 3, PAGE_16K, 2180.0, 87.0, 3200.0, 256, 256 * PAGE_16K, 300.0, 40.0, T1, W2D),
         NandType("3d_fg_tlc", 3, PAGE_16K, 1900.0, 102.0, 7500.0, 1536, 1536 * PAGE_16K, 300.0, 40.0, T1),
         NandType("3d_ct_tlc", 3, PAGE_16K, 1083.0, 76.0, 4300.0, 576, 3 * PAGE_16K, 300.0, 40.0, T1),
-        NandType("slc", 1, PAGE_16K, 200.0, 25.0, 2000.0, 256, PAGE_16K, 200.0, 25.0, REP),
+        NandType("slc", 1, PAGE_16K, 200.0, 25.0, 2000.0, 256, PAGE_16K, 200.0, 25.0, REP, W2D),
         NandType("mlc", 2, PAGE_16K, 750.0, 75.0, 3800.0, 256, PAGE_16K, 250.0, 30.0,
-                 "MQSim default flash timing (Tavakkol et al., FAST 2018)"),
+                 "MQSim default flash timing (Tavakkol et al., FAST 2018)", W2D),
         NandType("tlc", 3, PAGE_16K, 1000.0, 80.0, 5000.0, 576, 3 * PAGE_16K, 300.0, 40.0, REP),
         NandType("qlc", 4, PAGE_16K, 2000.0, 120.0, 10000.0, 768, 4 * PAGE_16K, 350.0, 45.0, REP),
         NandType("ymtc_cdt1b", 3, PAGE_16K, 971.4, 76.0, 4300.0, 576, 3 * PAGE_16K, 318.76, 40.0,
@@ -114,7 +123,7 @@ NAND: dict[str, NandType] = {
 INTERFACES: dict[str, Interface] = {
     i.name: i
     for i in (
-        Interface("sata3", 1, 6.0, 8 / 10, 0.92, 15.0, "SATA 3.x; REFERENCE §6 ~550 MB/s"),
+        Interface("sata3", 1, 6.0, 8 / 10, 0.92, 15.0, "SATA 3.x; REFERENCE §6 ~550 MB/s", 10.0),
         Interface("pcie3x4", 4, 8.0, 128 / 130, 0.89, 6.0, "PCIe 3.0 x4; REFERENCE §6 ~3.5 GB/s"),
         Interface("pcie4x4", 4, 16.0, 128 / 130, 0.89, 6.0, "PCIe 4.0 x4; REFERENCE §6 ~7 GB/s"),
         Interface("pcie5x4", 4, 32.0, 128 / 130, 0.89, 6.0, "PCIe 5.0 x4 (same efficiency)"),
@@ -122,6 +131,50 @@ INTERFACES: dict[str, Interface] = {
 }
 
 SCM = Scm()
+
+
+@dataclass(frozen=True)
+class Cooling:
+    """Thermal environment of an M.2 2280 drive: a three-node RC network (``ssdx.models.thermal``).
+
+    Nodes: 0 controller package, 1 NAND packages, 2 case (the PCB, plus the heatsink when fitted).
+    Heat capacities in J/K, conductances in W/K between nodes and to ambient.
+    """
+
+    name: str
+    c_ctrl: float
+    c_nand: float
+    c_case: float
+    g_ctrl_nand: float
+    g_ctrl_case: float
+    g_nand_case: float
+    g_case_amb: float
+    g_ctrl_amb: float
+    g_nand_amb: float
+    source: str
+
+
+#: Cooling presets.  Heat capacities from masses: an M.2 2280 PCB (~3.5 g FR4 + copper, ~1.1 J/gK)
+#: plus the connector and mounting, four NAND BGA packages (~1 g each, mould compound + die + substrate)
+#: and a ~2 g controller package with its local copper; an aluminium M.2 heatsink of ~22 g
+#: (0.9 J/gK).  Conductances from surface areas: natural convection plus radiation ~12 W/m^2K on the
+#: ~35 cm^2 of the bare board's two faces, forced air at ~2 m/s ~40 W/m^2K, a finned heatsink
+#: ~150 cm^2 of fins; board conduction through the M.2 connector and standoff screw ~0.03 W/K.
+#: Chosen so the bare drive's total resistance to ambient is ~8 K/W, the heatsink's ~4 K/W and the
+#: forced-air case's ~2.5 K/W, the range M.2 drives show in published thermal tests; NAND surfaces
+#: run > 10 K cooler with a heatsink (seeds/000).  Representative values: fit them to a measured
+#: series with ``ssdx.optimize.fit_rc`` for a specific chassis.
+COOLING: dict[str, Cooling] = {
+    c.name: c
+    for c in (
+        Cooling("bare", 2.0, 4.0, 5.0, 0.3, 0.6, 1.2, 0.075, 0.010, 0.035,
+                "bare M.2 2280 in still air (representative)"),
+        Cooling("heatsink", 2.0, 4.0, 25.0, 0.3, 1.0, 2.5, 0.22, 0.0, 0.0,
+                "M.2 2280 with a ~22 g finned aluminium heatsink on thermal pads (representative)"),
+        Cooling("airflow", 2.0, 4.0, 5.0, 0.3, 0.6, 1.2, 0.25, 0.04, 0.12,
+                "bare M.2 2280 under case fans, ~2 m/s (representative)"),
+    )
+}
 
 #: Table 1 NAND types, in the paper's order.
 TABLE1_NAND = ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
@@ -143,6 +196,14 @@ def interface(name: str) -> Interface:
         raise KeyError(f"unknown interface {name!r}; known: {sorted(INTERFACES)}") from None
 
 
+def cooling(name: str) -> Cooling:
+    """Look up a cooling preset; the error lists the known names."""
+    try:
+        return COOLING[name]
+    except KeyError:
+        raise KeyError(f"unknown cooling preset {name!r}; known: {sorted(COOLING)}") from None
+
+
 def pslc(base: NandType) -> NandType:
     """The pSLC operation of a multi-bit die: one bit per cell, SLC-mode timing, same blocks.
 
@@ -161,4 +222,5 @@ def pslc(base: NandType) -> NandType:
         t_prog_slc_us=base.t_prog_slc_us,
         t_read_slc_us=base.t_read_slc_us,
         source=base.source + "; pSLC mode",
+        die_active_w=base.die_active_w,
     )

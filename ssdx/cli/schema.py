@@ -7,10 +7,48 @@ override such as ``drive.channels=abc`` is then refused by Hydra naming the full
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class PowerConf:
+    """The drive's power model and firmware thermal management (``ssdx.thermal_params``).
+
+    Defaults are a generic client NVMe drive (representative, not calibrated): presets override them.
+    """
+
+    idle_w: float = 1.0
+    ctrl_active_w: float = 1.0
+    datapath_nj_per_byte: float = 0.45
+    nand_io_pj_per_bit: float = 5.0
+    policy: str = "ssd_b"
+    light_rate_fraction: float = 0.8
+    light_ctrl_fraction: float = 0.7
+    light_power_cap_w: float = 0.0
+    heavy_rate_fraction: float = 0.3
+    heavy_ctrl_fraction: float = 0.4
+    heavy_power_cap_w: float = 0.0
+    hysteresis_k: float = 2.0
+    sensor_ctrl_weight: float = 0.5
+    wctemp_k: float = 353.15
+    cctemp_k: float = 358.15
+    mntmt_k: float = 273.15
+    mxtmt_k: float = 373.15
+
+
+@dataclass
+class ThermalConf:
+    """Cooling environment and host HCTM settings (``thermal.*`` columns).  TMTs in Kelvin, 0 = off."""
+
+    cooling: str = "bare"
+    ambient_c: float = 25.0
+    tmt1_k: float = 0.0
+    tmt2_k: float = 0.0
+    dt_s: float = 1.0
+    duration_s: float = 600.0
 
 
 @dataclass
@@ -30,6 +68,7 @@ class DriveConf:
     static_slc_gb: float = 0.0
     reserve_fraction: float = 0.005
     fold_efficiency: float = 0.6
+    power: PowerConf = field(default_factory=PowerConf)
 
 
 @dataclass
@@ -66,3 +105,4 @@ def register() -> None:
     cs.store(group="nand", name="base", node=NandConf)
     cs.store(group="workload", name="base", node=WorkloadConf)
     cs.store(group="model", name="base", node=ModelConf)
+    cs.store(group="thermal", name="base", node=ThermalConf)

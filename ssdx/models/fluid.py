@@ -87,34 +87,54 @@ def fold_ratio(drive: Drive) -> jax.Array:
     return 1.0 / jnp.maximum(b - 1.0, 1.0)
 
 
+class DieTime(NamedTuple):
+    """Seconds of the whole die array's time per host byte in each mode (all dies busy).
+
+    ``slc``/``native``: one program; ``fold``: the native program of the host byte plus folding
+    ``f`` pSLC bytes (read, re-program at ``η_fold``, erase); ``idle_fold``: per folded byte.
+    The reciprocal is the die-limited rate; ``ssdx.models.power`` charges die energy per second of it.
+    """
+
+    slc: jax.Array
+    native: jax.Array
+    fold: jax.Array
+    idle_fold: jax.Array
+
+
+def die_time(drive: Drive) -> DieTime:
+    """Die-array seconds per host byte of each write mode, from NAND timing and parallelism."""
+    nand = drive.nand
+    planes = drive.dies * drive.planes_per_die
+    read_s_per_byte = nand.t_read_slc_us * 1e-6 / (planes * nand.page_bytes)
+    erase_s_per_raw_byte = nand.t_erase_us * 1e-6 / (planes * nand.block_bytes)
+    native_s = nand.t_prog_us * 1e-6 / (planes * nand.page_bytes)
+    b = nand.bits_per_cell
+    f = fold_ratio(drive)
+    return DieTime(
+        slc=nand.t_prog_slc_us * 1e-6 / (planes * nand.page_bytes),
+        native=native_s,
+        fold=((1.0 + f) * native_s / drive.fold_efficiency + f * read_s_per_byte
+              + b * f * erase_s_per_raw_byte),
+        idle_fold=native_s / drive.fold_efficiency + read_s_per_byte + b * erase_s_per_raw_byte,
+    )
+
+
 def rates(drive: Drive, workload: Workload) -> Rates:
     """Host-visible write rates of each mode from NAND timing, parallelism and ceilings."""
     nand = drive.nand
-    planes = drive.dies * drive.planes_per_die
-    die_slc = planes * nand.page_bytes / (nand.t_prog_slc_us * 1e-6)
-    die_native = planes * nand.page_bytes / (nand.t_prog_us * 1e-6)
-    read_s_per_byte = nand.t_read_slc_us * 1e-6 / (planes * nand.page_bytes)
-    erase_s_per_raw_byte = nand.t_erase_us * 1e-6 / (planes * nand.block_bytes)
-
     bs = workload.block_bytes
     t_cmd = (drive.cmd_overhead_s + bs / drive.host_bytes_per_s
              + workload.random * (1.0 - drive.dram) * nand.t_read_slc_us * 1e-6)
     host = jnp.minimum(drive.host_bytes_per_s, workload.queue_depth * bs / t_cmd)
     bus = drive.bus_bytes_per_s
-
-    b = nand.bits_per_cell
     f = fold_ratio(drive)
-    fold_die_s = ((1.0 + f) / (die_native * drive.fold_efficiency)
-                  + f * read_s_per_byte + b * f * erase_s_per_raw_byte)
-    fold = jnp.minimum(jnp.minimum(host, bus / (1.0 + 2.0 * f)), 1.0 / fold_die_s)
-    idle_die_s = 1.0 / (die_native * drive.fold_efficiency) + read_s_per_byte + b * erase_s_per_raw_byte
-    idle_fold = jnp.minimum(bus / 2.0, 1.0 / idle_die_s)
+    die = die_time(drive)
     return Rates(
         host=host,
-        slc=jnp.minimum(jnp.minimum(host, bus), die_slc),
-        native=jnp.minimum(jnp.minimum(host, bus), die_native),
-        fold=fold,
-        idle_fold=idle_fold,
+        slc=jnp.minimum(jnp.minimum(host, bus), 1.0 / die.slc),
+        native=jnp.minimum(jnp.minimum(host, bus), 1.0 / die.native),
+        fold=jnp.minimum(jnp.minimum(host, bus / (1.0 + 2.0 * f)), 1.0 / die.fold),
+        idle_fold=jnp.minimum(bus / 2.0, 1.0 / die.idle_fold),
     )
 
 

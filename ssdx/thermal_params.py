@@ -1,0 +1,205 @@
+"""Power, thermal-environment and HCTM parameters: columns, validation and pytrees.
+
+Two column families join the drive/workload columns of :mod:`ssdx.params` when a run is thermal:
+
+* ``power.*`` — the drive's power model and its firmware's thermal management (from the drive
+  preset's ``power:`` block): idle and controller power, per-byte energies, the throttle policy and
+  its actions, the vendor hysteresis, the composite-temperature sensor weighting, and the Identify
+  Controller temperatures WCTEMP, CCTEMP, MNTMT and MXTMT (Kelvin).
+* ``thermal.*`` — the environment and the host's settings: the cooling preset (``ssdx.catalog.COOLING``),
+  ambient temperature (deg C at the edge, Kelvin inside), TMT1/TMT2 as set with Set Features 0x10
+  (Kelvin, 0 disables the level), the time step and the run duration.
+
+Rules follow the NVMe base specification's Host Controlled Thermal Management (REFERENCE §3): a
+non-zero TMT must lie in [MNTMT, MXTMT], and non-zero TMT2 must be greater than non-zero TMT1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ssdx import catalog
+from ssdx.params import ConfigError, _check, _choice, _nand_name, _num, _pytree
+from ssdx.units import ZERO_C_IN_K
+
+POLICIES = ("ssd_a", "ssd_b")
+POWER_FIELDS = (
+    "idle_w", "ctrl_active_w", "datapath_nj_per_byte", "nand_io_pj_per_bit", "policy",
+    "light_rate_fraction", "light_ctrl_fraction", "light_power_cap_w",
+    "heavy_rate_fraction", "heavy_ctrl_fraction", "heavy_power_cap_w",
+    "hysteresis_k", "sensor_ctrl_weight", "wctemp_k", "cctemp_k", "mntmt_k", "mxtmt_k",
+)
+THERMAL_FIELDS = ("cooling", "ambient_c", "tmt1_k", "tmt2_k", "dt_s", "duration_s")
+MAX_STEPS = 1_000_000
+
+#: field -> (low, high, low inclusive, meaning)
+BOUNDS: dict[str, tuple[float, float, bool, str]] = {
+    "power.idle_w": (0.0, 100.0, True, "idle power, W"),
+    "power.ctrl_active_w": (0.0, 100.0, True, "controller power added while busy, W"),
+    "power.datapath_nj_per_byte": (0.0, 100.0, True, "controller datapath energy per host byte, nJ"),
+    "power.nand_io_pj_per_bit": (0.0, 1000.0, True, "NAND bus I/O energy per bit, pJ"),
+    "power.light_rate_fraction": (0.0, 1.0, False, "throughput fraction kept in light throttling"),
+    "power.heavy_rate_fraction": (0.0, 1.0, False, "throughput fraction kept in heavy throttling"),
+    "power.light_ctrl_fraction": (0.0, 1.0, True, "controller active power kept in light throttling"),
+    "power.heavy_ctrl_fraction": (0.0, 1.0, True, "controller active power kept in heavy throttling"),
+    "power.light_power_cap_w": (0.0, 100.0, True, "power-state cap in light throttling, W; 0 = none"),
+    "power.heavy_power_cap_w": (0.0, 100.0, True, "power-state cap in heavy throttling, W; 0 = none"),
+    "power.hysteresis_k": (0.0, 50.0, True, "vendor hysteresis below a TMT before leaving its state, K"),
+    "power.sensor_ctrl_weight": (0.0, 1.0, True, "weight of the controller node in the composite"),
+    "power.wctemp_k": (273.15, 423.15, True, "warning composite temperature WCTEMP, K"),
+    "power.cctemp_k": (273.15, 423.15, True, "critical composite temperature CCTEMP, K"),
+    "power.mntmt_k": (1.0, 423.15, True, "minimum thermal management temperature MNTMT, K"),
+    "power.mxtmt_k": (1.0, 423.15, True, "maximum thermal management temperature MXTMT, K"),
+    "thermal.ambient_c": (-40.0, 85.0, True, "ambient temperature, deg C"),
+    "thermal.dt_s": (1e-3, 60.0, True, "time step, s"),
+    "thermal.duration_s": (1.0, 1e7, True, "run duration, s"),
+}
+
+
+@_pytree
+class Power:
+    """Power model and firmware thermal management of one drive (W, J/byte, K)."""
+
+    idle_w: Any
+    ctrl_w: Any
+    host_j_per_byte: Any  # controller datapath + host-link PHY, per host byte
+    io_j_per_byte: Any  # NAND bus I/O, per byte on the channels
+    die_w: Any  # per busy die
+    policy: Any  # integer code into POLICIES
+    light_rate: Any
+    light_ctrl: Any
+    light_cap_w: Any  # 0 = no cap
+    heavy_rate: Any
+    heavy_ctrl: Any
+    heavy_cap_w: Any
+    hysteresis_k: Any
+    sensor_ctrl_weight: Any
+    wctemp_k: Any
+    cctemp_k: Any
+
+
+@_pytree
+class Thermal:
+    """Environment (RC network, ambient) and host HCTM settings.  J/K, W/K, K, s."""
+
+    ambient_k: Any
+    tmt1_k: Any
+    tmt2_k: Any
+    dt_s: Any
+    c_ctrl: Any
+    c_nand: Any
+    c_case: Any
+    g_ctrl_nand: Any
+    g_ctrl_case: Any
+    g_nand_case: Any
+    g_case_amb: Any
+    g_ctrl_amb: Any
+    g_nand_amb: Any
+
+
+def columns(power: Mapping, thermal: Mapping) -> dict[str, np.ndarray]:
+    """One-row ``power.*`` and ``thermal.*`` columns from config mappings."""
+    cols: dict[str, np.ndarray] = {}
+    for prefix, node, fields in (("power", power, POWER_FIELDS), ("thermal", thermal, THERMAL_FIELDS)):
+        for f in fields:
+            if f not in node:
+                raise ConfigError(f"{prefix}.{f}", None, "the field is required")
+            cols[f"{prefix}.{f}"] = np.asarray([node[f]])
+    return cols
+
+
+def validate(cols: Mapping, report: list | None = None) -> None:
+    """Check the power/thermal rules (raise :class:`ConfigError`, or append to ``report``)."""
+    _choice(cols, "power.policy", lambda x: x in POLICIES, list(POLICIES), report)
+    _choice(cols, "thermal.cooling", lambda x: x in catalog.COOLING, sorted(catalog.COOLING), report)
+    for key, (lo, hi, incl, what) in BOUNDS.items():
+        a = _num(cols, key)
+        ok = ((a >= lo) if incl else (a > lo)) & (a <= hi)
+        _check(cols, key, ok, f"{lo:g} {'<=' if incl else '<'} x <= {hi:g} ({what})", report=report)
+    wc, cc = _num(cols, "power.wctemp_k"), _num(cols, "power.cctemp_k")
+    _check(cols, "power.cctemp_k", cc > wc, "CCTEMP must be above WCTEMP (power.wctemp_k)", report=report)
+    lo, hi = _num(cols, "power.mntmt_k"), _num(cols, "power.mxtmt_k")
+    _check(cols, "power.mxtmt_k", hi > lo, "MXTMT must be above MNTMT (power.mntmt_k)", report=report)
+    t1, t2 = _num(cols, "thermal.tmt1_k"), _num(cols, "thermal.tmt2_k")
+    for key, t in (("thermal.tmt1_k", t1), ("thermal.tmt2_k", t2)):
+        _check(cols, key, (t == 0) | ((t >= lo) & (t <= hi)),
+               "Kelvin; 0 disables the level, otherwise MNTMT <= x <= MXTMT (power.mntmt_k, power.mxtmt_k); "
+               "the drive answers Invalid Field in Command", report=report)
+    _check(cols, "thermal.tmt2_k", (t1 == 0) | (t2 == 0) | (t2 > t1),
+           "when both are non-zero, thermal.tmt2_k must be greater than thermal.tmt1_k (NVMe HCTM)",
+           report=report)
+    dt, dur = _num(cols, "thermal.dt_s"), _num(cols, "thermal.duration_s")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        steps = dur / dt
+    _check(cols, "thermal.duration_s",
+           (np.abs(steps - np.round(steps)) < 1e-6 * np.maximum(steps, 1))
+           & (steps <= MAX_STEPS) & (steps >= 1),
+           f"must be a whole number of thermal.dt_s steps, at most {MAX_STEPS}", report=report)
+    if "workload.burst_gb" in cols:
+        _check(cols, "workload.burst_gb", _num(cols, "workload.burst_gb") == 0,
+               "idle gaps are not modelled by the thermal engine; use 0 (a continuous write)", report=report)
+
+
+def n_steps(cols: Mapping) -> int:
+    """Scan length of a thermal run (static); every configuration of a run must share it."""
+    steps = np.round(_num(cols, "thermal.duration_s") / _num(cols, "thermal.dt_s")).astype(int)
+    if len(np.unique(steps)) != 1:
+        i = int(np.flatnonzero(steps != steps[0])[0])
+        raise ConfigError("thermal.duration_s", _num(cols, "thermal.duration_s")[i],
+                          f"every configuration of one run needs the same number of steps "
+                          f"(duration_s / dt_s = {steps[0]} for the first, {steps[i]} here)",
+                          row=i, n=len(steps))
+    return int(steps[0])
+
+
+def build(cols: Mapping, dtype=np.float32) -> tuple[Power, Thermal]:
+    """Validate and turn ``power.*``/``thermal.*`` columns into (Power, Thermal) pytrees, shape (n,)."""
+    validate(cols)
+    n = len(next(iter(cols.values())))
+    c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
+    media = [catalog.nand(_nand_name(cols, i)) for i in range(n)]
+    links = [catalog.interface(str(x)) for x in np.asarray(cols["drive.interface"])]
+    cool = [catalog.cooling(str(x)) for x in np.asarray(cols["thermal.cooling"])]
+    num = lambda k: _num(cols, k)  # noqa: E731
+    power = Power(
+        idle_w=c(num("power.idle_w")),
+        ctrl_w=c(num("power.ctrl_active_w")),
+        host_j_per_byte=c(num("power.datapath_nj_per_byte") * 1e-9
+                          + np.array([i.link_pj_per_bit * 8e-12 for i in links])),
+        io_j_per_byte=c(num("power.nand_io_pj_per_bit") * 8e-12),
+        die_w=c([m.die_active_w for m in media]),
+        policy=c([POLICIES.index(str(p)) for p in np.asarray(cols["power.policy"])]),
+        light_rate=c(num("power.light_rate_fraction")),
+        light_ctrl=c(num("power.light_ctrl_fraction")),
+        light_cap_w=c(num("power.light_power_cap_w")),
+        heavy_rate=c(num("power.heavy_rate_fraction")),
+        heavy_ctrl=c(num("power.heavy_ctrl_fraction")),
+        heavy_cap_w=c(num("power.heavy_power_cap_w")),
+        hysteresis_k=c(num("power.hysteresis_k")),
+        sensor_ctrl_weight=c(num("power.sensor_ctrl_weight")),
+        wctemp_k=c(num("power.wctemp_k")),
+        cctemp_k=c(num("power.cctemp_k")),
+    )
+    thermal = Thermal(
+        ambient_k=c(num("thermal.ambient_c") + ZERO_C_IN_K),
+        tmt1_k=c(num("thermal.tmt1_k")),
+        tmt2_k=c(num("thermal.tmt2_k")),
+        dt_s=c(num("thermal.dt_s")),
+        **{f: c([getattr(x, f) for x in cool]) for f in (
+            "c_ctrl", "c_nand", "c_case", "g_ctrl_nand", "g_ctrl_case", "g_nand_case", "g_case_amb",
+            "g_ctrl_amb", "g_nand_amb")},
+    )
+    return power, thermal
+
+
+def nvme_value(tmt1_k: float, tmt2_k: float) -> int:
+    """Set Features 0x10 Dword 11: TMT1 in bits 31:16, TMT2 in bits 15:0, Kelvin (NVMe HCTM)."""
+    t1, t2 = int(round(tmt1_k)), int(round(tmt2_k))
+    for name, t in (("tmt1_k", t1), ("tmt2_k", t2)):
+        if not 0 <= t <= 0xFFFF:
+            raise ConfigError(name, t, "must fit in 16 bits (Kelvin)")
+    return (t1 << 16) | t2
+
