@@ -247,14 +247,16 @@ def validate(cols: Mapping, report: list | None = None) -> None:
            "channels x dies_per_channel x die_gbit", report=report)
 
 
-def valid_rows(cols: Mapping) -> tuple[np.ndarray, list[dict[str, Any]]]:
+def valid_rows(cols: Mapping,
+               check: Callable[..., None] | None = None) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """Per-configuration validity and, for each broken rule, how many configurations break it.
 
     Used by sweeps that set ``on_invalid: drop``; a non-numeric value in a numeric field still
-    raises, since it is a typo in the definition rather than an infeasible combination.
+    raises, since it is a typo in the definition rather than an infeasible combination.  ``check`` is
+    the rule set (default :func:`validate`; ``ssdx.thermal_params.validate`` for the thermal rules).
     """
     report: list = []
-    validate(cols, report)
+    (check or validate)(cols, report)
     ok = np.logical_and.reduce([m for _, _, m in report])
     broken = [{"field": k, "rule": r, "configurations": int((~m).sum())} for k, r, m in report if not m.all()]
     return ok, broken

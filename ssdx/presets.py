@@ -19,6 +19,24 @@ pure-SLC capacity ``U/3 = 666.7 GB`` (review ~640 GB, +4.2 %).  The review's own
 mutually consistent with one-third pSLC density: 691 GB of pSLC data plus 177 GB of native data
 needs 3·691 + 177 = 2250 GB of raw NAND, more than the 2199 GB the 32 dies hold, so no single
 accounting meets all three exactly; we keep the physical one.
+
+Power of ``aldrin_pro_2tb`` (Quarch PPM, seeds/002): > 7.3 W peak in the pSLC region, ~5 W with
+pSLC disabled writing at ~1900-2100 MB/s.  Both phases are die-limited, so all 32 dies are busy in
+both and draw the same ``32 x 62.5 mW = 2.0 W`` (catalog); the difference is per-byte energy::
+
+    e_host + e_io = (7.3 - 5.0) W / (6579 - 2159) MB/s = 0.520 nJ/byte
+    idle + ctrl   = 5.0 - 2.0 - 0.520 x 2.159 = 1.876 W
+
+With the link (5 pJ/bit = 0.040 nJ/B) and NAND I/O (5 pJ/bit) assumed and idle 1.0 W assumed,
+:func:`fit_power` gives ``datapath_nj_per_byte = 0.440`` and ``ctrl_active_w = 0.876``.  MB/s per W
+then falls from 901 (pSLC) to 432 (TLC direct): -52 %, the review's "sharp" fall.
+
+``sn8e_1920`` (seeds/000): the seed reports behaviour, not hardware; the drive is a representative
+1.92 TB M.2 (32 dies of generic TLC, 2.1 GB/s sequential write, ~6.6 W) on the ``bare`` cooling
+preset at 25 deg C.  Its light-throttle action keeps 95 % of the throughput (-105 MB/s, the seed's
+"at most ~100 MB/s") and drops to a lower controller power state (40 % of active controller power);
+the 5 K hysteresis is the seed's 80 -> 75 deg C.  With these, 80 deg C is reached after ~270 s and
+the drive cycles every ~170 s; the heatsink preset peaks at ~57 deg C.
 """
 
 from __future__ import annotations
@@ -55,3 +73,16 @@ def workload(name: str = "seq_fill", **overrides: Any) -> dict[str, Any]:
 def fit_program_time_us(speed_mb_s: float, dies: int, planes: int, page_bytes: float) -> float:
     """Per-page program time (us) at which ``dies x planes`` programming ``page_bytes`` give ``speed``."""
     return dies * planes * page_bytes / (speed_mb_s * 1e6) * 1e6
+
+
+def fit_power(p_pslc_w: float, p_native_w: float, slc_mb_s: float, native_mb_s: float, dies: int,
+              die_w: float, idle_w: float, link_pj_per_bit: float, io_pj_per_bit: float) -> dict[str, float]:
+    """Controller active power (W) and datapath energy (nJ/byte) from two die-limited operating points.
+
+    Both points keep every die busy (``dies x die_w``), so ``P = idle + ctrl + dies·die_w + e·x`` with
+    ``e = datapath + link + io`` per byte; two measured (speed, power) pairs fix ``ctrl`` and ``e``.
+    """
+    e = (p_pslc_w - p_native_w) / ((slc_mb_s - native_mb_s) * 1e6)  # J/byte
+    fixed = p_native_w - dies * die_w - e * native_mb_s * 1e6
+    return {"ctrl_active_w": fixed - idle_w,
+            "datapath_nj_per_byte": (e - (link_pj_per_bit + io_pj_per_bit) * 8e-12) * 1e9}

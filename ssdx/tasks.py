@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ssdx import params
+from ssdx import params, thermal_params
 from ssdx.models import fluid
 from ssdx.report import fill as fill_report
 from ssdx.report.tables import best_per_group, format_table
@@ -98,12 +98,29 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
 def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tuple[dict, list[dict], int]:
     """Columns of every configuration of a sweep: base config, ``base`` overrides, then the space.
 
+    A sweep may name its own base presets (``drive: NAME``, ``workload: NAME``), which replace the
+    composed config's groups; ``model: thermal`` adds the ``power.*`` and ``thermal.*`` columns.
+
     ``space`` is one mapping of blocks or a list of them (their configurations are concatenated,
     e.g. to sample a parameter only for the cache modes that use it).  Returns the columns, for
     ``on_invalid: drop`` the rules that removed configurations, and the number of configurations
     the space defined before any was dropped.
     """
+    from ssdx import presets
+
+    base_cfg = dict(base_cfg)
+    for group in ("drive", "workload"):  # a sweep may name its own base presets
+        if sweep.get(group):
+            try:
+                base_cfg[group] = getattr(presets, group)(str(sweep[group]))
+            except KeyError as e:
+                raise params.ConfigError(f"sweep.{group}", sweep[group], str(e)) from None
     base = params.columns_from_config(base_cfg["drive"], base_cfg["workload"], base_cfg.get("nand"))
+    thermal = _is_thermal(sweep)
+    if thermal:
+        if "power" not in base_cfg["drive"]:
+            raise params.ConfigError("drive.power", None, "a thermal sweep needs the drive's power block")
+        base.update(thermal_params.columns(base_cfg["drive"]["power"], base_cfg["thermal"]))
     for key, value in dict(sweep.get("base") or {}).items():
         if key not in base:
             raise params.ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
@@ -126,11 +143,24 @@ def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tupl
         raise params.ConfigError("sweep.on_invalid", policy, "must be 'error' or 'drop'")
     if policy == "error":
         params.validate(cols)
+        if thermal:
+            thermal_params.validate(cols)
         return cols, [], n
     ok, broken = params.valid_rows(cols)
+    if thermal:
+        ok_t, broken_t = thermal_params.valid_rows(cols)
+        ok, broken = ok & ok_t, broken + broken_t
     if not ok.any():
         params.validate(cols)  # raises, naming the first breach
+        thermal_params.validate(cols)
     return {k: v[ok] for k, v in cols.items()}, broken, n
+
+
+def _is_thermal(sweep: Mapping[str, Any]) -> bool:
+    model = sweep.get("model", "fluid")
+    if model not in ("fluid", "thermal"):
+        raise params.ConfigError("sweep.model", model, "must be 'fluid' or 'thermal'")
+    return model == "thermal"
 
 
 def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Path,
@@ -138,21 +168,36 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     """Run a sweep definition; writes ``results.parquet`` and ``summary.json`` into ``out_dir``."""
     dtype = _dtype(base_cfg.get("precision", "float32"))
     cols, dropped, n_defined = sweep_columns(sweep, base_cfg)
-    n_steps = _n_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
+    if _is_thermal(sweep):
+        from ssdx import api
+
+        trees, n_steps = api.build_thermal(cols, dtype=dtype)
+        model, groups = runner.thermal_model(n_steps), [(False, np.arange(len(cols["drive.nand"])))]
+    else:
+        n_steps = _n_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
+        trees, groups, model = None, None, runner.fluid_model(n_steps)
     chunk = chunk_size if chunk_size is not None else sweep.get("chunk_size", 4096)
     if not isinstance(chunk, int | np.integer) or chunk < 1:
         raise params.ConfigError("sweep.chunk_size", chunk, "must be an integer >= 1")
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    table = runner.run(cols, runner.fluid_model(n_steps), chunk, out_dir=out_dir, dtype=dtype,
-                       progress=progress, desc=str(sweep.get("name", "sweep")))
+    table = runner.run(cols, model, chunk, out_dir=out_dir, dtype=dtype, progress=progress,
+                       desc=str(sweep.get("name", "sweep")), trees=trees, groups=groups)
     wall = time.perf_counter() - t0
     df = table.to_pandas()
     rep = dict(sweep.get("report") or {})
     group_by = list(rep.get("group_by") or [])
     sort_by = rep.get("sort_by", "time_s")
     ascending = bool(rep.get("ascending", True))
-    best = best_per_group(df, group_by, sort_by, ascending)
+    constraint = rep.get("constraint")
+    eligible = df
+    if constraint:
+        try:
+            eligible = df.query(str(constraint))
+        except Exception as e:  # pandas raises many types for a bad expression
+            raise params.ConfigError("sweep.report.constraint", constraint,
+                                     f"must be a pandas query over result columns ({e})") from None
+    best = best_per_group(eligible, group_by, sort_by, ascending)
     n = len(df)
     summary = {
         "sweep": sweep.get("name"),
@@ -164,7 +209,8 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         "chunk_size": chunk,
         "wall_s": wall,
         "configs_per_s": n / wall if wall > 0 else None,
-        "best_by": {"metric": sort_by, "ascending": ascending, "group_by": group_by},
+        "best_by": {"metric": sort_by, "ascending": ascending, "group_by": group_by,
+                    "constraint": constraint, "n_meeting_constraint": len(eligible)},
         "best": best.to_dict(orient="records"),
         "metrics": {c: {"min": float(df[c].min()), "median": float(df[c].median()), "max": float(df[c].max())}
                     for c in df.columns if c not in cols and c != "config_id"},

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ssdx import catalog
+from ssdx import catalog, params
 from ssdx.params import ConfigError, _check, _choice, _nand_name, _num, _pytree
 from ssdx.units import ZERO_C_IN_K
 
@@ -141,6 +141,11 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     if "workload.burst_gb" in cols:
         _check(cols, "workload.burst_gb", _num(cols, "workload.burst_gb") == 0,
                "idle gaps are not modelled by the thermal engine; use 0 (a continuous write)", report=report)
+
+
+def valid_rows(cols: Mapping) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Per-configuration validity of the power/thermal rules (see ``ssdx.params.valid_rows``)."""
+    return params.valid_rows(cols, validate)
 
 
 def n_steps(cols: Mapping) -> int:

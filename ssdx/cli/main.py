@@ -4,6 +4,10 @@ Contract (kept stable for checks):
 * ``ssdx`` — the default small sweep (``sweeps/quick.yaml``), prints a table of the best designs.
 * ``ssdx experiment=aldrin_pro_fill hydra.run.dir=DIR`` — ``DIR/summary.json`` + ``fill_curve.png``.
 * ``ssdx sweep=NAME hydra.run.dir=DIR [sweep.chunk_size=N]`` — ``DIR/results.parquet`` + ``summary.json``.
+* ``ssdx experiment=sn8e_thermal [thermal=heatsink] hydra.run.dir=DIR`` — ``summary.json`` (max composite
+  temperature, SMART thermal counters, throttled/unthrottled speed), ``thermal.png``, ``thermal.csv``.
+* ``ssdx experiment=tmt_optimize hydra.run.dir=DIR`` — ``summary.json`` (Optax answer vs the exact grid,
+  evaluation counts, the nvme-cli command), ``tmt_landscape.png``.
 * A bad value exits with status 2 and a one-paragraph message naming field, value and rule.
 """
 
@@ -59,8 +63,31 @@ def run(cfg: DictConfig) -> None:
             print(f'best by {s["best_by"]["metric"]} per {", ".join(s["best_by"]["group_by"]) or "run"}:')
             print(s["_table"])
             print(f"outputs: {out / 'results.parquet'}, {out / 'summary.json'}")
+        elif cfg.task == "thermal":
+            from ssdx import tasks_thermal
+
+            s = tasks_thermal.run_thermal(container, out)
+            sm = s["smart"]
+            print(f'{s["drive"]} ({s["cooling"]}, ambient {s["ambient_c"]:.0f} C, TMT1 {s["tmt1_k"]:.0f} K, '
+                  f'TMT2 {s["tmt2_k"]:.0f} K): max composite {s["max_composite_k"]:.1f} K '
+                  f'({s["max_composite_c"]:.1f} C), {s["written_gb"]:.0f} GB written')
+            print(f'  throttle entries TMT1 {sm["tmt1_transitions"]}, TMT2 {sm["tmt2_transitions"]}; '
+                  f'{sm["time_tmt1_s"]} s light, {sm["time_tmt2_s"]} s heavy; '
+                  f'unthrottled {s["unthrottled_mean_mb_s"]:.0f} MB/s, throttled {s["throttled_mean_mb_s"]:.0f} MB/s')
+            print(f"outputs: {out / 'summary.json'}, {out / 'thermal.png'}, {out / 'thermal.csv'}")
+        elif cfg.task == "tmt_optimize":
+            from ssdx import tasks_thermal
+
+            s = tasks_thermal.run_tmt_optimize(container, out, progress=not cfg.get("quiet", False))
+            print(f'TMT1 {s["tmt1_k"]:.0f} K, TMT2 {s["tmt2_k"]:.0f} K: {s["objective"]:.1f} GB '
+                  f'({100 * s["objective_ratio"]:.2f} % of the grid best {s["grid_best_objective"]:.1f} GB) '
+                  f'with {s["evaluations"]} model evaluations vs {s["grid_evaluations"]} for the grid; '
+                  f'max composite {s["max_composite_k"]:.2f} K <= {s["temp_limit_k"]:.2f} K')
+            print(f'apply: {s["nvme_command"]}')
+            print(f'   or: {s["nvme_hctm_command"]}')
+            print(f"outputs: {out / 'summary.json'}, {out / 'tmt_landscape.png'}")
         else:
-            raise ConfigError("task", cfg.task, "must be 'sweep' or 'fill'")
+            raise ConfigError("task", cfg.task, "must be 'sweep', 'fill', 'thermal' or 'tmt_optimize'")
     except ConfigError as e:
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)

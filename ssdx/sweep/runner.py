@@ -31,6 +31,13 @@ def fluid_model(n_steps: int) -> Callable[[bool], Callable]:
     return lambda idle_gaps: partial(fluid.metrics, n_steps=n_steps, idle_gaps=idle_gaps)
 
 
+def thermal_model(n_steps: int) -> Callable[[bool], Callable]:
+    """Factory for the coupled write/power/thermal model: (Drive, Workload, Power, Thermal) -> scalars."""
+    from ssdx.models import coupled
+
+    return lambda _flag: partial(coupled.metrics, n_steps=n_steps)
+
+
 def idle_gap_groups(workload) -> list[tuple[bool, np.ndarray]]:
     """``(idle_gaps, indices)`` for the configurations without and with idle gaps (non-empty groups)."""
     has = (np.asarray(workload.burst_bytes) > 0) & (np.asarray(workload.idle_s) > 0)
@@ -50,6 +57,8 @@ def run(
     progress: bool = True,
     order: Sequence[int] | None = None,
     desc: str = "sweep",
+    trees: tuple | None = None,
+    groups: list[tuple[bool, np.ndarray]] | None = None,
 ) -> pa.Table:
     """Run ``model(idle_gaps)`` over every configuration in ``cols``; one row per configuration.
 
@@ -57,15 +66,19 @@ def run(
     first), numbered in that order.  The table holds ``config_id``, every column of ``cols`` and
     every metric.  With ``out_dir`` each chunk is checkpointed atomically to ``out_dir/chunks/`` and
     the merged table is written to ``out_dir/results.parquet``.  ``order`` permutes the chunk
-    processing order (for tests).
+    processing order (for tests).  ``trees`` are the stacked parameter pytrees ``model(flag)`` takes
+    (default: ``params.build(cols)``, i.e. (Drive, Workload)); ``groups`` the static-flag groups
+    (default: :func:`idle_gap_groups` of the workload).
     """
     from tqdm.auto import tqdm
 
     n = len(next(iter(cols.values())))
-    drive, workload = params.build(cols, dtype=dtype)
+    if trees is None:
+        trees = params.build(cols, dtype=dtype)
+    if groups is None:
+        groups = idle_gap_groups(trees[1])
     chunk_size = max(1, min(int(chunk_size), n))
-    plan = [(flag, idx[lo:lo + chunk_size]) for flag, idx in idle_gap_groups(workload)
-            for lo in range(0, len(idx), chunk_size)]
+    plan = [(flag, idx[lo:lo + chunk_size]) for flag, idx in groups for lo in range(0, len(idx), chunk_size)]
     n_chunks = len(plan)
     compiled = {flag: jax.jit(jax.vmap(model(flag))) for flag in {f for f, _ in plan}}
     order = list(range(n_chunks)) if order is None else list(order)
@@ -78,7 +91,7 @@ def run(
         flag, idx = plan[c]
         size = len(idx)
         padded = np.concatenate([idx, np.full(chunk_size - size, idx[-1])])  # one shape, one compile
-        res = jax.device_get(compiled[flag](*_take((drive, workload), padded)))
+        res = jax.device_get(compiled[flag](*_take(trees, padded)))
         data = {"config_id": idx.astype(np.int64)}
         data.update({k: np.asarray(v)[idx] for k, v in cols.items()})
         data.update({k: np.asarray(v, dtype=np.float64)[:size] for k, v in res.items()})

@@ -1,0 +1,180 @@
+"""The thermal jobs behind the CLI: one coupled run (``task=thermal``) and TMT optimisation.
+
+Each takes a composed config as plain containers and an output directory, writes its files there
+and returns the summary it wrote (see ``ssdx.cli.main`` for the contract).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from ssdx import api, params
+from ssdx.models import coupled, hctm
+from ssdx.optimize import tmt
+from ssdx.report import thermal as thermal_report
+from ssdx.tasks import _dtype, _write_json
+from ssdx.units import ZERO_C_IN_K
+
+
+def _single(cfg: Mapping[str, Any], dtype) -> tuple[tuple, int]:
+    cols = api.thermal_columns(cfg["drive"], cfg["workload"], cfg["thermal"], cfg.get("nand"))
+    trees, n_steps = api.build_thermal(cols, dtype=dtype)
+    return tuple(params.index(x, 0) for x in trees), n_steps
+
+
+def _commands(tmt1_k: float, tmt2_k: float) -> dict[str, str]:
+    from ssdx import nvme
+
+    return {"nvme_command": nvme.set_feature_command(tmt1_k, tmt2_k),
+            "nvme_hctm_command": nvme.hctm_command(tmt1_k, tmt2_k)}
+
+
+def run_thermal(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
+    """One coupled run: ``summary.json``, ``thermal.png`` (the seed's figure), ``thermal.csv``."""
+    dtype = _dtype(cfg.get("precision", "float32"))
+    trees, n_steps = _single(cfg, dtype)
+    run = jax.jit(coupled.run, static_argnums=4)
+    final, out = jax.tree_util.tree_map(np.asarray, run(*trees, n_steps))
+    met = {k: float(v) for k, v in jax.jit(coupled.metrics, static_argnums=4)(*trees, n_steps).items()}
+    th = cfg["thermal"]
+    tmt1_k, tmt2_k = float(th["tmt1_k"]), float(th["tmt2_k"])
+    throttled = out.level > 0.5
+    onset = np.flatnonzero(throttled & ~np.r_[False, throttled[:-1]])
+    release = np.flatnonzero(~throttled & np.r_[False, throttled[:-1]])
+    unthr, thr = met["unthrottled_mean_mb_s"], met["throttled_mean_mb_s"]
+    summary = {
+        "drive": cfg["drive"].get("name", "custom"),
+        "cooling": th["cooling"],
+        "ambient_c": float(th["ambient_c"]),
+        "tmt1_k": tmt1_k,
+        "tmt2_k": tmt2_k,
+        "policy": cfg["drive"]["power"]["policy"],
+        "duration_s": float(th["duration_s"]),
+        "dt_s": float(th["dt_s"]),
+        "max_composite_k": met["max_composite_k"],
+        "max_composite_c": met["max_composite_k"] - ZERO_C_IN_K,
+        "max_nand_c": met["max_nand_k"] - ZERO_C_IN_K,
+        "smart": hctm.smart_log(final.smart),
+        "unthrottled_mean_mb_s": unthr,
+        "throttled_mean_mb_s": thr,
+        "throttle_drop_mb_s": unthr - thr if np.isfinite(thr) else None,
+        "throttle_onsets_s": (out.time_s[onset] - float(th["dt_s"])).tolist(),
+        "release_composite_c": (out.composite_k[release] - ZERO_C_IN_K).tolist(),
+        "written_gb": met["written_gb"],
+        "mean_mb_s": met["mean_mb_s"],
+        "energy_j": met["energy_j"],
+        "mean_power_w": met["mean_power_w"],
+        "peak_power_w": float(out.power_w.max()),
+        "mb_per_j": met["mb_per_j"],
+        "time_to_max_s": float(out.time_s[int(np.argmax(out.composite_k))]),
+        **_commands(tmt1_k, tmt2_k),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(out_dir / "summary.json", summary)
+    thermal_report.write_csv(out, out_dir / "thermal.csv", summary["dt_s"])
+    title = (f'{summary["drive"]} — {summary["cooling"]}, ambient {summary["ambient_c"]:.0f} °C, '
+             f'{summary["policy"]}')
+    thermal_report.plot(out, out_dir / "thermal.png", title, tmt1_k, tmt2_k, summary["dt_s"])
+    return summary
+
+
+def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> dict[str, Any]:
+    """Grid of integer TMT pairs vs Optax on the relaxed model, both judged in the exact model."""
+    from tqdm.auto import tqdm
+
+    dtype = _dtype(cfg.get("precision", "float32"))
+    opt = dict(cfg.get("optimize") or {})
+    for key in ("temp_limit_k", "tmt1_range", "tmt2_range", "init", "steps", "learning_rate", "sharpness"):
+        if key not in opt:
+            raise params.ConfigError(f"optimize.{key}", None, "the field is required (see conf/experiment/"
+                                     "tmt_optimize.yaml)")
+    limit = float(opt["temp_limit_k"])
+    if not 250.0 <= limit <= 420.0:
+        raise params.ConfigError("optimize.temp_limit_k", limit, "Kelvin, 250 <= x <= 420")
+    for key in ("tmt1_range", "tmt2_range", "init"):
+        v = opt[key]
+        if not (isinstance(v, list | tuple) and len(v) == 2 and (key == "init" or float(v[0]) <= float(v[1]))):
+            raise params.ConfigError(f"optimize.{key}", v, "a pair [low, high] in Kelvin")
+    trees, n_steps = _single(cfg, dtype)
+    t0 = time.perf_counter()
+    grid = tmt.grid(trees, n_steps, limit, tuple(int(x) for x in opt["tmt1_range"]),
+                    tuple(int(x) for x in opt["tmt2_range"]))
+    t_grid = time.perf_counter() - t0
+    bar = tqdm(total=int(opt["steps"]), desc="optax", unit="step", disable=not progress)
+    t0 = time.perf_counter()
+    res = tmt.optimize(trees, n_steps, limit, init=tuple(float(x) for x in opt["init"]),
+                       steps=int(opt["steps"]), learning_rate=float(opt["learning_rate"]),
+                       sharpness=float(opt["sharpness"]), progress=lambda _i: bar.update(1))
+    bar.close()
+    t_opt = time.perf_counter() - t0
+    th = cfg["thermal"]
+    summary = {
+        "drive": cfg["drive"].get("name", "custom"),
+        "cooling": th["cooling"],
+        "ambient_c": float(th["ambient_c"]),
+        "policy": cfg["drive"]["power"]["policy"],
+        "duration_s": float(th["duration_s"]),
+        "objective_name": "written_gb (host GB written in the window)",
+        "temp_limit_k": limit,
+        "tmt1_k": res["tmt1_k"],
+        "tmt2_k": res["tmt2_k"],
+        "objective": res["objective"],
+        "max_composite_k": res["max_composite_k"],
+        "grid_best_objective": grid["objective"],
+        "grid_best_tmt_k": [grid["tmt1_k"], grid["tmt2_k"]],
+        "objective_ratio": res["objective"] / grid["objective"],
+        "evaluations": res["evaluations"],
+        "relaxed_evaluations": res["relaxed_evaluations"],
+        "exact_evaluations": res["exact_evaluations"],
+        "grid_evaluations": grid["evaluations"],
+        "unthrottled_written_gb": res["unthrottled_written_gb"],
+        "relaxed_tmt_k": res["relaxed_tmt_k"],
+        "sharpness_k": float(opt["sharpness"]),
+        "grid_wall_s": t_grid,
+        "optimizer_wall_s": t_opt,
+        "path": res["path"],
+        **_commands(res["tmt1_k"], res["tmt2_k"]),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(out_dir / "summary.json", summary)
+    _plot_landscape(grid, res, limit, out_dir / "tmt_landscape.png")
+    return summary
+
+
+def _plot_landscape(grid: dict, res: dict, limit_k: float, path: Path) -> None:
+    """Heatmap of the exact objective over the grid, infeasible points hatched, with the Optax path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tab = grid["table"]
+    t1, t2 = tab["tmt1_k"], tab["tmt2_k"]
+    a, b = np.unique(t1), np.unique(t2)
+    z = np.full((len(b), len(a)), np.nan)
+    feas = np.zeros_like(z, bool)
+    z[np.searchsorted(b, t2), np.searchsorted(a, t1)] = tab["written_gb"]
+    feas[np.searchsorted(b, t2), np.searchsorted(a, t1)] = grid["feasible"]
+    fig, ax = plt.subplots(figsize=(7, 5.5))
+    m = ax.pcolormesh(a, b, z, shading="nearest", cmap="viridis")
+    ax.contourf(a, b, (~feas & np.isfinite(z)).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
+    fig.colorbar(m, ax=ax, label="GB written in the window (exact model)")
+    p1 = [p["tmt1_k"] for p in res["path"]]
+    p2 = [p["tmt2_k"] for p in res["path"]]
+    ax.plot(p1, p2, "w.-", lw=1, ms=3, label="Optax path (relaxed)")
+    ax.plot(res["tmt1_k"], res["tmt2_k"], "r*", ms=14, label="optimiser, exact re-evaluation")
+    ax.plot(grid["tmt1_k"], grid["tmt2_k"], "wo", mfc="none", ms=12, label="grid best")
+    ax.set_xlabel("TMT1 (K)")
+    ax.set_ylabel("TMT2 (K)")
+    ax.set_title(f"TMT landscape; hatched: composite exceeds {limit_k:.2f} K")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+

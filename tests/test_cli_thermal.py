@@ -1,0 +1,97 @@
+"""The thermal CLI contract (issue 3, point 7) and the TMT sweep/optimiser, run as a user would."""
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from omegaconf import OmegaConf
+from test_cli import ssdx
+
+from ssdx import presets, tasks
+from ssdx.paths import sweeps_dir
+from ssdx.units import ZERO_C_IN_K
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _summary(path):
+    return json.loads((path / "summary.json").read_text())
+
+
+def test_sn8e_thermal_bare_and_heatsink(tmp_path):
+    bare, hs = tmp_path / "bare", tmp_path / "hs"
+    r = ssdx("experiment=sn8e_thermal", f"hydra.run.dir={bare}")
+    assert r.returncode == 0, r.stderr
+    r2 = ssdx("experiment=sn8e_thermal", "thermal=heatsink", f"hydra.run.dir={hs}")
+    assert r2.returncode == 0, r2.stderr
+    b, h = _summary(bare), _summary(hs)
+    for s in (b, h):
+        assert set(s) >= {"max_composite_k", "smart", "unthrottled_mean_mb_s", "throttled_mean_mb_s"}
+        assert set(s["smart"]) >= {"tmt1_transitions", "tmt2_transitions", "time_tmt1_s", "time_tmt2_s"}
+        for name in ("thermal.png",):
+            assert (bare / name).read_bytes()[:8] == PNG
+    # seeds/000: bare reaches TMT1 = 80 C, throttles ~100 MB/s, recovers at ~75 C and cycles.
+    assert b["tmt1_k"] == 353 and b["tmt2_k"] == 358
+    assert b["max_composite_k"] >= 353 - 0.1 and b["max_composite_k"] < 358
+    assert b["smart"]["tmt1_transitions"] >= 2 and b["smart"]["tmt2_transitions"] == 0
+    assert 50 <= b["unthrottled_mean_mb_s"] - b["throttled_mean_mb_s"] <= 150
+    assert all(abs(c - 75.0) < 1.0 for c in b["release_composite_c"])
+    # with a heatsink, the same load for the same duration never reaches 80 C nor throttles
+    assert h["max_composite_k"] < 353 and h["smart"]["tmt1_transitions"] == 0
+    assert h["smart"]["time_tmt1_s"] == 0 and h["throttled_mean_mb_s"] is None
+    assert b["max_nand_c"] - h["max_nand_c"] > 10.0
+    assert b["nvme_command"] == "nvme set-feature /dev/nvme0 -f 0x10 -v 0x01610166"
+    csv = np.loadtxt(bare / "thermal.csv", delimiter=",", skiprows=1)
+    assert csv.shape == (1200, 11)
+    assert csv[:, 2].max() + ZERO_C_IN_K == pytest.approx(b["max_composite_k"], abs=0.5)
+
+
+def test_tmt2_not_above_tmt1_exits_naming_fields(tmp_path):
+    r = ssdx("experiment=sn8e_thermal", "thermal.tmt1_k=358", "thermal.tmt2_k=353",
+             f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2
+    assert "thermal.tmt2_k" in r.stderr and "thermal.tmt1_k" in r.stderr
+    assert not (tmp_path / "summary.json").exists()
+    r = ssdx("experiment=sn8e_thermal", "thermal.tmt1_k=500", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and "thermal.tmt1_k" in r.stderr and "MXTMT" in r.stderr
+
+
+def test_tmt_optimize_contract(tmp_path):
+    r = ssdx("experiment=tmt_optimize", "quiet=true", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    s = _summary(tmp_path)
+    assert set(s) >= {"tmt1_k", "tmt2_k", "objective", "grid_best_objective", "evaluations",
+                      "grid_evaluations", "nvme_command"}
+    assert s["objective"] >= 0.99 * s["grid_best_objective"]
+    assert s["max_composite_k"] <= s["temp_limit_k"]
+    assert s["evaluations"] * 5 < s["grid_evaluations"]
+    assert s["tmt2_k"] > s["tmt1_k"]
+    value = (int(s["tmt1_k"]) << 16) | int(s["tmt2_k"])
+    assert s["nvme_command"].endswith(f"-v 0x{value:08x}")
+    assert (tmp_path / "tmt_landscape.png").read_bytes()[:8] == PNG
+
+
+def test_tmt_grid_sweep_small(tmp_path):
+    """The tmt_grid definition at reduced size: drops TMT2 <= TMT1, best per group meets the limit."""
+    sweep = OmegaConf.to_container(OmegaConf.load(sweeps_dir() / "tmt_grid.yaml"))
+    grid = sweep["space"]["grid"]
+    n_full = np.prod([len(v) for v in grid.values()])
+    assert n_full >= 10_000
+    grid["thermal.tmt1_k"] = [345, 350, 355]
+    grid["thermal.tmt2_k"] = [0, 350, 358]
+    grid["power.hysteresis_k"] = [5.0]
+    grid["thermal.ambient_c"] = [25.0, 45.0]
+    base = {"drive": presets.drive("aldrin_pro_2tb"), "workload": presets.workload("seq_fill"),
+            "thermal": {"cooling": "bare", "ambient_c": 25.0, "tmt1_k": 0, "tmt2_k": 0, "dt_s": 1.0,
+                        "duration_s": 120.0},
+            "model": {"n_steps": 8}, "precision": "float32"}
+    s = tasks.run_sweep(sweep, base, tmp_path, progress=False)
+    df = pq.read_table(tmp_path / "results.parquet").to_pandas()
+    # 3 x 3 x 2 policies x 3 coolings x 2 ambients, less the TMT2 <= TMT1 pairs (350/350, 355/350)
+    assert s["n_defined"] == 108 and len(df) == 108 - 2 * 12
+    assert ((df["thermal.tmt2_k"] == 0) | (df["thermal.tmt2_k"] > df["thermal.tmt1_k"])).all()
+    assert set(df["drive.nand"]) == {"tlc"}  # the sweep's own drive preset (sn8e_1920)
+    for row in s["best"]:
+        assert row["max_composite_k"] <= 351.15
+    assert len(s["best"]) == 6
