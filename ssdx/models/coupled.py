@@ -158,6 +158,18 @@ def simulate(drive: Drive, workload: Workload, power: Power, th: Thermal, n_step
     return run(drive, workload, power, th, n_steps)[1]
 
 
+def _percentile_low_masked(x: jax.Array, count: jax.Array, q: float) -> jax.Array:
+    """``q``-th percentile (linear interpolation) of the ``count`` finite values of ``x``; the rest
+    are ``+inf``.  Reads only the few smallest values (``top_k``, no sort); NaN when ``count`` is 0."""
+    k = min(int(q / 100.0 * (x.shape[0] - 1)) + 2, x.shape[0])
+    smallest = -jax.lax.top_k(-x, k)[0]
+    pos = q / 100.0 * (jnp.maximum(count, 1.0) - 1.0)
+    lo = jnp.floor(pos).astype(jnp.int32)
+    hi = jnp.minimum(lo + 1, jnp.maximum(count.astype(jnp.int32) - 1, 0))
+    value = smallest[lo] + (pos - lo) * (smallest[hi] - smallest[lo])
+    return jnp.where(count > 0, value, jnp.nan)
+
+
 def metrics(drive: Drive, workload: Workload, power: Power, th: Thermal,
             n_steps: int) -> dict[str, jax.Array]:
     """Scalar figures of one run (for sweeps): GB = 1e9 bytes, MB/s = 1e6 bytes/s, K, s, J.
@@ -165,29 +177,39 @@ def metrics(drive: Drive, workload: Workload, power: Power, th: Thermal,
     ``mean_mb_s`` is over the whole window; ``p5_mb_s`` over the steps in which the run still had
     bytes to write; ``unthrottled_``/``throttled_mean_mb_s`` average the writing steps in the normal
     state / in a throttle state (NaN when there are none).  SMART fields are the Health log's
-    quantities before flooring to whole units.
+    quantities before flooring to whole units.  Sums and maxima are carried through the scan, which
+    keeps only the per-step speed (for the percentile).
     """
-    final, out = run(drive, workload, power, th, n_steps)
+    su = setup(drive, workload, power, th)
+    zero = jnp.zeros_like(su.total)
+
+    def body(carry, k):
+        state, acc = carry
+        new, out = step(su, power, th, state, k)
+        w = out.writing > 0
+        thr = out.level > 0.5
+        acc = (acc[0] + jnp.where(w & ~thr, out.speed, 0.0), acc[1] + (w & ~thr),
+               acc[2] + jnp.where(w & thr, out.speed, 0.0), acc[3] + (w & thr), acc[4] + w,
+               jnp.maximum(acc[5], out.composite_k), jnp.maximum(acc[6], out.temps_k[1]))
+        return (new, acc), jnp.where(w, out.speed, jnp.inf)
+
+    acc0 = (zero, zero, zero, zero, zero, jnp.full_like(zero, -jnp.inf), jnp.full_like(zero, -jnp.inf))
+    (final, acc), speed = jax.lax.scan(body, (init(drive, workload, power, th, su), acc0),
+                                       jnp.arange(n_steps, dtype=su.total.dtype))
     duration = n_steps * th.dt_s
-    writing = out.writing > 0
-    throttled = out.level > 0.5
-    speed = out.speed
 
-    def mean_where(mask):
-        cnt = jnp.sum(mask)
-        return jnp.where(cnt > 0, jnp.sum(jnp.where(mask, speed, 0.0)) / jnp.maximum(cnt, 1), jnp.nan) / 1e6
+    def mean(total, count):
+        return jnp.where(count > 0, total / jnp.maximum(count, 1.0), jnp.nan) / 1e6
 
-    p5 = jnp.nanpercentile(jnp.where(writing, speed, jnp.nan), 5.0)  # NaN when nothing was written
-    composite_end = rc.composite(power, final.temps_k)
     sm = final.smart
     return {
         "written_gb": final.written_bytes / 1e9,
         "mean_mb_s": final.written_bytes / duration / 1e6,
-        "p5_mb_s": p5 / 1e6,
-        "unthrottled_mean_mb_s": mean_where(writing & ~throttled),
-        "throttled_mean_mb_s": mean_where(writing & throttled),
-        "max_composite_k": jnp.maximum(jnp.max(out.composite_k), composite_end),
-        "max_nand_k": jnp.max(out.temps_k[:, 1]),
+        "p5_mb_s": _percentile_low_masked(speed, acc[4], 5.0) / 1e6,
+        "unthrottled_mean_mb_s": mean(acc[0], acc[1]),
+        "throttled_mean_mb_s": mean(acc[2], acc[3]),
+        "max_composite_k": jnp.maximum(acc[5], rc.composite(power, final.temps_k)),
+        "max_nand_k": acc[6],
         "energy_j": final.energy_j,
         "mean_power_w": final.energy_j / duration,
         "mb_per_j": final.written_bytes / 1e6 / jnp.maximum(final.energy_j, 1e-30),
