@@ -99,7 +99,8 @@ def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = Tru
         raise params.ConfigError("optimize.temp_limit_k", limit, "Kelvin, 250 <= x <= 420")
     for key in ("tmt1_range", "tmt2_range", "init"):
         v = opt[key]
-        if not (isinstance(v, list | tuple) and len(v) == 2 and (key == "init" or float(v[0]) <= float(v[1]))):
+        pair = isinstance(v, list | tuple) and len(v) == 2
+        if not (pair and (key == "init" or float(v[0]) <= float(v[1]))):
             raise params.ConfigError(f"optimize.{key}", v, "a pair [low, high] in Kelvin")
     trees, n_steps = _single(cfg, dtype)
     t0 = time.perf_counter()
@@ -163,7 +164,8 @@ def _plot_landscape(grid: dict, res: dict, limit_k: float, path: Path) -> None:
     feas[np.searchsorted(b, t2), np.searchsorted(a, t1)] = grid["feasible"]
     fig, ax = plt.subplots(figsize=(7, 5.5))
     m = ax.pcolormesh(a, b, z, shading="nearest", cmap="viridis")
-    ax.contourf(a, b, (~feas & np.isfinite(z)).astype(float), levels=[0.5, 1.5], hatches=["//"], colors="none")
+    ax.contourf(a, b, (~feas & np.isfinite(z)).astype(float), levels=[0.5, 1.5], hatches=["//"],
+                colors="none")
     fig.colorbar(m, ax=ax, label="GB written in the window (exact model)")
     p1 = [p["tmt1_k"] for p in res["path"]]
     p2 = [p["tmt2_k"] for p in res["path"]]

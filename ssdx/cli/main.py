@@ -73,7 +73,8 @@ def run(cfg: DictConfig) -> None:
                   f'({s["max_composite_c"]:.1f} C), {s["written_gb"]:.0f} GB written')
             print(f'  throttle entries TMT1 {sm["tmt1_transitions"]}, TMT2 {sm["tmt2_transitions"]}; '
                   f'{sm["time_tmt1_s"]} s light, {sm["time_tmt2_s"]} s heavy; '
-                  f'unthrottled {s["unthrottled_mean_mb_s"]:.0f} MB/s, throttled {s["throttled_mean_mb_s"]:.0f} MB/s')
+                  f'unthrottled {s["unthrottled_mean_mb_s"]:.0f} MB/s, '
+                  f'throttled {s["throttled_mean_mb_s"] or float("nan"):.0f} MB/s')
             print(f"outputs: {out / 'summary.json'}, {out / 'thermal.png'}, {out / 'thermal.csv'}")
         elif cfg.task == "tmt_optimize":
             from ssdx import tasks_thermal
