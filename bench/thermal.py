@@ -285,7 +285,8 @@ def _finish(k: K, n_steps: int, written, energy, smart, temps_end, max_comp, max
             sum_unthr, cnt_unthr, sum_thr, cnt_thr, p5) -> dict[str, np.ndarray]:
     """``coupled.metrics``' figures from the accumulators of a run (NumPy; shared by the ports)."""
     duration = n_steps * k.dt
-    tr1, tr2, t1, t2, warn, crit = smart
+    tr1, tr2, t1, t2, warn, crit = smart  # times as step counts (hctm.Smart)
+    t1, t2, warn, crit = (x * k.dt for x in (t1, t2, warn, crit))
     comp_end = k.w_sensor * temps_end[0] + (1.0 - k.w_sensor) * temps_end[1]
     with np.errstate(invalid="ignore", divide="ignore"):
         unthr = np.where(cnt_unthr > 0, sum_unthr / np.maximum(cnt_unthr, 1), np.nan) / 1e6
@@ -371,8 +372,8 @@ def numpy_vectorised(k: K, n_steps: int) -> dict[str, np.ndarray]:
         wrn = (temp >= k.wctemp) & (temp < k.cctemp)
         crt = temp >= k.cctemp
         tr1, tr2 = tr1 + (1.0 - m1) * lt, tr2 + (1.0 - m2) * hv
-        t1, t2 = t1 + lt * dt, t2 + hv * dt
-        warn, crit = warn + wrn * dt, crit + crt * dt
+        t1, t2 = t1 + lt, t2 + hv  # steps; _finish scales by dt
+        warn, crit = warn + wrn, crit + crt
         energy = energy + (p_ctrl + p_nand) * dt
         m1, m2 = m1n, m2n
         # per-step figures kept by coupled.metrics
@@ -465,12 +466,12 @@ def _run_py(c: dict[str, Any], n_steps: int) -> tuple:
         lt, hv = m1n - m2n, m2n
         tr1 += (1.0 - m1) * lt
         tr2 += (1.0 - m2) * hv
-        time1 += lt * dt
-        time2 += hv * dt
+        time1 += lt  # steps; _finish scales by dt
+        time2 += hv
         if temp >= cct:
-            crit += dt
+            crit += 1.0
         elif temp >= wct:
-            warn += dt
+            warn += 1.0
         energy += (p_ctrl + p_nand) * dt
         m1, m2 = m1n, m2n
         speed = hb / dt
@@ -542,8 +543,8 @@ def jax_step_loop(trees: tuple, n_steps: int, k: K) -> dict[str, np.ndarray]:
         thr = np.array([o.level for o in outs]) > 0.5
         sm = state.smart
         acc.append((float(state.written_bytes), float(state.energy_j),
-                    tuple(float(x) for x in (sm.tmt1_transitions, sm.tmt2_transitions, sm.time_tmt1_s,
-                                             sm.time_tmt2_s, sm.warning_s, sm.critical_s)),
+                    tuple(float(x) for x in (sm.tmt1_transitions, sm.tmt2_transitions, sm.tmt1_steps,
+                                             sm.tmt2_steps, sm.warning_steps, sm.critical_steps)),
                     tuple(float(x) for x in state.temps_k),
                     max(float(o.composite_k) for o in outs), max(float(o.temps_k[1]) for o in outs),
                     float(np.sum(speed[writing & ~thr])), float(np.sum(writing & ~thr)),

@@ -82,7 +82,7 @@ def init(drive: Drive, workload: Workload, power: Power, th: Thermal, su: Setup)
     zero = jnp.zeros_like(f.written_bytes)
     return State(slc_bytes=f.slc_bytes, native_bytes=f.native_bytes, raw_used_bytes=f.raw_used_bytes,
                  written_bytes=zero, temps_k=idle_temps(su, power, th), m1=zero, m2=zero,
-                 smart=hctm.smart_init(zero), energy_j=zero)
+                 smart=hctm.smart_init(zero, th.dt_s), energy_j=zero)
 
 
 def _throttled_rates(su: Setup, power: Power, action: hctm.Action) -> tuple:
@@ -132,7 +132,7 @@ def step(su: Setup, power: Power, th: Thermal, state: State, k: jax.Array,
     temps = rc.advance(su.net, th, state.temps_k, rc.node_powers(p_ctrl, p_nand))
     host = mode_bytes[0] + mode_bytes[1] + mode_bytes[2]
     written = state.written_bytes + host
-    smart = hctm.smart_update(state.smart, state.m1, state.m2, m1, m2, temp, power, dt)
+    smart = hctm.smart_update(state.smart, state.m1, state.m2, m1, m2, temp, power)
     new = State(slc_bytes=s, native_bytes=n, raw_used_bytes=raw, written_bytes=written, temps_k=temps,
                 m1=m1, m2=m2, smart=smart, energy_j=state.energy_j + (p_ctrl + p_nand) * dt)
     out = StepOut(time_s=(k + 1.0) * dt, written_bytes=written, speed=host / dt, composite_k=temp,

@@ -29,14 +29,17 @@ power state's clocks and voltages) and an optional power-state cap (W):
 **SMART / Health log (02h)** counters, accumulated as the log defines them: TMT1TC / TMT2TC count
 transitions into the light / heavy state (light from normal only: leaving heavy for light is a move
 to a *higher* power state); TTTMT1 / TTTMT2 are seconds in each state; WCTT minutes with
-``WCTEMP ≤ T < CCTEMP``; CCTT minutes with ``T ≥ CCTEMP``.  Reported values are whole units
-(floor) saturating at 0xFFFFFFFF (:func:`smart_log`).
+``WCTEMP ≤ T < CCTEMP``; CCTT minutes with ``T ≥ CCTEMP``.  Times are counted in steps and scaled
+by ``dt`` when read (:class:`Smart`); reported values are whole units (floor) saturating at
+0xFFFFFFFF (:func:`smart_log`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import NamedTuple
+from fractions import Fraction
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -129,50 +132,95 @@ def occupancy(m1: jax.Array, m2: jax.Array) -> tuple[jax.Array, jax.Array, jax.A
 
 
 class Smart(NamedTuple):
-    """Accumulators of the Health log's thermal fields (floats inside the scan)."""
+    """Accumulators of the Health log's thermal fields (floats inside the scan).
+
+    Times are carried as **step counts** (occupancy-weighted in the relaxed model) and scaled by
+    ``dt_s`` when read: a whole number of steps is exact in float32 up to 2**24 steps, whereas adding
+    a fractional ``dt`` every step drifts (1200 x 0.1 s summed in float32 gives 119.9987 s, which the
+    log would floor to 119).  The ``*_s`` properties are the seconds.
+    """
 
     tmt1_transitions: jax.Array
     tmt2_transitions: jax.Array
-    time_tmt1_s: jax.Array
-    time_tmt2_s: jax.Array
-    warning_s: jax.Array
-    critical_s: jax.Array
+    tmt1_steps: jax.Array
+    tmt2_steps: jax.Array
+    warning_steps: jax.Array
+    critical_steps: jax.Array
+    dt_s: jax.Array
+
+    @property
+    def time_tmt1_s(self) -> jax.Array:
+        """Seconds in the light (TMT1) state."""
+        return self.tmt1_steps * self.dt_s
+
+    @property
+    def time_tmt2_s(self) -> jax.Array:
+        """Seconds in the heavy (TMT2) state."""
+        return self.tmt2_steps * self.dt_s
+
+    @property
+    def warning_s(self) -> jax.Array:
+        """Seconds with WCTEMP <= composite < CCTEMP."""
+        return self.warning_steps * self.dt_s
+
+    @property
+    def critical_s(self) -> jax.Array:
+        """Seconds with composite >= CCTEMP."""
+        return self.critical_steps * self.dt_s
 
 
-def smart_init(like: jax.Array) -> Smart:
+def smart_init(like: jax.Array, dt_s: jax.Array) -> Smart:
     z = jnp.zeros_like(like)
-    return Smart(z, z, z, z, z, z)
+    return Smart(z, z, z, z, z, z, jnp.asarray(dt_s, z.dtype))
 
 
 def smart_update(sm: Smart, m1: jax.Array, m2: jax.Array, m1n: jax.Array, m2n: jax.Array,
-                 temp_k: jax.Array, power: Power, dt_s: jax.Array) -> Smart:
-    """Add one step: transitions into light (from normal) and heavy, time in each, WCTT/CCTT time."""
+                 temp_k: jax.Array, power: Power) -> Smart:
+    """Add one step: transitions into light (from normal) and heavy, steps in each, WCTT/CCTT steps."""
     _, light, heavy = occupancy(m1n, m2n)
     warn = ((temp_k >= power.wctemp_k) & (temp_k < power.cctemp_k)).astype(temp_k.dtype)
     crit = (temp_k >= power.cctemp_k).astype(temp_k.dtype)
     return Smart(
         tmt1_transitions=sm.tmt1_transitions + (1.0 - m1) * light,
         tmt2_transitions=sm.tmt2_transitions + (1.0 - m2) * heavy,
-        time_tmt1_s=sm.time_tmt1_s + light * dt_s,
-        time_tmt2_s=sm.time_tmt2_s + heavy * dt_s,
-        warning_s=sm.warning_s + warn * dt_s,
-        critical_s=sm.critical_s + crit * dt_s,
+        tmt1_steps=sm.tmt1_steps + light,
+        tmt2_steps=sm.tmt2_steps + heavy,
+        warning_steps=sm.warning_steps + warn,
+        critical_steps=sm.critical_steps + crit,
+        dt_s=sm.dt_s,
     )
+
+
+def _exact(x: Any) -> Fraction:
+    """A float as the shortest decimal that round-trips in its own precision, as an exact fraction.
+
+    float32(0.7) is 0.69999999 in binary; the user wrote 0.7, and 0.7 is what comes back.
+    """
+    v = np.asarray(x)[()]
+    return Fraction(np.format_float_positional(v, unique=True, trim="0"))
 
 
 def smart_log(sm: Smart) -> dict[str, int]:
     """Whole-unit counters as the Health log reports them (floor, saturating at 0xFFFFFFFF).
 
-    Host-side (NumPy); takes one configuration's accumulators.
+    Host-side; takes one configuration's accumulators.  Seconds are step counts times ``dt_s``,
+    computed in exact rational arithmetic (:func:`_exact`) so that 1200 steps of 0.7 s floor to 840 s,
+    not to 839.
     """
-    def u32(x: float) -> int:
-        return int(min(np.floor(float(x) + 1e-6), U32_MAX))
+    dt = _exact(sm.dt_s)
+
+    def u32(x: Fraction) -> int:
+        return min(math.floor(x), U32_MAX)
+
+    def n(v: Any) -> Fraction:
+        v = float(np.asarray(v))
+        return Fraction(v) if math.isfinite(v) else Fraction(U32_MAX + 1)
 
     return {
-        "tmt1_transitions": u32(sm.tmt1_transitions),
-        "tmt2_transitions": u32(sm.tmt2_transitions),
-        "time_tmt1_s": u32(sm.time_tmt1_s),
-        "time_tmt2_s": u32(sm.time_tmt2_s),
-        "warning_temp_time_min": u32(float(sm.warning_s) / 60.0),
-        "critical_temp_time_min": u32(float(sm.critical_s) / 60.0),
+        "tmt1_transitions": u32(n(sm.tmt1_transitions)),
+        "tmt2_transitions": u32(n(sm.tmt2_transitions)),
+        "time_tmt1_s": u32(n(sm.tmt1_steps) * dt),
+        "time_tmt2_s": u32(n(sm.tmt2_steps) * dt),
+        "warning_temp_time_min": u32(n(sm.warning_steps) * dt / 60),
+        "critical_temp_time_min": u32(n(sm.critical_steps) * dt / 60),
     }
