@@ -41,7 +41,8 @@ def test_sn8e_thermal_bare_and_heatsink(tmp_path):
     assert h["max_composite_k"] < 353 and h["smart"]["tmt1_transitions"] == 0
     assert h["smart"]["time_tmt1_s"] == 0 and h["throttled_mean_mb_s"] is None
     assert b["max_nand_c"] - h["max_nand_c"] > 10.0
-    assert b["nvme_command"] == "nvme set-feature /dev/nvme0 -f 0x10 -v 0x01610166"
+    assert b["nvme_command"] == "nvme set-feature /dev/nvme0 -f 0x10 --value=0x01610166"
+    assert b["nvme_hctm_command"] == "nvme feat hctm /dev/nvme0 --tmt1=353 --tmt2=358"
     csv = np.loadtxt(bare / "thermal.csv", delimiter=",", skiprows=1)
     assert csv.shape == (1200, 11)
     assert csv[:, 2].max() + ZERO_C_IN_K == pytest.approx(b["max_composite_k"], abs=0.5)
@@ -68,7 +69,8 @@ def test_tmt_optimize_contract(tmp_path):
     assert s["evaluations"] * 5 < s["grid_evaluations"]
     assert s["tmt2_k"] > s["tmt1_k"]
     value = (int(s["tmt1_k"]) << 16) | int(s["tmt2_k"])
-    assert s["nvme_command"].endswith(f"-v 0x{value:08x}")
+    assert s["nvme_command"].endswith(f"--value=0x{value:08x}")
+    assert s["nvme_hctm_command"].endswith(f"--tmt1={int(s['tmt1_k'])} --tmt2={int(s['tmt2_k'])}")
     assert (tmp_path / "tmt_landscape.png").read_bytes()[:8] == PNG
 
 
@@ -95,3 +97,14 @@ def test_tmt_grid_sweep_small(tmp_path):
     for row in s["best"]:
         assert row["max_composite_k"] <= 351.15
     assert len(s["best"]) == 6
+
+
+def test_harsh_throttle_experiment_cuts_to_a_tenth(tmp_path):
+    """seeds/000: "another product throttled so hard performance fell to nearly 1/10" (SSD A preset)."""
+    r = ssdx("experiment=harsh_throttle", "quiet=true", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    s = _summary(tmp_path)
+    assert s["policy"] == "ssd_a" and s["smart"]["tmt1_transitions"] >= 2
+    assert s["throttled_mean_mb_s"] / s["unthrottled_mean_mb_s"] == pytest.approx(0.1, rel=0.2)
+    # SSD A releases "well down": 10 K of hysteresis below TMT1 = 80 C
+    assert all(abs(c - 70.0) < 1.0 for c in s["release_composite_c"])
