@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: notebook -> source of the cell injected after its ``parameters`` cell.
 NOTEBOOKS = {
     "01_slc_cache.ipynb": "N_STEPS = 128; SWEEP_N = 64",
+    "02_thermal_tmt.ipynb": "DURATION_S = 600.0; GRID_STEP = 3; ALDRIN_DURATION_S = 1200.0",
 }
 
 
