@@ -180,3 +180,94 @@ def _plot_landscape(grid: dict, res: dict, limit_k: float, path: Path) -> None:
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
+
+
+def run_fit_rc(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
+    """Fit the drive's RC network to a measured series (``ssdx.optimize.fit_rc``).
+
+    ``fit.series``: a JSON-lines file of ``nvme smart-log -o json`` snapshots or a CSV
+    (``ssdx.nvme.read_series``) with the write throughput; ``fit.fields``: RC fields to fit (the rest
+    stay at the cooling preset of ``thermal``).  Writes ``summary.json`` (fitted and starting values,
+    RMSE, iterations, the ``thermal.rc.*`` overrides that apply the fit) and ``fit_rc.png`` (measured,
+    preset and fitted composite temperature, and the residual).
+    """
+    from ssdx import nvme
+    from ssdx.optimize import fit_rc
+
+    dtype = _dtype(cfg.get("precision", "float32"))
+    fit_cfg = dict(cfg.get("fit") or {})
+    path = fit_cfg.get("series")
+    if not path:
+        raise params.ConfigError("fit.series", path, "required: a path to a JSON-lines smart-log capture "
+                                 "or a CSV series (time_s, composite_k or temp_c, throughput_mb_s)")
+    if not Path(path).is_file():
+        raise params.ConfigError("fit.series", path, "must be an existing file")
+    fields = tuple(fit_cfg.get("fields") or fit_rc.DEFAULT_FIELDS)
+    bad = sorted(set(fields) - set(fit_rc.RC_FIELDS))
+    if bad:
+        raise params.ConfigError("fit.fields", list(fields), f"each one of {list(fit_rc.RC_FIELDS)}")
+    try:
+        series = nvme.read_series(path, fit_cfg.get("format"))
+    except ValueError as e:
+        raise params.ConfigError("fit.series", path, str(e)) from None
+    dt = float(cfg["thermal"]["dt_s"])
+    duration = float(series.time_s[-1])
+    if duration < 10 * dt:
+        raise params.ConfigError("fit.series", path, f"needs at least 10 steps of thermal.dt_s = {dt:g} s; "
+                                 f"it spans {duration:g} s")
+    thermal_cfg = {**cfg["thermal"], "duration_s": dt * (int(np.floor(duration / dt + 1e-9)) + 1)}
+    (drive, _, power, th), _ = _single({**cfg, "thermal": thermal_cfg}, dtype)
+    res = fit_rc.fit_series(series, drive, power, th, fields=fields)
+    comp, thr, counters = fit_rc.resample(series, dt)
+    frac = fit_rc.ctrl_fraction_from_counters(power, counters, dt) if counters else 1.0
+    p = fit_rc.powers_from_throughput(drive, power, thr, ctrl_fraction=frac)
+    p0 = np.asarray([float(np.asarray(power.idle_w)), 0.0])
+    before = np.asarray(fit_rc.composite_trace(th, p, power.sensor_ctrl_weight, p0))
+    after = np.asarray(fit_rc.composite_trace(res.thermal, p, power.sensor_ctrl_weight, p0))
+    overrides = " ".join(f"thermal.rc.{k}={v:.6g}" for k, v in res.params.items())
+    summary = {
+        "series": str(path),
+        "n_samples": int(len(series.time_s)),
+        "n_steps": int(len(comp)),
+        "dt_s": dt,
+        "drive": cfg["drive"].get("name", "custom"),
+        "cooling": cfg["thermal"]["cooling"],
+        "fields": list(fields),
+        "fitted": res.params,
+        "initial": res.initial,
+        "ratio_to_preset": {k: res.params[k] / res.initial[k] for k in fields},
+        "rmse_k": res.rmse_k,
+        "preset_rmse_k": float(np.sqrt(np.mean((before - comp) ** 2))),
+        "iterations": res.iterations,
+        "adam_iterations": res.adam_iterations,
+        "lbfgs_iterations": res.lbfgs_iterations,
+        "overrides": overrides,
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(out_dir / "summary.json", summary)
+    _plot_fit(np.arange(len(comp)) * dt, comp, before, after, summary, out_dir / "fit_rc.png")
+    return summary
+
+
+def _plot_fit(t: np.ndarray, measured: np.ndarray, before: np.ndarray, after: np.ndarray,
+              s: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax_r) = plt.subplots(2, 1, figsize=(9, 6), sharex=True, height_ratios=[3, 1],
+                                   layout="constrained")
+    ax.plot(t, measured - ZERO_C_IN_K, ".", ms=2, color="0.5", label="measured")
+    ax.plot(t, before - ZERO_C_IN_K, "--", color="tab:blue",
+            label=f'preset "{s["cooling"]}" (RMSE {s["preset_rmse_k"]:.2f} K)')
+    ax.plot(t, after - ZERO_C_IN_K, color="tab:red", label=f'fitted (RMSE {s["rmse_k"]:.2f} K)')
+    ax.set_ylabel("composite temperature (°C)")
+    ax.set_title(f'{s["drive"]}: RC fit of {", ".join(s["fields"])}')
+    ax.legend(fontsize=8)
+    ax_r.plot(t, after - measured, color="tab:red", lw=0.8)
+    ax_r.axhline(0.0, color="0.3", lw=0.5)
+    ax_r.set_ylabel("residual (K)")
+    ax_r.set_xlabel("time (s)")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

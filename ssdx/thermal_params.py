@@ -8,7 +8,9 @@ Two column families join the drive/workload columns of :mod:`ssdx.params` when a
   Controller temperatures WCTEMP, CCTEMP, MNTMT and MXTMT (Kelvin).
 * ``thermal.*`` — the environment and the host's settings: the cooling preset (``ssdx.catalog.COOLING``),
   ambient temperature (deg C at the edge, Kelvin inside), TMT1/TMT2 as set with Set Features 0x10
-  (Kelvin, 0 disables the level), the time step and the run duration.
+  (Kelvin, 0 disables the level), the time step and the run duration.  ``thermal.rc`` (optional)
+  replaces RC values of the cooling preset — e.g. a chassis measured with ``ssdx experiment=fit_rc``
+  — as columns ``thermal.rc.<field>`` (J/K, W/K).
 
 Rules follow the NVMe base specification's Host Controlled Thermal Management (REFERENCE §3): a
 non-zero TMT must lie in [MNTMT, MXTMT], and non-zero TMT2 must be greater than non-zero TMT1.
@@ -33,6 +35,10 @@ POWER_FIELDS = (
     "hysteresis_k", "sensor_ctrl_weight", "wctemp_k", "cctemp_k", "mntmt_k", "mxtmt_k",
 )
 THERMAL_FIELDS = ("cooling", "ambient_c", "tmt1_k", "tmt2_k", "dt_s", "duration_s")
+#: RC values of a cooling preset (``ssdx.catalog.Cooling``) that ``thermal.rc`` may replace: J/K, W/K.
+RC_FIELDS = ("c_ctrl", "c_nand", "c_case", "g_ctrl_nand", "g_ctrl_case", "g_nand_case", "g_case_amb",
+             "g_ctrl_amb", "g_nand_amb")
+RC_PREFIX = "thermal.rc."
 MAX_STEPS = 1_000_000
 
 #: field -> (low, high, low inclusive, meaning)
@@ -108,6 +114,11 @@ def columns(power: Mapping, thermal: Mapping) -> dict[str, np.ndarray]:
             if f not in node:
                 raise ConfigError(f"{prefix}.{f}", None, "the field is required")
             cols[f"{prefix}.{f}"] = np.asarray([node[f]])
+    for f, v in (thermal.get("rc") or {}).items():
+        if f not in RC_FIELDS:
+            raise ConfigError(f"{RC_PREFIX}{f}", v, f"unknown RC field; one of {list(RC_FIELDS)}")
+        if v is not None:
+            cols[f"{RC_PREFIX}{f}"] = np.asarray([v])
     return cols
 
 
@@ -138,6 +149,12 @@ def validate(cols: Mapping, report: list | None = None) -> None:
            (np.abs(steps - np.round(steps)) < 1e-6 * np.maximum(steps, 1))
            & (steps <= MAX_STEPS) & (steps >= 1),
            f"must be a whole number of thermal.dt_s steps, at most {MAX_STEPS}", report=report)
+    for key in (k for k in cols if k.startswith(RC_PREFIX)):
+        unit = "J/K" if key[len(RC_PREFIX):].startswith("c_") else "W/K"
+        a = _num(cols, key)
+        ok = (a <= 1e6) & (a >= 0) if key.endswith("_amb") else (a <= 1e6) & (a > 0)
+        _check(cols, key, ok, f"finite, {'0 <=' if key.endswith('_amb') else '0 <'} x <= 1e6 ({unit}; "
+               "replaces the cooling preset's value)", report=report)
     if "workload.burst_gb" in cols:
         _check(cols, "workload.burst_gb", _num(cols, "workload.burst_gb") == 0,
                "idle gaps are not modelled by the thermal engine; use 0 (a continuous write)", report=report)
@@ -193,9 +210,8 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[Power, Thermal]:
         tmt1_k=c(num("thermal.tmt1_k")),
         tmt2_k=c(num("thermal.tmt2_k")),
         dt_s=c(num("thermal.dt_s")),
-        **{f: c([getattr(x, f) for x in cool]) for f in (
-            "c_ctrl", "c_nand", "c_case", "g_ctrl_nand", "g_ctrl_case", "g_nand_case", "g_case_amb",
-            "g_ctrl_amb", "g_nand_amb")},
+        **{f: c(num(RC_PREFIX + f) if RC_PREFIX + f in cols else [getattr(x, f) for x in cool])
+           for f in RC_FIELDS},
     )
     return power, thermal
 

@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 from test_cli import ssdx
 
-from ssdx import presets, tasks
+from ssdx import api, catalog, presets, tasks, thermal_params
 from ssdx.paths import sweeps_dir
 from ssdx.units import ZERO_C_IN_K
 
@@ -108,3 +108,63 @@ def test_harsh_throttle_experiment_cuts_to_a_tenth(tmp_path):
     assert s["throttled_mean_mb_s"] / s["unthrottled_mean_mb_s"] == pytest.approx(0.1, rel=0.2)
     # SSD A releases "well down": 10 K of hysteresis below TMT1 = 80 C
     assert all(abs(c - 70.0) < 1.0 for c in s["release_composite_c"])
+
+
+def _measured_series(path, truth: dict) -> None:
+    """A 'measurement': the coupled model of sn8e_1920 (bare, TMT 80/85 C) with the case RC values set to
+    ``truth``, composite read as nvme-cli prints it (integer Kelvin), throughput and TMT1 time counters."""
+    from ssdx import api, nvme
+    from ssdx.optimize import fit_rc
+
+    (d, w, p, th), n = api.thermal_one("sn8e_1920", "seq_fill", "bare", tmt1_k=353.0, tmt2_k=358.0,
+                                       duration_s=900.0)
+    out, _ = fit_rc.simulate_with_powers(d, w, p, fit_rc.with_params(th, truth), n)
+    noisy = out.composite_k + np.random.default_rng(3).normal(0.0, 0.3, n)
+    in_light = np.concatenate([[0.0], np.cumsum(out.level == 1)[:-1]])
+    nvme.write_jsonl(path, nvme.Series(time_s=out.time_s - 1.0, composite_k=np.round(noisy),
+                                       throughput_mb_s=out.speed / 1e6,
+                                       counters={"thm_temp1_total_time": in_light,
+                                                 "thm_temp2_total_time": np.zeros(n)}))
+
+
+def test_fit_rc_contract_recovers_and_its_overrides_apply(tmp_path):
+    truth = {"g_case_amb": 0.09, "c_case": 6.5}  # the bare preset has 0.075 W/K and 5.0 J/K
+    series = tmp_path / "run.jsonl"
+    _measured_series(series, truth)
+    out = tmp_path / "fit"
+    r = ssdx("experiment=fit_rc", f"fit.series={series}", "thermal.tmt1_k=353", "thermal.tmt2_k=358",
+             f"hydra.run.dir={out}")
+    assert r.returncode == 0, r.stderr
+    s = _summary(out)
+    for k, v in truth.items():
+        assert s["fitted"][k] == pytest.approx(v, rel=0.05), (k, s["fitted"])
+    assert s["rmse_k"] < 0.6 < 2.0 < s["preset_rmse_k"]  # noise 0.3 K plus integer rounding
+    assert (out / "fit_rc.png").read_bytes()[:8] == PNG
+    assert s["overrides"] in r.stdout
+    # the printed overrides are accepted and change the model: the fitted drive runs cooler than the preset
+    cols = api.thermal_columns(presets.drive("sn8e_1920"), presets.workload("seq_fill"),
+                               api.thermal_preset("bare", rc=s["fitted"]))
+    _, th = thermal_params.build(cols)
+    assert float(th.g_case_amb[0]) == pytest.approx(s["fitted"]["g_case_amb"], rel=1e-6)
+    assert float(th.g_nand_case[0]) == pytest.approx(catalog.cooling("bare").g_nand_case)  # others kept
+    r = ssdx("experiment=sn8e_thermal", *s["overrides"].split(), "quiet=true",
+             f"hydra.run.dir={tmp_path / 'a'}")
+    assert r.returncode == 0, r.stderr
+    assert _summary(tmp_path / "a")["max_composite_k"] < 353.0  # g = 0.09 W/K: the plateau is below 80 C
+
+
+@pytest.mark.parametrize("override,field", [("thermal.rc.g_case_amb=-1", "thermal.rc.g_case_amb"),
+                                            ("thermal.rc.c_case=0", "thermal.rc.c_case")])
+def test_rc_override_rules(tmp_path, override, field):
+    r = ssdx("experiment=sn8e_thermal", override, f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and field in r.stderr and "cooling preset" in r.stderr
+
+
+def test_fit_rc_bad_series_names_file_and_line(tmp_path):
+    r = ssdx("experiment=fit_rc", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and "fit.series" in r.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"time_s": 0, "temperature": 300, "throughput_mb_s": 1}\n'
+                   '{"time_s": 1, "temperature": }\n')
+    r = ssdx("experiment=fit_rc", f"fit.series={bad}", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and f"{bad}, line 2" in r.stderr

@@ -8,6 +8,8 @@ Contract (kept stable for checks):
   temperature, SMART thermal counters, throttled/unthrottled speed), ``thermal.png``, ``thermal.csv``.
 * ``ssdx experiment=tmt_optimize hydra.run.dir=DIR`` — ``summary.json`` (Optax answer vs the exact grid,
   evaluation counts, the nvme-cli command), ``tmt_landscape.png``.
+* ``ssdx experiment=fit_rc fit.series=FILE hydra.run.dir=DIR`` — ``summary.json`` (fitted RC values, RMSE,
+  the ``thermal.rc.*`` overrides that apply them), ``fit_rc.png``.
 * A bad value exits with status 2 and a one-paragraph message naming field, value and rule.
 """
 
@@ -87,8 +89,19 @@ def run(cfg: DictConfig) -> None:
             print(f'apply: {s["nvme_command"]}')
             print(f'   or: {s["nvme_hctm_command"]}')
             print(f"outputs: {out / 'summary.json'}, {out / 'tmt_landscape.png'}")
+        elif cfg.task == "fit_rc":
+            from ssdx import tasks_thermal
+
+            s = tasks_thermal.run_fit_rc(container, out)
+            fitted = ", ".join(f"{k} {v:.4g} ({s['ratio_to_preset'][k]:.2f}x preset)"
+                               for k, v in s["fitted"].items())
+            print(f'RC fit of {s["n_steps"]} steps from {s["series"]}: {fitted}; RMSE {s["rmse_k"]:.2f} K '
+                  f'(preset {s["preset_rmse_k"]:.2f} K), {s["iterations"]} iterations')
+            print(f'apply: {s["overrides"]}')
+            print(f"outputs: {out / 'summary.json'}, {out / 'fit_rc.png'}")
         else:
-            raise ConfigError("task", cfg.task, "must be 'sweep', 'fill', 'thermal' or 'tmt_optimize'")
+            raise ConfigError("task", cfg.task,
+                              "must be 'sweep', 'fill', 'thermal', 'tmt_optimize' or 'fit_rc'")
     except ConfigError as e:
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)

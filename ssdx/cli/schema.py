@@ -40,6 +40,21 @@ class PowerConf:
 
 
 @dataclass
+class RCConf:
+    """RC values replacing the cooling preset's (``thermal.rc.*``; J/K, W/K; None keeps the preset)."""
+
+    c_ctrl: Optional[float] = None  # noqa: UP045 (OmegaConf needs typing.Optional)
+    c_nand: Optional[float] = None  # noqa: UP045
+    c_case: Optional[float] = None  # noqa: UP045
+    g_ctrl_nand: Optional[float] = None  # noqa: UP045
+    g_ctrl_case: Optional[float] = None  # noqa: UP045
+    g_nand_case: Optional[float] = None  # noqa: UP045
+    g_case_amb: Optional[float] = None  # noqa: UP045
+    g_ctrl_amb: Optional[float] = None  # noqa: UP045
+    g_nand_amb: Optional[float] = None  # noqa: UP045
+
+
+@dataclass
 class ThermalConf:
     """Cooling environment and host HCTM settings (``thermal.*`` columns).  TMTs in Kelvin, 0 = off."""
 
@@ -49,6 +64,8 @@ class ThermalConf:
     tmt2_k: float = 0.0
     dt_s: float = 1.0
     duration_s: float = 600.0
+    #: RC values replacing the cooling preset's (J/K, W/K), e.g. from ``ssdx experiment=fit_rc``.
+    rc: RCConf = field(default_factory=RCConf)
 
 
 @dataclass

@@ -63,7 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ssdx import nvme
+from ssdx import nvme, thermal_params
 from ssdx.models import coupled, hctm
 from ssdx.models import power as pw
 from ssdx.models import thermal as rc
@@ -71,8 +71,7 @@ from ssdx.params import Drive, Workload
 from ssdx.thermal_params import Power, Thermal
 
 #: RC fields of :class:`ssdx.thermal_params.Thermal` that may be fitted (J/K and W/K).
-RC_FIELDS = ("c_ctrl", "c_nand", "c_case", "g_ctrl_nand", "g_ctrl_case", "g_nand_case", "g_case_amb",
-             "g_ctrl_amb", "g_nand_amb")
+RC_FIELDS = thermal_params.RC_FIELDS
 #: Fitted by default (module docstring): identifiable from one composite trace.
 DEFAULT_FIELDS = ("g_case_amb", "c_case")
 
