@@ -10,6 +10,9 @@ Contract (kept stable for checks):
   evaluation counts, the nvme-cli command), ``tmt_landscape.png``.
 * ``ssdx experiment=fit_rc fit.series=FILE hydra.run.dir=DIR`` — ``summary.json`` (fitted RC values, RMSE,
   the ``thermal.rc.*`` overrides that apply them), ``fit_rc.png``.
+* ``ssdx experiment=wa_uniform gc.spare_factor=S gc.policy=greedy|fifo gc.pages_per_block=N
+  hydra.run.dir=DIR`` — ``summary.json`` (``write_amplification`` at steady state,
+  ``steady_state_round``), ``wa_rounds.png``.
 * A bad value exits with status 2 and a one-paragraph message naming field, value and rule.
 """
 
@@ -99,9 +102,21 @@ def run(cfg: DictConfig) -> None:
                   f'(preset {s["preset_rmse_k"]:.2f} K), {s["iterations"]} iterations')
             print(f'apply: {s["overrides"]}')
             print(f"outputs: {out / 'summary.json'}, {out / 'fit_rc.png'}")
+        elif cfg.task == "wa":
+            from ssdx import tasks_gc
+
+            s = tasks_gc.run_wa(container, out)
+            ss = s["steady_state_round"]
+            ana = s["analytic_write_amplification"]
+            print(f'{s["policy"]}, {s["pattern"]}, S_f {s["spare_factor"]:g}, b {s["pages_per_block"]}: '
+                  f'WA {s["write_amplification"]:.3f}'
+                  + (f' (analytic {ana:.3f}, {100 * s["relative_error"]:+.2f} %)' if ana else "")
+                  + (f'; SNIA steady state at round {ss}' if ss else "; SNIA steady state not reached")
+                  + f'; {s["mb_s"]:.0f} MB/s')
+            print(f"outputs: {out / 'summary.json'}, {out / 'wa_rounds.png'}")
         else:
             raise ConfigError("task", cfg.task,
-                              "must be 'sweep', 'fill', 'thermal', 'tmt_optimize' or 'fit_rc'")
+                              "must be 'sweep', 'fill', 'thermal', 'tmt_optimize', 'fit_rc' or 'wa'")
     except ConfigError as e:
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)

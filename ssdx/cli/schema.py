@@ -115,6 +115,26 @@ class ModelConf:
     n_steps: int = 512
 
 
+@dataclass
+class GcConf:
+    """Block-level GC run (``ssdx.gc_params``): scaled drive, policy, write pattern, SNIA rounds."""
+
+    n_blocks: int = 1024
+    pages_per_block: Optional[int] = None  # noqa: UP045 (None: the drive's NAND block / page)
+    spare_factor: float = 0.1
+    policy: str = "greedy"
+    d: int = 10
+    pattern: str = "uniform"
+    hot_fraction: float = 0.1
+    hot_share: float = 0.9
+    trim_fraction: float = 0.0
+    compressibility: float = 1.0
+    precondition: float = 2.0
+    round_fraction: float = 1.0
+    rounds: int = 25
+    seed: int = 0
+
+
 def register() -> None:
     """Store the schemas as ``<group>/base``."""
     cs = ConfigStore.instance()
@@ -123,3 +143,4 @@ def register() -> None:
     cs.store(group="workload", name="base", node=WorkloadConf)
     cs.store(group="model", name="base", node=ModelConf)
     cs.store(group="thermal", name="base", node=ThermalConf)
+    cs.store(group="gc", name="base", node=GcConf)
