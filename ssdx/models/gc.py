@@ -183,57 +183,79 @@ FACTORIES: dict[str, Callable[[], Policy]] = {"greedy": greedy, "fifo": fifo, "c
 assert tuple(FACTORIES) == POLICIES  # GcParams.policy indexes this order
 
 
-def victim(gp: GcParams, g: Geometry, st: State) -> jax.Array:
-    """The policy's victim among closed blocks other than the spare."""
+def victim(gp: GcParams, g: Geometry, st: State, policy: str | None = None) -> jax.Array:
+    """The policy's victim among closed blocks other than the spare.
+
+    ``policy`` (static) names the one policy to evaluate; ``None`` evaluates all and picks by
+    ``gp.policy`` (a batch mixing policies: four scans of the blocks per cycle instead of one).
+    """
     ok = (jnp.arange(st.valid.shape[0]) != st.spare) & (st.closed >= 0)
+    if policy is not None:
+        return FACTORIES[policy]().select(gp, g, st, ok).astype(jnp.int32)
     picks = jnp.stack([FACTORIES[name]().select(gp, g, st, ok) for name in POLICIES])
     return picks[gp.policy].astype(jnp.int32)
 
 
 # ------------------------------------------------------------------------------------------------- cycle
 
-def cycle(gp: GcParams, g: Geometry, st: State) -> tuple[State, CycleOut]:
-    """Fill one block (module docstring, steps 1–2)."""
+def cycle(gp: GcParams, g: Geometry, st: State, policy: str | None = None) -> tuple[State, CycleOut]:
+    """Fill one block (module docstring, steps 1–2); ``policy``: see :func:`victim`.
+
+    The reverse map is read as it was before the cycle and written by one scatter: the victim's copies,
+    its erase, the host writes' invalidations and the host writes never give one entry two different
+    values (a copy that the host rewrites in the same block is written invalid; an old copy in the
+    victim is looked for at its new place).  The forward map is then updated from the destination
+    block as written.  This order (read l2p, write p2l, read p2l, write l2p) lets XLA update both maps
+    in place; a gather of one map fused into the other's scatter made it copy both every cycle
+    (tested against a page-by-page Python FTL).
+    """
     n_blocks, m = st.valid.shape[0], st.p2l.shape[0] // st.valid.shape[0]
     oob = st.p2l.shape[0]  # out-of-bounds index: a masked scatter is dropped
     fresh = st.next_fresh < n_blocks - 1
-    v = victim(gp, g, st)
-    k = jnp.where(fresh, 0, st.valid[v])
+    gc_on = ~fresh
+    v = victim(gp, g, st, policy)
     blk = jnp.where(fresh, st.next_fresh, st.spare)
-
-    # GC: compact the victim's valid pages into the spare, erase the victim
     j = jnp.arange(m)
-    slots = jax.lax.dynamic_slice(st.p2l, (v * m,), (m,))
-    live = (slots >= 0) & (j < g.b) & ~fresh
-    dest = st.spare * m + jnp.cumsum(live) - 1
-    p2l = st.p2l.at[jnp.where(live, dest, oob)].set(slots, mode="drop")
-    l2p = st.l2p.at[jnp.where(live, slots, oob)].set(dest, mode="drop")
-    p2l = p2l.at[jnp.where(fresh, oob, v * m + j)].set(-1, mode="drop")
-    valid = st.valid.at[jnp.where(fresh, n_blocks, v)].set(0, mode="drop").at[blk].set(k)
-    closed = st.closed.at[jnp.where(fresh, n_blocks, v)].set(-1, mode="drop")
 
-    # host writes into the rest of the block, all at once: the state after the block equals page-by-page
-    # processing because a write is live only if no later write of this block names the same page
+    # GC: the victim's valid pages, compacted to the start of the destination block
+    vslots = jax.lax.dynamic_slice(st.p2l, (v * m,), (m,))
+    live = (vslots >= 0) & (j < g.b) & gc_on
+    rank = jnp.cumsum(live) - 1
+    k = jnp.sum(live).astype(jnp.int32)
+    dest = blk * m + rank
+
+    # host writes into the rest of the block; of several writes of one page only the last stays valid
     room = g.b - k
     lpn = logical_page(gp, g, st.host + j)
     active = j < room
-    later = (lpn[None, :] == lpn[:, None]) & (j[None, :] > j[:, None]) & active[None, :]
-    last = active & ~jnp.any(later, axis=1)
-    first = active & ~jnp.any((lpn[None, :] == lpn[:, None]) & (j[None, :] < j[:, None]) & active[None, :],
-                              axis=1)
-    old = l2p[lpn]
+    same = lpn[None, :] == lpn[:, None]
+    last = active & ~jnp.any(same & (j[None, :] > j[:, None]) & active[None, :], axis=1)
+    first = active & ~jnp.any(same & (j[None, :] < j[:, None]) & active[None, :], axis=1)
+    rewritten = live & jnp.any((vslots[:, None] == lpn[None, :]) & active[None, :], axis=1)
+    old = st.l2p[lpn]
+    in_victim = gc_on & (old >= 0) & (old // m == v)
+    old_now = jnp.where(in_victim, blk * m + rank[jnp.clip(old - v * m, 0, m - 1)], old)
     stale = first & (old >= 0)
-    valid = valid.at[jnp.where(stale, old // m, n_blocks)].add(-1, mode="drop")
-    p2l = p2l.at[jnp.where(stale, old, oob)].set(-1, mode="drop")
     ppn = blk * m + k + j
-    p2l = p2l.at[jnp.where(active, ppn, oob)].set(jnp.where(last, lpn, -1), mode="drop")
-    l2p = l2p.at[jnp.where(last, lpn, oob)].set(ppn, mode="drop")
-    valid = valid.at[blk].add(jnp.sum(last).astype(jnp.int32))
-    new = State(l2p=l2p, p2l=p2l, valid=valid, closed=closed.at[blk].set(st.cycle),
-                spare=jnp.where(fresh, st.spare, v), next_fresh=st.next_fresh + fresh.astype(jnp.int32),
-                host=st.host + room, cycle=st.cycle + 1)
-    gc = (~fresh).astype(jnp.int32)
-    return new, CycleOut(host=room, copies=k * gc, erases=gc)
+
+    p2l = st.p2l.at[jnp.concatenate([
+        jnp.where(live, dest, oob), jnp.where(gc_on, v * m + j, oob), jnp.where(stale, old_now, oob),
+        jnp.where(active, ppn, oob)])].set(jnp.concatenate([
+            jnp.where(rewritten, -1, vslots), jnp.full((m,), -1, jnp.int32), jnp.full((m,), -1, jnp.int32),
+            jnp.where(last, lpn, -1)]), mode="drop")
+    # the destination block now holds exactly the pages it maps: point them here (reading the new p2l
+    # orders this write after every read of l2p above, so neither map is copied)
+    valid = st.valid.at[jnp.where(stale & ~in_victim, old // m, n_blocks)].add(-1, mode="drop")
+    valid = valid.at[jnp.where(gc_on, v, n_blocks)].set(0, mode="drop")
+    valid = valid.at[blk].set(jnp.sum(live & ~rewritten) + jnp.sum(last))
+    here = jax.lax.dynamic_slice(p2l, (blk * m,), (m,))
+    here = jnp.where(valid[blk] >= 0, here, -1)  # always true: orders the l2p write after valid's read of it
+    l2p = st.l2p.at[jnp.where(here >= 0, here, oob)].set(blk * m + j, mode="drop")
+    closed = st.closed.at[jnp.where(gc_on, v, n_blocks)].set(-1, mode="drop").at[blk].set(st.cycle)
+    new = State(l2p=l2p, p2l=p2l, valid=valid, closed=closed, spare=jnp.where(fresh, st.spare, v),
+                next_fresh=st.next_fresh + fresh.astype(jnp.int32), host=st.host + room, cycle=st.cycle + 1)
+    gc = gc_on.astype(jnp.int32)
+    return new, CycleOut(host=room, copies=k, erases=gc)
 
 
 def trim(st: State, lo: jax.Array, hi: jax.Array) -> State:
@@ -247,12 +269,12 @@ def trim(st: State, lo: jax.Array, hi: jax.Array) -> State:
     return st._replace(l2p=jnp.where(hit, -1, st.l2p), p2l=p2l, valid=valid)
 
 
-def run(gp: GcParams, n_blocks: int, max_pages: int, n_cycles: int,
-        state: State | None = None) -> tuple[State, CycleOut]:
+def run(gp: GcParams, n_blocks: int, max_pages: int, n_cycles: int, state: State | None = None,
+        policy: str | None = None) -> tuple[State, CycleOut]:
     """Scan ``n_cycles`` cycles from ``state`` (default: secure-erased); per-cycle outputs."""
     g = geometry(gp, n_blocks)
     st = init(n_blocks, max_pages) if state is None else state
-    return jax.lax.scan(lambda s, _: cycle(gp, g, s), st, None, length=n_cycles)
+    return jax.lax.scan(lambda s, _: cycle(gp, g, s, policy), st, None, length=n_cycles)
 
 
 # ------------------------------------------------------------------------------------ time and rounds
@@ -320,7 +342,7 @@ def steady_state(y: jax.Array, window: int = 5, max_excursion: float = 0.20,
 
 
 def rounds(gp: GcParams, tm: Timing, n_blocks: int, max_pages: int, n_rounds: int,
-           max_cycles: int) -> dict[str, jax.Array]:
+           max_cycles: int, policy: str | None = None) -> dict[str, jax.Array]:
     """Secure erase, precondition, then ``n_rounds`` SNIA rounds of the pattern (one drive).
 
     Runs cycles until the last round's host pages are written (or ``max_cycles``).  A cycle counts
@@ -339,7 +361,7 @@ def rounds(gp: GcParams, tm: Timing, n_blocks: int, max_pages: int, n_rounds: in
     def body(c):
         st, (h, cp, er, t, pre) = c
         r = jnp.where(st.host < g.pre, n_rounds, (st.host - g.pre) // g.round_pages)
-        new, out = cycle(gp, g, st)
+        new, out = cycle(gp, g, st, policy)
         dt = cycle_time(tm, gp, out)
         h, cp, er = h.at[r].add(out.host, mode="drop"), cp.at[r].add(out.copies, mode="drop"), \
             er.at[r].add(out.erases, mode="drop")
@@ -354,7 +376,7 @@ def rounds(gp: GcParams, tm: Timing, n_blocks: int, max_pages: int, n_rounds: in
 
 
 def metrics(gp: GcParams, tm: Timing, n_blocks: int, max_pages: int, n_rounds: int,
-            max_cycles: int) -> dict[str, jax.Array]:
+            max_cycles: int, policy: str | None = None) -> dict[str, jax.Array]:
     """Scalar and per-round figures of :func:`rounds` (for sweeps and the CLI).
 
     ``wa_rounds``/``mb_s_rounds``: per round, NAND pages per host page (× compressibility) and host
@@ -363,7 +385,7 @@ def metrics(gp: GcParams, tm: Timing, n_blocks: int, max_pages: int, n_rounds: i
     window itself may end while a slow transient still moves by less than its 20 %/10 % bounds);
     ``precondition_wa``: over the preconditioning.
     """
-    r = rounds(gp, tm, n_blocks, max_pages, n_rounds, max_cycles)
+    r = rounds(gp, tm, n_blocks, max_pages, n_rounds, max_cycles, policy)
     c = gp.compressibility.astype(jnp.float32)
     h = r["host"].astype(jnp.float32)
     nand = h + r["copies"].astype(jnp.float32)

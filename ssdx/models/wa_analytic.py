@@ -30,13 +30,18 @@ with ``H_j`` the harmonic numbers and ``H(k)`` their piecewise-linear interpolat
 (k − m)/(m + 1)`` for ``m = ⌊k⌋``).  As ``b → ∞``, ``H_b − H(k) → −ln(k/b)`` and the FIFO equation above
 returns: greedy's advantage over FIFO shrinks with block size.
 
-**Hot/cold, FIFO** (Desnoyers 2014, §hot/cold with LRU cleaning): a fraction ``f`` of the logical
-pages takes a fraction ``r`` of the writes, both in one write stream.  A victim holds hot and cold
-pages in the proportion they were written (``r``, ``1 − r``); over its lifetime ``α(1 − x)`` (in units of
-``U`` host writes) a hot page survives with ``exp(−α(1−x)·r/f)``, a cold one with
-``exp(−α(1−x)(1−r)/(1−f))``::
+**Hot/cold, FIFO** (the LRU hot/cold analysis of Desnoyers 2014): a fraction ``f`` of the logical
+pages takes a fraction ``r`` of the writes, both in one write stream.  In one rotation of the log the
+frontier writes ``T`` pages, ``(1 − x)T`` of them host pages; a page of class ``c`` (write share
+``r_c``, space share ``f_c``) survives a rotation of ``L = T(1 − x)`` host writes with probability
+``s_c = exp(−α(1 − x)·r_c/f_c)``, and survivors are copied back to the head.  The share ``φ_c`` of log
+slots holding class ``c`` balances host writes plus copies: ``φ_c = r_c(1 − x) + φ_c s_c``; the shares
+add up to one, so with ``y = α(1 − x)``::
 
-    x = r·exp(−α(1 − x)·r/f) + (1 − r)·exp(−α(1 − x)·(1 − r)/(1 − f))
+    (y/α)·[ r/(1 − e^{−y·r/f}) + (1 − r)/(1 − e^{−y(1−r)/(1−f)}) ] = 1,     WA = α/y
+
+which for ``r = f`` is the uniform equation above.  (A victim's mix is not the host's ``r : 1 − r``:
+cold pages keep coming back, which is why FIFO suffers from skew.)
 
 **TRIM and compression** act through the utilisation (Frankie, Hughes & Kreutz-Delgado, "SSD TRIM
 commands considerably improve over-provisioning", 2012): a trimmed fraction ``t`` and a
@@ -99,21 +104,17 @@ def greedy_wa(spare_factor: float, pages_per_block: int) -> float:
 
 
 def hot_cold_fifo_wa(spare_factor: float, hot_fraction: float, hot_share: float) -> float:
-    """FIFO write amplification with hot/cold writes in one stream (Desnoyers; module docstring)."""
+    """FIFO write amplification with hot/cold writes in one stream (module docstring)."""
     a, f, r = alpha(spare_factor), hot_fraction, hot_share
     if not (0.0 < f < 1.0 and 0.0 <= r <= 1.0):
         raise ValueError(f"need 0 < hot_fraction < 1 and 0 <= hot_share <= 1, got {f}, {r}")
 
-    def gap(x: float) -> float:
-        life = a * (1.0 - x)
-        return r * np.exp(-life * r / f) + (1.0 - r) * np.exp(-life * (1.0 - r) / (1.0 - f)) - x
+    def share(w: float, space: float, y: float) -> float:  # w / (1 - exp(-y·w/space)); space/y at w = 0
+        z = y * w / space
+        return space / y if z == 0.0 else w / -np.expm1(-z)
 
-    # x = 1 is the trivial root; the physical one is the largest root below it
-    xs = np.linspace(0.0, 1.0 - 1e-9, 20001)
-    g = np.array([gap(x) for x in xs])
-    sign = np.flatnonzero(np.sign(g[:-1]) != np.sign(g[1:]))
-    if len(sign) == 0:
-        return 1.0
-    i = sign[-1]
-    x = brentq(gap, xs[i], xs[i + 1], xtol=1e-13)
-    return 1.0 / (1.0 - x)
+    def gap(y: float) -> float:  # < 0 as y -> 0, > 0 at y = alpha
+        return y / a * (share(r, f, y) + share(1.0 - r, 1.0 - f, y)) - 1.0
+
+    y = brentq(gap, 1e-12, a, xtol=1e-14)
+    return a / y
