@@ -133,3 +133,162 @@ def _plot_rounds(s: dict[str, Any], path: Path) -> None:
                  f'{s["n_blocks"]} blocks')
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------- fill
+
+def lifetime_throttle(duration_s: np.ndarray, host_bytes: np.ndarray, limit_b_s: float,
+                      credit_bytes: float, t0: float = 0.0, written0: float = 0.0) -> np.ndarray:
+    """End times of consecutive writes under a lifetime write limit (SandForce "life-time performance
+    throttling", seeds/004 comment): by power-on time ``t`` the drive accepts at most
+    ``credit + limit·t`` bytes in its life, so a write ends no earlier than its physics allows nor
+    before its bytes fit the allowance.  ``limit_b_s`` 0 disables it.  Secure erase does not reset it
+    (callers carry ``t0`` and ``written0`` across erases).  Returns the end time of each write, s.
+    """
+    ends = np.empty(len(duration_s))
+    t, w = t0, written0
+    for i, (d, h) in enumerate(zip(duration_s, host_bytes)):
+        w += h
+        t = t + d if limit_b_s <= 0 else max(t + d, (w - credit_bytes) / limit_b_s)
+        ends[i] = t
+    return ends
+
+
+def _drive(cfg: Mapping[str, Any], dtype):
+    dcols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
+    return tuple(params.index(x, 0) for x in params.build(dcols, dtype=dtype))
+
+
+def run_gc_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
+    """IOMeter-style timed write sets on a drive whose GC is simulated (seeds/004; module ``gc``).
+
+    The drive (``drive``) is scaled down to ``gc.n_blocks`` blocks with its own spare factor
+    ``1 − user / (raw·(1 − reserve))`` and NAND pages per block; bytes and seconds scale back by the
+    block ratio (speeds are unchanged by the scaling).  Phases: secure erase; optionally
+    ``fill.random_fill`` × the user capacity of uniform random writes (untimed preconditioning);
+    ``fill.sets`` sets of ``fill.set_s`` seconds of the workload (``workload.pattern``, block size); then
+    a secure erase and ``fill.sets_after_erase`` more sets.  Writes ``summary.json`` and
+    ``fill_sets.png`` (speed and total written against time, the seed's figure).
+    """
+    dtype = _dtype(cfg.get("precision", "float32"))
+    drive, workload = _drive(cfg, dtype)
+    fill = dict(cfg["fill"])
+    page = float(drive.nand.page_bytes)
+    b = int(round(float(drive.nand.block_bytes) / page))
+    usable = float(drive.raw_bytes) * (1.0 - float(drive.reserve_fraction))
+    user = float(drive.user_bytes)
+    n_blocks = int(cfg["gc"]["n_blocks"])
+    scale = usable / (n_blocks * b * page)
+    spare = 1.0 - user / usable
+    g = {**gc_config({**cfg, "gc": {**cfg["gc"], "pages_per_block": b}}), "spare_factor": spare,
+         "precondition": 0.0}
+    pattern = "sequential" if cfg["workload"]["pattern"] == "sequential" else "uniform"
+    gp_test = params.index(gc_params.build(gc_params.columns({**g, "pattern": pattern})), 0)
+    gp_rand = params.index(gc_params.build(gc_params.columns({**g, "pattern": "uniform"})), 0)
+    tm = gc.timing(drive, workload)
+    step = jax.jit(gc.run, static_argnames=("n_blocks", "max_pages", "n_cycles", "policy"))
+    policy = str(g["policy"])
+    chunk = 256
+
+    def run_for(gp, state, until):
+        """Cycles from ``state`` until ``until(host_pages_total, seconds_total)``; per-cycle arrays."""
+        outs, t_sim = [], 0.0
+        while True:
+            state, out = step(gp, n_blocks=n_blocks, max_pages=b, n_cycles=chunk, state=state, policy=policy)
+            out = jax.tree_util.tree_map(np.asarray, out)
+            dur = np.asarray(jax.vmap(lambda o: gc.cycle_time(tm, gp, gc.CycleOut(*o)))(tuple(out)))
+            outs.append((out.host, out.copies, out.erases, dur))
+            t_sim += float(dur.sum())
+            if until(int(state.host), t_sim * scale) or len(outs) > 20_000:
+                break
+        return state, [np.concatenate(x) for x in zip(*outs)]
+
+    comp = float(g["compressibility"])
+    st = gc.init(n_blocks, b)
+    if float(fill["random_fill"]) > 0:
+        target = float(fill["random_fill"]) * gc.geometry(gp_rand, n_blocks).written
+        st, _ = run_for(gp_rand, st, lambda h, t: h >= target)
+    set_s, sets, after = float(fill["set_s"]), int(fill["sets"]), int(fill["sets_after_erase"])
+    st, (h1, c1, e1, d1) = run_for(gp_test, st, lambda h, t: t >= sets * set_s)
+    _, (h2, c2, e2, d2) = run_for(gp_test, gc.init(n_blocks, b), lambda h, t: t >= after * set_s)
+    limit, credit = float(fill["lifetime_limit_mb_s"]) * 1e6, float(fill["lifetime_credit_gb"]) * 1e9
+    # phase 1, then phase 2 on its own clock after the erase; the lifetime allowance runs on through both
+    b1, b2 = h1 / comp * page * scale, h2 / comp * page * scale
+    ends1 = lifetime_throttle(d1 * scale, b1, limit, credit)
+    ends2 = lifetime_throttle(d2 * scale, b2, limit, credit, t0=ends1[-1], written0=b1.sum()) - ends1[-1]
+
+    def sets_of(ends, host_bytes, n):
+        edges = np.arange(n + 1) * set_s
+        at = np.interp(edges, np.r_[0.0, ends], np.r_[0.0, np.cumsum(host_bytes)])
+        return np.diff(at) / set_s / 1e6, at[1:]
+
+    sp1, at1 = sets_of(ends1, b1, sets)
+    sp2, at2 = sets_of(ends2, b2, after)
+    speed = np.r_[sp1, sp2]
+    total_gib = np.r_[at1, at1[-1] + at2] / 2**30
+    first_gc = int(np.argmax(e1 > 0)) if np.any(e1 > 0) else None
+    gc_onset_gib = float(np.cumsum(b1)[first_gc - 1] / 2**30) if first_gc else None
+    fresh = float(sp1[0])
+    slow = np.flatnonzero(sp1 < 0.9 * fresh)
+    onset_set = int(slow[0]) if len(slow) else None
+    if onset_set is not None:
+        after_sets = sp1[onset_set + 1:]
+    elif gc_onset_gib is not None:
+        after_sets = sp1[int(np.searchsorted(total_gib[:sets], gc_onset_gib)) + 1:]
+    else:
+        after_sets = np.array([])
+    wa1 = comp * (h1.sum() + c1.sum()) / max(h1.sum(), 1)
+    summary = {
+        "drive": cfg["drive"].get("name", "custom"),
+        "pattern": pattern,
+        "block_kib": float(cfg["workload"]["block_kib"]),
+        "random_fill": float(fill["random_fill"]),
+        "spare_factor": spare,
+        "scale_blocks": scale,
+        "fresh_mb_s": fresh,
+        "after_drop_mb_s": float(after_sets.mean()) if len(after_sets) else None,
+        "drop_onset_gib": float(total_gib[onset_set - 1]) if onset_set else None,  # end of the last fast set
+        "gc_onset_gib": gc_onset_gib,
+        "restored_mb_s": float(sp2[0]) if after else None,
+        "write_amplification": float(wa1),
+        "user_gib": user / 2**30,
+        "usable_physical_gib": usable / 2**30,
+        "set_s": set_s,
+        "set_mb_s": speed.tolist(),
+        "set_total_gib": total_gib.tolist(),
+        "erase_at_set": sets,
+        "lifetime_limit_mb_s": float(fill["lifetime_limit_mb_s"]),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(out_dir / "summary.json", summary)
+    _plot_sets(summary, out_dir / "fill_sets.png")
+    return summary
+
+
+def _plot_sets(s: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(s["set_mb_s"])
+    t = (np.arange(n) + 1) * s["set_s"]
+    fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
+    ax.plot(t, s["set_mb_s"], "o-", ms=3, color="tab:blue", label="write speed (per set)")
+    ax.set_ylabel("write speed (MB/s)", color="tab:blue")
+    ax.set_xlabel("time (s)")
+    ax.set_ylim(0, max(s["set_mb_s"]) * 1.15)
+    ax2 = ax.twinx()
+    ax2.plot(t, s["set_total_gib"], color="tab:red", label="total written")
+    ax2.set_ylabel("total written (GiB)", color="tab:red")
+    if s["gc_onset_gib"]:
+        ax2.axhline(s["gc_onset_gib"], color="tab:red", ls=":", lw=1)
+        ax2.text(t[0], s["gc_onset_gib"], f' GC starts at {s["gc_onset_gib"]:.1f} GiB', color="tab:red",
+                 va="bottom", fontsize=8)
+    if s["erase_at_set"] < n:
+        ax.axvline(s["erase_at_set"] * s["set_s"], color="k", ls="--", lw=1)
+        ax.text(s["erase_at_set"] * s["set_s"], 5, " secure erase", fontsize=8)
+    pre = f', after a {s["random_fill"]:g}x random fill' if s["random_fill"] else ""
+    ax.set_title(f'{s["drive"]}: {s["block_kib"]:g} KiB {s["pattern"]} writes, {s["set_s"]:g}-s sets{pre}')
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

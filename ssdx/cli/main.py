@@ -114,9 +114,21 @@ def run(cfg: DictConfig) -> None:
                   + (f'; SNIA steady state at round {ss}' if ss else "; SNIA steady state not reached")
                   + f'; {s["mb_s"]:.0f} MB/s')
             print(f"outputs: {out / 'summary.json'}, {out / 'wa_rounds.png'}")
+        elif cfg.task == "gc_fill":
+            from ssdx import tasks_gc
+
+            s = tasks_gc.run_gc_fill(container, out)
+            gib = s["gc_onset_gib"]
+            print(f'{s["drive"]}: fresh {s["fresh_mb_s"]:.0f} MB/s; GC starts at '
+                  + (f'{gib:.1f} GiB written' if gib else "before the test (preconditioning)")
+                  + (f'; speed drop from {s["drop_onset_gib"]:.1f} GiB' if s["drop_onset_gib"] else "")
+                  + (f', then {s["after_drop_mb_s"]:.0f} MB/s' if s["after_drop_mb_s"] else "")
+                  + f'; WA {s["write_amplification"]:.2f}'
+                  + (f'; after secure erase {s["restored_mb_s"]:.0f} MB/s' if s["restored_mb_s"] else ""))
+            print(f"outputs: {out / 'summary.json'}, {out / 'fill_sets.png'}")
         else:
-            raise ConfigError("task", cfg.task,
-                              "must be 'sweep', 'fill', 'thermal', 'tmt_optimize', 'fit_rc' or 'wa'")
+            raise ConfigError("task", cfg.task, "must be 'sweep', 'fill', 'thermal', 'tmt_optimize', "
+                              "'fit_rc', 'wa' or 'gc_fill'")
     except ConfigError as e:
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)
