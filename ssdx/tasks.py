@@ -117,6 +117,11 @@ def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tupl
                 raise params.ConfigError(f"sweep.{group}", sweep[group], str(e)) from None
     base = params.columns_from_config(base_cfg["drive"], base_cfg["workload"], base_cfg.get("nand"))
     thermal = _is_thermal(sweep)
+    is_gc = sweep.get("model") == "gc"
+    if is_gc:
+        from ssdx import gc_params, tasks_gc
+
+        base.update(gc_params.columns(tasks_gc.gc_config(base_cfg)))
     if thermal:
         if "power" not in base_cfg["drive"]:
             raise params.ConfigError("drive.power", None, "a thermal sweep needs the drive's power block")
@@ -141,25 +146,27 @@ def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tupl
     policy = sweep.get("on_invalid", "error")
     if policy not in ("error", "drop"):
         raise params.ConfigError("sweep.on_invalid", policy, "must be 'error' or 'drop'")
+    checks = [params.validate] + ([thermal_params.validate] if thermal else []) \
+        + ([gc_params.validate] if is_gc else [])
     if policy == "error":
-        params.validate(cols)
-        if thermal:
-            thermal_params.validate(cols)
+        for check in checks:
+            check(cols)
         return cols, [], n
-    ok, broken = params.valid_rows(cols)
-    if thermal:
-        ok_t, broken_t = thermal_params.valid_rows(cols)
-        ok, broken = ok & ok_t, broken + broken_t
+    ok = np.ones(n, bool)
+    broken: list = []
+    for check in checks:
+        ok_c, broken_c = params.valid_rows(cols, check)
+        ok, broken = ok & ok_c, broken + broken_c
     if not ok.any():
-        params.validate(cols)  # raises, naming the first breach
-        thermal_params.validate(cols)
+        for check in checks:
+            check(cols)  # raises, naming the first breach
     return {k: v[ok] for k, v in cols.items()}, broken, n
 
 
 def _is_thermal(sweep: Mapping[str, Any]) -> bool:
     model = sweep.get("model", "fluid")
-    if model not in ("fluid", "thermal"):
-        raise params.ConfigError("sweep.model", model, "must be 'fluid' or 'thermal'")
+    if model not in ("fluid", "thermal", "gc"):
+        raise params.ConfigError("sweep.model", model, "must be 'fluid', 'thermal' or 'gc'")
     return model == "thermal"
 
 
@@ -173,6 +180,10 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
 
         trees, n_steps = api.build_thermal(cols, dtype=dtype)
         model, groups = runner.thermal_model(n_steps), [(False, np.arange(len(cols["drive.nand"])))]
+    elif sweep.get("model") == "gc":
+        from ssdx import tasks_gc
+
+        trees, groups, model, n_steps = tasks_gc.sweep_model(cols, sweep, base_cfg, dtype)
     else:
         n_steps = _n_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
         trees, groups, model = None, None, runner.fluid_model(n_steps)

@@ -56,6 +56,42 @@ def max_cycles(g: Mapping[str, Any], rounds: int) -> int:
     return int(math.ceil(host * 2.0 * max(wa, 1.0) / b)) + 4 * int(g["n_blocks"])
 
 
+def sweep_model(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
+                dtype=np.float32):
+    """Trees, policy groups and model factory for ``ssdx.sweep.runner.run`` (sweeps with ``model: gc``).
+
+    Configurations are grouped by GC policy (a static choice: one scan of the blocks per cycle instead
+    of four); ``gc.n_blocks`` must be one value (it sizes the arrays), ``max_pages`` is the largest
+    ``gc.pages_per_block``; ``rounds`` comes from ``sweep.rounds`` or the ``gc`` config.  Metrics are
+    :func:`ssdx.models.gc.metrics`' scalars (per-round arrays are left out of the table).
+    Returns ``(trees, groups, model, n_rounds)``.
+    """
+    blocks = np.unique(np.asarray(cols["gc.n_blocks"]).astype(int))
+    if len(blocks) != 1:
+        raise params.ConfigError("gc.n_blocks", blocks.tolist(), "one value per sweep (it sizes the arrays)")
+    n_blocks = int(blocks[0])
+    max_pages = int(np.max(np.asarray(cols["gc.pages_per_block"]).astype(int)))
+    n_rounds = int(sweep.get("rounds", base_cfg["gc"]["rounds"]))
+    if not 5 <= n_rounds <= 10_000:
+        raise params.ConfigError("sweep.rounds", n_rounds, "integer 5 <= x <= 10000 (SNIA 5-round window)")
+    n = len(cols["gc.policy"])
+    keys = [k[3:] for k in cols if k.startswith("gc.")]
+    bound = max(max_cycles({k: np.asarray(cols[f"gc.{k}"])[i] for k in keys}, n_rounds) for i in range(n))
+    gp = gc_params.build(cols, dtype=dtype)
+    drive, workload = params.build(cols, dtype=dtype)
+    policies = np.asarray(cols["gc.policy"]).astype(str)
+    groups = [(name, np.flatnonzero(policies == name)) for name in gc_params.POLICIES
+              if np.any(policies == name)]
+
+    def model(policy: str):
+        def f(g, d, w):
+            m = gc.metrics(g, gc.timing(d, w), n_blocks, max_pages, n_rounds, bound, policy)
+            return {k: v for k, v in m.items() if v.ndim == 0}
+        return f
+
+    return (gp, drive, workload), groups, model, n_rounds
+
+
 def analytic(g: Mapping[str, Any]) -> tuple[float | None, str]:
     """The closed-form WA that applies to this run (uniform greedy/FIFO, hot/cold FIFO), or None."""
     c = float(g["compressibility"])

@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {
     "01_slc_cache.ipynb": "N_STEPS = 128; SWEEP_N = 64",
     "02_thermal_tmt.ipynb": "DURATION_S = 600.0; GRID_STEP = 3; ALDRIN_DURATION_S = 1200.0",
+    "03_steady_state.ipynb": "N_BLOCKS = 256; ROUNDS = 6; SPARES = [0.1, 0.2, 0.3]; PAGES = [16, 64]; "
+                             "FILL_SETS = 24",
 }
 
 
