@@ -43,7 +43,6 @@ import datetime
 import json
 import math
 import os
-import platform
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -53,6 +52,7 @@ import numpy as np
 
 from ssdx import catalog, params, presets
 from ssdx.models import fluid
+from ssdx.report.machine import machine
 from ssdx.sweep import runner
 from ssdx.units import GB, gbit_die_to_bytes
 
@@ -465,17 +465,6 @@ def best_of(repeats: int, fn: Callable[[], Any]) -> tuple[float, Any]:
         res = fn()
         best = min(best, time.perf_counter() - t0)
     return best, res
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return {"node": platform.node(), "processor": cpu, "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from collections.abc import Sequence
@@ -44,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ssdx import gc_params, params  # noqa: E402
 from ssdx.models import gc  # noqa: E402
+from ssdx.report.machine import machine  # noqa: E402
 
 
 def configs(n: int, pages: int, blocks: int) -> gc_params.GcParams:
@@ -100,17 +100,6 @@ def python_loop(gp_one, blocks: int, pages: int, cycles: int) -> tuple[int, int]
     return host, copies
 
 
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return {"node": platform.node(), "processor": cpu, "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__, "jax": jax.__version__}
-
-
 def _compiled(n_cfg: int, blocks: int, pages: int, cycles: int):
     def f(gp):
         _, out = gc.run(gp, blocks, pages, cycles, policy="greedy")
@@ -152,7 +141,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     dev = jax.devices()[0]
     result: dict[str, Any] = {
         "benchmark": "ssdx.models.gc NAND page writes per second", "machine": machine(),
-        "device": {"kind": dev.device_kind, "platform": dev.platform, "count": jax.device_count()},
+        "device": {"kind": dev.device_kind, "platform": dev.platform, "count": jax.device_count(),
+                   "jax": jax.__version__},
         "sizes": {"configs": a.configs, "cycles": a.cycles, "blocks": a.blocks, "pages_per_block": a.pages},
         "reference_c_simulator_pages_per_s": 1e7,
     }

@@ -64,7 +64,6 @@ import gc
 import json
 import math
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -77,6 +76,7 @@ import scipy.linalg
 
 from ssdx import api, params, presets, thermal_params
 from ssdx.models import coupled
+from ssdx.report.machine import machine
 from ssdx.units import ZERO_C_IN_K
 
 BASELINES = ("numpy_vectorised", "python_loop", "jax_step_loop")
@@ -672,19 +672,6 @@ def timed(repeats: int, fn: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
         res = fn()
         times.append(time.perf_counter() - t0)
     return {"median_s": statistics.median(times), "min_s": min(times), "times_s": times}, res
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    env = {k: os.environ[k] for k in ("XLA_FLAGS", "XLA_PYTHON_CLIENT_PREALLOCATE",
-                                      "XLA_PYTHON_CLIENT_MEM_FRACTION", "JAX_PLATFORMS") if k in os.environ}
-    return {"node": platform.node(), "processor": cpu, "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__, "env": env}
 
 
 def device_info() -> dict[str, Any]:
