@@ -243,11 +243,11 @@ def cycle(gp: GcParams, g: Geometry, st: State, policy: str | None = None) -> tu
         jnp.where(active, ppn, oob)])].set(jnp.concatenate([
             jnp.where(rewritten, -1, vslots), jnp.full((m,), -1, jnp.int32), jnp.full((m,), -1, jnp.int32),
             jnp.where(last, lpn, -1)]), mode="drop")
-    # the destination block now holds exactly the pages it maps: point them here (reading the new p2l
-    # orders this write after every read of l2p above, so neither map is copied)
     valid = st.valid.at[jnp.where(stale & ~in_victim, old // m, n_blocks)].add(-1, mode="drop")
     valid = valid.at[jnp.where(gc_on, v, n_blocks)].set(0, mode="drop")
     valid = valid.at[blk].set(jnp.sum(live & ~rewritten) + jnp.sum(last))
+    # the destination block now holds exactly the pages it maps: point them here (reading the new p2l
+    # orders this write after every read of l2p above, so neither map is copied)
     here = jax.lax.dynamic_slice(p2l, (blk * m,), (m,))
     here = jnp.where(valid[blk] >= 0, here, -1)  # always true: orders the l2p write after valid's read of it
     l2p = st.l2p.at[jnp.where(here >= 0, here, oob)].set(blk * m + j, mode="drop")
