@@ -230,3 +230,33 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     _write_json(out_dir / "summary.json", summary)
     summary["_table"] = format_table(best, group_by + list(rep.get("columns") or []))
     return summary
+
+
+def run_analyse(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
+    """Analyse a block trace (``workload.trace_path``, ``workload.format``): ``summary.json``.
+
+    Streams the file (``ssdx.workloads.traces``); a malformed line stops with the file and line, or
+    with ``workload.on_error=skip`` is skipped and counted (``skipped_lines``).
+    """
+    from ssdx.workloads import analyse, traces
+
+    w = cfg["workload"]
+    path, fmt, on_error = w.get("trace_path"), w.get("format", "msr"), w.get("on_error", "raise")
+    if not path:
+        raise params.ConfigError("workload.trace_path", path, "required: the block trace to read")
+    if not Path(path).is_file():
+        raise params.ConfigError("workload.trace_path", path, "must be an existing file")
+    if fmt not in traces.FORMATS:
+        raise params.ConfigError("workload.format", fmt, f"must be one of {list(traces.FORMATS)}")
+    if on_error not in ("raise", "skip"):
+        raise params.ConfigError("workload.on_error", on_error, "must be 'raise' or 'skip'")
+    reader = traces.Reader(Path(path), fmt, on_error=on_error)
+    try:
+        summary = analyse.analyse(reader)
+    except traces.TraceError as e:
+        raise params.ConfigError("workload.trace_path", path, f"malformed trace: {e}") from None
+    summary = {"trace": str(path), "format": fmt, **summary, "skipped_lines": reader.skipped,
+               "skipped_examples": reader.skipped_examples, "unsorted_requests": reader.unsorted}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(out_dir / "summary.json", summary)
+    return summary

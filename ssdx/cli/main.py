@@ -13,6 +13,7 @@ Contract (kept stable for checks):
 * ``ssdx experiment=wa_uniform gc.spare_factor=S gc.policy=greedy|fifo gc.pages_per_block=N
   hydra.run.dir=DIR`` — ``summary.json`` (``write_amplification`` at steady state,
   ``steady_state_round``), ``wa_rounds.png``.
+* ``ssdx experiment=trace_analyse workload.trace_path=FILE workload.format=msr`` — ``summary.json``.
 * A bad value exits with status 2 and a one-paragraph message naming field, value and rule.
 """
 
@@ -126,9 +127,18 @@ def run(cfg: DictConfig) -> None:
                   + f'; WA {s["write_amplification"]:.2f}'
                   + (f'; after secure erase {s["restored_mb_s"]:.0f} MB/s' if s["restored_mb_s"] else ""))
             print(f"outputs: {out / 'summary.json'}, {out / 'fill_sets.png'}")
+        elif cfg.task == "analyse":
+            s = tasks.run_analyse(container, out)
+            seq = s["sequential_fraction"]
+            print(f'{s["trace"]} ({s["format"]}): {s["requests"]} requests, read fraction '
+                  f'{s["read_fraction"] if s["read_fraction"] is None else round(s["read_fraction"], 4)}, '
+                  f'{100 * seq:.2f} % sequential, footprint {s["footprint_bytes"] / 2**30:.2f} GiB'
+                  + (f'; {s["skipped_lines"]} malformed lines skipped' if s["skipped_lines"] else "")
+                  + (f'; {s["unsorted_requests"]} out-of-order timestamps' if s["unsorted_requests"] else ""))
+            print(f"outputs: {out / 'summary.json'}")
         else:
             raise ConfigError("task", cfg.task, "must be 'sweep', 'fill', 'thermal', 'tmt_optimize', "
-                              "'fit_rc', 'wa' or 'gc_fill'")
+                              "'fit_rc', 'wa', 'gc_fill' or 'analyse'")
     except ConfigError as e:
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)

@@ -107,6 +107,9 @@ class WorkloadConf:
     fill_fraction: float = 1.0
     burst_gb: float = 0.0
     idle_s: float = 0.0
+    trace_path: Optional[str] = None  # noqa: UP045 (a block trace: ssdx.workloads.traces)
+    format: str = "msr"  # msr | blkparse | fio2 | fio3 | disksim | mqsim
+    on_error: str = "raise"  # raise | skip (malformed trace lines)
 
 
 @dataclass
