@@ -207,7 +207,7 @@ class Reader:
     path: Path
     fmt: str
     on_error: str = "raise"
-    chunk_lines: int = 1 << 18
+    chunk_lines: int = 1 << 16  # the analyser expands each chunk into 4 KiB pages: 1 MiB requests -> 16 M
     blkparse_action: str = "D"
     requests: int = 0
     skipped: int = 0
