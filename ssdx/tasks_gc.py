@@ -222,21 +222,24 @@ def run_gc_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     gp_test = params.index(gc_params.build(gc_params.columns({**g, "pattern": pattern})), 0)
     gp_rand = params.index(gc_params.build(gc_params.columns({**g, "pattern": "uniform"})), 0)
     tm = gc.timing(drive, workload)
-    step = jax.jit(gc.run, static_argnames=("n_blocks", "max_pages", "n_cycles", "policy"))
     policy = str(g["policy"])
-    chunk = 256
+    chunk, max_chunks = 256, 20_000
+
+    @jax.jit
+    def step(gp, state):
+        state, out = gc.run(gp, n_blocks, b, chunk, state=state, policy=policy)
+        return state, out, gc.cycle_time(tm, gp, out)
 
     def run_for(gp, state, until):
         """Cycles from ``state`` until ``until(host_pages_total, seconds_total)``; per-cycle arrays."""
         outs, t_sim = [], 0.0
-        while True:
-            state, out = step(gp, n_blocks=n_blocks, max_pages=b, n_cycles=chunk, state=state, policy=policy)
-            out = jax.tree_util.tree_map(np.asarray, out)
-            dur = np.asarray(jax.vmap(lambda o: gc.cycle_time(tm, gp, gc.CycleOut(*o)))(tuple(out)))
+        while not outs or not until(int(state.host), t_sim * scale):
+            if len(outs) == max_chunks:
+                raise RuntimeError(f"the fill did not reach its target within {max_chunks * chunk} cycles "
+                                   "(a drive that cannot free space: check gc.spare_factor)")
+            state, out, dur = jax.device_get(step(gp, state))
             outs.append((out.host, out.copies, out.erases, dur))
             t_sim += float(dur.sum())
-            if until(int(state.host), t_sim * scale) or len(outs) > 20_000:
-                break
         return state, [np.concatenate(x) for x in zip(*outs)]
 
     comp = float(g["compressibility"])

@@ -28,4 +28,4 @@ def test_bench_gc_rows_and_json(tmp_path):
     assert rows["jax_vmap"]["compile_s"] > 0 and back["sizes"]["configs"] == 16
     lo, hi = back["write_amplification_range"]
     assert 1.0 < lo <= hi  # GC ran: 300 cycles pass the 31-block fresh pool
-    assert res["rows"][0]["jax_vmap_speedup"] == 1.0
+    assert res["rows"][2]["jax_vmap_speedup"] > 1.0  # many drives at once beat the page-by-page loop

@@ -303,7 +303,8 @@ def timing(drive, workload) -> Timing:
     nand = drive.nand
     planes = drive.dies * drive.planes_per_die
     host = fluid.rates(drive, workload).host
-    return Timing(prog_s=nand.t_prog_us * 1e-6 / planes, read_s=nand.t_read_us * 1e-6 / planes,
+    prog_s = fluid.die_time(drive).native * nand.page_bytes  # the fluid engine's native program time
+    return Timing(prog_s=prog_s, read_s=nand.t_read_us * 1e-6 / planes,
                   erase_s=nand.t_erase_us * 1e-6 / planes, bus_s=nand.page_bytes / drive.bus_bytes_per_s,
                   host_s=nand.page_bytes / host, page_bytes=nand.page_bytes)
 
