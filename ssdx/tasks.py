@@ -232,15 +232,11 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     return summary
 
 
-def run_analyse(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
-    """Analyse a block trace (``workload.trace_path``, ``workload.format``): ``summary.json``.
+def trace_reader(w: Mapping[str, Any]):
+    """A streaming reader of ``workload.trace_path`` in ``workload.format``; bad fields raise
+    :class:`~ssdx.params.ConfigError` naming them."""
+    from ssdx.workloads import traces
 
-    Streams the file (``ssdx.workloads.traces``); a malformed line stops with the file and line, or
-    with ``workload.on_error=skip`` is skipped and counted (``skipped_lines``).
-    """
-    from ssdx.workloads import analyse, traces
-
-    w = cfg["workload"]
     path, fmt, on_error = w.get("trace_path"), w.get("format", "msr"), w.get("on_error", "raise")
     if not path:
         raise params.ConfigError("workload.trace_path", path, "required: the block trace to read")
@@ -250,7 +246,19 @@ def run_analyse(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         raise params.ConfigError("workload.format", fmt, f"must be one of {list(traces.FORMATS)}")
     if on_error not in ("raise", "skip"):
         raise params.ConfigError("workload.on_error", on_error, "must be 'raise' or 'skip'")
-    reader = traces.Reader(Path(path), fmt, on_error=on_error)
+    return traces.Reader(Path(path), fmt, on_error=on_error)
+
+
+def run_analyse(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
+    """Analyse a block trace (``workload.trace_path``, ``workload.format``): ``summary.json``.
+
+    Streams the file (``ssdx.workloads.traces``); a malformed line stops with the file and line, or
+    with ``workload.on_error=skip`` is skipped and counted (``skipped_lines``).
+    """
+    from ssdx.workloads import analyse, traces
+
+    reader = trace_reader(cfg["workload"])
+    path, fmt = reader.path, reader.fmt
     try:
         summary = analyse.analyse(reader)
     except traces.TraceError as e:

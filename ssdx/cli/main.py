@@ -136,9 +136,30 @@ def run(cfg: DictConfig) -> None:
                   + (f'; {s["skipped_lines"]} malformed lines skipped' if s["skipped_lines"] else "")
                   + (f'; {s["unsorted_requests"]} out-of-order timestamps' if s["unsorted_requests"] else ""))
             print(f"outputs: {out / 'summary.json'}")
+        elif cfg.task == "replay":
+            from ssdx import tasks_engine
+
+            s = tasks_engine.run_replay(container, out, progress=not cfg.get("quiet", False))
+            lat = s["latency_us"]
+            print(f'{s["trace"]} on {s["drive"]} ({s["loop"]} loop, QD {s["queue_depth"]}): '
+                  f'{s["requests"]} requests, read fraction {s["read_fraction"]:.3f}, {s["iops"]:.0f} IOPS, '
+                  f'{s["mb_s"]:.1f} MB/s; latency mean {lat["mean"]:.1f} us, p99 {lat["p99"]:.1f} us; '
+                  f'queue share {s["queue_share"]:.2f}'
+                  + (f'; {s["skipped_lines"]} malformed lines skipped' if s["skipped_lines"] else ""))
+            print(f"outputs: {out / 'summary.json'}, {out / 'latency_cdf.png'}")
+        elif cfg.task == "boot":
+            from ssdx import tasks_engine
+
+            s = tasks_engine.run_boot(container, out, progress=not cfg.get("quiet", False))
+            for name, d in s["drives"].items():
+                print(f'{name:<16} {d["interface"]:<8} QD1 4K read {d["qd1_read_4k_us"]:6.1f} us, write '
+                      f'{d["qd1_write_4k_us"]:6.1f} us; boot storage time {d["boot_storage_time_s"]:.2f} s')
+            print(f'SATA - PCIe 4.0: model {s["model_difference_s"]:.2f} s; seed method '
+                  f'{s["seed_method_difference_s"]:.2f} s; press: < 2 s')
+            print(f"outputs: {out / 'summary.json'}, {out / 'boot_qd1.png'}")
         else:
             raise ConfigError("task", cfg.task, "must be 'sweep', 'fill', 'thermal', 'tmt_optimize', "
-                              "'fit_rc', 'wa', 'gc_fill' or 'analyse'")
+                              "'fit_rc', 'wa', 'gc_fill', 'analyse', 'replay' or 'boot'")
     except ConfigError as e:
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)

@@ -110,12 +110,26 @@ class WorkloadConf:
     trace_path: Optional[str] = None  # noqa: UP045 (a block trace: ssdx.workloads.traces)
     format: str = "msr"  # msr | blkparse | fio2 | fio3 | disksim | mqsim
     on_error: str = "raise"  # raise | skip (malformed trace lines)
+    synthetic: Optional[str] = None  # noqa: UP045 (windows11_boot | msr:<volume>, when no trace_path)
+    requests: int = 100_000  # requests of a synthetic MSR stream
 
 
 @dataclass
 class ModelConf:
     name: str = "fluid"
     n_steps: int = 512
+
+
+@dataclass
+class EngineConf:
+    """Request-level engine (``ssdx.engine_params``): controller-side numbers."""
+
+    loop: str = "closed"
+    write_buffer_mib: float = 16.0
+    map_cache_mib: float = 2.0
+    map_hit_us: float = 0.5
+    ctrl_kiops: float = 1000.0
+    time_scale: float = 1.0
 
 
 @dataclass
@@ -147,3 +161,4 @@ def register() -> None:
     cs.store(group="model", name="base", node=ModelConf)
     cs.store(group="thermal", name="base", node=ThermalConf)
     cs.store(group="gc", name="base", node=GcConf)
+    cs.store(group="engine", name="base", node=EngineConf)

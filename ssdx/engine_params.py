@@ -1,0 +1,141 @@
+"""Request-level engine parameters (``engine.*``) and the static array layout of a batch.
+
+The engine (``ssdx.models.engine``) takes the drive and workload pytrees of ``ssdx.params`` plus the
+controller-side numbers below.  Every leaf is dynamic (swept by ``vmap`` without recompiling); the
+array sizes — dies, channels, queue slots and mapping-cache sets, each the largest in the batch — form
+the static :class:`Layout`, so configurations with different die counts share one padded, masked
+kernel.
+
+Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
+
+* ``loop`` — ``closed`` (fio-style: ``workload.queue_depth`` commands outstanding, a new one issued when
+  one completes; trace timestamps ignored) or ``open`` (requests arrive at the trace's timestamps,
+  divided by ``time_scale``; at most ``workload.queue_depth`` outstanding, later ones wait in the host).
+* ``write_buffer_mib`` — controller write-back buffer (DRAM, or SRAM on DRAM-less parts), MiB: a write
+  is acknowledged once the program backlog ahead of it fits in the buffer.
+* ``map_cache_mib`` — mapping-table cache of a DRAM-less drive (SRAM plus any Host Memory Buffer), MiB;
+  a drive with ``drive.dram: true`` holds the whole table and never misses.
+* ``map_hit_us`` — lookup time of a cached mapping entry, µs (DRAM, SRAM or HMB across PCIe).
+* ``ctrl_kiops`` — commands per second the controller's front end can process, thousands.
+* ``time_scale`` — open loop: trace time is divided by it (2 = replay twice as fast).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ssdx import params
+from ssdx.params import ConfigError, _check, _num, _pytree
+from ssdx.units import MIB
+
+LOOPS = ("closed", "open")
+FIELDS = ("loop", "write_buffer_mib", "map_cache_mib", "map_hit_us", "ctrl_kiops", "time_scale")
+#: field -> (low, high, meaning); both inclusive
+BOUNDS: dict[str, tuple[float, float, str]] = {
+    "engine.write_buffer_mib": (0.0, 65536.0, "write-back buffer, MiB"),
+    "engine.map_cache_mib": (0.0, 65536.0, "mapping-table cache of a DRAM-less drive, MiB"),
+    "engine.map_hit_us": (0.0, 1e4, "lookup time of a cached mapping entry, us"),
+    "engine.ctrl_kiops": (1.0, 1e6, "controller command rate, thousands per second"),
+    "engine.time_scale": (1e-6, 1e9, "open-loop time compression"),
+}
+MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
+MAP_UNIT_BYTES = 4096
+MAX_SLOTS = 4096  # outstanding commands the engine tracks (NVMe allows more; none of our studies need it)
+
+
+@_pytree
+class EngineParams:
+    """Controller-side numbers as leaves (SI: seconds, bytes, per second).  ``open_loop`` is 0/1,
+    ``duplex`` 1 where reads and writes use separate link directions (PCIe), 0 for SATA."""
+
+    open_loop: Any
+    write_buffer_bytes: Any
+    map_cache_pages: Any  # translation pages the DRAM-less cache holds (int32)
+    map_hit_s: Any
+    ctrl_s: Any  # controller front-end seconds per command
+    time_scale: Any
+    duplex: Any
+
+
+class Layout(NamedTuple):
+    """Static array sizes of a batch: die positions are ``ways x channels``."""
+
+    ways: int
+    channels: int
+    slots: int
+    map_sets: int
+
+
+def columns(engine: Mapping) -> dict[str, np.ndarray]:
+    """One-row ``engine.*`` columns from a config mapping (every field required)."""
+    cols = {}
+    for f in FIELDS:
+        if f not in engine:
+            raise ConfigError(f"engine.{f}", None, "the field is required (see conf/engine/default.yaml)")
+        cols[f"engine.{f}"] = np.asarray([engine[f]])
+    return cols
+
+
+def validate(cols: Mapping, report: list | None = None) -> None:
+    """Check the engine fields and the queue depth the engine can track."""
+    a = np.asarray(cols["engine.loop"]).astype(str)
+    _check(cols, "engine.loop", np.isin(a, LOOPS), f"must be one of {list(LOOPS)}", a, report)
+    for key, (lo, hi, what) in BOUNDS.items():
+        v = _num(cols, key)
+        _check(cols, key, (v >= lo) & (v <= hi), f"{lo:g} <= x <= {hi:g} ({what})", report=report)
+    qd = _num(cols, "workload.queue_depth")
+    _check(cols, "workload.queue_depth", qd <= MAX_SLOTS,
+           f"the request-level engine tracks at most {MAX_SLOTS} outstanding commands", report=report)
+
+
+def map_pages(cols: Mapping) -> np.ndarray:
+    """Translation pages a DRAM-less map cache holds: cache bytes / NAND page bytes (>= 1)."""
+    page = np.array([params.catalog.nand(params._nand_name(cols, i)).page_bytes
+                     for i in range(len(cols["drive.nand"]))])
+    return np.maximum(np.floor(_num(cols, "engine.map_cache_mib") * MIB / page), 1).astype(np.int32)
+
+
+def layout(cols: Mapping) -> Layout:
+    """The batch's static sizes (largest of every configuration)."""
+    dram = np.asarray(cols["drive.dram"]).astype(bool)
+    sets = map_pages(cols)
+    return Layout(
+        ways=int(_num(cols, "drive.dies_per_channel").max()),
+        channels=int(_num(cols, "drive.channels").max()),
+        slots=int(_num(cols, "workload.queue_depth").max()),
+        map_sets=int(sets[~dram].max()) if (~dram).any() else 1,
+    )
+
+
+def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workload, EngineParams, Layout]:
+    """Validate drive, workload and engine columns; the three pytrees (leaves ``(n,)``) and the layout."""
+    drive, workload = params.build(cols, dtype=dtype)
+    validate(cols)
+    c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
+    iface = np.asarray(cols["drive.interface"]).astype(str)
+    eng = EngineParams(
+        open_loop=c(np.asarray(cols["engine.loop"]).astype(str) == "open"),
+        write_buffer_bytes=c(_num(cols, "engine.write_buffer_mib") * MIB),
+        map_cache_pages=map_pages(cols),
+        map_hit_s=c(_num(cols, "engine.map_hit_us") * 1e-6),
+        ctrl_s=c(1.0 / (_num(cols, "engine.ctrl_kiops") * 1e3)),
+        time_scale=c(_num(cols, "engine.time_scale")),
+        duplex=c(~np.char.startswith(iface, "sata")),
+    )
+    return drive, workload, eng, layout(cols)
+
+
+def build_from_config(cfg: Mapping, n: int = 1, dtype=np.float32):
+    """Columns and pytrees of one configuration (``drive``, ``nand``, ``workload``, ``engine``)."""
+    cols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
+    cols.update(columns(cfg["engine"]))
+    cols = params.broadcast_columns(cols, n) if n > 1 else cols
+    return cols, build(cols, dtype=dtype)
+
+
+def as_dict(x: Any) -> dict[str, Any]:
+    """Leaves of an :class:`EngineParams` as a dict (for reports)."""
+    return {k: getattr(x, k) for k in EngineParams.__dataclass_fields__}

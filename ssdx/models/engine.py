@@ -1,0 +1,542 @@
+"""Request-level SSD engine: one ``lax.scan`` over a request stream shared by every configuration.
+
+One drive per call (no vmap inside); a batch ``vmap``s :func:`run_chunk` over stacked parameters with
+the requests broadcast.  Each configuration keeps the state of its own resources, as busy-until times
+relative to the current request's issue time (rebased every step, so float32 keeps sub-microsecond
+resolution over a week-long trace; the absolute clock is a compensated sum).
+
+**Resources and path of a request** (times in s):
+
+1. *Host queue.*  ``closed`` loop: ``workload.queue_depth`` slots; a request is issued when the earliest
+   slot frees (fio's iodepth).  ``open`` loop: it arrives at its trace time (÷ ``time_scale``) and is
+   issued at ``max(arrival, earliest free slot)``; latency counts from arrival.
+2. *Controller front end* — one server, ``ctrl_s`` per command; then the interface's fixed
+   ``cmd_overhead_s`` (host + controller command processing, pipelined: latency only).
+3. *Mapping lookup* — a drive with DRAM holds the table (``map_hit_s``).  A DRAM-less drive caches
+   translation pages (one NAND page of 4-byte entries, each mapping 4 KiB) in a direct-mapped cache of
+   ``map_cache_pages`` sets (the DFTL cached mapping table, Gupta et al., ASPLOS 2009, direct-mapped); a
+   miss reads the translation page from its die in SLC-mode timing (``t_read_slc``) before the data.
+4. *Striping* — logical page ``j`` (NAND-page sized) lives on die ``j mod D``; die ``d`` sits on channel
+   ``d mod C``, way ``d div C``; consecutive pages on one die fall on consecutive planes (channel-first,
+   then way, then plane: MQSim's CWDP order, Tavakkol et al., FAST 2018).  A request touching ``k``
+   pages puts ``n_d`` on die ``d`` and costs that die ``ceil(n_d / planes)`` multi-plane operations.
+   Writes do not follow the logical address: they fill a **write frontier** of program units
+   (``planes × page`` bytes, one multi-plane program) dealt round-robin over the dies, as a log-structured
+   FTL does; data waits in the buffer until a unit is full.
+5. *Dies and channels, two classes* — host reads take priority over programs and erases at every die
+   and channel (program/erase suspension, Wu & He, FAST 2012): a read waits only for earlier reads
+   (``die_r``, ``chan_r``) and pushes the die's and channel's program backlog (``die_free``,
+   ``chan_free``) back by its own duration.  Read: ``ceil(n_d/planes)·t_read`` on each die, then its
+   bytes over the die's channel (``bus_bytes_per_s / channels``); per channel the transfers start when
+   the first of its dies is done and serialise.  Requests are issued in order but become ready out of
+   order (one waits for a map read or a busy die, the next finds its die idle), and real resources
+   serve what is ready: dies book reads with gap filling (:func:`_book`), channels and the link keep a
+   fluid backlog (:func:`_fluid`), so nothing waits behind work that is not ready yet (no head-of-line
+   blocking) and no resource exceeds its capacity.  Write units: transfer over the channel, then
+   program (``t_prog_slc`` while the pSLC cache has room, else native ``t_prog``, else the folding die
+   time of ``ssdx.models.fluid.die_time``); one erase (``t_erase``) every ``block_pages`` units on a die.
+6. *Host link* — reads stream out cut-through (the first die's data starts the transfer, the last page
+   ends it); writes come in before anything else.  PCIe is full duplex (one link resource per direction);
+   SATA is half duplex (one shared).
+7. *Write acknowledgement* — the buffer (``write_buffer_bytes``) drains at the die array's program rate
+   ``ρ = D·unit/t_unit``; a write is acknowledged at ``max(host transfer end, end of the program
+   backlog − buffer/ρ)``, i.e. once the data ahead of it fits in the buffer (FIFO fluid buffer).
+
+**pSLC accounting** reuses the fluid engine's (``ssdx.models.fluid.plan``/``init``): the rooms of the
+pSLC cache and of direct native writes at the start, and the same affine room coefficients as bytes are
+written, so a replayed write stream switches program timing exactly where a fill would.  Idle time
+(all dies idle before an arrival) folds pSLC data back at ``fluid.rates().idle_fold``.  pure_slc drives
+keep pSLC timing and pure_native drives native timing when their room runs out (overwrites; garbage
+collection is the GC model's concern, ``ssdx.models.gc`` — this engine replays a drive whose free blocks
+the accounting provides).  Reads cost native ``t_read`` (preconditioned data sits in native blocks).
+
+**Outputs** per configuration (:class:`Acc`, summed per chunk): requests, bytes, latency sums and a
+latency histogram (log-spaced, :data:`BINS_PER_DECADE` bins per decade from 0.1 µs to 100 s) per
+operation type (read, write, trim), queue time (time spent waiting for a busy resource along the
+request's path, including the host queue), per-die busy time, NAND page reads and programs, erases and
+mapping-cache misses.  :func:`metrics` turns them into IOPS, bandwidth, mean and percentile latency,
+queue-time share and per-die utilisation.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ssdx.engine_params import MAP_ENTRY_BYTES, MAP_UNIT_BYTES, EngineParams, Layout
+from ssdx.models import fluid
+from ssdx.params import Drive, Workload
+
+READ, WRITE, TRIM = 0, 1, 2
+OPS = ("read", "write", "trim")
+BINS_PER_DECADE = 50
+LOG_MIN = -7.0  # 0.1 us
+N_BINS = 9 * BINS_PER_DECADE  # up to 100 s
+
+
+class Requests(NamedTuple):
+    """A chunk of requests shared by every configuration, shape ``(R,)`` each.
+
+    ``off4k`` offset in 4 KiB units (int32; wrapped to each drive's capacity), ``size`` bytes,
+    ``gap_s`` time since the previous request's arrival (open loop; 0 for closed), ``valid`` False on
+    padding."""
+
+    op: jax.Array
+    off4k: jax.Array
+    size: jax.Array
+    gap_s: jax.Array
+    valid: jax.Array
+
+
+class Plan(NamedTuple):
+    """Per-configuration constants, computed once outside the scan (SI units)."""
+
+    mask: jax.Array  # (W, C) die positions that exist
+    die_id: jax.Array  # (W, C) int32 die number w·C + c
+    n_dies: jax.Array  # int32
+    planes: jax.Array
+    page_bytes: jax.Array
+    page_4k: jax.Array  # int32: 4 KiB units per NAND page
+    cap_4k: jax.Array  # int32: user capacity in 4 KiB units
+    tpage_4k: jax.Array  # int32: 4 KiB units one translation page maps
+    map_sets: jax.Array  # int32
+    map_always_hit: jax.Array
+    unit_bytes: jax.Array
+    units_per_block: jax.Array
+    chan_rate: jax.Array  # bytes/s per channel
+    host_rate: jax.Array
+    cmd_s: jax.Array
+    ctrl_s: jax.Array
+    map_hit_s: jax.Array
+    t_read: jax.Array
+    t_map_read: jax.Array
+    t_erase: jax.Array
+    t_unit: jax.Array  # (3,) s per program unit in pSLC / direct native / folding mode
+    idle_fold_rate: jax.Array  # bytes/s
+    room_slc0: jax.Array
+    room_nat0: jax.Array
+    s0: jax.Array
+    coef: fluid.Plan
+    buffer_bytes: jax.Array
+    open_loop: jax.Array
+    time_scale: jax.Array
+    duplex: jax.Array
+    queue_depth: jax.Array
+
+
+class Server(NamedTuple):
+    """Booked time of a read-priority resource (see :func:`_book`): the latest window of back-to-back
+    bookings spans ``[win, end]`` and holds ``work`` seconds; the resource was idle from ``gap`` to
+    ``win`` (minus gap fills already placed there)."""
+
+    end: jax.Array
+    win: jax.Array
+    work: jax.Array
+    gap: jax.Array
+
+
+class State(NamedTuple):
+    """Busy-until times relative to the current origin (the last issue time), and FTL counters."""
+
+    slots: jax.Array  # (S,) completion times of outstanding commands; inf = slot not in use
+    ctrl_free: jax.Array
+    link_rx: jax.Array  # fluid backlog end, host -> device (writes)
+    link_tx: jax.Array  # fluid backlog end, device -> host (reads); = link_rx on a half-duplex link
+    die_free: jax.Array  # (W, C) all work
+    die_r: Server  # (W, C) reads only
+    chan_free: jax.Array  # (C,)
+    chan_r: jax.Array  # (C,) fluid backlog end of read transfers (see _fluid)
+    last_arrival: jax.Array
+    last_done: jax.Array
+    wptr: jax.Array  # int32: die of the next program unit
+    wpartial: jax.Array  # bytes gathered towards the next unit
+    die_units: jax.Array  # (W, C) units programmed since each die's last erase
+    ds: jax.Array  # pSLC-accounting changes since the start: pSLC bytes, native bytes, raw bytes
+    dn: jax.Array
+    draw: jax.Array
+    tags: jax.Array  # (M,) int32 translation page held by each cache set; -1 empty
+
+
+class Acc(NamedTuple):
+    """Per-chunk sums (host adds chunks in float64)."""
+
+    elapsed: jax.Array  # advance of the origin (compensated pair)
+    elapsed_c: jax.Array
+    count: jax.Array  # (3,)
+    bytes: jax.Array  # (3,)
+    lat_sum: jax.Array  # (3,)
+    queue_sum: jax.Array
+    hist: jax.Array  # (3, N_BINS) int32
+    busy: jax.Array  # (W, C) die-seconds
+    read_pages: jax.Array
+    prog_pages: jax.Array
+    erases: jax.Array
+    map_misses: jax.Array
+    mode_bytes: jax.Array  # (3,) host write bytes placed as pSLC / direct native / folding
+    idle_folded: jax.Array
+
+
+def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Plan:
+    """Constants of one configuration for the static layout ``lay``."""
+    nand = drive.nand
+    i32 = lambda x: jnp.asarray(jnp.round(x), jnp.int32)  # noqa: E731
+    n_ch = i32(drive.channels)
+    n_dies = i32(drive.dies)
+    w = jnp.arange(lay.ways, dtype=jnp.int32)[:, None]
+    c = jnp.arange(lay.channels, dtype=jnp.int32)[None, :]
+    mask = (w < n_dies // n_ch) & (c < n_ch)
+    fp = fluid.plan(drive, workload, 1)
+    st = fluid.init(drive, workload)
+    die = fluid.die_time(drive)
+    unit = drive.planes_per_die * nand.page_bytes
+    per_unit = drive.dies * unit  # array seconds per byte x this = die seconds per unit
+    mode = drive.slc_mode
+    t_fold = jnp.where(mode == fluid.PURE_SLC, die.slc,
+                       jnp.where(mode == fluid.PURE_NATIVE, die.native, die.fold)) * per_unit
+    return Plan(
+        mask=mask, die_id=w * n_ch + c, n_dies=n_dies, planes=drive.planes_per_die,
+        page_bytes=nand.page_bytes, page_4k=i32(nand.page_bytes / MAP_UNIT_BYTES),
+        cap_4k=i32(jnp.floor(fluid.capacity_bytes(drive) / MAP_UNIT_BYTES)),
+        tpage_4k=i32(nand.page_bytes / MAP_ENTRY_BYTES),
+        map_sets=jnp.asarray(eng.map_cache_pages, jnp.int32), map_always_hit=drive.dram > 0.5,
+        unit_bytes=unit, units_per_block=nand.block_bytes / nand.page_bytes,
+        chan_rate=drive.bus_bytes_per_s / drive.channels, host_rate=drive.host_bytes_per_s,
+        cmd_s=drive.cmd_overhead_s, ctrl_s=eng.ctrl_s, map_hit_s=eng.map_hit_s,
+        t_read=nand.t_read_us * 1e-6, t_map_read=nand.t_read_slc_us * 1e-6,
+        t_erase=nand.t_erase_us * 1e-6,
+        t_unit=jnp.stack([die.slc * per_unit, die.native * per_unit, t_fold]),
+        idle_fold_rate=fluid.rates(drive, workload).idle_fold * (mode != fluid.PURE_SLC),
+        room_slc0=fp.slc_a - fp.slc_cs * st.slc_bytes - fp.slc_craw * st.raw_used_bytes,
+        room_nat0=fp.nat_c - fp.nat_dn * st.native_bytes - fp.nat_draw * st.raw_used_bytes,
+        s0=st.slc_bytes, coef=fp, buffer_bytes=eng.write_buffer_bytes,
+        open_loop=eng.open_loop > 0.5, time_scale=eng.time_scale, duplex=eng.duplex > 0.5,
+        queue_depth=workload.queue_depth,
+    )
+
+
+def init(p: Plan, lay: Layout) -> State:
+    """An idle drive at time 0 with empty queues, an empty map cache and an empty write frontier."""
+    z = jnp.zeros_like(p.page_bytes)
+    dies = jnp.zeros(p.mask.shape, z.dtype)
+    chans = jnp.zeros((lay.channels,), z.dtype)
+    slots = jnp.where(jnp.arange(lay.slots) < p.queue_depth, z, jnp.inf)
+    return State(slots=slots, ctrl_free=z, link_rx=z, link_tx=z, die_free=dies,
+                 die_r=Server(dies, dies, dies, dies), chan_free=chans, chan_r=chans,
+                 last_arrival=z, last_done=z,
+                 wptr=jnp.int32(0), wpartial=z, die_units=dies, ds=z, dn=z, draw=z,
+                 tags=jnp.full((lay.map_sets,), -1, jnp.int32))
+
+
+def zero_acc(p: Plan, lay: Layout) -> Acc:
+    """Empty accumulators."""
+    z = jnp.zeros_like(p.page_bytes)
+    three = jnp.zeros((3,), z.dtype)
+    return Acc(elapsed=z, elapsed_c=z, count=three, bytes=three, lat_sum=three, queue_sum=z,
+               hist=jnp.zeros((3, N_BINS), jnp.int32), busy=jnp.zeros(p.mask.shape, z.dtype),
+               read_pages=z, prog_pages=z, erases=z, map_misses=z, mode_bytes=three, idle_folded=z)
+
+
+def _per_die(p: Plan, start: jax.Array, count: jax.Array) -> jax.Array:
+    """Items ``start, start+1, … start+count-1`` dealt round-robin over the dies: how many land on each
+    die position, ``(W, C)`` int32."""
+    r = jnp.mod(p.die_id - start, p.n_dies)
+    return jnp.where(p.mask & (r < count), (count - r + p.n_dies - 1) // p.n_dies, 0)
+
+
+def _place(p: Plan, ds: jax.Array, dn: jax.Array, draw: jax.Array, amount: jax.Array):
+    """Split ``amount`` host bytes into pSLC, direct native and folding bytes with the fluid engine's
+    room coefficients; returns the new accounting changes ``(ds, dn, draw)`` and the three byte counts."""
+    f = p.coef
+    room_slc = jnp.maximum(p.room_slc0 - f.slc_cs * ds - f.slc_craw * draw, 0.0)
+    a_slc = jnp.minimum(room_slc, amount)
+    draw = draw + f.bits * a_slc
+    room_nat = jnp.maximum(p.room_nat0 - f.nat_dn * dn - f.nat_draw * draw, 0.0)
+    a_dir = jnp.minimum(room_nat, amount - a_slc)
+    a_fold = amount - a_slc - a_dir
+    folded = jnp.minimum(f.fold * a_fold, jnp.maximum(p.s0 + ds + a_slc, 0.0))
+    new = (ds + a_slc - folded, dn + a_dir + a_fold + folded, draw + a_dir)
+    return new, jnp.stack([a_slc, a_dir, a_fold])
+
+
+def _book(sv: Server, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, Server]:
+    """Book ``dur`` seconds of work ready at ``ready``; returns its start and the new booking.
+
+    Requests are issued in order but become ready out of order (one waits for a map read, another finds
+    its die idle), and the resource serves whatever is ready.  Work ready at or after ``end`` starts at
+    once and opens a new window (the time since ``end`` becomes the idle gap).  Work ready earlier is
+    placed, in this order: in the idle gap before the window, at ``max(ready, gap)``, if it ends by
+    ``win`` (the gap then starts after it); inside the window at ``max(ready, win)`` if it ends by
+    ``end`` and the window still has that much idle time; otherwise it queues at ``end``.  Gap fills
+    never overlap and a window's work never exceeds its length, so the resource's capacity is kept;
+    only the placement inside a window is approximate.  No head-of-line blocking."""
+    free = ready >= sv.end
+    at_gap = jnp.maximum(ready, sv.gap)
+    in_gap = ~free & (at_gap + dur <= sv.win)
+    at_win = jnp.maximum(ready, sv.win)
+    in_win = ~free & ~in_gap & (at_win + dur <= sv.end) & ((sv.end - sv.win) - sv.work >= dur)
+    start = jnp.where(free, ready, jnp.where(in_gap, at_gap, jnp.where(in_win, at_win, sv.end)))
+    new = Server(
+        end=jnp.where(free, ready + dur, jnp.where(in_gap | in_win, sv.end, sv.end + dur)),
+        win=jnp.where(free, ready, sv.win),
+        work=jnp.where(free, dur, jnp.where(in_gap, sv.work, sv.work + dur)),
+        gap=jnp.where(free, sv.end, jnp.where(in_gap, at_gap + dur, sv.gap)),
+    )
+    return start, new
+
+
+def _fluid(end: jax.Array, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Book ``dur`` on a short-transfer resource (channel bus, host link) as a fluid backlog: ``end`` is
+    when the work booked so far would be done if served from now on, so work ready at ``ready`` starts
+    at ``max(ready, end)`` and the backlog grows by ``dur`` from ``max(end, 0)``.  The backlog drains with
+    the issue clock, not with the (out-of-order) ready times of the work in it: idle time before a
+    transfer booked for later is not lost and nothing waits behind work that is not ready (no
+    head-of-line blocking); capacity is kept, since the backlog only drains at one second per second.
+    Returns the start and the new backlog end."""
+    return jnp.maximum(ready, end), jnp.maximum(end, 0.0) + dur
+
+
+def _shift(sv: Server, t: jax.Array) -> Server:
+    return Server(sv.end - t, sv.win - t, sv.work, sv.gap - t)
+
+
+def _pick(mask: jax.Array, a: Server, b: Server) -> Server:
+    return Server(*(jnp.where(mask, x, y) for x, y in zip(a, b, strict=True)))
+
+
+def _bin(lat: jax.Array) -> jax.Array:
+    x = (jnp.log10(jnp.maximum(lat, 1e-12)) - LOG_MIN) * BINS_PER_DECADE
+    return jnp.clip(jnp.floor(x), 0, N_BINS - 1).astype(jnp.int32)
+
+
+def _sum2(total: jax.Array, comp: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Compensated (Kahan) addition."""
+    y = x - comp
+    t = total + y
+    return t, (t - total) - y
+
+
+def step(p: Plan, s: State, acc: Acc, r: Requests) -> tuple[State, Acc, jax.Array]:
+    """Serve one request; returns the new state, accumulators and its latency (s)."""
+    dt = p.page_bytes.dtype
+    is_r, is_w = r.op == READ, r.op == WRITE
+    size = r.size.astype(dt)
+
+    # 1. host queue: arrival and issue, relative to the previous origin
+    j = jnp.argmin(s.slots)
+    slot_free = s.slots[j]
+    arrival = s.last_arrival + r.gap_s.astype(dt) / p.time_scale
+    issue = jnp.where(p.open_loop, jnp.maximum(arrival, slot_free), slot_free)
+    arrival = jnp.where(p.open_loop, arrival, issue)
+    # idle folding while every die is idle before this request
+    idle = jnp.maximum(issue - jnp.max(jnp.where(p.mask, s.die_free, -jnp.inf)), 0.0)
+    fold_x = jnp.minimum(idle * p.idle_fold_rate, jnp.maximum(p.s0 + s.ds, 0.0))
+    ds, dn, draw = s.ds - fold_x, s.dn + fold_x, s.draw - (p.coef.bits - 1.0) * fold_x
+    # rebase every time to the issue instant
+    sh = lambda x: x - issue  # noqa: E731
+    slots, die_free, chan_free = sh(s.slots), sh(s.die_free), sh(s.chan_free)
+    die_r, chan_r = _shift(s.die_r, issue), sh(s.chan_r)
+    arrival = sh(arrival)
+
+    # 2. controller front end, command overhead
+    ctrl_start = jnp.maximum(sh(s.ctrl_free), 0.0)
+    t_cmd = ctrl_start + p.ctrl_s + p.cmd_s
+
+    # 3. mapping lookup (DRAM-less: direct-mapped translation-page cache)
+    off4k = jnp.mod(r.off4k, p.cap_4k)
+    tpage = off4k // p.tpage_4k
+    cset = jnp.mod(tpage, p.map_sets)
+    hit = p.map_always_hit | (s.tags[cset] == tpage)
+    miss = ~hit & (is_r | is_w)
+    tags = jnp.where(miss, s.tags.at[cset].set(tpage), s.tags)
+    on_map_die = (p.die_id == jnp.mod(tpage, p.n_dies)) & p.mask & miss
+    ms, die_r_m = _book(die_r, t_cmd, p.t_map_read)
+    m_start = jnp.max(jnp.where(on_map_die, ms, -jnp.inf))
+    m_end = m_start + p.t_map_read
+    die_r = _pick(on_map_die, die_r_m, die_r)
+    die_free = jnp.where(on_map_die, jnp.maximum(die_free, m_start) + p.t_map_read, die_free)
+    busy = acc.busy + on_map_die * p.t_map_read
+    t_map = jnp.where(miss, m_end + MAP_UNIT_BYTES / p.chan_rate, t_cmd + p.map_hit_s)
+    q_map = jnp.where(miss, m_start - t_cmd, 0.0)
+
+    # 4-5. reads: dies, then channels
+    first = off4k // p.page_4k
+    in_page = (jnp.mod(off4k, p.page_4k) * MAP_UNIT_BYTES).astype(dt)
+    k = jnp.maximum(jnp.ceil((in_page + size) / p.page_bytes), 1.0).astype(jnp.int32)
+    n_d = jnp.where(is_r, _per_die(p, first, k), 0)
+    active = n_d > 0
+    dur = jnp.ceil(n_d / p.planes) * p.t_read
+    r_start, die_r_new = _book(die_r, t_map, dur)
+    r_end = r_start + dur
+    xfer = size * n_d / k.astype(dt) / p.chan_rate
+    x_c = jnp.sum(xfer, axis=0)
+    first_c = jnp.min(jnp.where(active, r_end, jnp.inf), axis=0)
+    last_c = jnp.max(jnp.where(active, r_end + xfer, -jnp.inf), axis=0)
+    act_c = x_c > 0
+    c_start, chan_r_new = _fluid(chan_r, first_c, x_c)
+    c_end = jnp.maximum(c_start + x_c, last_c)
+    data_first = jnp.min(jnp.where(active, r_end + xfer, jnp.inf))
+    data_last = jnp.max(jnp.where(act_c, c_end, -jnp.inf))
+    link_tx, link_rx = sh(s.link_tx), sh(s.link_rx)  # equal on a half-duplex link
+    link_start, tx_new = _fluid(link_tx, data_first, size / p.host_rate)
+    read_done = jnp.maximum(link_start + size / p.host_rate,
+                            data_last + jnp.minimum(size, p.page_bytes) / p.host_rate)
+    die_r = _pick(active, die_r_new, die_r)
+    die_free = jnp.where(active, jnp.maximum(die_free, r_start) + dur, die_free)
+    chan_r = jnp.where(act_c, chan_r_new, chan_r)
+    chan_free = jnp.where(act_c, jnp.maximum(chan_free, c_start) + x_c, chan_free)
+    busy = busy + dur
+    q_read = (jnp.max(jnp.where(active, r_start - t_map, 0.0))
+              + jnp.max(jnp.where(act_c, c_start - first_c, 0.0)) + (link_start - data_first))
+
+    # 4-7. writes: host transfer, frontier, channel transfer, program (+ erase), acknowledgement
+    h_start, rx_new = _fluid(link_rx, t_cmd, size / p.host_rate)
+    h_end = h_start + size / p.host_rate
+    wsize = jnp.where(is_w, size, 0.0)
+    (ds_w, dn_w, draw_w), mode_bytes = _place(p, ds, dn, draw, wsize)
+    t_unit = jnp.where(wsize > 0, jnp.dot(mode_bytes, p.t_unit) / jnp.maximum(wsize, 1.0), p.t_unit[1])
+    total = s.wpartial + wsize
+    n_units = jnp.floor(total / p.unit_bytes)
+    wpartial = total - n_units * p.unit_bytes
+    u_d = _per_die(p, s.wptr, n_units.astype(jnp.int32))
+    wptr = jnp.mod(s.wptr + n_units.astype(jnp.int32), p.n_dies)
+    wx_c = jnp.sum(u_d, axis=0) * p.unit_bytes / p.chan_rate
+    w_cstart = jnp.maximum(chan_free, h_end)
+    w_cend = jnp.where(wx_c > 0, w_cstart + wx_c, chan_free)
+    chan_free = w_cend
+    units_before = s.die_units
+    die_units = units_before + u_d
+    n_erase = jnp.floor(die_units / p.units_per_block) - jnp.floor(units_before / p.units_per_block)
+    p_start = jnp.maximum(die_free, w_cend[None, :])
+    p_dur = u_d * t_unit + n_erase * p.t_erase
+    die_free = jnp.where(u_d > 0, p_start + p_dur, die_free)
+    busy = busy + p_dur
+    drain = p.n_dies.astype(dt) * p.unit_bytes / t_unit
+    backlog_end = jnp.max(jnp.where(p.mask, die_free, -jnp.inf))
+    write_done = jnp.maximum(h_end, backlog_end - p.buffer_bytes / drain)
+    q_write = (h_start - t_cmd) + (write_done - h_end)
+
+    # completion, latency, bookkeeping
+    done = jnp.where(is_r, read_done, jnp.where(is_w, write_done, t_cmd))
+    lat = done - arrival
+    # a write's map read occupies a die but does not hold its acknowledgement (the data is buffered)
+    queue = -arrival + ctrl_start + jnp.where(is_r, q_map + q_read, jnp.where(is_w, q_write, 0.0))
+    slots = slots.at[j].set(done)
+    new = State(
+        slots=slots, ctrl_free=ctrl_start + p.ctrl_s,
+        link_rx=jnp.where(is_w, rx_new, jnp.where(is_r & ~p.duplex, tx_new, link_rx)),
+        link_tx=jnp.where(is_r, tx_new, jnp.where(is_w & ~p.duplex, rx_new, link_tx)),
+        die_free=die_free, die_r=die_r, chan_free=chan_free, chan_r=chan_r, last_arrival=arrival,
+        last_done=jnp.maximum(sh(s.last_done), done), wptr=wptr, wpartial=wpartial, die_units=die_units,
+        ds=ds_w, dn=dn_w, draw=draw_w, tags=tags,
+    )
+    op = jnp.clip(r.op, 0, 2)
+    onehot = (jnp.arange(3) == op).astype(dt)
+    el, el_c = _sum2(acc.elapsed, acc.elapsed_c, issue)
+    new_acc = Acc(
+        elapsed=el, elapsed_c=el_c, count=acc.count + onehot, bytes=acc.bytes + onehot * size,
+        lat_sum=acc.lat_sum + onehot * lat, queue_sum=acc.queue_sum + queue,
+        hist=acc.hist.at[op, _bin(lat)].add(1), busy=busy,
+        read_pages=acc.read_pages + jnp.sum(n_d), prog_pages=acc.prog_pages + n_units * p.planes,
+        erases=acc.erases + jnp.sum(n_erase), map_misses=acc.map_misses + miss,
+        mode_bytes=acc.mode_bytes + mode_bytes, idle_folded=acc.idle_folded + fold_x,
+    )
+    keep = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(r.valid, x, y), a, b)  # noqa: E731
+    return keep(new, s), keep(new_acc, acc), jnp.where(r.valid, lat, jnp.nan)
+
+
+def run_chunk(p: Plan, s: State, req: Requests, lay: Layout,
+              keep_latency: bool = False) -> tuple[State, Acc, jax.Array | None]:
+    """Scan one chunk of requests from state ``s``; per-request latencies only with ``keep_latency``."""
+    def body(carry, r):
+        st, acc = carry
+        st, acc, lat = step(p, st, acc, r)
+        return (st, acc), (lat if keep_latency else None)
+
+    (s, acc), lats = jax.lax.scan(body, (s, zero_acc(p, lay)), req)
+    return s, acc, lats
+
+
+# ------------------------------------------------------------------------------------------ host side
+
+def requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray, time_s: np.ndarray | None,
+             prev_time_s: float | None, length: int, dtype=np.float32) -> tuple[Requests, float | None]:
+    """Host arrays of one chunk padded to ``length``; returns them and the chunk's last arrival time.
+
+    Offsets become 4 KiB units modulo 2^31 (each drive wraps them to its capacity); gaps are taken in
+    float64 from the previous chunk's last time, so a long trace keeps its resolution."""
+    n = len(op)
+    if n > length:
+        raise ValueError(f"chunk of {n} requests exceeds the padded length {length}")
+    pad = length - n
+    t = np.zeros(n) if time_s is None else np.asarray(time_s, np.float64)
+    timed = n > 0 and not np.isnan(t).any()
+    if timed:
+        prev = t[0] if prev_time_s is None else prev_time_s
+        gap = np.diff(np.concatenate([[prev], t]))
+        last = float(t[-1])
+    else:
+        gap, last = np.zeros(n), prev_time_s
+    f = lambda a, v: np.concatenate([a, np.full(pad, v, a.dtype)])  # noqa: E731
+    return Requests(
+        op=f(np.asarray(op, np.int32), TRIM),
+        off4k=f((np.asarray(offset, np.int64) // MAP_UNIT_BYTES % (1 << 31)).astype(np.int32), 0),
+        size=f(np.asarray(size, dtype), 0),
+        gap_s=f(np.maximum(gap, 0.0).astype(dtype), 0),
+        valid=f(np.ones(n, bool), False),
+    ), last
+
+
+def percentile_from_hist(hist: np.ndarray, q: float) -> np.ndarray:
+    """The ``q``-quantile (0-1) of latencies from log-spaced histograms ``(..., N_BINS)``, s; geometric
+    interpolation within the bin (error under half a bin, ±2.3 %).  NaN where the histogram is empty."""
+    hist = np.asarray(hist, np.float64)
+    cum = np.cumsum(hist, axis=-1)
+    total = cum[..., -1:]
+    target = q * total
+    idx = np.argmax(cum >= target - 1e-9, axis=-1)
+    before = np.concatenate([np.zeros_like(cum[..., :1]), cum], -1)
+    below = np.take_along_axis(before, idx[..., None], -1)[..., 0]
+    inbin = np.take_along_axis(hist, idx[..., None], -1)[..., 0]
+    frac = np.where(inbin > 0, (target[..., 0] - below) / np.maximum(inbin, 1), 0.0).clip(0, 1)
+    out = 10.0 ** (LOG_MIN + (idx + frac) / BINS_PER_DECADE)
+    return np.where(total[..., 0] > 0, out, np.nan)
+
+
+def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, mask: np.ndarray,
+            busy_end_s: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Per-configuration figures from summed accumulators (float64 arrays, leading axis = configs).
+
+    IOPS and bandwidth over the makespan (first arrival to last completion); latencies in µs; die
+    utilisation over ``busy_end_s`` (the makespan, or later when buffered writes were still being
+    programmed at the last completion)."""
+    count, lat_sum = acc["count"], acc["lat_sum"]
+    n_io = count[:, 0] + count[:, 1]
+    out = {
+        "requests": count.sum(1),
+        "read_fraction": count[:, 0] / np.maximum(n_io, 1),
+        "iops": count.sum(1) / makespan_s,
+        "mb_s": (acc["bytes"][:, 0] + acc["bytes"][:, 1]) / makespan_s / 1e6,
+        "makespan_s": makespan_s,
+        "latency_mean_us": 1e6 * lat_sum.sum(1) / np.maximum(count.sum(1), 1),
+        "queue_share": acc["queue_sum"] / np.maximum(lat_sum.sum(1), 1e-30),
+        "nand_read_pages": acc["read_pages"], "nand_program_pages": acc["prog_pages"],
+        "erases": acc["erases"], "map_misses": acc["map_misses"],
+        "pslc_bytes": acc["mode_bytes"][:, 0], "native_bytes": acc["mode_bytes"][:, 1],
+        "folding_bytes": acc["mode_bytes"][:, 2],
+    }
+    all_hist = acc["hist"].sum(1)
+    for name, h in (("", all_hist), ("read_", acc["hist"][:, 0]), ("write_", acc["hist"][:, 1])):
+        for q, tag in ((0.5, "p50"), (0.99, "p99"), (0.999, "p999")):
+            out[f"{name}latency_{tag}_us"] = 1e6 * percentile_from_hist(h, q)
+    for i, name in ((0, "read"), (1, "write")):
+        mean = 1e6 * lat_sum[:, i] / np.maximum(count[:, i], 1)
+        out[f"{name}_latency_mean_us"] = np.where(count[:, i] > 0, mean, np.nan)
+    horizon = makespan_s if busy_end_s is None else np.maximum(makespan_s, busy_end_s)
+    util = acc["busy"] / horizon[:, None, None]
+    out["die_utilisation_mean"] = (util * mask).sum((1, 2)) / mask.sum((1, 2))
+    out["die_utilisation_max"] = np.where(mask, util, -np.inf).max((1, 2))
+    out["_die_utilisation"] = np.where(mask, util, np.nan)
+    return out
