@@ -25,6 +25,7 @@ NOTEBOOKS = {
     "02_thermal_tmt.ipynb": "DURATION_S = 600.0; GRID_STEP = 3; ALDRIN_DURATION_S = 1200.0",
     "03_steady_state.ipynb": "N_BLOCKS = 256; ROUNDS = 6; SPARES = [0.1, 0.2, 0.3]; PAGES = [16, 64]; "
                              "FILL_SETS = 24",
+    "04_qd1_boot.ipynb": "PROBE = 200; QD_REQUESTS = 2000",
 }
 
 

@@ -350,7 +350,7 @@ def step(p: Plan, s: State, acc: Acc, r: Requests) -> tuple[State, Acc, jax.Arra
     cset = jnp.mod(tpage, p.map_sets)
     hit = p.map_always_hit | (s.tags[cset] == tpage)
     miss = ~hit & (is_r | is_w)
-    tags = jnp.where(miss, s.tags.at[cset].set(tpage), s.tags)
+    tags = s.tags.at[cset].set(jnp.where(miss, tpage, s.tags[cset]))  # one scatter, no copy
     on_map_die = (p.die_id == jnp.mod(tpage, p.n_dies)) & p.mask & miss
     ms, die_r_m = _book(die_r, t_cmd, p.t_map_read)
     m_start = jnp.max(jnp.where(on_map_die, ms, -jnp.inf))
@@ -433,18 +433,20 @@ def step(p: Plan, s: State, acc: Acc, r: Requests) -> tuple[State, Acc, jax.Arra
         ds=ds_w, dn=dn_w, draw=draw_w, tags=tags,
     )
     op = jnp.clip(r.op, 0, 2)
-    onehot = (jnp.arange(3) == op).astype(dt)
-    el, el_c = _sum2(acc.elapsed, acc.elapsed_c, issue)
+    v = r.valid.astype(dt)  # padding adds nothing (no full-array selects on the accumulators)
+    onehot = (jnp.arange(3) == op).astype(dt) * v
+    el, el_c = _sum2(acc.elapsed, acc.elapsed_c, issue * v)
     new_acc = Acc(
         elapsed=el, elapsed_c=el_c, count=acc.count + onehot, bytes=acc.bytes + onehot * size,
-        lat_sum=acc.lat_sum + onehot * lat, queue_sum=acc.queue_sum + queue,
-        hist=acc.hist.at[op, _bin(lat)].add(1), busy=busy,
+        lat_sum=acc.lat_sum + onehot * lat, queue_sum=acc.queue_sum + queue * v,
+        hist=acc.hist.at[op, _bin(lat)].add(r.valid.astype(jnp.int32)), busy=busy,
         read_pages=acc.read_pages + jnp.sum(n_d), prog_pages=acc.prog_pages + n_units * p.planes,
         erases=acc.erases + jnp.sum(n_erase), map_misses=acc.map_misses + miss,
-        mode_bytes=acc.mode_bytes + mode_bytes, idle_folded=acc.idle_folded + fold_x,
+        mode_bytes=acc.mode_bytes + mode_bytes, idle_folded=acc.idle_folded + fold_x * v,
     )
-    keep = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(r.valid, x, y), a, b)  # noqa: E731
-    return keep(new, s), keep(new_acc, acc), jnp.where(r.valid, lat, jnp.nan)
+    # a padding request (op TRIM, size 0) touches no die, channel or map set; only the clocks need keeping
+    kept = jax.tree_util.tree_map(lambda x, y: jnp.where(r.valid, x, y), new._replace(tags=s.tags), s)
+    return kept._replace(tags=tags), new_acc, jnp.where(r.valid, lat, jnp.nan)
 
 
 def run_chunk(p: Plan, s: State, req: Requests, lay: Layout,

@@ -1,0 +1,154 @@
+"""Benchmark of the request-level engine (``ssdx.models.engine``): configuration-requests per second.
+
+What is timed
+-------------
+``jax_vmap``: the compiled ``jax.jit(jax.vmap(engine.run_chunk))`` that ``ssdx.replay`` runs, over ``N``
+configurations sharing one stream of ``M`` requests (70 % reads; 4 KiB, 16 KiB and 128 KiB commands;
+uniform random offsets over 50 GB; closed loop).  The configurations cycle through four drive presets
+of different shapes (SATA 16 dies, PCIe 3.0 DRAM-less 16 dies, PCIe 3.0 32 dies, PCIe 4.0 32 dies; the
+layout is padded to the largest) and queue depths 1-32.  ``compile_s`` (lower + XLA compile, ahead of
+time) is kept apart from ``run_s``, the median of ``--repeats`` calls, each ending in
+``jax.block_until_ready``.  Throughput: ``N·M / run_s`` configuration-requests per second.
+
+Baseline (per-configuration loop, named)
+----------------------------------------
+``jax_single``: the same compiled engine on one configuration per call, ``--single-configs`` of them back
+to back (JAX used the way one-configuration simulators are used), extrapolated per
+configuration-request.  Its results equal the batch's to float32 rounding (checked, ``max_rel_diff``).
+
+Reference point (not run here): a single-threaded C++ discrete-event SSD simulator processes on the
+order of 10^4-10^5 requests per second for one configuration (issue 5).
+
+Usage: ``python bench/engine.py [--configs N] [--requests M] [--repeats R] [--single-configs S]
+[--json FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ssdx import engine_params, params, presets  # noqa: E402
+from ssdx.models import engine  # noqa: E402
+from ssdx.replay import _compiled  # noqa: E402
+from ssdx.report.machine import machine  # noqa: E402
+from ssdx.workloads import synthetic  # noqa: E402
+
+DRIVES = ("sata_tlc_500", "generic_tlc_1tb", "sn8e_1920", "aldrin_pro_2tb")
+QDS = (1, 2, 4, 8, 16, 32)
+ENGINE = {"loop": "closed", "write_buffer_mib": 16, "map_cache_mib": 2, "map_hit_us": 0.5, "ctrl_kiops": 1000,
+          "time_scale": 1.0}
+
+
+def columns(n: int) -> dict[str, np.ndarray]:
+    """``n`` configurations: drive presets x queue depths, cycled."""
+    rows = []
+    for i in range(n):
+        d = presets.drive(DRIVES[i % len(DRIVES)])
+        w = {"pattern": "random", "block_kib": 4, "queue_depth": QDS[(i // len(DRIVES)) % len(QDS)],
+             "prefill_fraction": 0.5, "fill_fraction": 1.0, "burst_gb": 0.0, "idle_s": 0.0}
+        rows.append(params.columns_from_config(d, w) | engine_params.columns(ENGINE))
+    return {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+
+
+def stream(m: int, seed: int = 0):
+    return synthetic.fio_like(m, 0.7, {4096: 0.6, 16384: 0.25, 131072: 0.15}, span_bytes=50e9, seed=seed)
+
+
+def _prepare(cols: dict, m: int):
+    drive, workload, eng, lay = engine_params.build(cols)
+    plan_f, init_f, run_f = _compiled(lay, False)
+    p = plan_f(drive, workload, eng)
+    s0 = init_f(p)
+    ch = stream(m)
+    req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, m)
+    return run_f, p, s0, req
+
+
+def time_batch(cols: dict, m: int, repeats: int) -> dict[str, Any]:
+    run_f, p, s0, req = _prepare(cols, m)
+    t0 = time.perf_counter()
+    compiled = run_f.lower(p, s0, req).compile()
+    compile_s = time.perf_counter() - t0
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(compiled(p, s0, req))
+        times.append(time.perf_counter() - t0)
+    n = len(next(iter(cols.values())))
+    run_s = float(np.median(times))
+    return {"compile_s": compile_s, "run_s": run_s, "config_requests_per_s": n * m / run_s,
+            "lat_sum": np.asarray(out[1].lat_sum)}
+
+
+def time_single(cols: dict, m: int, k: int) -> dict[str, Any]:
+    """One configuration per call, ``k`` configurations back to back, each with its own (unpadded)
+    layout, as a one-configuration simulator would size it; compilation is not timed."""
+    sums, t_total = [], 0.0
+    for i in range(k):
+        run_f, p, s0, req = _prepare({key: v[i:i + 1] for key, v in cols.items()}, m)
+        compiled = run_f.lower(p, s0, req).compile()
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(compiled(p, s0, req))
+        t_total += time.perf_counter() - t0
+        sums.append(np.asarray(out[1].lat_sum)[0])
+    return {"run_s": t_total, "config_requests_per_s": k * m / t_total, "lat_sum": np.stack(sums)}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--configs", type=int, default=1000, help="configurations N (default 1000)")
+    ap.add_argument("--requests", type=int, default=10000, help="requests M per config (default 10000)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed repeats, median reported (default 3)")
+    ap.add_argument("--single-configs", type=int, default=8, help="jax_single sample (default 8)")
+    ap.add_argument("--json", default=None, help="JSON path (default bench/engine_<platform>.json)")
+    a = ap.parse_args(argv)
+    dev = jax.devices()[0]
+    cols = columns(a.configs)
+    lay = engine_params.layout(cols)
+    batch = time_batch(cols, a.requests, a.repeats)
+    k = min(a.single_configs, a.configs)
+    single = time_single(cols, a.requests, k)
+    ref = batch["lat_sum"][:k]
+    max_rel = float(np.max(np.abs(single["lat_sum"] - ref) / np.maximum(np.abs(ref), 1e-30)))
+    rows = [
+        {"engine": "jax_vmap", "configs": a.configs, "compile_s": batch["compile_s"], "run_s": batch["run_s"],
+         "config_requests_per_s": batch["config_requests_per_s"], "speedup_vs_jax_single":
+             batch["config_requests_per_s"] / single["config_requests_per_s"]},
+        {"engine": "jax_single", "configs": k, "compile_s": None, "run_s": single["run_s"],
+         "config_requests_per_s": single["config_requests_per_s"], "speedup_vs_jax_single": 1.0,
+         "max_rel_diff_vs_batch": max_rel},
+    ]
+    res = {
+        "benchmark": "engine", "machine": machine(),
+        "device": {"platform": dev.platform, "kind": dev.device_kind, "count": jax.device_count()},
+        "sizes": {"configs": a.configs, "requests": a.requests, "layout": lay._asdict(),
+                  "drives": list(DRIVES), "queue_depths": list(QDS)},
+        "baseline": "jax_single (one configuration per call)", "rows": rows,
+        "reference": "single-threaded C++ discrete-event SSD simulators: ~1e4-1e5 requests/s (issue 5)",
+    }
+    print(f"{'engine':<12}{'configs':>9}{'compile s':>11}{'run s':>10}{'config-req/s':>15}{'speed-up':>10}")
+    for r in rows:
+        c = "" if r["compile_s"] is None else f"{r['compile_s']:.2f}"
+        print(f"{r['engine']:<12}{r['configs']:>9}{c:>11}{r['run_s']:>10.3f}"
+              f"{r['config_requests_per_s']:>15.3e}{r['speedup_vs_jax_single']:>9.1f}x")
+    print(f"device {dev.platform} ({dev.device_kind}); {a.requests} requests; layout {lay}; "
+          f"jax_single vs batch max rel diff {max_rel:.1e}")
+    path = Path(a.json or Path(__file__).with_name(f"engine_{dev.platform}.json"))
+    path.write_text(json.dumps(res, indent=2) + "\n")
+    print(f"json: {path}")
+    return res
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""bench/engine.py at a tiny size: the table's rows, the JSON, and the baseline's agreement."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_engine", ROOT / "bench" / "engine.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_engine_rows_and_json(tmp_path):
+    out = tmp_path / "engine.json"
+    _bench().main(["--configs", "64", "--requests", "1000", "--repeats", "1", "--single-configs", "4",
+                   "--json", str(out)])
+    back = json.loads(out.read_text())
+    rows = {r["engine"]: r for r in back["rows"]}
+    assert list(rows) == ["jax_vmap", "jax_single"]
+    assert back["sizes"]["configs"] == 64 and back["sizes"]["requests"] == 1000
+    assert back["sizes"]["layout"]["ways"] == 4 and back["sizes"]["layout"]["channels"] == 8  # padded
+    # the per-configuration baseline gives the batch's answers: padding changes nothing
+    assert rows["jax_single"]["max_rel_diff_vs_batch"] < 1e-5
+    assert rows["jax_vmap"]["compile_s"] > 0 and rows["jax_vmap"]["run_s"] > 0
+    assert rows["jax_vmap"]["speedup_vs_jax_single"] > 1.5  # batching pays even at 64 configurations
+    assert back["machine"]["cpu_count"] >= 1 and back["device"]["platform"]
