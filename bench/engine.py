@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ssdx import engine_params, params, presets  # noqa: E402
 from ssdx.models import engine  # noqa: E402
-from ssdx.replay import _compiled  # noqa: E402
+from ssdx.replay import compiled  # noqa: E402
 from ssdx.report.machine import machine  # noqa: E402
 from ssdx.workloads import synthetic  # noqa: E402
 
@@ -58,7 +58,7 @@ def columns(n: int) -> dict[str, np.ndarray]:
         w = {"pattern": "random", "block_kib": 4, "queue_depth": QDS[(i // len(DRIVES)) % len(QDS)],
              "prefill_fraction": 0.5, "fill_fraction": 1.0, "burst_gb": 0.0, "idle_s": 0.0}
         rows.append(params.columns_from_config(d, w) | engine_params.columns(ENGINE))
-    return {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+    return params.concat_columns(rows)
 
 
 def stream(m: int, seed: int = 0):
@@ -67,7 +67,7 @@ def stream(m: int, seed: int = 0):
 
 def _prepare(cols: dict, m: int):
     drive, workload, eng, lay = engine_params.build(cols)
-    plan_f, init_f, run_f = _compiled(lay, False)
+    plan_f, init_f, run_f = compiled(lay, False)
     p = plan_f(drive, workload, eng)
     s0 = init_f(p)
     ch = stream(m)

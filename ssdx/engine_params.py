@@ -135,7 +135,3 @@ def build_from_config(cfg: Mapping, n: int = 1, dtype=np.float32):
     cols = params.broadcast_columns(cols, n) if n > 1 else cols
     return cols, build(cols, dtype=dtype)
 
-
-def as_dict(x: Any) -> dict[str, Any]:
-    """Leaves of an :class:`EngineParams` as a dict (for reports)."""
-    return {k: getattr(x, k) for k in EngineParams.__dataclass_fields__}

@@ -330,6 +330,11 @@ def index(tree, i: int):
     return jax.tree_util.tree_map(lambda x: x[i], tree)
 
 
+def concat_columns(rows: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Stack column sets (same keys) into one set, rows in order."""
+    return {k: np.concatenate([np.asarray(r[k]) for r in rows]) for k in rows[0]}
+
+
 def broadcast_columns(base: Mapping, n: int) -> dict:
     """Repeat one-row columns ``n`` times."""
     return {k: np.repeat(np.asarray(v), n) for k, v in base.items()}

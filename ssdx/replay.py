@@ -35,7 +35,8 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _compiled(lay: engine_params.Layout, keep_latency: bool):
+def compiled(lay: engine_params.Layout, keep_latency: bool):
+    """The jitted, vmapped plan, init and chunk functions for a layout (shared by ssdx and bench/)."""
     plan = jax.jit(jax.vmap(partial(engine.plan, lay=lay)))
     init = jax.jit(jax.vmap(partial(engine.init, lay=lay)))
     run = jax.jit(jax.vmap(partial(engine.run_chunk, lay=lay, keep_latency=keep_latency),
@@ -53,7 +54,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
 
     drive, workload, eng, lay = trees
     dtype = np.asarray(drive.user_bytes).dtype
-    plan_f, init_f, run_f = _compiled(lay, keep_latency)
+    plan_f, init_f, run_f = compiled(lay, keep_latency)
     p = plan_f(drive, workload, eng)
     state = init_f(p)
     sums: dict[str, np.ndarray] = {}
@@ -104,11 +105,6 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     return Result(metrics=out, latencies=np.concatenate(lats, 1) if keep_latency else None,
                   ops=np.concatenate(ops) if keep_latency else None, compile_s=compile_s, run_s=run_s,
                   extra={"sums": sums})
-
-
-def from_chunk(chunk: Chunk) -> list[Chunk]:
-    """A single in-memory chunk as a stream."""
-    return [chunk]
 
 
 def replay_config(cfg: Mapping[str, Any], chunk: Chunk, n: int = 1, dtype=np.float32, **kw) -> Result:

@@ -28,7 +28,7 @@ def _columns(cfg: Mapping[str, Any], drives: list[dict] | None = None) -> dict[s
         c = params.columns_from_config(d, cfg["workload"], cfg.get("nand"))
         c.update(engine_params.columns(cfg["engine"]))
         rows.append(c)
-    return {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+    return params.concat_columns(rows)
 
 
 def stream(cfg: Mapping[str, Any]) -> tuple[Iterable[Chunk], Any, str]:

@@ -1,17 +1,12 @@
 """bench/engine.py at a tiny size: the table's rows, the JSON, and the baseline's agreement."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import load_bench
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_engine", ROOT / "bench" / "engine.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("engine")
 
 
 def test_bench_engine_rows_and_json(tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -10,6 +9,7 @@ from types import ModuleType
 import jax
 import numpy as np
 import pytest
+from conftest import load_bench
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "fluid.py"
 STEPS = 64
@@ -22,11 +22,7 @@ STRIDE = 23  # coprime with the grid size: the 20 configurations mix every pSLC 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ssdx_bench_fluid", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("fluid")
 
 
 @pytest.fixture(scope="module")

@@ -1,17 +1,12 @@
 """bench/gc.py at a tiny size: the table's rows, the JSON, and the Python port's exactness."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import load_bench
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_gc", ROOT / "bench" / "gc.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("gc")
 
 
 def test_bench_gc_rows_and_json(tmp_path):

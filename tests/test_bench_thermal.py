@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -12,6 +11,7 @@ from types import ModuleType
 import jax
 import numpy as np
 import pytest
+from conftest import load_bench
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "thermal.py"
 N_CONFIGS, STEPS = 64, 60
@@ -20,11 +20,7 @@ PORT_CONFIGS, STEPS_PORT = 24, 300  # long enough for throttling, so the HCTM br
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ssdx_bench_thermal", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("thermal")
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,7 @@ from ssdx.engine_params import MAP_ENTRY_BYTES, MAP_UNIT_BYTES, EngineParams, La
 from ssdx.models import fluid
 from ssdx.params import Drive, Workload
 
-READ, WRITE, TRIM = 0, 1, 2
+READ, WRITE, TRIM = 0, 1, 2  # the op codes of the trace array form (ssdx.workloads.traces; tested equal)
 OPS = ("read", "write", "trim")
 BINS_PER_DECADE = 50
 LOG_MIN = -7.0  # 0.1 us
@@ -527,7 +527,7 @@ def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, mask: np.ndarray
         "nand_read_pages": acc["read_pages"], "nand_program_pages": acc["prog_pages"],
         "erases": acc["erases"], "map_misses": acc["map_misses"],
         "pslc_bytes": acc["mode_bytes"][:, 0], "native_bytes": acc["mode_bytes"][:, 1],
-        "folding_bytes": acc["mode_bytes"][:, 2],
+        "folding_bytes": acc["mode_bytes"][:, 2], "idle_folded_bytes": acc["idle_folded"],
     }
     all_hist = acc["hist"].sum(1)
     for name, h in (("", all_hist), ("read_", acc["hist"][:, 0]), ("write_", acc["hist"][:, 1])):
