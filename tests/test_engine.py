@@ -225,7 +225,7 @@ def test_idle_gaps_fold_the_pslc_cache_back():
 def test_percentiles_from_the_histogram():
     rng = np.random.default_rng(0)
     lat = rng.lognormal(np.log(100e-6), 1.0, 200_000)
-    h = np.bincount(np.asarray(engine._bin(lat)), minlength=engine.N_BINS)
+    h = np.bincount(np.asarray(engine.latency_bin(lat)), minlength=engine.N_BINS)
     for q in (0.5, 0.99, 0.999):
         assert engine.percentile_from_hist(h, q) == pytest.approx(np.quantile(lat, q), rel=0.025)
     assert np.isnan(engine.percentile_from_hist(np.zeros(engine.N_BINS), 0.5))

@@ -14,6 +14,10 @@ Contract (kept stable for checks):
   hydra.run.dir=DIR`` — ``summary.json`` (``write_amplification`` at steady state,
   ``steady_state_round``), ``wa_rounds.png``.
 * ``ssdx experiment=trace_analyse workload.trace_path=FILE workload.format=msr`` — ``summary.json``.
+* ``ssdx sweep=nand_per_workload hydra.run.dir=DIR`` — ``results.parquet``, ``summary.json``
+  (``relative_iops``, ``best_nand``, ``nand_counts``, per SCM ratio), ``relative_iops.png``.
+* ``ssdx experiment=hybrid_sensitivity hydra.run.dir=DIR`` — ``summary.json`` (``sensitivity``),
+  ``sensitivity.png``.
 * A bad value exits with status 2 and a one-paragraph message naming field, value and rule.
 """
 
@@ -60,6 +64,28 @@ def run(cfg: DictConfig) -> None:
                 print(f'  {p["name"]:<14} {p["start_gb"]:8.1f} -> {p["end_gb"]:8.1f} GB  '
                       f'{p["mean_mb_s"]:8.1f} MB/s')
             print(f"outputs: {out / 'summary.json'}, {out / 'fill_curve.png'}, {out / 'fill_curve.csv'}")
+        elif cfg.task == "sweep" and container["sweep"].get("model") == "hybrid":
+            from ssdx import tasks_hybrid
+
+            s = tasks_hybrid.run_sweep(container["sweep"], container, out,
+                                       progress=not cfg.get("quiet", False))
+            print(f'sweep {s["sweep"]}: {s["n_configs"]} hybrid drives in {s["wall_s"]:.1f} s; '
+                  f'IOPS relative to '
+                  f'{tasks_hybrid.BASELINE} at SCM = {s["scm_ratio"]:g} x footprint:')
+            nands = list(tasks_hybrid.TABLE1)
+            print(f'  {"workload":<8} ' + " ".join(f"{n:>10}" for n in nands) + "  best")
+            for w, rel in s["relative_iops"].items():
+                print(f"  {w:<8} " + " ".join(f"{rel.get(n, float('nan')):10.3f}" for n in nands)
+                      + f'  {s["best_nand"][w]}')
+            print(f"outputs: {out / 'results.parquet'}, {out / 'summary.json'}, {out / 'relative_iops.png'}")
+        elif cfg.task == "hybrid_sensitivity":
+            from ssdx import tasks_hybrid
+
+            s = tasks_hybrid.run_sensitivity(container, out, progress=not cfg.get("quiet", False))
+            print("3D CT TLC with one 2D FG MLC characteristic: largest |IOPS change| over the workloads: "
+                  + ", ".join(f"{k} {v:.2f} %" for k, v in s["sensitivity"].items())
+                  + f'; dominant: {s["dominant"]}')
+            print(f"outputs: {out / 'summary.json'}, {out / 'sensitivity.png'}")
         elif cfg.task == "sweep":
             chunk = cfg.runner.get("chunk_size")
             s = tasks.run_sweep(container["sweep"], container, out, chunk_size=chunk,
@@ -159,7 +185,8 @@ def run(cfg: DictConfig) -> None:
             print(f"outputs: {out / 'summary.json'}, {out / 'boot_qd1.png'}")
         else:
             raise ConfigError("task", cfg.task, "must be 'sweep', 'fill', 'thermal', 'tmt_optimize', "
-                              "'fit_rc', 'wa', 'gc_fill', 'analyse', 'replay' or 'boot'")
+                              "'fit_rc', 'wa', 'gc_fill', 'analyse', 'replay', 'boot' or "
+                              "'hybrid_sensitivity'")
     except ConfigError as e:
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)

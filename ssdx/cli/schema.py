@@ -112,6 +112,8 @@ class WorkloadConf:
     on_error: str = "raise"  # raise | skip (malformed trace lines)
     synthetic: Optional[str] = None  # noqa: UP045 (windows11_boot | msr:<volume>, when no trace_path)
     requests: int = 100_000  # requests of a synthetic MSR stream
+    msr: str = "prxy_0"  # MSR Cambridge volume of the hybrid studies (preset, or <trace_path>/<msr>.csv)
+    max_trace_requests: int = 50_000_000  # hybrid studies read at most this many requests of a real trace
 
 
 @dataclass
@@ -152,6 +154,30 @@ class GcConf:
     seed: int = 0
 
 
+@dataclass
+class HybridConf:
+    """SCM/NAND hybrid drive (``ssdx.hybrid_params``); null NAND overrides keep the catalog value."""
+
+    nand: str = "3d_ct_tlc"
+    channels: int = 8
+    dies_per_channel: int = 4
+    bus_mts: float = 400.0
+    interface: str = "pcie3x4"
+    scm_ratio: float = 0.1
+    threshold: float = 0.2
+    ways: int = 16
+    victim: str = "lru"
+    read_priority: bool = True
+    nand_utilisation: float = 0.5
+    queue_depth: int = 32
+    warmup_fills: float = 1.0
+    t_prog_us: Optional[float] = None  # noqa: UP045
+    t_read_us: Optional[float] = None  # noqa: UP045
+    t_erase_us: Optional[float] = None  # noqa: UP045
+    block_pages: Optional[int] = None  # noqa: UP045
+    write_unit_kib: Optional[float] = None  # noqa: UP045
+
+
 def register() -> None:
     """Store the schemas as ``<group>/base``."""
     cs = ConfigStore.instance()
@@ -162,3 +188,4 @@ def register() -> None:
     cs.store(group="thermal", name="base", node=ThermalConf)
     cs.store(group="gc", name="base", node=GcConf)
     cs.store(group="engine", name="base", node=EngineConf)
+    cs.store(group="hybrid", name="base", node=HybridConf)

@@ -306,12 +306,13 @@ def _pick(mask: jax.Array, a: Server, b: Server) -> Server:
     return Server(*(jnp.where(mask, x, y) for x, y in zip(a, b, strict=True)))
 
 
-def _bin(lat: jax.Array) -> jax.Array:
+def latency_bin(lat: jax.Array) -> jax.Array:
+    """Histogram bin of a latency (s): log-spaced, BINS_PER_DECADE per decade from 0.1 µs, clipped."""
     x = (jnp.log10(jnp.maximum(lat, 1e-12)) - LOG_MIN) * BINS_PER_DECADE
     return jnp.clip(jnp.floor(x), 0, N_BINS - 1).astype(jnp.int32)
 
 
-def _sum2(total: jax.Array, comp: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
+def kahan_add(total: jax.Array, comp: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Compensated (Kahan) addition."""
     y = x - comp
     t = total + y
@@ -435,11 +436,11 @@ def step(p: Plan, s: State, acc: Acc, r: Requests) -> tuple[State, Acc, jax.Arra
     op = jnp.clip(r.op, 0, 2)
     v = r.valid.astype(dt)  # padding adds nothing (no full-array selects on the accumulators)
     onehot = (jnp.arange(3) == op).astype(dt) * v
-    el, el_c = _sum2(acc.elapsed, acc.elapsed_c, issue * v)
+    el, el_c = kahan_add(acc.elapsed, acc.elapsed_c, issue * v)
     new_acc = Acc(
         elapsed=el, elapsed_c=el_c, count=acc.count + onehot, bytes=acc.bytes + onehot * size,
         lat_sum=acc.lat_sum + onehot * lat, queue_sum=acc.queue_sum + queue * v,
-        hist=acc.hist.at[op, _bin(lat)].add(r.valid.astype(jnp.int32)), busy=busy,
+        hist=acc.hist.at[op, latency_bin(lat)].add(r.valid.astype(jnp.int32)), busy=busy,
         read_pages=acc.read_pages + jnp.sum(n_d), prog_pages=acc.prog_pages + n_units * p.planes,
         erases=acc.erases + jnp.sum(n_erase), map_misses=acc.map_misses + miss,
         mode_bytes=acc.mode_bytes + mode_bytes, idle_folded=acc.idle_folded + fold_x * v,

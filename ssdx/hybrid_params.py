@@ -1,0 +1,239 @@
+"""SCM/NAND hybrid drive parameters (``hybrid.*``) and the static layout of a batch.
+
+The hybrid model (``ssdx.models.hybrid``, seeds/001) puts a storage-class-memory tier in front of a NAND
+array of any catalog type.  Every number below is a column ``hybrid.<field>`` (config group ``hybrid:``,
+defaults in ``conf/hybrid/default.yaml``); the resolved leaves of :class:`HybridParams` are dynamic (swept
+by ``vmap``), while the associativity, the largest set count, die count and queue depth form the static
+:class:`Layout`.
+
+Fields:
+
+* ``nand`` — catalog NAND type of the array (seeds/001 Table 1 types: ``2d_fg_mlc``, ``2d_fg_tlc``,
+  ``3d_fg_tlc``, ``3d_ct_tlc``).  ``t_prog_us``, ``t_read_us``, ``t_erase_us`` (µs per page, per page, per
+  block), ``block_pages`` and ``write_unit_kib`` replace the catalog value when set (NaN/null keeps it):
+  the sensitivity study changes one of them at a time.
+* ``channels``, ``dies_per_channel``, ``bus_mts`` (MT/s of an 8-bit ONFI/Toggle bus, so MB/s per
+  channel), ``interface`` (catalog host interface: usable rate and command overhead).
+* ``scm_ratio`` — SCM capacity as a fraction of the workload's footprint (distinct bytes it touches).
+* ``threshold`` — NV-WB trigger: data moves from SCM to NAND while free SCM space is at or below this
+  fraction of its capacity (seeds/001: 20 %).
+* ``ways`` — associativity of the SCM table (static, one value per batch; see ``ssdx.models.hybrid``).
+* ``victim`` — which SCM entry leaves: ``lru`` (seeds/001's default), ``fifo`` (oldest insertion) or
+  ``cflru`` (clean-first LRU, Park et al., CASES 2006: a clean entry costs no NAND program).
+* ``read_priority`` — reads suspend programs and erases on a die (Wu & He, FAST 2012) or wait in FIFO
+  order behind them.
+* ``nand_utilisation`` — valid data / physical NAND; the spare ``1 - u`` sets the NAND tier's garbage
+  collection cost through greedy write amplification with the block's page count
+  (``ssdx.models.wa_analytic.greedy_wa``).
+* ``queue_depth`` — closed-loop host queue depth (the trace is replayed as fast as the drive serves it).
+
+The warm-up of the stream (``hybrid.warmup_fills`` in the config, not a column: one stream serves a whole
+batch) is handled by ``ssdx.tasks_hybrid``: the SCM starts empty, so metrics count only after the stream has
+touched ``warmup_fills`` times the largest SCM capacity of the batch in distinct lines (the paper's
+week-long traces make their warm-up negligible; shorter streams do not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ssdx import catalog
+from ssdx.params import ConfigError, _check, _num, _pytree
+from ssdx.units import KIB
+
+UNIT_BYTES = 4096  # SCM line and mapping unit (page-level FTL granularity), bytes
+SECTOR_BYTES = 512
+VICTIMS = ("lru", "fifo", "cflru")
+FIELDS = ("nand", "channels", "dies_per_channel", "bus_mts", "interface", "scm_ratio", "threshold", "ways",
+          "victim", "read_priority", "nand_utilisation", "queue_depth", "t_prog_us",
+          "t_read_us", "t_erase_us", "block_pages", "write_unit_kib")
+OVERRIDES = ("t_prog_us", "t_read_us", "t_erase_us", "block_pages", "write_unit_kib")
+#: field -> (low, high, integer, meaning); both inclusive
+BOUNDS: dict[str, tuple[float, float, bool, str]] = {
+    "hybrid.channels": (1, 64, True, "NAND channels"),
+    "hybrid.dies_per_channel": (1, 64, True, "dies per channel"),
+    "hybrid.bus_mts": (10.0, 1e5, False, "NAND bus transfer rate, MT/s"),
+    "hybrid.scm_ratio": (1e-4, 4.0, False, "SCM capacity / workload footprint"),
+    "hybrid.ways": (1, 1024, True, "SCM table associativity"),
+    "hybrid.nand_utilisation": (0.0, 0.95, False, "valid data / physical NAND"),
+    "hybrid.queue_depth": (1, 1024, True, "outstanding host commands"),
+}
+OVERRIDE_BOUNDS = {"t_prog_us": (0.01, 1e6), "t_read_us": (0.01, 1e6), "t_erase_us": (0.01, 1e7),
+                   "block_pages": (2, 65536), "write_unit_kib": (4, 1 << 20)}
+
+
+@_pytree
+class HybridParams:
+    """One hybrid drive as numbers (seconds, 4 KiB units; integer leaves int32)."""
+
+    sets: Any  # active SCM sets; capacity = sets x ways lines of 4 KiB
+    limit: Any  # lines: resident + gathering data above this moves data to NAND
+    unit: Any  # NAND write unit, 4 KiB lines
+    page_units: Any  # 4 KiB lines per NAND page
+    n_dies: Any
+    policy: Any  # index into VICTIMS
+    read_priority: Any  # 0/1
+    queue_depth: Any
+    t_sector: Any  # SCM seconds per 512 B sector
+    t_read: Any  # NAND page read, s
+    t_page: Any  # die seconds per flushed page: program + GC copies + erases (``die_seconds_per_page``)
+    chan_unit: Any  # seconds per 4 KiB over one channel
+    host_rate: Any  # bytes/s
+    cmd_s: Any  # command overhead, s
+    drain: Any  # lines/s the die array programs (fluid rate of the flush backlog)
+    wa: Any  # NAND-tier write amplification (reported)
+    block_pages: Any
+
+
+class Layout(NamedTuple):
+    """Static sizes: SCM table ``sets x ways`` (+ ``gways`` gathering slots per set), dies, host slots."""
+
+    sets: int
+    ways: int
+    gways: int
+    dies: int
+    slots: int
+
+
+def defaults() -> dict[str, Any]:
+    """The field defaults (``conf/hybrid/default.yaml`` holds the same)."""
+    return {"nand": "3d_ct_tlc", "channels": 8, "dies_per_channel": 4, "bus_mts": 400.0,
+            "interface": "pcie3x4", "scm_ratio": 0.1, "threshold": 0.2, "ways": 16, "victim": "lru",
+            "read_priority": True, "nand_utilisation": 0.5, "queue_depth": 32,
+            "t_prog_us": None, "t_read_us": None, "t_erase_us": None, "block_pages": None,
+            "write_unit_kib": None}
+
+
+def columns(hybrid: Mapping) -> dict[str, np.ndarray]:
+    """One-row ``hybrid.*`` columns from a config mapping (every field required; null overrides → NaN)."""
+    cols = {}
+    for f in FIELDS:
+        if f not in hybrid:
+            raise ConfigError(f"hybrid.{f}", None, "the field is required (see conf/hybrid/default.yaml)")
+        v = hybrid[f]
+        cols[f"hybrid.{f}"] = np.asarray([np.nan if v is None and f in OVERRIDES else v])
+    return cols
+
+
+def nand_values(cols: Mapping, i: int) -> dict[str, float]:
+    """The NAND numbers of configuration ``i``: catalog values with the overrides applied."""
+    m = catalog.nand(str(np.asarray(cols["hybrid.nand"])[i]))
+    base = {"t_prog_us": m.t_prog_us, "t_read_us": m.t_read_us, "t_erase_us": m.t_erase_us,
+            "block_pages": float(m.block_pages), "write_unit_kib": m.write_unit_bytes / KIB,
+            "page_bytes": m.page_bytes}
+    for f in OVERRIDES:
+        v = float(np.asarray(cols[f"hybrid.{f}"], float)[i])
+        if not np.isnan(v):
+            base[f] = v
+    return base
+
+
+def validate(cols: Mapping, footprint_bytes: np.ndarray, report: list | None = None) -> None:
+    """Check every ``hybrid.*`` rule (``footprint_bytes`` per configuration sizes the SCM)."""
+    n = len(cols["hybrid.nand"])
+    names = np.asarray(cols["hybrid.nand"]).astype(str)
+    _check(cols, "hybrid.nand", np.isin(names, list(catalog.NAND)), f"must be one of {sorted(catalog.NAND)}",
+           names, report)
+    iface = np.asarray(cols["hybrid.interface"]).astype(str)
+    _check(cols, "hybrid.interface", np.isin(iface, list(catalog.INTERFACES)),
+           f"must be one of {sorted(catalog.INTERFACES)}", iface, report)
+    vic = np.asarray(cols["hybrid.victim"]).astype(str)
+    _check(cols, "hybrid.victim", np.isin(vic, VICTIMS), f"must be one of {list(VICTIMS)}", vic, report)
+    rp = np.asarray(cols["hybrid.read_priority"])
+    _check(cols, "hybrid.read_priority", np.isin(rp.astype(object), [True, False, 0, 1]),
+           "must be true or false", report=report)
+    for key, (lo, hi, integer, what) in BOUNDS.items():
+        a = _num(cols, key)
+        ok = (a >= lo) & (a <= hi) & ((a == np.round(a)) if integer else True)
+        _check(cols, key, ok, f"{'integer ' if integer else ''}{lo:g} <= x <= {hi:g} ({what})", report=report)
+    thr = _num(cols, "hybrid.threshold")
+    _check(cols, "hybrid.threshold", (thr > 0) & (thr < 1), "0 < x < 1 (free-space fraction of the SCM)",
+           report=report)
+    for f, (lo, hi) in OVERRIDE_BOUNDS.items():
+        a = _num(cols, f"hybrid.{f}")
+        _check(cols, f"hybrid.{f}", np.isnan(a) | ((a >= lo) & (a <= hi)),
+               f"{lo:g} <= x <= {hi:g}, or null for the catalog value", report=report)
+    if report is None and (np.unique(_num(cols, "hybrid.ways")).size != 1):
+        raise ConfigError("hybrid.ways", np.unique(_num(cols, "hybrid.ways")).tolist(),
+                          "one value per batch (it sizes the SCM table)")
+    if not np.isin(names, list(catalog.NAND)).all():
+        return
+    unit = np.array([nand_values(cols, i)["write_unit_kib"] * KIB for i in range(n)])
+    _check(cols, "hybrid.write_unit_kib", unit % UNIT_BYTES == 0,
+           f"the write unit must be a whole number of {UNIT_BYTES // KIB} KiB lines", unit / KIB, report)
+    cap = capacity_lines(cols, footprint_bytes)
+    _check(cols, "hybrid.scm_ratio", thr * cap * UNIT_BYTES >= unit,
+           "the SCM's threshold space (threshold x capacity) must hold one NAND write unit, which is "
+           "gathered there before it is programmed", report=report)
+
+
+def capacity_lines(cols: Mapping, footprint_bytes: np.ndarray) -> np.ndarray:
+    """SCM capacity in 4 KiB lines, rounded up to whole sets."""
+    ways = _num(cols, "hybrid.ways")
+    lines = np.ceil(_num(cols, "hybrid.scm_ratio") * np.asarray(footprint_bytes, float) / UNIT_BYTES)
+    return (np.ceil(np.maximum(lines, 1) / ways) * ways).astype(np.int64)
+
+
+@lru_cache(maxsize=1024)
+def _greedy_wa(spare: float, block_pages: int) -> float:
+    from ssdx.models import wa_analytic
+
+    return wa_analytic.greedy_wa(spare, block_pages) if spare < 1.0 else 1.0
+
+
+def die_seconds_per_page(t_prog_us: float, t_read_us: float, t_erase_us: float, block_pages: int,
+                         utilisation: float) -> tuple[float, float]:
+    """Die time per host page programmed into the NAND tier, s, and the write amplification ``WA``.
+
+    Greedy GC at spare factor ``1 - utilisation`` (uniform-random mean field, ``wa_analytic.greedy_wa``)
+    copies ``WA - 1`` valid pages per host page (read + program on the die: copyback, no channel
+    transfer) and erases ``WA / block_pages`` blocks per host page::
+
+        t_page = WA·t_prog + (WA - 1)·t_read + (WA / block_pages)·t_erase
+    """
+    wa = _greedy_wa(round(1.0 - float(utilisation), 12), int(block_pages))
+    return 1e-6 * (wa * t_prog_us + (wa - 1.0) * t_read_us + wa / block_pages * t_erase_us), wa
+
+
+def build(cols: Mapping, footprint_bytes: Sequence[float], dtype=np.float32) -> tuple[HybridParams, Layout]:
+    """Validate and resolve the columns into a :class:`HybridParams` pytree (leaves ``(n,)``) and layout."""
+    footprint_bytes = np.asarray(footprint_bytes, float)
+    validate(cols, footprint_bytes)
+    n = len(cols["hybrid.nand"])
+    nv = [nand_values(cols, i) for i in range(n)]
+    util = _num(cols, "hybrid.nand_utilisation")
+    tp = [die_seconds_per_page(v["t_prog_us"], v["t_read_us"], v["t_erase_us"], int(v["block_pages"]),
+                               util[i]) for i, v in enumerate(nv)]
+    ways = int(_num(cols, "hybrid.ways")[0])
+    cap = capacity_lines(cols, footprint_bytes)
+    sets = cap // ways
+    page_units = np.array([v["page_bytes"] / UNIT_BYTES for v in nv])
+    unit = np.array([v["write_unit_kib"] * KIB / UNIT_BYTES for v in nv])
+    dies = _num(cols, "hybrid.channels") * _num(cols, "hybrid.dies_per_channel")
+    t_page = np.array([t for t, _ in tp])
+    ifaces = [catalog.interface(str(x)) for x in np.asarray(cols["hybrid.interface"])]
+    i32 = lambda a: np.asarray(np.round(a), np.int32)  # noqa: E731
+    c = lambda a: np.asarray(a, dtype)  # noqa: E731
+    hp = HybridParams(
+        sets=i32(sets), limit=i32(np.floor((1.0 - _num(cols, "hybrid.threshold")) * cap)), unit=i32(unit),
+        page_units=i32(page_units), n_dies=i32(dies),
+        policy=i32([VICTIMS.index(str(v)) for v in np.asarray(cols["hybrid.victim"])]),
+        read_priority=c(np.asarray(cols["hybrid.read_priority"]).astype(bool)),
+        queue_depth=i32(_num(cols, "hybrid.queue_depth")),
+        t_sector=c(np.full(n, catalog.Scm().t_write_ns_per_sector * 1e-9)),
+        t_read=c([v["t_read_us"] * 1e-6 for v in nv]), t_page=c(t_page),
+        chan_unit=c(UNIT_BYTES / (_num(cols, "hybrid.bus_mts") * 1e6)),
+        host_rate=c([i.usable_bytes_per_s for i in ifaces]),
+        cmd_s=c([i.cmd_overhead_us * 1e-6 for i in ifaces]),
+        drain=c(dies * page_units / t_page), wa=c([w for _, w in tp]),
+        block_pages=c([v["block_pages"] for v in nv]),
+    )
+    # gathering slots per set: the write unit spread over the sets, with room for its fluctuation
+    g = int(min(max(ways, int(np.ceil(3 * (unit / sets).max())) + 4), 4096))
+    lay = Layout(sets=int(sets.max()), ways=ways, gways=g, dies=int(dies.max()),
+                 slots=int(_num(cols, "hybrid.queue_depth").max()))
+    return hp, lay

@@ -1,0 +1,466 @@
+"""SCM/NAND hybrid SSD with the NV-WB cache (seeds/001, Fukuchi et al.; NV-WB: Okamoto et al., IMW 2015).
+
+One drive per call (no vmap inside); a batch ``vmap``s :func:`run_chunk` over stacked
+:class:`~ssdx.hybrid_params.HybridParams` with the request stream broadcast, as the request-level engine
+(``ssdx.models.engine``) does, whose histogram and compensated clock this model shares.
+
+**Stream.**  Requests are cut on the host into 4 KiB *lines* (the SCM line and the FTL's mapping unit);
+the scan takes one line per step (:class:`Lines`: op, logical line, sectors of the request inside it, and
+flags for the request's first and last line and for the measured part of the stream).
+
+**SCM tier** (100 ns per 512 B sector, read and write: seeds/001 Table 1) holds ``C = sets × ways`` lines
+in a set-associative table: line ``x`` lives in set ``hash(x) mod sets`` (a multiplicative hash, so strided
+addresses spread).  **NV-WB** (seeds/001 §2):
+
+* every write goes to SCM (a hit updates the line in place, a miss inserts it dirty);
+* a read that misses SCM is served from NAND and its line copied into SCM (clean);
+* when an insertion finds SCM free space at or below ``threshold`` (resident + gathering lines ≥
+  ``limit = ⌊(1 − threshold)·C⌋``), or finds its set full, one victim leaves its set: the set's
+  least-recently used line (``victim`` policy: :func:`victim_key`).  A clean victim is dropped (NAND holds
+  it); a dirty one joins the **gathering unit** — it stays in SCM (readable, writable in place) until a
+  whole NAND **write unit** (page 16 KiB, word line 48 KiB or a whole block: Table 1) has gathered, which
+  is then programmed on the next die in round-robin order.  Gathering lines sit in ``gways`` extra slots of
+  the victim's set; when that set has none left, the partial unit is programmed at once (counted:
+  ``partial_flushes``).
+
+*Approximation (documented and tested, ``tests/test_hybrid.py``):* a fully associative LRU would evict the
+globally least-recent line; here the victim is the least-recent line of the set being filled (with 16
+ways this is a sample of 16, like the sampled LRU of many caches).  With ``sets = 1`` the table is fully
+associative and the model equals the exact NV-WB reference (``tests/nvwb_reference.py``) line for line.
+
+**NAND tier.**  A line read from NAND costs one page read (``t_read``) on die ``(x div page_lines) mod
+dies`` (logical striping, as the engine's reads); consecutive missing lines of one request share a page
+read (a request's lines were written and evicted together, so they sit in one page).  A flushed write unit
+costs ``pages × t_page`` on its die, where ``t_page`` adds greedy GC's copies and the erases to the program
+time (``ssdx.hybrid_params.die_seconds_per_page``: block size and erase latency enter there).  Dies serve
+reads first (program/erase suspension, ``read_priority``) or in FIFO order.
+
+**Timing.**  Closed loop at ``queue_depth``: a request is issued when a host slot frees, pays the
+interface's command overhead, then each of its lines: the host link (one server), the SCM (one server,
+sector time) and, on a read miss, its die and a channel transfer.  A write that inserts a line waits while
+SCM is full: flushed data stays in SCM until programmed, draining at the array's program rate ``drain``,
+so the write completes at ``max(SCM write end, backlog end − free lines / drain)`` — a fluid form of the
+engine's write buffer.  Times are rebased to each request's issue (float32 keeps sub-µs resolution).
+
+**Outputs** (:class:`Acc`, summed over the measured lines): requests, latency sums and histograms per
+operation, SCM read and write hits, NAND page reads (host misses), NAND pages programmed with host data,
+flushes, partial flushes, skipped evictions, write-stall time and per-die busy time.
+:func:`metrics` turns them into IOPS, SCM hit rate, NAND read/write ratio and traffic reduction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ssdx.hybrid_params import SECTOR_BYTES, UNIT_BYTES, VICTIMS, HybridParams, Layout
+from ssdx.models.engine import N_BINS, READ, WRITE, kahan_add, latency_bin, percentile_from_hist
+
+LRU, FIFO, CFLRU = (VICTIMS.index(v) for v in ("lru", "fifo", "cflru"))
+_HASH = np.uint32(2654435761)  # Knuth's multiplicative hash constant (2^32 / golden ratio)
+_BIG = np.int32(1 << 30)
+
+
+class Lines(NamedTuple):
+    """One chunk of 4 KiB lines, shape ``(L,)`` each, shared by every configuration."""
+
+    op: jax.Array  # int32 READ/WRITE
+    line: jax.Array  # int32 logical line (offset // 4 KiB)
+    sectors: jax.Array  # int32 512 B sectors of the request inside this line
+    first: jax.Array  # bool: first line of its request
+    last: jax.Array  # bool: last line of its request
+    measure: jax.Array  # bool: counted in the metrics (after the warm-up)
+    valid: jax.Array  # bool: False on padding
+
+
+class State(NamedTuple):
+    """SCM table, gathering unit, NAND dies and host slots of one drive (times relative to the last issue)."""
+
+    tag: jax.Array  # (S, A) int32 line held; -1 empty
+    stamp: jax.Array  # (S, A) int32 recency (LRU) or insertion (FIFO) clock
+    dirty: jax.Array  # (S, A) bool
+    gtag: jax.Array  # (S, G) int32 gathering line; live while gunit == unit_id
+    gunit: jax.Array  # (S, G) int32
+    resident: jax.Array  # int32 lines in the table
+    gather: jax.Array  # int32 lines in the gathering unit
+    unit_id: jax.Array  # int32 units flushed so far
+    clock: jax.Array  # int32 lines served
+    wptr: jax.Array  # int32 die of the next flush
+    slots: jax.Array  # (Q,) completion times of the host slots; inf = not in use
+    die_free: jax.Array  # (D,) end of all booked die work
+    die_r: jax.Array  # (D,) end of booked reads (read priority)
+    scm_free: jax.Array
+    link_free: jax.Array
+    req_slot: jax.Array  # int32 slot of the request in service
+    req_done: jax.Array  # completion of its lines so far
+    req_miss: jax.Array  # int32 lines of it read from NAND so far
+    req_read_end: jax.Array  # end of its latest NAND page read
+    req_stall: jax.Array  # longest wait of one of its lines for SCM space
+
+
+class Acc(NamedTuple):
+    """Sums over the measured lines of a chunk."""
+
+    elapsed: jax.Array
+    elapsed_c: jax.Array
+    count: jax.Array  # (2,) requests read / write
+    lines: jax.Array  # (2,)
+    lat_sum: jax.Array  # (2,)
+    hist: jax.Array  # (2, N_BINS) int32
+    scm_hits: jax.Array  # (2,) lines served from SCM
+    nand_reads: jax.Array  # pages read for host misses
+    nand_programs: jax.Array  # pages of host data programmed (before GC)
+    flushes: jax.Array
+    partial_flushes: jax.Array
+    skipped: jax.Array  # insertions over the threshold whose set held nothing to evict
+    stall: jax.Array  # s writes waited for SCM space
+    busy: jax.Array  # (D,) die-seconds
+
+
+def set_index(line: jax.Array, sets: jax.Array) -> jax.Array:
+    """Set of ``line``: Knuth's multiplicative hash modulo the active set count (int32)."""
+    h = line.astype(jnp.uint32) * _HASH
+    return (h % sets.astype(jnp.uint32)).astype(jnp.int32)
+
+
+def victim_key(policy: jax.Array, stamp: jax.Array, dirty: jax.Array, empty: jax.Array) -> jax.Array:
+    """Eviction order of a set's ways (smallest leaves first): ``lru`` and ``fifo`` by stamp (a hit
+    refreshes the stamp only under LRU), ``cflru`` clean lines before dirty ones, each by recency.
+    Empty ways never leave."""
+    key = jnp.where((policy == CFLRU) & dirty, stamp + _BIG, stamp)
+    return jnp.where(empty, jnp.iinfo(jnp.int32).max, key)
+
+
+def space_time(die_free: jax.Array, rate: jax.Array, room: jax.Array) -> jax.Array:
+    """Earliest time ``t >= 0`` at which the flushed data still waiting on the dies fits in ``room`` lines.
+
+    Die ``d`` holds ``rate·max(die_free[d] − t, 0)`` lines not yet programmed (it programs ``rate`` lines
+    per second and SCM frees each line once programmed), so the condition is
+    ``h(t) = Σ_d max(f_d − t, 0) <= room / rate``.  ``h`` is the upper envelope of ``S_k − k·t`` over the
+    sums ``S_k`` of the ``k`` largest ``f_d``, hence ``t = max(0, max_k (S_k − room/rate) / k)``.  The top-k
+    sets are formed pairwise (``{j: f_j >= f_i}`` for each die ``i``; ties only add the endpoints of a linear
+    stretch), which on a CPU is several times faster than sorting a few dozen values per step.  Exact for
+    any mix of unit sizes."""
+    f = jnp.maximum(die_free, 0.0)
+    ge = f[None, :] >= f[:, None]
+    k = jnp.sum(ge, axis=1).astype(f.dtype)
+    top = jnp.sum(jnp.where(ge, f[None, :], 0.0), axis=1)
+    return jnp.maximum(jnp.max((top - room / rate) / k), 0.0)
+
+
+def init(p: HybridParams, lay: Layout) -> State:
+    """An empty SCM, idle dies and free host slots at time 0."""
+    z = jnp.zeros_like(p.t_read)
+    i0 = jnp.int32(0)
+    sa, sg = (lay.sets, lay.ways), (lay.sets, lay.gways)
+    dies = jnp.zeros((lay.dies,), z.dtype)
+    return State(
+        tag=jnp.full(sa, -1, jnp.int32), stamp=jnp.zeros(sa, jnp.int32), dirty=jnp.zeros(sa, bool),
+        gtag=jnp.full(sg, -1, jnp.int32), gunit=jnp.full(sg, -1, jnp.int32),
+        resident=i0, gather=i0, unit_id=i0, clock=i0, wptr=i0,
+        slots=jnp.where(jnp.arange(lay.slots) < p.queue_depth, z, jnp.inf),
+        die_free=dies, die_r=dies, scm_free=z, link_free=z,
+        req_slot=i0, req_done=z, req_miss=i0, req_read_end=z, req_stall=z,
+    )
+
+
+def zero_acc(p: HybridParams, lay: Layout) -> Acc:
+    """Empty accumulators."""
+    z = jnp.zeros_like(p.t_read)
+    two = jnp.zeros((2,), z.dtype)
+    return Acc(elapsed=z, elapsed_c=z, count=two, lines=two, lat_sum=two,
+               hist=jnp.zeros((2, N_BINS), jnp.int32),
+               scm_hits=two, nand_reads=z, nand_programs=z, flushes=z, partial_flushes=z, skipped=z, stall=z,
+               busy=jnp.zeros((lay.dies,), z.dtype))
+
+
+def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax.Array]:
+    """Serve one line; returns the new state, accumulators and the request's latency when ``u.last``."""
+    dt = p.t_read.dtype
+    v = u.valid
+    is_r, is_w = v & (u.op == READ), v & (u.op == WRITE)
+    nbytes = u.sectors.astype(dt) * SECTOR_BYTES
+    die_ok = jnp.arange(s.die_free.shape[0]) < p.n_dies
+
+    # 1. a new request takes the earliest free host slot; rebase every time to its issue
+    j = jnp.argmin(s.slots)
+    issue = jnp.where(u.first & v, s.slots[j], 0.0)
+    slots, die_free, die_r = s.slots - issue, s.die_free - issue, s.die_r - issue
+    scm_free, link_free = s.scm_free - issue, s.link_free - issue
+    new_req = u.first & v
+    req_slot = jnp.where(new_req, j, s.req_slot)
+    req_done = jnp.where(new_req, p.cmd_s, s.req_done - issue)
+    req_miss = jnp.where(new_req, 0, s.req_miss)
+    read_end = jnp.where(new_req, 0.0, s.req_read_end - issue)
+    ready = p.cmd_s  # every line of the request is ready once the command is decoded
+
+    # 2. SCM lookup: the line's set and its gathering slots
+    st = set_index(u.line, p.sets)
+    row_t, row_s, row_d = s.tag[st], s.stamp[st], s.dirty[st]
+    g_t, g_u = s.gtag[st], s.gunit[st]
+    g_live = (g_t >= 0) & (g_u == s.unit_id)
+    hit_way = (row_t == u.line) & v
+    hit_r = jnp.any(hit_way)
+    hit_g = jnp.any(g_live & (g_t == u.line)) & v
+    hit = hit_r | hit_g
+    ins = (is_r | is_w) & ~hit
+
+    # 3. read miss: NAND page read (shared by consecutive missing lines of the request), channel
+    miss_r = is_r & ~hit
+    new_page = miss_r & (jnp.mod(req_miss, p.page_units) == 0)
+    d = jnp.mod(u.line // p.page_units, p.n_dies)
+    base = jnp.where(p.read_priority > 0.5, die_r[d], die_free[d])
+    r_start = jnp.maximum(ready, base)
+    r_end = r_start + p.t_read
+    die_r = die_r.at[d].set(jnp.where(new_page, r_end, die_r[d]))
+    pushed = jnp.maximum(die_free[d], r_start) + p.t_read
+    die_free = die_free.at[d].set(jnp.where(new_page, pushed, die_free[d]))
+    busy = acc.busy.at[d].add(jnp.where(new_page & u.measure, p.t_read, 0.0))
+    read_end = jnp.where(new_page, r_end, read_end)
+    req_miss = req_miss + miss_r
+    data_at = read_end + p.chan_unit
+
+    # 4. host link and SCM (write: link, then SCM; read hit: SCM, then link; miss: die, channel, link,
+    #    and the copy into SCM)
+    io = is_r | is_w
+    xfer = nbytes / p.host_rate
+    w_link = jnp.maximum(ready, link_free)
+    scm_ready = jnp.where(is_w, w_link + xfer, jnp.where(miss_r, data_at, ready))
+    sectors = jnp.where(miss_r, UNIT_BYTES // SECTOR_BYTES, u.sectors).astype(dt)
+    scm_start = jnp.maximum(scm_ready, scm_free)
+    scm_end = scm_start + jnp.where(io, sectors * p.t_sector, 0.0)
+    scm_free = jnp.where(io, scm_end, scm_free)
+    r_link = jnp.maximum(jnp.where(miss_r, data_at, scm_end), link_free)
+    lk_start = jnp.where(is_w, w_link, r_link)
+    link_free = jnp.where(io, lk_start + xfer, link_free)
+    read_done = r_link + xfer
+
+    # 5. insertion: a victim leaves when SCM is over its threshold or the set is full
+    empty = row_t < 0
+    over = (s.resident + s.gather) >= p.limit
+    need = ins & (over | ~jnp.any(empty))
+    key = victim_key(p.policy, row_s, row_d, empty)
+    vic = jnp.argmin(key)
+    evict = need & ~empty[vic]
+    skipped = need & empty[vic]
+    way = jnp.where(evict, vic, jnp.argmax(empty))
+    v_line, v_dirty = row_t[vic], evict & row_d[vic]
+    resident = s.resident + ins - evict
+
+    # 6. a dirty victim joins the gathering unit; a full unit (or a full gathering row) is programmed
+    g_free = ~g_live
+    force = v_dirty & ~jnp.any(g_free)
+    flushed_lines = jnp.where(force, s.gather, 0)
+    unit_id = s.unit_id + force
+    gather = jnp.where(force, 0, s.gather)
+    g_free = g_free | force
+    gw = jnp.argmax(g_free)
+    g_t = g_t.at[gw].set(jnp.where(v_dirty, v_line, g_t[gw]))
+    g_u = g_u.at[gw].set(jnp.where(v_dirty, unit_id, g_u[gw]))
+    gather = gather + v_dirty
+    full = gather >= p.unit
+    flushed_lines = jnp.where(full, gather, flushed_lines)
+    unit_id = unit_id + full
+    gather = jnp.where(full, 0, gather)
+    flush = force | full
+    pages = jnp.ceil(flushed_lines / p.page_units).astype(dt)
+    # the unit is read out of SCM, then programmed on the next die (after its booked work)
+    out_start = jnp.maximum(scm_free, ready)
+    out_end = out_start + flushed_lines.astype(dt) * (UNIT_BYTES // SECTOR_BYTES) * p.t_sector
+    scm_free = jnp.where(flush, out_end, scm_free)
+    w = s.wptr
+    prog = pages * p.t_page
+    die_free = die_free.at[w].set(jnp.where(flush, jnp.maximum(die_free[w], out_end) + prog, die_free[w]))
+    busy = busy.at[w].add(jnp.where(flush & u.measure, prog, 0.0))
+    wptr = jnp.where(flush, jnp.mod(w + 1, p.n_dies), w)
+
+    # 7. write completion: SCM write done, and room for the line once flushed data is programmed
+    wait_until = space_time(jnp.where(die_ok, die_free, 0.0), p.drain / p.n_dies.astype(dt),
+                            (p.sets * s.tag.shape[1] - resident - gather).astype(dt))
+    write_done = jnp.where(ins, jnp.maximum(scm_end, wait_until), scm_end)
+    stall = jnp.where(is_w, jnp.maximum(write_done - scm_end, 0.0), 0.0)
+    req_stall = jnp.maximum(jnp.where(new_req, 0.0, s.req_stall), stall)
+    done = jnp.where(is_w, write_done, jnp.where(is_r, read_done, ready))
+    req_done = jnp.maximum(req_done, done)
+
+    # 8. table update: touch on hit (LRU, CFLRU), write sets dirty, insertion fills ``way``
+    clock = s.clock + v
+    touch = hit_way & (p.policy != FIFO)
+    row_s = jnp.where(touch, clock, row_s)
+    row_d = row_d | (hit_way & is_w)
+    row_t = row_t.at[way].set(jnp.where(ins, u.line, row_t[way]))
+    row_s = row_s.at[way].set(jnp.where(ins, clock, row_s[way]))
+    row_d = row_d.at[way].set(jnp.where(ins, is_w, row_d[way]))
+
+    # 9. request completion
+    end = u.last & v
+    slots = slots.at[req_slot].set(jnp.where(end, req_done, slots[req_slot]))
+    lat = req_done
+
+    new = State(
+        tag=s.tag.at[st].set(row_t), stamp=s.stamp.at[st].set(row_s), dirty=s.dirty.at[st].set(row_d),
+        gtag=s.gtag.at[st].set(g_t), gunit=s.gunit.at[st].set(g_u),
+        resident=resident, gather=gather, unit_id=unit_id, clock=clock, wptr=wptr, slots=slots,
+        die_free=die_free, die_r=die_r, scm_free=scm_free, link_free=link_free, req_slot=req_slot,
+        req_done=req_done, req_miss=req_miss, req_read_end=read_end, req_stall=req_stall,
+    )
+    m = (v & u.measure).astype(dt)
+    op = jnp.clip(u.op, 0, 1)
+    onehot = (jnp.arange(2) == op).astype(dt) * m
+    endm = onehot * end
+    el, el_c = kahan_add(acc.elapsed, acc.elapsed_c, issue * m)
+    new_acc = Acc(
+        elapsed=el, elapsed_c=el_c, count=acc.count + endm, lines=acc.lines + onehot,
+        lat_sum=acc.lat_sum + endm * lat,
+        hist=acc.hist.at[op, latency_bin(lat)].add((end & u.measure).astype(jnp.int32)),
+        scm_hits=acc.scm_hits + onehot * hit, nand_reads=acc.nand_reads + new_page * m,
+        nand_programs=acc.nand_programs + pages * flush * m, flushes=acc.flushes + flush * m,
+        partial_flushes=acc.partial_flushes + force * m, skipped=acc.skipped + skipped * m,
+        stall=acc.stall + endm[1] * req_stall, busy=busy,
+    )
+    return new, new_acc, jnp.where(end, lat, jnp.nan)
+
+
+def run_chunk(p: HybridParams, s: State, lines: Lines, lay: Layout) -> tuple[State, Acc]:
+    """Scan one chunk of lines from state ``s``."""
+    def body(carry, u):
+        st, acc = carry
+        st, acc, _ = step(p, st, acc, u)
+        return (st, acc), None
+
+    (s, acc), _ = jax.lax.scan(body, (s, zero_acc(p, lay)), lines)
+    return s, acc
+
+
+def trace(p: HybridParams, s: State, lines: Lines, lay: Layout):
+    """Like :func:`run_chunk`, also returning per-line SCM events for invariant checks: hit, the
+    insertion's victim line (-1 none) and whether it was dirty, the flush flag, and the state counters
+    ``resident``/``gather``/``unit_id`` after the line."""
+    def body(carry, u):
+        st, acc = carry
+        st2, acc2, _ = step(p, st, acc, u)
+        events = {"resident": st2.resident, "gather": st2.gather, "unit_id": st2.unit_id,
+                  "flushes": acc2.flushes, "hits": acc2.scm_hits.sum()}
+        return (st2, acc2), events
+
+    (s, acc), ev = jax.lax.scan(body, (s, zero_acc(p, lay)), lines)
+    return s, acc, ev
+
+
+# ------------------------------------------------------------------------------------------ host side
+
+def lines_from_requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray,
+                        measure_from: int = 0) -> dict[str, np.ndarray]:
+    """Cut requests into 4 KiB lines (host arrays).  Zero-size requests and other op codes are dropped;
+    requests with index ``>= measure_from`` are measured."""
+    op, offset, size = (np.asarray(a) for a in (op, offset, size))
+    keep = ((op == READ) | (op == WRITE)) & (size > 0)
+    idx = np.flatnonzero(keep)
+    op, offset, size = op[keep].astype(np.int32), offset[keep].astype(np.int64), size[keep].astype(np.int64)
+    first_line = offset // UNIT_BYTES
+    last_line = (offset + size - 1) // UNIT_BYTES
+    k = (last_line - first_line + 1).astype(np.int64)
+    req = np.repeat(np.arange(len(op)), k)
+    pos = np.arange(k.sum()) - np.repeat(np.cumsum(k) - k, k)
+    line = first_line[req] + pos
+    lo = np.maximum(offset[req], line * UNIT_BYTES)
+    hi = np.minimum(offset[req] + size[req], (line + 1) * UNIT_BYTES)
+    sectors = np.ceil((hi - lo) / SECTOR_BYTES).astype(np.int32)
+    return {"op": op[req], "line": (line % (1 << 31)).astype(np.int32), "sectors": sectors,
+            "first": pos == 0, "last": pos == k[req] - 1, "measure": idx[req] >= measure_from,
+            "valid": np.ones(len(req), bool)}
+
+
+def pad_lines(chunk: dict[str, np.ndarray], length: int) -> Lines:
+    """Pad a host chunk of lines to ``length`` (padding is invalid and touches nothing)."""
+    n = len(chunk["op"])
+    if n > length:
+        raise ValueError(f"chunk of {n} lines exceeds the padded length {length}")
+    f = lambda a, fill: np.concatenate([a, np.full(length - n, fill, a.dtype)])  # noqa: E731
+    return Lines(op=f(chunk["op"], 0), line=f(chunk["line"], 0), sectors=f(chunk["sectors"], 0),
+                 first=f(chunk["first"], False), last=f(chunk["last"], False),
+                 measure=f(chunk["measure"], False), valid=f(chunk["valid"], False))
+
+
+def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, n_dies: np.ndarray,
+            page_units: np.ndarray, horizon_s: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Per-configuration figures from summed accumulators (float64, leading axis = configurations).
+
+    ``nand_read_write_ratio`` is NAND page reads for host misses over pages of host data programmed (the
+    x-axis of seeds/001 Fig. 6); ``nand_traffic_reduction`` compares those NAND page operations with a
+    drive without SCM, which would read and program every host line (in pages)."""
+    count, lines, hits = acc["count"], acc["lines"], acc["scm_hits"]
+    n_req = count.sum(1)
+    reads, progs = acc["nand_reads"], acc["nand_programs"]
+    out = {
+        "requests": n_req, "read_fraction": count[:, 0] / np.maximum(n_req, 1),
+        "iops": n_req / makespan_s, "makespan_s": makespan_s,
+        "latency_mean_us": 1e6 * acc["lat_sum"].sum(1) / np.maximum(n_req, 1),
+        "scm_hit_rate": hits.sum(1) / np.maximum(lines.sum(1), 1),
+        "scm_read_hit_rate": hits[:, 0] / np.maximum(lines[:, 0], 1),
+        "scm_write_hit_rate": hits[:, 1] / np.maximum(lines[:, 1], 1),
+        "nand_reads": reads, "nand_writes": progs,
+        "nand_read_write_ratio": reads / np.maximum(progs, 1e-9),
+        "nand_traffic_reduction": 1.0 - (reads + progs) / np.maximum(lines.sum(1) / page_units, 1e-9),
+        "flushes": acc["flushes"], "partial_flushes": acc["partial_flushes"],
+        "skipped_evictions": acc["skipped"], "write_stall_share": acc["stall"] / np.maximum(
+            acc["lat_sum"][:, 1], 1e-30),
+        "die_utilisation_mean": acc["busy"].sum(1) / (np.maximum(
+            makespan_s if horizon_s is None else horizon_s, 1e-30) * n_dies),
+    }
+    for i, name in ((0, "read"), (1, "write")):
+        mean = 1e6 * acc["lat_sum"][:, i] / np.maximum(count[:, i], 1)
+        out[f"{name}_latency_mean_us"] = np.where(count[:, i] > 0, mean, np.nan)
+    out["latency_p99_us"] = 1e6 * percentile_from_hist(acc["hist"].sum(1), 0.99)
+    return out
+
+
+_COMPILED: dict = {}
+
+
+def compiled(lay: Layout):
+    """``jit(vmap(run_chunk))`` for a layout (parameters batched, lines shared), cached."""
+    if lay not in _COMPILED:
+        _COMPILED[lay] = jax.jit(jax.vmap(lambda p, s, x: run_chunk(p, s, x, lay), in_axes=(0, 0, None)))
+    return _COMPILED[lay]
+
+
+def simulate(hp: HybridParams, lay: Layout, lines: dict[str, np.ndarray], chunk_len: int = 65536,
+             progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+    """Replay host ``lines`` (:func:`lines_from_requests`) through every configuration of ``hp`` (leaves
+    ``(n,)``); returns :func:`metrics` plus ``compile_s`` and ``run_s``.  Chunks are summed on the host in
+    float64; the makespan runs from the first measured issue to the last completion."""
+    import time
+
+    n_lines = len(lines["op"])
+    chunk_len = max(1, min(chunk_len, n_lines))
+    fn = compiled(lay)
+    state = jax.vmap(lambda p: init(p, lay))(hp)
+    sums: dict[str, np.ndarray] | None = None
+    compile_s, t0 = 0.0, time.perf_counter()
+    for k, lo in enumerate(range(0, n_lines, chunk_len)):
+        chunk = pad_lines({key: a[lo:lo + chunk_len] for key, a in lines.items()}, chunk_len)
+        t = time.perf_counter()
+        state, acc = fn(hp, state, chunk)
+        acc = jax.tree_util.tree_map(lambda x: np.asarray(x, np.float64), acc._asdict())
+        if k == 0:
+            compile_s = time.perf_counter() - t
+        sums = acc if sums is None else {key: sums[key] + acc[key] for key in acc}
+        if progress is not None:
+            progress(min(chunk_len, n_lines - lo))
+    run_s = time.perf_counter() - t0 - compile_s
+    slots = np.asarray(state.slots, np.float64)
+    last = np.where(np.isfinite(slots), slots, -np.inf).max(axis=1)
+    makespan = sums["elapsed"] + last
+    # die utilisation over the makespan, or longer where flushed data was still being programmed
+    backlog = np.asarray(jnp.max(jnp.where(jnp.arange(lay.dies)[None, :] < hp.n_dies[:, None],
+                                           state.die_free, -jnp.inf), axis=1), np.float64)
+    out = metrics(sums, makespan, np.asarray(hp.n_dies, np.float64), np.asarray(hp.page_units, np.float64),
+                  horizon_s=np.maximum(makespan, sums["elapsed"] + backlog))
+    out["write_amplification"] = np.asarray(hp.wa, np.float64)
+    out["scm_lines"] = np.asarray(hp.sets, np.float64) * lay.ways
+    return {**out, "compile_s": compile_s, "run_s": run_s}

@@ -1,0 +1,65 @@
+"""Plots of the hybrid SCM/NAND studies (seeds/001 Figures 3 and 5), host side."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+NAND_ORDER = ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
+
+
+def plot_relative(rel: Mapping[str, Mapping[str, float]], path: Path, title: str,
+                  paper: Mapping[str, float] | None = None) -> None:
+    """Grouped bars of IOPS relative to the baseline NAND per workload (Fig. 3); ``paper`` marks seeds/001
+    Table 2's 3D CT TLC figures (percent)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ws = list(rel)
+    nands = [n for n in NAND_ORDER if all(n in rel[w] for w in ws)] or sorted(next(iter(rel.values())))
+    x = np.arange(len(ws))
+    width = 0.8 / len(nands)
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for i, n in enumerate(nands):
+        ax.bar(x + (i - (len(nands) - 1) / 2) * width, [rel[w][n] for w in ws], width, label=n)
+    if paper and "3d_ct_tlc" in nands:
+        i = nands.index("3d_ct_tlc")
+        px = [x[k] + (i - (len(nands) - 1) / 2) * width for k, w in enumerate(ws) if w in paper]
+        ax.scatter(px, [1 + paper[w] / 100 for w in ws if w in paper], marker="_", s=300, color="k",
+                   zorder=3, label="paper Table 2 (3D CT TLC)")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xticks(x, ws)
+    ax.set_ylabel("IOPS / IOPS of 2D FG MLC")
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncols=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_sensitivity(change: Mapping[str, Mapping[str, float]], path: Path) -> None:
+    """IOPS change (percent) when one 3D CT TLC characteristic takes 2D FG MLC's value (Fig. 5)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = list(change)
+    ws = list(next(iter(change.values())))
+    x = np.arange(len(ws))
+    width = 0.8 / len(cases)
+    fig, ax = plt.subplots(figsize=(9, 4))
+    for i, c in enumerate(cases):
+        ax.bar(x + (i - (len(cases) - 1) / 2) * width, [change[c][w] for w in ws], width, label=c)
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xticks(x, ws)
+    ax.set_ylabel("IOPS change, %")
+    ax.set_title("3D CT TLC with one characteristic of 2D FG MLC")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,363 @@
+"""Hybrid SCM/NAND jobs behind the CLI: the NAND-per-workload sweep and the sensitivity study (seeds/001).
+
+Configurations are grouped by workload: one request stream per group is cut into 4 KiB lines and replayed
+through every configuration of the group at once (``ssdx.models.hybrid.simulate``).  A stream is an MSR
+Cambridge volume preset (``ssdx.workloads.msr``) or, when ``workload.trace_path`` names a directory holding
+``<volume>.csv`` files (or one such file), the real trace.  The SCM starts empty: metrics count only after
+the stream has touched ``hybrid.warmup_fills`` × the group's largest SCM capacity in distinct lines
+(:func:`warmup_requests`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ssdx import hybrid_params, params
+from ssdx.models import hybrid
+from ssdx.sweep import space, store
+from ssdx.tasks import _write_json
+
+TABLE1 = ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
+BASELINE = "2d_fg_mlc"
+#: seeds/001 Table 2: IOPS of SCM/3D CT TLC relative to SCM/2D FG MLC, percent
+PAPER_TABLE2 = {"prxy_0": 6.7, "proj_0": 7.1, "hm_0": 5.3, "web_1": 6.4, "prxy_1": -0.1, "proj_3": 1.9,
+                "src2_1": 3.6}
+WRITE_INTENSIVE = ("prxy_0", "proj_0", "hm_0", "web_1")
+MAX_GROWTH = 64  # a synthetic stream grows at most this many times its measured length to warm up
+
+
+class Stream(dict):
+    """Host lines of one workload (``ssdx.models.hybrid.lines_from_requests``) plus ``info``."""
+
+    info: dict[str, Any]
+
+
+def warmup_requests(line: np.ndarray, first: np.ndarray, target_lines: float) -> int | None:
+    """Requests before the one whose line brings the distinct lines seen to ``target_lines``; None if the
+    stream never gets there."""
+    if target_lines <= 0:
+        return 0
+    _, first_at = np.unique(line, return_index=True)
+    if len(first_at) < target_lines:
+        return None
+    at = np.sort(first_at)[int(np.ceil(target_lines)) - 1]
+    return int(np.cumsum(first)[at] - 1)
+
+
+def _requests_from_trace(path: Path, fmt: str, on_error: str, limit: int):
+    from ssdx.workloads import traces
+
+    reader = traces.Reader(path, fmt, on_error=on_error)
+    parts, n = [], 0
+    try:
+        for chunk in reader:
+            parts.append(chunk)
+            n += len(chunk)
+            if n >= limit:
+                break
+    except traces.TraceError as e:
+        raise params.ConfigError("workload.trace_path", str(path), f"malformed trace: {e}") from None
+    cat = lambda attr: np.concatenate([getattr(c, attr) for c in parts])[:limit]  # noqa: E731
+    return cat("op"), cat("offset"), cat("size"), reader.skipped
+
+
+def trace_file(workload: Mapping[str, Any], name: str) -> Path | None:
+    """The real trace of volume ``name``: ``workload.trace_path`` itself, or ``<trace_path>/<name>.csv``."""
+    tp = workload.get("trace_path")
+    if not tp:
+        return None
+    p = Path(tp)
+    if p.is_dir():
+        f = p / f"{name}.csv"
+        if not f.is_file():
+            raise params.ConfigError("workload.trace_path", tp, f"the directory must hold {name}.csv")
+        return f
+    if not p.is_file():
+        raise params.ConfigError("workload.trace_path", tp, "must be a trace file or a directory of them")
+    return p
+
+
+def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Callable[[float], int],
+           fills: float, seed: int = 0) -> Stream:
+    """The line stream of workload ``name`` with its warm-up: ``measure`` requests counted after it.
+
+    ``capacity(footprint_bytes)`` is the largest SCM capacity (lines) the stream serves."""
+    from ssdx.workloads import msr
+
+    path = trace_file(workload, name)
+    if path is not None:
+        cap = int(workload.get("max_trace_requests") or 50_000_000)
+        op, off, size, skipped = _requests_from_trace(path, workload.get("format", "msr"),
+                                                       workload.get("on_error", "raise"), cap)
+        raw = hybrid.lines_from_requests(op, off, size)
+        footprint = float(len(np.unique(raw["line"]))) * hybrid_params.UNIT_BYTES
+        target = fills * capacity(footprint)
+        source = str(path)
+    else:
+        if name not in msr.VOLUMES:
+            raise params.ConfigError("workload.msr", name, f"must be one of {sorted(msr.VOLUMES)} "
+                                     "(or point workload.trace_path at the real traces)")
+        n, skipped = 2 * measure, 0
+        footprint = float(msr.volume(name).footprint_bytes)
+        target = fills * capacity(footprint)
+        while True:
+            ch = msr.generate(name, n, seed=seed, timed=False)
+            raw = hybrid.lines_from_requests(ch.op, ch.offset, ch.size)
+            warm = warmup_requests(raw["line"], raw["first"], target)
+            if (warm is not None and n - warm >= measure) or n >= MAX_GROWTH * measure:
+                break
+            n = max(2 * n, (warm or 0) + measure)
+        op, off, size = ch.op, ch.offset, ch.size
+        source = f"msr:{name} (synthetic, ssdx.workloads.msr)"
+    n = len(op)
+    warm = warmup_requests(raw["line"], raw["first"], target)
+    warmed = warm is not None
+    start = warm if warmed else max(n - measure, 0)
+    stop = min(n, start + measure)
+    req_of_line = np.cumsum(raw["first"]) - 1
+    keep = req_of_line < stop
+    lines = {k: v[keep] for k, v in raw.items()}
+    lines["measure"] = req_of_line[keep] >= start
+    out = Stream(lines)
+    out.info = {"workload": name, "source": source, "warmup_requests": int(start),
+                "measured_requests": int(stop - start), "warmed": warmed, "skipped_lines": int(skipped),
+                "footprint_bytes": footprint}
+    return out
+
+
+def run_group(cols: Mapping[str, np.ndarray], footprint: float, lines: Mapping[str, np.ndarray],
+              chunk_len: int = 65536, dtype=np.float32,
+              progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+    """Replay one stream through every configuration of ``cols`` (same workload); metric columns."""
+    n = len(cols["hybrid.nand"])
+    hp, lay = hybrid_params.build(cols, np.full(n, footprint), dtype=dtype)
+    return hybrid.simulate(hp, lay, dict(lines), chunk_len=chunk_len, progress=progress)
+
+
+def sweep_columns(sweep: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """``workload.msr`` and ``hybrid.*`` columns of a ``model: hybrid`` sweep: the base config, the sweep's
+    ``base`` overrides, then its space."""
+    base = hybrid_params.columns(cfg["hybrid"])
+    base["workload.msr"] = np.asarray([str((cfg.get("workload") or {}).get("msr") or "prxy_0")])
+    for key, value in dict(sweep.get("base") or {}).items():
+        if key not in base:
+            raise params.ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
+        base[key] = np.asarray([np.nan if value is None else value])
+    parts = sweep["space"] if isinstance(sweep["space"], list | tuple) else [sweep["space"]]
+    blocks = []
+    for part in parts:
+        rows = space.expand(part)
+        cols = params.broadcast_columns(base, len(next(iter(rows.values()))))
+        for key, values in rows.items():
+            if key not in cols:
+                raise params.ConfigError(f"sweep.space: {key}", values[0],
+                                         f"unknown field; known: {sorted(cols)}")
+            cols[key] = values
+        blocks.append(cols)
+    return params.concat_columns(blocks)
+
+
+def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: int, out_dir: Path | None,
+              progress: bool = True, desc: str = "hybrid") -> tuple[pa.Table, list[dict[str, Any]]]:
+    """Every configuration of ``cols``, grouped by ``workload.msr``: one row each, and the streams' info.
+
+    Each finished group is checkpointed atomically under ``out_dir/chunks`` (``ssdx.sweep.store``)."""
+    from tqdm.auto import tqdm
+
+    fills = float(cfg["hybrid"].get("warmup_fills", 1.0))
+    if not 0 <= fills <= 100:
+        raise params.ConfigError("hybrid.warmup_fills", fills,
+                                 "0 <= x <= 100 (SCM capacities of distinct lines)")
+    names = np.asarray(cols["workload.msr"]).astype(str)
+    order = list(dict.fromkeys(names))
+    pieces, infos = [], []
+    bar = tqdm(total=len(names), desc=desc, unit="cfg", disable=not progress, mininterval=0.5)
+    for g, name in enumerate(order):
+        idx = np.flatnonzero(names == name)
+        sub = {k: np.asarray(v)[idx] for k, v in cols.items()}
+        probe_fp = _footprint_hint(name, cfg["workload"])
+        if probe_fp is not None:  # synthetic footprints are known: refuse bad values before any compute
+            hybrid_params.validate(sub, np.full(len(idx), probe_fp))
+
+        def capacity(fp: float, sub=sub) -> int:
+            return int(hybrid_params.capacity_lines(sub, np.full(len(sub["hybrid.nand"]), fp)).max())
+
+        st = stream(name, cfg["workload"], measure, capacity, fills, seed=int(cfg.get("seed", 0)))
+        res = run_group(sub, st.info["footprint_bytes"], st, progress=None)
+        data: dict[str, Any] = {"config_id": idx.astype(np.int64)}
+        data.update(sub)
+        data["footprint_gib"] = np.full(len(idx), st.info["footprint_bytes"] / 2**30)
+        data["warmup_requests"] = np.full(len(idx), st.info["warmup_requests"])
+        data["warmed"] = np.full(len(idx), st.info["warmed"])
+        data.update({k: np.asarray(v, np.float64) for k, v in res.items() if k not in ("compile_s", "run_s")})
+        table = pa.table(data)
+        if out_dir is not None:
+            store.write_atomic(table, store.chunk_path(out_dir, g))
+        pieces.append(table)
+        infos.append({**st.info, "compile_s": res["compile_s"], "run_s": res["run_s"],
+                      "lines": len(st["op"])})
+        bar.update(len(idx))
+    bar.close()
+    table = pa.concat_tables(pieces).sort_by("config_id")
+    if out_dir is not None:
+        store.write_atomic(table, out_dir / "results.parquet")
+    return table, infos
+
+
+def _footprint_hint(name: str, workload: Mapping[str, Any]) -> float | None:
+    from ssdx.workloads import msr
+
+    if trace_file(workload, name) is None and name in msr.VOLUMES:
+        return float(msr.volume(name).footprint_bytes)
+    return None
+
+
+def relative(df, value: str = "iops", by: Sequence[str] = ("workload.msr",),
+             baseline: str = BASELINE) -> dict[str, dict[str, float]]:
+    """``{workload: {nand: value / value of the baseline NAND}}`` for rows already at one SCM ratio."""
+    out: dict[str, dict[str, float]] = {}
+    for w, g in df.groupby(list(by)[0], sort=False):
+        base = g.loc[g["hybrid.nand"] == baseline, value]
+        if base.empty:
+            raise params.ConfigError("sweep.space: hybrid.nand", sorted(set(g["hybrid.nand"])),
+                                     f"must include the baseline {baseline} for relative IOPS")
+        out[str(w)] = {str(r["hybrid.nand"]): float(r[value] / base.iloc[0]) for _, r in g.iterrows()}
+    return out
+
+
+def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
+              progress: bool = True) -> dict[str, Any]:
+    """A ``model: hybrid`` sweep: ``results.parquet``, ``summary.json``, ``relative_iops.png``."""
+    cols = sweep_columns(sweep, cfg)
+    measure = int(sweep.get("requests", (cfg.get("workload") or {}).get("requests", 100_000)))
+    if not 1000 <= measure <= 100_000_000:
+        raise params.ConfigError("sweep.requests", measure, "integer 1000 <= x <= 1e8 (measured requests)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    table, infos = run_table(cols, cfg, measure, out_dir, progress, desc=str(sweep.get("name", "hybrid")))
+    wall = time.perf_counter() - t0
+    df = table.to_pandas()
+    ratios = sorted(set(df["hybrid.scm_ratio"].astype(float)))
+    ref = float((sweep.get("report") or {}).get("scm_ratio") or ratios[len(ratios) // 2])
+    ref = min(ratios, key=lambda r: abs(r - ref))
+    by_ratio = {}
+    for r in ratios:
+        at = df[df["hybrid.scm_ratio"].astype(float) == r]
+        rel = relative(at)
+        by_ratio[f"{r:g}"] = {"relative_iops": rel,
+                              "best_nand": {w: max(v, key=v.get) for w, v in rel.items()},
+                              "scm_hit_rate": {str(w): float(g["scm_hit_rate"].mean())
+                                               for w, g in at.groupby("workload.msr", sort=False)}}
+    at = df[df["hybrid.scm_ratio"].astype(float) == ref]
+    rel = by_ratio[f"{ref:g}"]["relative_iops"]
+    counts = {str(w): {str(r["hybrid.nand"]): {"nand_reads": float(r["nand_reads"]),
+                                               "nand_writes": float(r["nand_writes"]),
+                                               "read_write_ratio": float(r["nand_read_write_ratio"])}
+                       for _, r in g.iterrows()} for w, g in at.groupby("workload.msr", sort=False)}
+    summary = {
+        "sweep": sweep.get("name"), "n_configs": len(df), "wall_s": wall, "scm_ratio": ref,
+        "relative_iops": rel, "best_nand": by_ratio[f"{ref:g}"]["best_nand"], "nand_counts": counts,
+        "by_scm_ratio": by_ratio, "findings": {**findings(rel, counts),
+                                               "balance_read_write_ratio": balance_ratio(cfg["hybrid"])},
+        "streams": infos,
+        "results": str(out_dir / "results.parquet"),
+    }
+    _write_json(out_dir / "summary.json", summary)
+    from ssdx.report import hybrid as hybrid_report
+
+    hybrid_report.plot_relative(rel, out_dir / "relative_iops.png",
+                                title=f"IOPS relative to SCM/{BASELINE} (SCM = {ref:g} x footprint)",
+                                paper=PAPER_TABLE2)
+    return summary
+
+
+def findings(rel: Mapping[str, Mapping[str, float]],
+             counts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The paper's findings checked on ``rel`` (seeds/001 §3, REFERENCE §2)."""
+    ws = [w for w in rel if all(n in rel[w] for n in TABLE1)]
+    if not ws:
+        return {}
+    ct = {w: 100 * (rel[w]["3d_ct_tlc"] - 1) for w in ws}
+    worst = {w: min(TABLE1, key=lambda n: rel[w][n]) for w in ws}
+    rw = [counts[w][BASELINE]["read_write_ratio"] for w in ws]
+    x = np.log10(np.maximum(rw, 1e-6))
+    y = np.array([ct[w] for w in ws])
+    r = float(np.corrcoef(x, y)[0, 1]) if len(ws) > 2 and np.std(x) > 0 and np.std(y) > 0 else None
+    return {
+        "ct_tlc_vs_mlc_percent": ct,
+        "paper_table2_percent": {w: PAPER_TABLE2[w] for w in ws if w in PAPER_TABLE2},
+        "ct_tlc_best_on": [w for w in ws if max(TABLE1, key=lambda n: rel[w][n]) == "3d_ct_tlc"],
+        "worst_nand": worst,
+        "fg_tlc_3d_min_percent": float(min(100 * (rel[w]["3d_fg_tlc"] - 1) for w in ws)),
+        "pearson_ct_gain_vs_log_nand_read_write_ratio": r,
+    }
+
+
+def balance_ratio(h: Mapping[str, Any], a: str = "3d_ct_tlc", b: str = BASELINE) -> float:
+    """NAND page reads per page programmed at which NAND ``a`` and ``b`` cost a die the same time:
+    ``(t_page,b − t_page,a) / (t_read,a − t_read,b)`` with ``t_page`` the program + GC die time per page
+    (``hybrid_params.die_seconds_per_page``).  Where the die array limits IOPS, ``a`` wins below it."""
+    from ssdx import catalog
+
+    def cost(name: str) -> tuple[float, float]:
+        m = catalog.nand(name)
+        t, _ = hybrid_params.die_seconds_per_page(m.t_prog_us, m.t_read_us, m.t_erase_us, m.block_pages,
+                                                  float(h["nand_utilisation"]))
+        return t, m.t_read_us * 1e-6
+
+    (pa_, ra), (pb, rb) = cost(a), cost(b)
+    return float((pb - pa_) / (ra - rb))
+
+
+def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> dict[str, Any]:
+    """seeds/001 Fig. 5: change one 3D CT TLC characteristic at a time to 2D FG MLC's; ``summary.json``
+    with ``sensitivity`` (largest absolute IOPS change, percent, over the workloads) and
+    ``sensitivity.png``."""
+    from ssdx import catalog
+
+    s = dict(cfg.get("sensitivity") or {})
+    workloads = list(s.get("workloads") or PAPER_TABLE2)
+    measure = int(s.get("requests", 100_000))
+    ct, mlc = catalog.nand("3d_ct_tlc"), catalog.nand(BASELINE)
+    cases = {
+        "base": {},
+        "block_size": {"block_pages": mlc.block_pages},
+        "latency": {"t_prog_us": mlc.t_prog_us, "t_read_us": mlc.t_read_us, "t_erase_us": mlc.t_erase_us},
+        "write_unit": {"write_unit_kib": mlc.write_unit_bytes / 1024},
+    }
+    base = hybrid_params.columns({**cfg["hybrid"], "nand": ct.name})
+    rows = []
+    for w in workloads:
+        for over in cases.values():
+            row = dict(base)
+            row["workload.msr"] = np.asarray([w])
+            for k, v in over.items():
+                row[f"hybrid.{k}"] = np.asarray([v], float)
+            rows.append(row)
+    cols = params.concat_columns(rows)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table, infos = run_table(cols, cfg, measure, None, progress, desc="sensitivity")
+    df = table.to_pandas()
+    names = list(cases)
+    change: dict[str, dict[str, float]] = {c: {} for c in names[1:]}
+    for w in workloads:
+        iops = df[df["workload.msr"] == w].sort_values("config_id")["iops"].to_numpy()
+        for i, c in enumerate(names[1:], start=1):
+            change[c][w] = float(100 * (iops[i] / iops[0] - 1))
+    summary = {
+        "sensitivity": {c: float(max(abs(v) for v in change[c].values())) for c in change},
+        "change_percent": change, "cases": {c: cases[c] for c in names[1:]},
+        "scm_ratio": float(cfg["hybrid"]["scm_ratio"]), "streams": infos,
+        "dominant": max(change, key=lambda c: max(abs(v) for v in change[c].values())),
+    }
+    _write_json(out_dir / "summary.json", summary)
+    from ssdx.report import hybrid as hybrid_report
+
+    hybrid_report.plot_sensitivity(change, out_dir / "sensitivity.png")
+    return summary

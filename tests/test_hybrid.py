@@ -1,0 +1,255 @@
+"""SCM/NAND hybrid model (ssdx.models.hybrid): NV-WB against the exact reference, invariants, gathering,
+timing closed forms and the relative-IOPS direction of seeds/001."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from nvwb_reference import NvWb, replay
+
+from ssdx import catalog, hybrid_params
+from ssdx.models import hybrid
+from ssdx.params import ConfigError, concat_columns
+
+LINE = hybrid_params.UNIT_BYTES
+
+
+def cols_for(n: int = 1, **over) -> dict[str, np.ndarray]:
+    d = hybrid_params.defaults()
+    d.update({k: v for k, v in over.items() if not isinstance(v, list)})
+    base = hybrid_params.columns(d)
+    rows = []
+    for i in range(n):
+        r = dict(base)
+        for k, v in over.items():
+            if isinstance(v, list):
+                r[f"hybrid.{k}"] = np.asarray([v[i]], dtype=float if k in hybrid_params.OVERRIDES else None)
+        rows.append(r)
+    return concat_columns(rows)
+
+
+def build(cols, footprint_lines: int):
+    n = len(cols["hybrid.nand"])
+    return hybrid_params.build(cols, np.full(n, footprint_lines * LINE))
+
+
+def random_requests(rng, n, span, read_fraction=0.5, max_lines=3, theta=None):
+    if theta is None:
+        start = rng.integers(0, span, n)
+    else:  # skewed: power-law ranks over the span
+        start = np.minimum((span * rng.random(n) ** (1 / (1 - theta))).astype(int), span - 1)
+    k = rng.integers(1, max_lines + 1, n)
+    op = np.where(rng.random(n) < read_fraction, hybrid.READ, hybrid.WRITE)
+    return op, start * LINE, k * LINE
+
+
+def run(hp, lay, lines, chunk_len=4096):
+    return hybrid.simulate(hp, lay, lines, chunk_len=chunk_len)
+
+
+def final_state(hp, lay, lines, chunk_len=4096):
+    """Single-configuration final state and summed accumulators (no vmap)."""
+    p = jax.tree_util.tree_map(lambda x: x[0], hp)
+    s = hybrid.init(p, lay)
+    total = None
+    for lo in range(0, len(lines["op"]), chunk_len):
+        chunk = hybrid.pad_lines({k: v[lo:lo + chunk_len] for k, v in lines.items()}, chunk_len)
+        s, acc = jax.jit(hybrid.run_chunk, static_argnums=3)(p, s, chunk, lay)
+        acc = {k: np.asarray(v, np.float64) for k, v in acc._asdict().items()}
+        total = acc if total is None else {k: total[k] + acc[k] for k in acc}
+    return s, total
+
+
+def table_content(s, hp):
+    tag, dirty = np.asarray(s.tag), np.asarray(s.dirty)
+    resident = {int(t): bool(d) for t, d in zip(tag.ravel(), dirty.ravel()) if t >= 0}
+    live = (np.asarray(s.gtag) >= 0) & (np.asarray(s.gunit) == int(s.unit_id))
+    return resident, set(np.asarray(s.gtag)[live].tolist())
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo", "cflru"])
+@pytest.mark.parametrize("ways,unit_kib", [(64, 16), (8, 48)])
+def test_model_equals_exact_reference(policy, ways, unit_kib):
+    """Line for line: hits, NAND reads and programs, flushes and the final SCM content equal the plain
+    Python NV-WB.  ways=64 over a 64-line SCM is one set: the fully associative cache of seeds/001."""
+    rng = np.random.default_rng(1)
+    op, off, size = random_requests(rng, 3000, 400, read_fraction=0.4, theta=0.6)
+    lines = hybrid.lines_from_requests(op, off, size)
+    cols = cols_for(ways=ways, victim=policy, scm_ratio=1.0, write_unit_kib=[unit_kib])
+    hp, lay = build(cols, 64)
+    s, acc = final_state(hp, lay, lines)
+    ref = NvWb(sets=int(hp.sets[0]), ways=ways, limit=int(hp.limit[0]), unit=int(hp.unit[0]),
+               gways=lay.gways, policy=policy)
+    replay(ref, lines)
+    assert int(hp.sets[0]) * ways == 64
+    assert acc["scm_hits"].tolist() == [ref.counts["hits_r"], ref.counts["hits_w"]]
+    for k in ("nand_reads", "nand_programs", "flushes", "partial_flushes", "skipped"):
+        assert acc[k] == ref.counts[k], k
+    resident, gathering = table_content(s, hp)
+    assert resident == {line: d for row in ref.rows for line, (_, d) in row.items()}
+    assert gathering == set(ref.gathering)
+    assert ref.counts["flushes"] > 20 and ref.counts["hits_r"] > 100  # the case exercises eviction and hits
+
+
+def test_set_associative_approximation_close_to_fully_associative():
+    """The documented approximation: 16-way sets vs one fully associative LRU of the same capacity.
+    On a skewed stream the SCM hit rate and NAND traffic agree within 2 % of the fully associative."""
+    rng = np.random.default_rng(2)
+    op, off, size = random_requests(rng, 8000, 8000, read_fraction=0.5, theta=0.8)
+    lines = hybrid.lines_from_requests(op, off, size)
+    cols = cols_for(ways=16, scm_ratio=0.1, nand="2d_fg_mlc")
+    hp, lay = build(cols, 8192)
+    out = run(hp, lay, lines)
+    cap = int(hp.sets[0]) * 16
+    exact = replay(NvWb(sets=1, ways=cap, limit=int(hp.limit[0]), unit=int(hp.unit[0]), gways=cap), lines)
+    n_lines = len(lines["op"])
+    exact_hit = (exact.counts["hits_r"] + exact.counts["hits_w"]) / n_lines
+    assert float(out["scm_hit_rate"][0]) == pytest.approx(exact_hit, rel=0.02)
+    assert float(out["nand_writes"][0]) == pytest.approx(exact.counts["nand_programs"], rel=0.02)
+    assert float(out["nand_reads"][0]) == pytest.approx(exact.counts["nand_reads"], rel=0.02)
+    assert 0.2 < exact_hit < 0.9
+
+
+def test_invariants_threshold_and_no_data_lost():
+    """After every line the resident lines stay at or below the threshold limit and the gathering unit below
+    a write unit; every written line ends in SCM (resident or gathering) or NAND, none twice."""
+    rng = np.random.default_rng(3)
+    op, off, size = random_requests(rng, 4000, 600, read_fraction=0.3, theta=0.5)
+    lines = hybrid.lines_from_requests(op, off, size)
+    cols = cols_for(ways=16, scm_ratio=0.25, nand="3d_ct_tlc")
+    hp, lay = build(cols, 600)
+    p = jax.tree_util.tree_map(lambda x: x[0], hp)
+    chunk = hybrid.pad_lines(lines, len(lines["op"]))
+    _, acc, ev = jax.jit(hybrid.trace, static_argnums=3)(p, hybrid.init(p, lay), chunk, lay)
+    assert int(acc.skipped) == 0
+    assert np.asarray(ev["resident"]).max() <= int(hp.limit[0])
+    assert np.asarray(ev["gather"]).max() < int(hp.unit[0])
+    assert int(np.asarray(ev["resident"]).max()) == int(hp.limit[0])  # the threshold was reached
+    ref = replay(NvWb(sets=int(hp.sets[0]), ways=16, limit=int(hp.limit[0]), unit=int(hp.unit[0]),
+                      gways=lay.gways), lines)
+    written = set(lines["line"][lines["op"] == hybrid.WRITE].tolist())
+    in_scm = {x for row in ref.rows for x in row} | set(ref.gathering)
+    assert written <= in_scm | ref.nand
+    assert not ({x for row in ref.rows for x in row} & set(ref.gathering))
+    dirty = {x for row in ref.rows for x, (_, d) in row.items() if d}
+    assert dirty <= written
+
+
+def test_written_lines_conserved_and_gathered_in_write_units():
+    """Distinct lines written once each: lines programmed + gathering + dirty resident = lines written, and
+    every program is one whole write unit (no partial flush)."""
+    n = 12000
+    lines = hybrid.lines_from_requests(np.full(n, hybrid.WRITE), np.arange(n) * LINE, np.full(n, LINE))
+    for unit_kib in (16, 48, 4096):
+        cols = cols_for(ways=16, scm_ratio=1.0, nand="2d_fg_mlc", write_unit_kib=[unit_kib])
+        hp, lay = build(cols, 2048 * 4 if unit_kib == 4096 else 2048)
+        s, acc = final_state(hp, lay, lines)
+        unit = int(hp.unit[0])
+        resident, gathering = table_content(s, hp)
+        assert acc["partial_flushes"] == 0
+        assert acc["nand_programs"] * 4 == acc["flushes"] * unit
+        assert acc["nand_programs"] * 4 + len(gathering) + sum(resident.values()) == n
+        assert acc["flushes"] >= 1
+
+
+def test_reads_after_writes_hit():
+    n = 500
+    line = np.repeat(np.arange(n), 2)
+    op = np.tile([hybrid.WRITE, hybrid.READ], n)
+    lines = hybrid.lines_from_requests(op, line * LINE, np.full(2 * n, LINE))
+    hp, lay = build(cols_for(ways=16, scm_ratio=0.5), 1024)
+    out = run(hp, lay, lines)
+    assert float(out["scm_read_hit_rate"][0]) == 1.0
+    assert float(out["nand_reads"][0]) == 0.0
+
+
+def test_space_time_matches_brute_force():
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        f = np.where(rng.random(16) < 0.3, -rng.random(16), rng.random(16) * 5)
+        rate, room = 2.0 + rng.random(), rng.random() * 20
+        t = float(hybrid.space_time(jnp.asarray(f), jnp.asarray(rate), jnp.asarray(room)))
+        def held(x, f=f, rate=rate):
+            return rate * np.maximum(f - x, 0).sum()
+
+        assert held(t) <= room * (1 + 1e-5) + 1e-5
+        if t > 1e-6:
+            assert held(t - 1e-3) > room
+
+
+def test_qd1_latencies_are_the_sum_of_their_parts():
+    """One 4 KiB read miss at QD1: command + t_R + channel + link; then a read hit: command + 8 sectors of
+    SCM + link; a write: command + link + 8 sectors (SCM empty, no stall)."""
+    cols = cols_for(ways=16, scm_ratio=0.5, nand="3d_ct_tlc", queue_depth=1)
+    hp, lay = build(cols, 4096)
+    p = jax.tree_util.tree_map(lambda x: float(x[0]), hp)
+    iface = catalog.interface("pcie3x4")
+    cmd, link = iface.cmd_overhead_us * 1e-6, LINE / iface.usable_bytes_per_s
+    for ops, expect in (([hybrid.READ], cmd + p.t_read + p.chan_unit + link),
+                        ([hybrid.WRITE, hybrid.READ], cmd + 8 * 100e-9 + link),
+                        ([hybrid.WRITE], cmd + link + 8 * 100e-9)):
+        lines = hybrid.lines_from_requests(np.asarray(ops), np.zeros(len(ops), int), np.full(len(ops), LINE),
+                                           measure_from=len(ops) - 1)
+        out = run(hp, lay, lines)
+        assert float(out["latency_mean_us"][0]) == pytest.approx(1e6 * expect, rel=1e-4)
+
+
+def test_write_saturation_runs_at_the_die_program_rate_and_ct_beats_mlc():
+    """Distinct 16 KiB writes at QD32 once SCM is full: IOPS = dies x page / t_page (program + GC) within
+    3 %, so 3D CT TLC beats 2D FG MLC by their t_page ratio (seeds/001: write-heavy → 3D CT TLC)."""
+    n = 30000
+    lines = hybrid.lines_from_requests(np.full(n, hybrid.WRITE), np.arange(n) * 4 * LINE,
+                                       np.full(n, 4 * LINE), measure_from=n // 2)
+    nands = ["2d_fg_mlc", "3d_ct_tlc", "2d_fg_tlc"]
+    cols = concat_columns([cols_for(ways=16, scm_ratio=0.05, nand=x, queue_depth=32, channels=2,
+                                    dies_per_channel=2) for x in nands])
+    hp, lay = build(cols, 4 * n)
+    out = run(hp, lay, lines, chunk_len=8192)
+    expect = 4 / np.asarray(hp.t_page, np.float64)  # 4 dies, one 16 KiB page per request
+    np.testing.assert_allclose(out["iops"][:2], expect[:2], rtol=0.03)
+    assert out["iops"][1] > out["iops"][0] > out["iops"][2]
+    # 2D FG TLC programs whole 4 MiB blocks: the SCM's threshold space (1200 lines) stages little more
+    # than one block (1024 lines), freed as its pages program, so between one and two of the 4 dies work
+    assert float(expect[2]) / 4 < float(out["iops"][2]) < 2 * float(expect[2]) / 4
+
+
+def test_read_misses_make_mlc_best():
+    """A read-only stream over a footprint far above the SCM: every line misses, the dies bound IOPS at
+    dies / t_R: 2D FG MLC (44 µs) beats 3D CT TLC (76 µs) by their read-time ratio within 3 %."""
+    rng = np.random.default_rng(5)
+    n = 20000
+    lines = hybrid.lines_from_requests(np.full(n, hybrid.READ), rng.permutation(10 * n)[:n] * 4 * LINE,
+                                       np.full(n, 4 * LINE), measure_from=2000)
+    cols = concat_columns([cols_for(ways=16, scm_ratio=0.01, nand=x, queue_depth=64, channels=2,
+                                    dies_per_channel=2) for x in ("2d_fg_mlc", "3d_ct_tlc")])
+    hp, lay = build(cols, 40 * n)
+    out = run(hp, lay, lines, chunk_len=8192)
+    assert float(out["scm_read_hit_rate"][0]) < 0.01
+    assert out["iops"][0] / out["iops"][1] == pytest.approx(76.0 / 44.0, rel=0.03)
+
+
+def test_batch_equals_single_runs():
+    rng = np.random.default_rng(6)
+    op, off, size = random_requests(rng, 3000, 3000, theta=0.7)
+    lines = hybrid.lines_from_requests(op, off, size, measure_from=500)
+    rows = [cols_for(ways=16, nand=n, scm_ratio=r) for n, r in (("2d_fg_mlc", 0.2), ("3d_ct_tlc", 0.4))]
+    hp, lay = build(concat_columns(rows), 3000)
+    batch = run(hp, lay, lines, chunk_len=1000)
+    for i, r in enumerate(rows):
+        hp1, _ = build(r, 3000)
+        single = run(hp1, lay, lines, chunk_len=3000)  # same layout, another chunking
+        for k in ("iops", "scm_hit_rate", "nand_reads", "nand_writes", "latency_mean_us"):
+            assert float(batch[k][i]) == pytest.approx(float(single[k][0]), rel=1e-5), k
+
+
+def test_bad_values_name_the_field():
+    with pytest.raises(ConfigError, match="hybrid.scm_ratio"):  # 25 MB blocks cannot gather in 20 % of 8 MB
+        hybrid_params.build(cols_for(nand="3d_fg_tlc", scm_ratio=0.01), [800e6])
+    with pytest.raises(ConfigError, match="hybrid.victim"):
+        hybrid_params.build(cols_for(victim="random"), [1e9])
+    with pytest.raises(ConfigError, match="hybrid.write_unit_kib"):
+        hybrid_params.build(cols_for(write_unit_kib=[6.0]), [1e9])
+    with pytest.raises(ConfigError, match="hybrid.threshold"):
+        hybrid_params.build(cols_for(threshold=1.0), [1e9])
