@@ -1,0 +1,68 @@
+"""CLI contract of the hybrid studies: ``ssdx sweep=nand_per_workload`` and ``experiment=hybrid_sensitivity``
+(small streams: a short warm-up and few measured requests)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from test_cli import ssdx
+from test_cli_engine import _msr_file
+
+NANDS = ["2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc"]
+WORKLOADS = ["prxy_0", "proj_0", "hm_0", "web_1", "prxy_1", "proj_3", "src2_1"]
+
+
+def test_nand_per_workload_sweep_contract(tmp_path):
+    r = ssdx("sweep=nand_per_workload", "sweep.requests=1500", "hybrid.warmup_fills=0.02",
+             f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert list(s["relative_iops"]) == WORKLOADS
+    for w in WORKLOADS:
+        assert sorted(s["relative_iops"][w]) == sorted(NANDS)
+        assert s["relative_iops"][w]["2d_fg_mlc"] == 1.0
+        assert s["best_nand"][w] in NANDS
+        for n in NANDS:
+            c = s["nand_counts"][w][n]
+            assert c["nand_writes"] >= 0 and c["nand_reads"] >= 0
+    df = pd.read_parquet(tmp_path / "results.parquet")
+    assert len(df) == 7 * 4 * 2 and (df["requests"] == 1500).all()
+    assert {"nand_reads", "nand_writes", "scm_hit_rate", "iops"} <= set(df.columns)
+    assert (tmp_path / "relative_iops.png").stat().st_size > 0
+    assert "best" in r.stdout and "outputs:" in r.stdout
+
+
+def test_hybrid_sensitivity_contract(tmp_path):
+    r = ssdx("experiment=hybrid_sensitivity", "sensitivity.requests=1500", "hybrid.warmup_fills=0.02",
+             "sensitivity.workloads=[prxy_0,proj_3]", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert sorted(s["sensitivity"]) == ["block_size", "latency", "write_unit"]
+    for case, worst in s["sensitivity"].items():
+        assert worst == pytest.approx(max(abs(v) for v in s["change_percent"][case].values()))
+    assert s["sensitivity"]["latency"] > 0.5  # MLC's latencies change IOPS on both workloads
+
+
+def test_bad_hybrid_value_exits_2_naming_the_field(tmp_path):
+    r = ssdx("experiment=hybrid_sensitivity", "hybrid.victim=random", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2
+    assert "hybrid.victim" in r.stderr and "random" in r.stderr
+
+
+def test_real_trace_directory_replaces_the_preset(tmp_path):
+    """``workload.trace_path`` naming a directory of ``<volume>.csv`` files: the study reads the trace."""
+    traces = tmp_path / "msr"
+    traces.mkdir()
+    ch = _msr_file(traces / "hm_0.csv", n=4000)
+    out = tmp_path / "run"
+    r = ssdx("experiment=hybrid_sensitivity", "sensitivity.requests=2000", "hybrid.warmup_fills=0.05",
+             "sensitivity.workloads=[hm_0]", f"workload.trace_path={traces}", f"hydra.run.dir={out}")
+    assert r.returncode == 0, r.stderr
+    st = json.loads((out / "summary.json").read_text())["streams"][0]
+    assert st["source"].endswith("hm_0.csv")
+    assert st["measured_requests"] + st["warmup_requests"] <= len(ch)
+    r = ssdx("experiment=hybrid_sensitivity", "sensitivity.workloads=[proj_0]", f"workload.trace_path={traces}",
+             f"hydra.run.dir={out}")
+    assert r.returncode == 2 and "proj_0.csv" in r.stderr
