@@ -63,6 +63,6 @@ def test_real_trace_directory_replaces_the_preset(tmp_path):
     st = json.loads((out / "summary.json").read_text())["streams"][0]
     assert st["source"].endswith("hm_0.csv")
     assert st["measured_requests"] + st["warmup_requests"] <= len(ch)
-    r = ssdx("experiment=hybrid_sensitivity", "sensitivity.workloads=[proj_0]", f"workload.trace_path={traces}",
-             f"hydra.run.dir={out}")
+    r = ssdx("experiment=hybrid_sensitivity", "sensitivity.workloads=[proj_0]",
+             f"workload.trace_path={traces}", f"hydra.run.dir={out}")
     assert r.returncode == 2 and "proj_0.csv" in r.stderr
