@@ -126,22 +126,7 @@ def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tupl
         if "power" not in base_cfg["drive"]:
             raise params.ConfigError("drive.power", None, "a thermal sweep needs the drive's power block")
         base.update(thermal_params.columns(base_cfg["drive"]["power"], base_cfg["thermal"]))
-    for key, value in dict(sweep.get("base") or {}).items():
-        if key not in base:
-            raise params.ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
-        base[key] = np.asarray([value])
-    parts = sweep["space"] if isinstance(sweep["space"], list | tuple) else [sweep["space"]]
-    blocks = []
-    for part in parts:
-        rows = space.expand(part)
-        cols = params.broadcast_columns(base, len(next(iter(rows.values()))))
-        for key, values in rows.items():
-            if key not in cols:
-                raise params.ConfigError(f"sweep.space: {key}", values[0],
-                                         f"unknown field; known: {sorted(cols)}")
-            cols[key] = values
-        blocks.append(cols)
-    cols = {k: np.concatenate([b[k] for b in blocks]) for k in base}
+    cols = space.sweep_rows(base, sweep)
     n = len(cols["drive.nand"])
     policy = sweep.get("on_invalid", "error")
     if policy not in ("error", "drop"):

@@ -145,22 +145,7 @@ def sweep_columns(sweep: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str,
     ``base`` overrides, then its space."""
     base = hybrid_params.columns(cfg["hybrid"])
     base["workload.msr"] = np.asarray([str((cfg.get("workload") or {}).get("msr") or "prxy_0")])
-    for key, value in dict(sweep.get("base") or {}).items():
-        if key not in base:
-            raise params.ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
-        base[key] = np.asarray([np.nan if value is None else value])
-    parts = sweep["space"] if isinstance(sweep["space"], list | tuple) else [sweep["space"]]
-    blocks = []
-    for part in parts:
-        rows = space.expand(part)
-        cols = params.broadcast_columns(base, len(next(iter(rows.values()))))
-        for key, values in rows.items():
-            if key not in cols:
-                raise params.ConfigError(f"sweep.space: {key}", values[0],
-                                         f"unknown field; known: {sorted(cols)}")
-            cols[key] = values
-        blocks.append(cols)
-    return params.concat_columns(blocks)
+    return space.sweep_rows(base, sweep)
 
 
 def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: int, out_dir: Path | None,

@@ -154,6 +154,23 @@ def test_written_lines_conserved_and_gathered_in_write_units():
         assert acc["flushes"] >= 1
 
 
+def test_no_scm_baseline_and_traffic_reduction():
+    """Without SCM hits the NAND does exactly the no-SCM drive's page operations (reduction 0); the baseline
+    charges a 12 KiB read one page, a 20 KiB read two, and 4 written lines one page."""
+    lines = hybrid.lines_from_requests(np.array([hybrid.READ, hybrid.READ, hybrid.WRITE]),
+                                       np.array([0, 100, 200]) * LINE, np.array([3, 5, 4]) * LINE)
+    assert hybrid.no_scm_pages(lines, np.array([4.0])).tolist() == [1 + 2 + 1]
+    rng = np.random.default_rng(7)
+    n = 4000
+    lines = hybrid.lines_from_requests(np.full(n, hybrid.READ), rng.permutation(100 * n)[:n] * 8 * LINE,
+                                       np.full(n, 8 * LINE))
+    hp, lay = build(cols_for(ways=16, scm_ratio=0.01), 800 * n)
+    out = run(hp, lay, lines)
+    assert float(out["scm_hit_rate"][0]) == 0.0
+    assert float(out["nand_traffic_reduction"][0]) == pytest.approx(0.0, abs=1e-12)
+    assert np.isnan(out["nand_read_write_ratio"][0])  # nothing programmed: no ratio
+
+
 def test_reads_after_writes_hit():
     n = 500
     line = np.repeat(np.arange(n), 2)

@@ -50,7 +50,7 @@ flushes, partial flushes, skipped evictions, write-stall time and per-die busy t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import jax
@@ -337,15 +337,12 @@ def run_chunk(p: HybridParams, s: State, lines: Lines, lay: Layout) -> tuple[Sta
 
 
 def trace(p: HybridParams, s: State, lines: Lines, lay: Layout):
-    """Like :func:`run_chunk`, also returning per-line SCM events for invariant checks: hit, the
-    insertion's victim line (-1 none) and whether it was dirty, the flush flag, and the state counters
-    ``resident``/``gather``/``unit_id`` after the line."""
+    """Like :func:`run_chunk`, also returning the SCM occupancy after every line (for invariant checks):
+    ``resident`` lines in the table and ``gather`` lines in the gathering unit."""
     def body(carry, u):
         st, acc = carry
         st2, acc2, _ = step(p, st, acc, u)
-        events = {"resident": st2.resident, "gather": st2.gather, "unit_id": st2.unit_id,
-                  "flushes": acc2.flushes, "hits": acc2.scm_hits.sum()}
-        return (st2, acc2), events
+        return (st2, acc2), {"resident": st2.resident, "gather": st2.gather}
 
     (s, acc), ev = jax.lax.scan(body, (s, zero_acc(p, lay)), lines)
     return s, acc, ev
@@ -387,12 +384,13 @@ def pad_lines(chunk: dict[str, np.ndarray], length: int) -> Lines:
 
 
 def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, n_dies: np.ndarray,
-            page_units: np.ndarray, horizon_s: np.ndarray | None = None) -> dict[str, np.ndarray]:
+            base_pages: np.ndarray, horizon_s: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-configuration figures from summed accumulators (float64, leading axis = configurations).
 
     ``nand_read_write_ratio`` is NAND page reads for host misses over pages of host data programmed (the
-    x-axis of seeds/001 Fig. 6); ``nand_traffic_reduction`` compares those NAND page operations with a
-    drive without SCM, which would read and program every host line (in pages)."""
+    x-axis of seeds/001 Fig. 6; NaN when nothing was programmed); ``nand_traffic_reduction`` compares those
+    NAND page operations with ``base_pages``, what a drive without SCM would do under the same charging
+    rules (:func:`no_scm_pages`)."""
     count, lines, hits = acc["count"], acc["lines"], acc["scm_hits"]
     n_req = count.sum(1)
     reads, progs = acc["nand_reads"], acc["nand_programs"]
@@ -404,8 +402,8 @@ def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, n_dies: np.ndarr
         "scm_read_hit_rate": hits[:, 0] / np.maximum(lines[:, 0], 1),
         "scm_write_hit_rate": hits[:, 1] / np.maximum(lines[:, 1], 1),
         "nand_reads": reads, "nand_writes": progs,
-        "nand_read_write_ratio": reads / np.maximum(progs, 1e-9),
-        "nand_traffic_reduction": 1.0 - (reads + progs) / np.maximum(lines.sum(1) / page_units, 1e-9),
+        "nand_read_write_ratio": np.where(progs > 0, reads / np.maximum(progs, 1e-30), np.nan),
+        "nand_traffic_reduction": 1.0 - (reads + progs) / np.maximum(base_pages, 1e-30),
         "flushes": acc["flushes"], "partial_flushes": acc["partial_flushes"],
         "skipped_evictions": acc["skipped"], "write_stall_share": acc["stall"] / np.maximum(
             acc["lat_sum"][:, 1], 1e-30),
@@ -417,6 +415,17 @@ def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, n_dies: np.ndarr
         out[f"{name}_latency_mean_us"] = np.where(count[:, i] > 0, mean, np.nan)
     out["latency_p99_us"] = 1e6 * percentile_from_hist(acc["hist"].sum(1), 0.99)
     return out
+
+
+def no_scm_pages(lines: Mapping[str, np.ndarray], page_units: np.ndarray) -> np.ndarray:
+    """NAND page operations of the measured lines on a drive without SCM, per configuration: a read request
+    costs one page read per ``page_units`` of its lines (the model's charging of consecutive misses), and
+    every written line is programmed once (``lines / page_units`` pages)."""
+    idx = np.arange(len(lines["op"]))
+    pos = idx - np.maximum.accumulate(np.where(lines["first"], idx, 0))
+    m = lines["measure"] & lines["valid"]
+    rd, wr = m & (lines["op"] == READ), m & (lines["op"] == WRITE)
+    return np.array([np.sum(rd & (pos % int(u) == 0)) + np.sum(wr) / u for u in np.asarray(page_units)])
 
 
 _COMPILED: dict = {}
@@ -459,7 +468,8 @@ def simulate(hp: HybridParams, lay: Layout, lines: dict[str, np.ndarray], chunk_
     # die utilisation over the makespan, or longer where flushed data was still being programmed
     backlog = np.asarray(jnp.max(jnp.where(jnp.arange(lay.dies)[None, :] < hp.n_dies[:, None],
                                            state.die_free, -jnp.inf), axis=1), np.float64)
-    out = metrics(sums, makespan, np.asarray(hp.n_dies, np.float64), np.asarray(hp.page_units, np.float64),
+    out = metrics(sums, makespan, np.asarray(hp.n_dies, np.float64),
+                  no_scm_pages(lines, np.asarray(hp.page_units, np.float64)),
                   horizon_s=np.maximum(makespan, sums["elapsed"] + backlog))
     out["write_amplification"] = np.asarray(hp.wa, np.float64)
     out["scm_lines"] = np.asarray(hp.sets, np.float64) * lay.ways

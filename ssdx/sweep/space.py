@@ -120,3 +120,26 @@ def expand(space: Mapping[str, Any]) -> Rows:
     if not rows:
         raise ConfigError("space", dict(space), "must contain at least one block")
     return rows
+
+
+def sweep_rows(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows:
+    """Columns of every configuration of a sweep definition: the one-row ``base`` columns, the sweep's
+    ``base`` overrides (null becomes NaN: "keep the catalog value"), then its ``space`` — one mapping of
+    blocks or a list of them, whose configurations are concatenated.  Unknown fields name themselves."""
+    base = dict(base)
+    for key, value in dict(sweep.get("base") or {}).items():
+        if key not in base:
+            raise ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
+        base[key] = np.asarray([np.nan if value is None else value])
+    parts = sweep["space"] if isinstance(sweep["space"], list | tuple) else [sweep["space"]]
+    blocks = []
+    for part in parts:
+        rows = expand(part)
+        n = len(next(iter(rows.values())))
+        cols = {k: np.repeat(np.asarray(v), n) for k, v in base.items()}
+        for key, values in rows.items():
+            if key not in cols:
+                raise ConfigError(f"sweep.space: {key}", values[0], f"unknown field; known: {sorted(cols)}")
+            cols[key] = values
+        blocks.append(cols)
+    return {k: np.concatenate([b[k] for b in blocks]) for k in base}
