@@ -50,7 +50,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     params, layout) from ``engine_params.build``; see :class:`Result`."""
     import time
 
-    from tqdm.auto import tqdm
+    from ssdx.progress import bar as progress_bar
 
     drive, workload, eng, lay = trees
     dtype = np.asarray(drive.user_bytes).dtype
@@ -63,7 +63,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     prev_t: float | None = None
     first_t: float | None = None
     compile_s = run_s = 0.0
-    bar = tqdm(total=total, desc=desc, unit="req", disable=not progress, mininterval=0.5)
+    bar = progress_bar(total, desc, unit="req", enabled=progress)
     for chunk in chunks:
         if len(chunk) == 0:
             continue

@@ -156,8 +156,12 @@ def _is_thermal(sweep: Mapping[str, Any]) -> bool:
 
 
 def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Path,
-              chunk_size: int | None = None, progress: bool = True) -> dict[str, Any]:
-    """Run a sweep definition; writes ``results.parquet`` and ``summary.json`` into ``out_dir``."""
+              chunk_size: int | None = None, progress: bool = True, executor=None) -> dict[str, Any]:
+    """Run a sweep definition; writes ``results.parquet`` and ``summary.json`` into ``out_dir``.
+
+    ``executor`` (``ssdx.sweep.executors``; default: the local devices) runs the chunks.  Chunks are
+    checkpointed as they finish; running the same sweep again on the same ``out_dir`` resumes (a
+    finished sweep is merged again without compute), a different sweep there is refused."""
     dtype = _dtype(base_cfg.get("precision", "float32"))
     cols, dropped, n_defined = sweep_columns(sweep, base_cfg)
     if _is_thermal(sweep):
@@ -177,9 +181,12 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         raise params.ConfigError("sweep.chunk_size", chunk, "must be an integer >= 1")
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    definition = {"sweep_model": sweep.get("model", "fluid"), "n_steps": n_steps}
     table = runner.run(cols, model, chunk, out_dir=out_dir, dtype=dtype, progress=progress,
-                       desc=str(sweep.get("name", "sweep")), trees=trees, groups=groups)
+                       desc=str(sweep.get("name", "sweep")), trees=trees, groups=groups, executor=executor,
+                       definition=definition)
     wall = time.perf_counter() - t0
+    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     df = table.to_pandas()
     rep = dict(sweep.get("report") or {})
     group_by = list(rep.get("group_by") or [])
@@ -203,8 +210,11 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         "dropped_rules": dropped,
         "n_steps": n_steps,
         "chunk_size": chunk,
+        "chunks": int(meta.get("chunks", 0)),
+        "resumed_chunks": int(meta.get("resumed_chunks", 0)),
+        "runner": {"executor": meta.get("executor"), "workers": int(meta.get("workers", 1))},
         "wall_s": wall,
-        "configs_per_s": n / wall if wall > 0 else None,
+        "configs_per_s": (n - int(meta.get("resumed_configs", 0))) / wall if wall > 0 else None,
         "best_by": {"metric": sort_by, "ascending": ascending, "group_by": group_by,
                     "constraint": constraint, "n_meeting_constraint": len(eligible)},
         "best": best.to_dict(orient="records"),
@@ -212,9 +222,36 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
                     for c in df.columns if c not in cols and c != "config_id"},
         "results": str(out_dir / "results.parquet"),
     }
+    summary["plots"] = sweep_plots(df, eligible, rep, out_dir, sweep.get("name"))
+    if "pareto" in summary["plots"]:
+        summary["pareto"] = summary["plots"].pop("pareto")
     _write_json(out_dir / "summary.json", summary)
     summary["_table"] = format_table(best, group_by + list(rep.get("columns") or []))
     return summary
+
+
+def sweep_plots(df, eligible, rep: Mapping[str, Any], out_dir: Path, name: Any) -> dict[str, Any]:
+    """The plots a sweep's ``report`` asks for (``ssdx.report.sweep``): ``pareto.png`` (every configuration,
+    the front drawn through; the front's rows, at most 50, under ``pareto``) and ``heatmap.png`` (best
+    value per cell over the configurations meeting the constraint).  Returns their paths."""
+    from ssdx.report import sweep as sweep_report
+
+    out: dict[str, Any] = {}
+    if rep.get("pareto"):
+        spec = dict(rep["pareto"])
+        front = sweep_report.pareto(df, spec, out_dir / "pareto.png",
+                                    title=f"{name}: {len(df)} configurations")
+        keep = list(rep.get("group_by") or []) + list(rep.get("columns") or []) + [spec["x"], spec["y"]]
+        keep = [c for c in keep if c in front.columns]
+        out["pareto"] = {"x": spec["x"], "y": spec["y"], "n_front": len(front),
+                         "front": front[list(dict.fromkeys(keep))].head(50).to_dict(orient="records")}
+        out["pareto_png"] = str(out_dir / "pareto.png")
+    if rep.get("heatmap") and len(eligible):
+        sweep_report.heatmap(eligible, dict(rep["heatmap"]), out_dir / "heatmap.png",
+                             title=f"{name}: best {rep['heatmap'].get('value')} per cell"
+                             + (f" ({rep.get('constraint')})" if rep.get("constraint") else ""))
+        out["heatmap_png"] = str(out_dir / "heatmap.png")
+    return out
 
 
 def trace_reader(w: Mapping[str, Any]):

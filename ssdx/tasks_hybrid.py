@@ -148,12 +148,42 @@ def sweep_columns(sweep: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str,
     return space.sweep_rows(base, sweep)
 
 
+def group_job(name: str, idx: np.ndarray, sub: Mapping[str, np.ndarray], workload: Mapping[str, Any],
+              measure: int, fills: float, seed: int,
+              device=None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """One workload group of a hybrid sweep: its stream replayed through the configurations ``sub``
+    (row numbers ``idx``).  Returns the table columns and the stream's info; module-level, so a Ray
+    worker runs exactly this."""
+    import contextlib
+
+    import jax
+
+    def capacity(fp: float) -> int:
+        return int(hybrid_params.capacity_lines(sub, np.full(len(sub["hybrid.nand"]), fp)).max())
+
+    with jax.default_device(device) if device is not None else contextlib.nullcontext():
+        st = stream(name, workload, measure, capacity, fills, seed=seed)
+        res = run_group(sub, st.info["footprint_bytes"], st, progress=None)
+    data: dict[str, Any] = {"config_id": np.asarray(idx).astype(np.int64)}
+    data.update(sub)
+    data["footprint_gib"] = np.full(len(idx), st.info["footprint_bytes"] / 2**30)
+    data["warmup_requests"] = np.full(len(idx), st.info["warmup_requests"])
+    data["warmed"] = np.full(len(idx), st.info["warmed"])
+    data.update({k: np.asarray(v, np.float64) for k, v in res.items() if k not in ("compile_s", "run_s")})
+    info = {**st.info, "compile_s": res["compile_s"], "run_s": res["run_s"], "lines": len(st["op"])}
+    return data, info
+
+
 def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: int, out_dir: Path | None,
-              progress: bool = True, desc: str = "hybrid") -> tuple[pa.Table, list[dict[str, Any]]]:
+              progress: bool = True, desc: str = "hybrid", executor=None
+              ) -> tuple[pa.Table, list[dict[str, Any]]]:
     """Every configuration of ``cols``, grouped by ``workload.msr``: one row each, and the streams' info.
 
-    Each finished group is checkpointed atomically under ``out_dir/chunks`` (``ssdx.sweep.store``)."""
-    from tqdm.auto import tqdm
+    Each group is one job of ``executor`` (default: the local devices).  With ``out_dir`` each finished
+    group is checkpointed atomically under ``out_dir/chunks`` (``ssdx.sweep.store``); a re-run of the same
+    sweep there skips the finished groups, a different sweep there is refused."""
+    from ssdx.progress import bar as progress_bar
+    from ssdx.sweep import executors
 
     fills = float(cfg["hybrid"].get("warmup_fills", 1.0))
     if not 0 <= fills <= 100:
@@ -161,38 +191,47 @@ def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: i
                                  "0 <= x <= 100 (SCM capacities of distinct lines)")
     names = np.asarray(cols["workload.msr"]).astype(str)
     order = list(dict.fromkeys(names))
-    pieces, infos = [], []
-    bar = tqdm(total=len(names), desc=desc, unit="cfg", disable=not progress, mininterval=0.5)
-    for g, name in enumerate(order):
+    seed = int(cfg.get("seed", 0))
+    workload = dict(cfg.get("workload") or {})
+    groups = []
+    for name in order:
         idx = np.flatnonzero(names == name)
         sub = {k: np.asarray(v)[idx] for k, v in cols.items()}
-        probe_fp = _footprint_hint(name, cfg["workload"])
+        probe_fp = _footprint_hint(name, workload)
         if probe_fp is not None:  # synthetic footprints are known: refuse bad values before any compute
             hybrid_params.validate(sub, np.full(len(idx), probe_fp))
-
-        def capacity(fp: float, sub=sub) -> int:
-            return int(hybrid_params.capacity_lines(sub, np.full(len(sub["hybrid.nand"]), fp)).max())
-
-        st = stream(name, cfg["workload"], measure, capacity, fills, seed=int(cfg.get("seed", 0)))
-        res = run_group(sub, st.info["footprint_bytes"], st, progress=None)
-        data: dict[str, Any] = {"config_id": idx.astype(np.int64)}
-        data.update(sub)
-        data["footprint_gib"] = np.full(len(idx), st.info["footprint_bytes"] / 2**30)
-        data["warmup_requests"] = np.full(len(idx), st.info["warmup_requests"])
-        data["warmed"] = np.full(len(idx), st.info["warmed"])
-        data.update({k: np.asarray(v, np.float64) for k, v in res.items() if k not in ("compile_s", "run_s")})
-        table = pa.table(data)
-        if out_dir is not None:
-            store.write_atomic(table, store.chunk_path(out_dir, g))
-        pieces.append(table)
-        infos.append({**st.info, "compile_s": res["compile_s"], "run_s": res["run_s"],
-                      "lines": len(st["op"])})
-        bar.update(len(idx))
-    bar.close()
-    table = pa.concat_tables(pieces).sort_by("config_id")
+        groups.append((idx, sub))
+    pieces: dict[int, pa.Table] = {}
     if out_dir is not None:
-        store.write_atomic(table, out_dir / "results.parquet")
-    return table, infos
+        keys = ("trace_path", "format", "on_error", "max_trace_requests")
+        store.open_run(out_dir, store.fingerprint(cols, {
+            "sweep_model": "hybrid", "requests": measure, "warmup_fills": fills, "seed": seed,
+            **{f"workload.{k}": workload.get(k) for k in keys}}))
+        for g, (idx, _) in enumerate(groups):
+            done = store.finished(out_dir, g, idx)
+            if done is not None:
+                pieces[g] = done
+    infos: dict[int, dict[str, Any]] = {g: store.chunk_info(t) for g, t in pieces.items()}
+    jobs = [executors.Job(g, group_job, (order[g], idx, sub, workload, measure, fills, seed), idx)
+            for g, (idx, sub) in enumerate(groups) if g not in pieces]
+    executor = executor if executor is not None else executors.LocalExecutor()
+    bar = progress_bar(len(names), desc, enabled=progress, initial=sum(len(groups[g][0]) for g in pieces))
+    try:
+        for job, (data, info), where in executor.map(jobs):
+            table = pa.table(data)
+            if out_dir is not None:
+                store.write_atomic(store.with_info(table, {**info, **where}),
+                                   store.chunk_path(out_dir, job.index))
+            pieces[job.index], infos[job.index] = table, {**info, **where}
+            bar.update(len(job.configs))
+    finally:
+        bar.close()
+    if out_dir is not None:
+        table = store.merge(out_dir, len(groups))
+    else:
+        table = pa.concat_tables([pieces[g].replace_schema_metadata(None) for g in range(len(groups))]) \
+            .sort_by("config_id")
+    return table, [infos[g] for g in range(len(groups))]
 
 
 def _footprint_hint(name: str, workload: Mapping[str, Any]) -> float | None:
@@ -217,7 +256,7 @@ def relative(df, value: str = "iops", by: Sequence[str] = ("workload.msr",),
 
 
 def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
-              progress: bool = True) -> dict[str, Any]:
+              progress: bool = True, executor=None) -> dict[str, Any]:
     """A ``model: hybrid`` sweep: ``results.parquet``, ``summary.json``, ``relative_iops.png``."""
     cols = sweep_columns(sweep, cfg)
     measure = int(sweep.get("requests", (cfg.get("workload") or {}).get("requests", 100_000)))
@@ -225,7 +264,8 @@ def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
         raise params.ConfigError("sweep.requests", measure, "integer 1000 <= x <= 1e8 (measured requests)")
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    table, infos = run_table(cols, cfg, measure, out_dir, progress, desc=str(sweep.get("name", "hybrid")))
+    table, infos = run_table(cols, cfg, measure, out_dir, progress, desc=str(sweep.get("name", "hybrid")),
+                             executor=executor)
     wall = time.perf_counter() - t0
     df = table.to_pandas()
     ratios = sorted(set(df["hybrid.scm_ratio"].astype(float)))
@@ -300,7 +340,8 @@ def balance_ratio(h: Mapping[str, Any], a: str = "3d_ct_tlc", b: str = BASELINE)
     return float((pb - pa_) / (ra - rb))
 
 
-def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> dict[str, Any]:
+def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
+                    executor=None) -> dict[str, Any]:
     """seeds/001 Fig. 5: change one 3D CT TLC characteristic at a time to 2D FG MLC's; ``summary.json``
     with ``sensitivity`` (largest absolute IOPS change, percent, over the workloads) and
     ``sensitivity.png``."""
@@ -327,7 +368,7 @@ def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True
             rows.append(row)
     cols = params.concat_columns(rows)
     out_dir.mkdir(parents=True, exist_ok=True)
-    table, infos = run_table(cols, cfg, measure, None, progress, desc="sensitivity")
+    table, infos = run_table(cols, cfg, measure, None, progress, desc="sensitivity", executor=executor)
     df = table.to_pandas()
     names = list(cases)
     change: dict[str, dict[str, float]] = {c: {} for c in names[1:]}

@@ -86,7 +86,7 @@ def run_thermal(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
 
 def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> dict[str, Any]:
     """Grid of integer TMT pairs vs Optax on the relaxed model, both judged in the exact model."""
-    from tqdm.auto import tqdm
+    from ssdx.progress import bar as progress_bar
 
     dtype = _dtype(cfg.get("precision", "float32"))
     opt = dict(cfg.get("optimize") or {})
@@ -107,7 +107,7 @@ def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = Tru
     grid = tmt.grid(trees, n_steps, limit, tuple(int(x) for x in opt["tmt1_range"]),
                     tuple(int(x) for x in opt["tmt2_range"]))
     t_grid = time.perf_counter() - t0
-    bar = tqdm(total=int(opt["steps"]), desc="optax", unit="step", disable=not progress)
+    bar = progress_bar(int(opt["steps"]), "optax", unit="step", enabled=progress)
     t0 = time.perf_counter()
     res = tmt.optimize(trees, n_steps, limit, init=tuple(float(x) for x in opt["init"]),
                        steps=int(opt["steps"]), learning_rate=float(opt["learning_rate"]),

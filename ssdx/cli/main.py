@@ -31,9 +31,11 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from ssdx import loggers
 from ssdx.cli import schema
 from ssdx.params import ConfigError
 from ssdx.paths import conf_dir, sweeps_dir
+from ssdx.sweep import executors
 
 
 def register_sweeps() -> None:
@@ -54,8 +56,14 @@ def run(cfg: DictConfig) -> None:
     from ssdx import tasks
 
     out = _out_dir(cfg)
+    executor = None
+    logger: loggers.NullLogger | loggers.WandbLogger = loggers.NullLogger()
     try:
         container = OmegaConf.to_container(cfg, resolve=True)
+        logger = loggers.from_config(container.get("logger"), seed=int(container.get("seed", 0)))
+        if cfg.task in ("sweep", "hybrid_sensitivity"):
+            executor = executors.from_config(container.get("runner"))
+        logger.start(container, out)
         if cfg.task == "fill":
             s = tasks.run_fill(container, out)
             print(f'{s["drive"]} ({s["slc_mode"]}, pre-fill {s["prefill_gb"]:.0f} GB): '
@@ -68,7 +76,7 @@ def run(cfg: DictConfig) -> None:
             from ssdx import tasks_hybrid
 
             s = tasks_hybrid.run_sweep(container["sweep"], container, out,
-                                       progress=not cfg.get("quiet", False))
+                                       progress=not cfg.get("quiet", False), executor=executor)
             print(f'sweep {s["sweep"]}: {s["n_configs"]} hybrid drives in {s["wall_s"]:.1f} s; '
                   f'IOPS relative to '
                   f'{tasks_hybrid.BASELINE} at SCM = {s["scm_ratio"]:g} x footprint:')
@@ -81,7 +89,8 @@ def run(cfg: DictConfig) -> None:
         elif cfg.task == "hybrid_sensitivity":
             from ssdx import tasks_hybrid
 
-            s = tasks_hybrid.run_sensitivity(container, out, progress=not cfg.get("quiet", False))
+            s = tasks_hybrid.run_sensitivity(container, out, progress=not cfg.get("quiet", False),
+                                             executor=executor)
             print("3D CT TLC with one 2D FG MLC characteristic: largest |IOPS change| over the workloads: "
                   + ", ".join(f"{k} {v:.2f} %" for k, v in s["sensitivity"].items())
                   + f'; dominant: {s["dominant"]}')
@@ -89,12 +98,17 @@ def run(cfg: DictConfig) -> None:
         elif cfg.task == "sweep":
             chunk = cfg.runner.get("chunk_size")
             s = tasks.run_sweep(container["sweep"], container, out, chunk_size=chunk,
-                                progress=not cfg.get("quiet", False))
+                                progress=not cfg.get("quiet", False), executor=executor)
+            resumed = (f'; resumed: {s["resumed_chunks"]} of {s["chunks"]} chunks were already done'
+                       if s["resumed_chunks"] else "")
             print(f'sweep {s["sweep"]}: {s["n_configs"]} configurations '
-                  f'({s["n_dropped"]} infeasible dropped) in {s["wall_s"]:.1f} s')
+                  f'({s["n_dropped"]} infeasible dropped) in {s["wall_s"]:.1f} s on '
+                  f'{s["runner"]["executor"]} ({s["runner"]["workers"]} worker'
+                  f'{"s" if s["runner"]["workers"] > 1 else ""}){resumed}')
             print(f'best by {s["best_by"]["metric"]} per {", ".join(s["best_by"]["group_by"]) or "run"}:')
             print(s["_table"])
-            print(f"outputs: {out / 'results.parquet'}, {out / 'summary.json'}")
+            plots = [v for k, v in s["plots"].items() if k.endswith("_png")]
+            print(f"outputs: {', '.join([str(out / 'results.parquet'), str(out / 'summary.json'), *plots])}")
         elif cfg.task == "thermal":
             from ssdx import tasks_thermal
 
@@ -187,9 +201,22 @@ def run(cfg: DictConfig) -> None:
             raise ConfigError("task", cfg.task, "must be 'sweep', 'fill', 'thermal', 'tmt_optimize', "
                               "'fit_rc', 'wa', 'gc_fill', 'analyse', 'replay', 'boot' or "
                               "'hybrid_sensitivity'")
+        logger.finish(s, out)
+        if logger.name == "wandb":
+            where = f"{logger.dir or out}/wandb"
+            print(f"W&B run ({logger.mode}): {where}" + (f"; upload with: wandb sync {where}/offline-run-*"
+                                                         if logger.mode == "offline" else ""))
     except ConfigError as e:
+        logger.abort()
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)
+    except executors.JobsFailed as e:
+        logger.abort()
+        print(f"ssdx: {e}", file=sys.stderr)
+        sys.exit(1)
+    finally:
+        if executor is not None and hasattr(executor, "close"):
+            executor.close()
 
 
 def main() -> None:

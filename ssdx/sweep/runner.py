@@ -1,4 +1,4 @@
-"""Chunked ``jit(vmap(model))`` runner.
+"""Chunked ``jit(vmap(model))`` runner, resumable, on local devices or Ray (``ssdx.sweep.executors``).
 
 Configurations are processed in chunks of ``chunk_size``; the last chunk is padded by repeating its
 final row so every chunk has the same shape and the model compiles once.  Each configuration's
@@ -11,10 +11,14 @@ configurations are grouped by it and each group runs the kernel specialised for 
 
 from __future__ import annotations
 
+import threading
 import time
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -45,12 +49,52 @@ def idle_gap_groups(workload) -> list[tuple[bool, np.ndarray]]:
 
 
 def _take(tree, idx: np.ndarray):
-    return jax.tree_util.tree_map(lambda x: x[idx], tree)
+    return jax.tree_util.tree_map(lambda x: np.asarray(x)[idx], tree)
+
+
+class Chunk(NamedTuple):
+    """Chunk ``index`` of a sweep: configurations ``idx`` (row numbers), all with the static ``flag``."""
+
+    index: int
+    flag: Any
+    idx: np.ndarray
+
+
+def plan(groups: Sequence[tuple[Any, np.ndarray]], chunk_size: int) -> list[Chunk]:
+    """Chunks of at most ``chunk_size`` cut within each group, numbered in group order."""
+    cuts = [(flag, idx[lo:lo + chunk_size]) for flag, idx in groups for lo in range(0, len(idx), chunk_size)]
+    return [Chunk(i, flag, idx) for i, (flag, idx) in enumerate(cuts)]
+
+
+_COMPILED: OrderedDict = OrderedDict()
+_COMPILED_LOCK = threading.Lock()
+
+
+def _compiled(model: Callable[[Any], Callable], flag: Any, token: str) -> Callable:
+    """``jit(vmap(model(flag)))``, kept per (sweep run, flag) so a worker compiles it once per run."""
+    key = (token, flag)
+    with _COMPILED_LOCK:
+        if key not in _COMPILED:
+            _COMPILED[key] = jax.jit(jax.vmap(model(flag)))
+            while len(_COMPILED) > 16:
+                _COMPILED.popitem(last=False)
+        return _COMPILED[key]
+
+
+def chunk_job(model: Callable[[Any], Callable], flag: Any, inputs: tuple, token: str,
+              device=None) -> dict[str, np.ndarray]:
+    """Run one padded chunk: ``jit(vmap(model(flag)))(*inputs)`` on ``device`` (default: JAX's).
+
+    A module-level function, so a Ray worker runs exactly what this process runs."""
+    fn = _compiled(model, flag, token)
+    if device is not None:
+        inputs = jax.device_put(inputs, device)
+    return {k: np.asarray(v) for k, v in jax.device_get(fn(*inputs)).items()}
 
 
 def run(
     cols: Mapping[str, np.ndarray],
-    model: Callable[[bool], Callable],
+    model: Callable[[Any], Callable],
     chunk_size: int,
     out_dir: Path | None = None,
     dtype=np.float32,
@@ -58,19 +102,25 @@ def run(
     order: Sequence[int] | None = None,
     desc: str = "sweep",
     trees: tuple | None = None,
-    groups: list[tuple[bool, np.ndarray]] | None = None,
+    groups: list[tuple[Any, np.ndarray]] | None = None,
+    executor=None,
+    definition: Mapping[str, Any] | None = None,
 ) -> pa.Table:
-    """Run ``model(idle_gaps)`` over every configuration in ``cols``; one row per configuration.
+    """Run ``model(flag)`` over every configuration in ``cols``; one row per configuration.
 
-    Chunks are cut within each :func:`idle_gap_groups` group (configurations without idle gaps
-    first), numbered in that order.  The table holds ``config_id``, every column of ``cols`` and
-    every metric.  With ``out_dir`` each chunk is checkpointed atomically to ``out_dir/chunks/`` and
-    the merged table is written to ``out_dir/results.parquet``.  ``order`` permutes the chunk
-    processing order (for tests).  ``trees`` are the stacked parameter pytrees ``model(flag)`` takes
-    (default: ``params.build(cols)``, i.e. (Drive, Workload)); ``groups`` the static-flag groups
-    (default: :func:`idle_gap_groups` of the workload).
+    Chunks are cut within each static-flag group (default: :func:`idle_gap_groups`, configurations
+    without idle gaps first) and numbered in that order.  The table holds ``config_id``, every column
+    of ``cols`` and every metric.  ``trees`` are the stacked parameter pytrees ``model(flag)`` takes
+    (default: ``params.build(cols)``, i.e. (Drive, Workload)).
+
+    ``executor`` (:mod:`ssdx.sweep.executors`; default: every local device) runs the chunks.  With
+    ``out_dir`` each chunk is checkpointed atomically to ``out_dir/chunks/`` as it finishes, and a run
+    on a directory holding the same sweep (``definition`` + columns, see :func:`store.fingerprint`)
+    skips the chunks already there; a different sweep there is refused.  The merged table is written
+    to ``out_dir/results.parquet``.  ``order`` permutes the chunk submission order (for tests).
     """
-    from tqdm.auto import tqdm
+    from ssdx.progress import bar as progress_bar
+    from ssdx.sweep import executors
 
     n = len(next(iter(cols.values())))
     if trees is None:
@@ -78,32 +128,56 @@ def run(
     if groups is None:
         groups = idle_gap_groups(trees[1])
     chunk_size = max(1, min(int(chunk_size), n))
-    plan = [(flag, idx[lo:lo + chunk_size]) for flag, idx in groups for lo in range(0, len(idx), chunk_size)]
-    n_chunks = len(plan)
-    compiled = {flag: jax.jit(jax.vmap(model(flag))) for flag in {f for f, _ in plan}}
+    chunks = plan(groups, chunk_size)
+    n_chunks = len(chunks)
     order = list(range(n_chunks)) if order is None else list(order)
     if sorted(order) != list(range(n_chunks)):
         raise ValueError(f"order must be a permutation of range({n_chunks})")
+    executor = executor if executor is not None else executors.LocalExecutor()
     pieces: dict[int, pa.Table] = {}
-    bar = tqdm(total=n, desc=desc, unit="cfg", disable=not progress, mininterval=0.5)
-    t0 = time.perf_counter()
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        defn = {"model": getattr(model, "__qualname__", type(model).__name__), **dict(definition or {}),
+                "chunk_size": chunk_size, "dtype": np.dtype(dtype).name}
+        store.open_run(out_dir, store.fingerprint(cols, defn))
+        for ch in chunks:
+            done = store.finished(out_dir, ch.index, ch.idx)
+            if done is not None:
+                pieces[ch.index] = done
+    resumed = len(pieces)
+    resumed_configs = sum(len(chunks[i].idx) for i in pieces)
+    token = uuid.uuid4().hex
+    jobs = []
     for c in order:
-        flag, idx = plan[c]
-        size = len(idx)
-        padded = np.concatenate([idx, np.full(chunk_size - size, idx[-1])])  # one shape, one compile
-        res = jax.device_get(compiled[flag](*_take(trees, padded)))
-        data = {"config_id": idx.astype(np.int64)}
-        data.update({k: np.asarray(v)[idx] for k, v in cols.items()})
-        data.update({k: np.asarray(v, dtype=np.float64)[:size] for k, v in res.items()})
-        table = pa.table(data)
-        if out_dir is not None:
-            store.write_atomic(table, store.chunk_path(Path(out_dir), c))
-        pieces[c] = table
-        bar.update(size)
-    bar.close()
+        ch = chunks[c]
+        if ch.index in pieces:
+            continue
+        padded = np.concatenate([ch.idx, np.full(chunk_size - len(ch.idx), ch.idx[-1])])  # one shape
+        jobs.append(executors.Job(ch.index, chunk_job, (model, ch.flag, _take(trees, padded), token),
+                                  ch.idx.astype(np.int64)))
+    bar = progress_bar(n, desc, enabled=progress, initial=resumed_configs)
+    t0 = time.perf_counter()
+    try:
+        for job, res, info in executor.map(jobs):
+            idx = chunks[job.index].idx
+            size = len(idx)
+            data = {"config_id": idx.astype(np.int64)}
+            data.update({k: np.asarray(v)[idx] for k, v in cols.items()})
+            data.update({k: np.asarray(v, dtype=np.float64)[:size] for k, v in res.items()})
+            table = pa.table(data)
+            if out_dir is not None:
+                store.write_atomic(store.with_info(table, info), store.chunk_path(out_dir, job.index))
+            pieces[job.index] = table
+            bar.update(size)
+    finally:
+        bar.close()
     elapsed = time.perf_counter() - t0
     if out_dir is not None:
-        table = store.merge(Path(out_dir), n_chunks)
+        table = store.merge(out_dir, n_chunks)
     else:
-        table = pa.concat_tables([pieces[i] for i in range(n_chunks)]).sort_by("config_id")
-    return table.replace_schema_metadata({"elapsed_s": f"{elapsed:.3f}", "chunks": str(n_chunks)})
+        table = pa.concat_tables([pieces[i].replace_schema_metadata(None) for i in range(n_chunks)]) \
+            .sort_by("config_id")
+    return table.replace_schema_metadata({"elapsed_s": f"{elapsed:.3f}", "chunks": str(n_chunks),
+                                         "resumed_chunks": str(resumed),
+                                         "resumed_configs": str(resumed_configs), "executor": executor.name,
+                                         "workers": str(executor.workers)})

@@ -1,0 +1,122 @@
+"""Plots of a sweep's results table: a Pareto front of two metrics and a heatmap over two parameters.
+
+Sweeps ask for them in their ``report`` block::
+
+    report:
+      pareto:  {x: time_s, x_better: min, y: pslc_mb_s, y_better: max, color: drive.slc_mode}
+      heatmap: {x: thermal.tmt1_k, y: thermal.tmt2_k, value: written_gb, better: max,
+                facet: thermal.cooling}
+
+A configuration is on the Pareto front when no other one is at least as good on both metrics and better
+on one.  A heatmap cell shows the best ``value`` over every other swept parameter (after the report's
+``constraint``), so it answers "what is the most this pair of settings can give".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ssdx.params import ConfigError
+
+
+def _better(spec: Mapping[str, Any], key: str, field: str) -> bool:
+    v = spec.get(key, "max")
+    if v not in ("min", "max"):
+        raise ConfigError(f"sweep.report.{field}.{key}", v, "must be 'min' or 'max'")
+    return v == "max"
+
+
+def _column(df: pd.DataFrame, spec: Mapping[str, Any], key: str, field: str) -> str:
+    col = spec.get(key)
+    if col not in df.columns:
+        raise ConfigError(f"sweep.report.{field}.{key}", col,
+                          f"must name a result column, one of {list(df.columns)}")
+    return str(col)
+
+
+def pareto_mask(x: np.ndarray, y: np.ndarray, x_max: bool = True, y_max: bool = True) -> np.ndarray:
+    """True for the points no other point dominates (at least as good on both, better on one)."""
+    a = np.where(x_max, x, -x).astype(float)
+    b = np.where(y_max, y, -y).astype(float)
+    ok = np.isfinite(a) & np.isfinite(b)
+    order = np.lexsort((-b, -a))  # best a first, ties by best b
+    keep = np.zeros(len(a), bool)
+    best_b = -np.inf
+    for i in order:
+        if ok[i] and b[i] > best_b:
+            keep[i] = True
+            best_b = b[i]
+    return keep
+
+
+def pareto(df: pd.DataFrame, spec: Mapping[str, Any], path: Path | None = None,
+           title: str = "") -> pd.DataFrame:
+    """The Pareto-front rows of ``df`` for ``spec`` (x, y, x_better, y_better, color); with ``path``, the
+    plot of every configuration with the front drawn through."""
+    x, y = _column(df, spec, "x", "pareto"), _column(df, spec, "y", "pareto")
+    x_max, y_max = _better(spec, "x_better", "pareto"), _better(spec, "y_better", "pareto")
+    mask = pareto_mask(df[x].to_numpy(float), df[y].to_numpy(float), x_max, y_max)
+    front = df[mask].sort_values(x)
+    if path is not None:
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        color = spec.get("color")
+        if color in df.columns:
+            for name, g in df.groupby(color, sort=True):
+                ax.scatter(g[x], g[y], s=8, alpha=0.5, label=f"{color.split('.')[-1]}={name}")
+            ax.legend(fontsize=7, loc="best")
+        else:
+            ax.scatter(df[x], df[y], s=8, alpha=0.5, color="0.6")
+        ax.plot(front[x], front[y], "k.-", lw=1.2, label="Pareto front")
+        ax.set_xlabel(f"{x} ({spec.get('x_better', 'max')} is better)")
+        ax.set_ylabel(f"{y} ({spec.get('y_better', 'max')} is better)")
+        ax.set_title(title or f"{len(df)} configurations, {int(mask.sum())} on the front", fontsize=9)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+    return front
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def heatmap(df: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str = "") -> dict[str, Any]:
+    """Best ``value`` per (x, y) cell over everything else, one panel per ``facet`` value; the grid too."""
+    import matplotlib.pyplot as plt
+
+    x, y = _column(df, spec, "x", "heatmap"), _column(df, spec, "y", "heatmap")
+    value = _column(df, spec, "value", "heatmap")
+    agg = "max" if _better(spec, "better", "heatmap") else "min"
+    facet = spec.get("facet")
+    if facet is not None and facet not in df.columns:
+        raise ConfigError("sweep.report.heatmap.facet", facet, "must name a result column or be null")
+    panels = list(df.groupby(facet, sort=True)) if facet else [("all", df)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    grids = {}
+    for ax, (name, g) in zip(axes[0], panels, strict=True):
+        tab = g.pivot_table(index=y, columns=x, values=value, aggfunc=agg)
+        im = ax.imshow(tab.to_numpy(float), origin="lower", aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(tab.columns)), [f"{c:g}" if isinstance(c, float | int) else str(c)
+                                                for c in tab.columns], rotation=90, fontsize=6)
+        ax.set_yticks(range(len(tab.index)), [f"{c:g}" if isinstance(c, float | int) else str(c)
+                                              for c in tab.index], fontsize=6)
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.set_title(f"{facet}={name}" if facet else value, fontsize=8)
+        fig.colorbar(im, ax=ax, label=f"{agg} {value}")
+        cells = tab.to_numpy(float)
+        grids[str(name)] = {"x": [_plain(c) for c in tab.columns], "y": [_plain(c) for c in tab.index],
+                            "value": np.where(np.isfinite(cells), cells, None).tolist()}
+    fig.suptitle(title or f"{agg} {value} over the other parameters", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return grids

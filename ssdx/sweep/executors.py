@@ -1,0 +1,252 @@
+"""Where sweep work runs: this process (over every local device) or a Ray cluster.
+
+A sweep is cut into :class:`Job` s (a chunk of configurations, or one workload group of a hybrid sweep).
+An executor's ``map(jobs)`` yields ``(job, result, info)`` as jobs finish, in any order; the caller
+checkpoints each result as it arrives, so whatever finished before a failure is kept.  A job's
+function is a plain module-level callable ``fn(*args, device=...)`` returning NumPy arrays: the same
+function runs in this process and in a Ray worker, so both give identical values.
+
+* :class:`LocalExecutor` runs jobs on the local JAX devices, one thread per device (XLA releases the GIL
+  while it computes), each job pinned to its thread's device.  On a CPU-only host the devices are the
+  ones ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` creates.
+* :class:`RayExecutor` sends each job as a Ray task (``num_cpus`` / ``num_gpus`` per task), retries a
+  failed task up to ``max_retries`` times, and reports the jobs that still failed with their
+  configurations (:class:`JobsFailed`).  Ray is imported only here, when ``runner=ray`` is chosen.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ssdx.params import ConfigError
+
+
+@dataclass
+class Job:
+    """One unit of sweep work: ``fn(*args, device=...)`` computes it; ``configs`` are the configuration
+    ids it covers (named in failure reports)."""
+
+    index: int
+    fn: Callable[..., Any]
+    args: tuple
+    configs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
+class JobsFailed(RuntimeError):
+    """Jobs that failed after their retries; the others finished (and were checkpointed by the caller)."""
+
+    def __init__(self, failures: list[tuple[Job, BaseException]], finished: int):
+        self.failures = failures
+        lines = []
+        for job, err in failures[:10]:
+            ids = job.configs.tolist()
+            shown = ", ".join(map(str, ids[:8])) + (f", ... ({len(ids)} in all)" if len(ids) > 8 else "")
+            first = str(err).strip().splitlines()
+            lines.append(f"  chunk {job.index} (configurations {shown}): {type(err).__name__}: "
+                         f"{first[-1] if first else ''}")
+        more = f"\n  ... and {len(failures) - 10} more" if len(failures) > 10 else ""
+        super().__init__(f"{len(failures)} chunk(s) failed after their retries; {finished} finished and were "
+                         f"checkpointed (re-run the same command to resume):\n" + "\n".join(lines) + more)
+
+
+def job_devices(devices: Any = "all") -> list:
+    """The local JAX devices a :class:`LocalExecutor` uses: ``"all"`` (or null) or the first N."""
+    import jax
+
+    devs = jax.local_devices()
+    if devices in (None, "all"):
+        return devs
+    if not isinstance(devices, int | np.integer) or isinstance(devices, bool) \
+            or not 1 <= devices <= len(devs):
+        raise ConfigError("runner.devices", devices,
+                          f"'all' or an integer 1..{len(devs)} (local devices: {len(devs)})")
+    return devs[: int(devices)]
+
+
+class LocalExecutor:
+    """Jobs in this process, spread over local devices (one worker thread per device).
+
+    With one device the jobs run one after another on the calling thread, so a failure surfaces at
+    once with its traceback.
+    """
+
+    name = "local"
+
+    def __init__(self, devices: Any = "all"):
+        self.devices = job_devices(devices)
+
+    @property
+    def workers(self) -> int:
+        return len(self.devices)
+
+    def map(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, Any, dict[str, Any]]]:
+        jobs = list(jobs)
+        if len(self.devices) == 1 or len(jobs) <= 1:
+            for job in jobs:
+                t0 = time.perf_counter()
+                res = job.fn(*job.args, device=self.devices[0])
+                yield job, res, {"worker": str(self.devices[0]), "seconds": time.perf_counter() - t0,
+                                 "attempts": 1}
+            return
+        local = threading.local()
+        ids = iter(range(len(self.devices)))
+        lock = threading.Lock()
+
+        def call(job: Job):
+            if not hasattr(local, "device"):
+                with lock:
+                    local.device = self.devices[next(ids)]
+            t0 = time.perf_counter()
+            res = job.fn(*job.args, device=local.device)
+            return res, {"worker": str(local.device), "seconds": time.perf_counter() - t0, "attempts": 1}
+
+        with ThreadPoolExecutor(max_workers=len(self.devices), thread_name_prefix="ssdx-dev") as pool:
+            pending: dict[Future, Job] = {}
+            todo = iter(jobs)
+            for job in todo:  # at most two jobs per device in flight: results stream back as they finish
+                pending[pool.submit(call, job)] = job
+                if len(pending) >= 2 * len(self.devices):
+                    break
+            try:
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        job = pending.pop(fut)
+                        res, info = fut.result()  # a failure stops the sweep here, finished jobs kept
+                        nxt = next(todo, None)
+                        if nxt is not None:
+                            pending[pool.submit(call, nxt)] = nxt
+                        yield job, res, info
+            finally:
+                for fut in pending:
+                    fut.cancel()
+
+
+def _ray_call(fn: Callable[..., Any], args: tuple, x64: bool) -> tuple[Any, dict[str, Any]]:
+    """Body of a Ray task: run one job on this worker's default device (its GPU when it was given one)."""
+    import jax
+
+    if bool(jax.config.jax_enable_x64) != x64:
+        jax.config.update("jax_enable_x64", x64)
+    t0 = time.perf_counter()
+    res = fn(*args, device=None)
+    try:
+        import ray
+
+        where = f"{ray.get_runtime_context().get_node_id()[:12]}/pid {os.getpid()}"
+    except Exception:  # outside Ray (tests call it directly)
+        where = f"pid {os.getpid()}"
+    return res, {"worker": where, "seconds": time.perf_counter() - t0}
+
+
+class RayExecutor:
+    """Jobs as Ray tasks on a local Ray (started here) or a cluster (``address``: ``auto`` or host:port).
+
+    Each task asks for ``num_cpus`` CPUs and ``num_gpus`` GPUs (``None``: one GPU per task when the
+    cluster has GPUs, else none).  GPU tasks run with ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` so tasks
+    sharing a GPU do not each claim most of its memory.  A task that raises or whose worker dies is
+    retried up to ``max_retries`` times; tasks are spread over nodes (``SPREAD``) unless
+    ``spread=False``.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, num_cpus: float = 1.0, num_gpus: float | None = None,
+                 max_retries: int = 2, spread: bool = True, init_kwargs: Mapping[str, Any] | None = None):
+        if not isinstance(max_retries, int | np.integer) or isinstance(max_retries, bool) \
+                or not 0 <= max_retries <= 100:
+            raise ConfigError("runner.max_retries", max_retries, "integer 0 <= x <= 100")
+        if not isinstance(num_cpus, int | float) or num_cpus < 0:
+            raise ConfigError("runner.num_cpus", num_cpus, "a number >= 0 (CPUs per task)")
+        if num_gpus is not None and (not isinstance(num_gpus, int | float) or num_gpus < 0):
+            raise ConfigError("runner.num_gpus", num_gpus, "null (auto) or a number >= 0 (GPUs per task)")
+        try:
+            import ray
+        except ImportError:  # pragma: no cover - ray is a dependency; the message helps a trimmed install
+            raise ConfigError("runner", "ray", "needs the 'ray' package (pip install 'ray>=2.9')") from None
+        self._ray = ray
+        self.started = False
+        if not ray.is_initialized():
+            kw = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
+                  **dict(init_kwargs or {})}
+            try:
+                ray.init(address=address or None, **kw)
+            except (ConnectionError, RuntimeError, ValueError) as e:
+                rule = f"could not start or join Ray ({e}); use null (local), 'auto' or host:port"
+                raise ConfigError("runner.address", address, rule) from None
+            self.started = True
+        gpus = float(ray.cluster_resources().get("GPU", 0.0))
+        self.num_gpus = float(num_gpus) if num_gpus is not None else (1.0 if gpus > 0 else 0.0)
+        self.num_cpus = float(num_cpus)
+        self.max_retries = int(max_retries)
+        self.spread = bool(spread)
+
+    @property
+    def workers(self) -> int:
+        res = self._ray.cluster_resources()
+        if self.num_gpus > 0:
+            return max(1, int(res.get("GPU", 0) / self.num_gpus))
+        return max(1, int(res.get("CPU", 1) / max(self.num_cpus, 1e-9)))
+
+    def map(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, Any, dict[str, Any]]]:
+        import jax
+
+        ray = self._ray
+        env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"} if self.num_gpus > 0 else {}
+        opts: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus,
+                                "max_retries": self.max_retries, "retry_exceptions": True}
+        if env:
+            opts["runtime_env"] = {"env_vars": env}
+        if self.spread:
+            opts["scheduling_strategy"] = "SPREAD"
+        task = ray.remote(_ray_call).options(**opts)
+        x64 = bool(jax.config.jax_enable_x64)
+        refs = {task.remote(job.fn, job.args, x64): job for job in jobs}
+        failures: list[tuple[Job, BaseException]] = []
+        finished = 0
+        while refs:
+            done, _ = ray.wait(list(refs), num_returns=1)
+            job = refs.pop(done[0])
+            try:
+                res, info = ray.get(done[0])
+            except Exception as e:  # RayTaskError (the job raised) or a lost worker, after the retries
+                failures.append((job, getattr(e, "cause", None) or e))
+                continue
+            finished += 1
+            yield job, res, info
+        if failures:
+            raise JobsFailed(sorted(failures, key=lambda f: f[0].index), finished)
+
+    def close(self) -> None:
+        """Shut down the Ray this executor started (a joined cluster is left running)."""
+        if self.started and self._ray.is_initialized():
+            self._ray.shutdown()
+
+
+def from_config(runner: Mapping[str, Any] | None) -> LocalExecutor | RayExecutor:
+    """The executor a ``runner`` config group names (``local`` or ``ray``); unknown fields name themselves."""
+    runner = dict(runner or {})
+    name = runner.pop("name", "local")
+    runner.pop("chunk_size", None)
+    allowed = {"local": {"devices"},
+               "ray": {"address", "num_cpus", "num_gpus", "max_retries", "spread"}}
+    if name not in allowed:
+        raise ConfigError("runner.name", name, "must be 'local' or 'ray'")
+    unknown = sorted(set(runner) - allowed[name])
+    if unknown:
+        raise ConfigError(f"runner.{unknown[0]}", runner[unknown[0]],
+                          f"unknown field for runner={name}; known: {sorted(allowed[name])} and chunk_size")
+    if name == "local":
+        return LocalExecutor(runner.get("devices", "all"))
+    return RayExecutor(address=runner.get("address"), num_cpus=runner.get("num_cpus", 1.0),
+                       num_gpus=runner.get("num_gpus"), max_retries=runner.get("max_retries", 2),
+                       spread=runner.get("spread", True))

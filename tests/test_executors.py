@@ -1,0 +1,171 @@
+"""Runners: local devices (two forced host devices) and Ray (a two-node cluster on this machine)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from ssdx import presets
+from ssdx.params import ConfigError
+from ssdx.sweep import executors, runner, store
+from ssdx.tasks import sweep_columns
+
+BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
+        "model": {"n_steps": 64}, "precision": "float32"}
+SWEEP = {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
+                            "drive.dies_per_channel": [2, 4]},
+                   "list": [{"workload.burst_gb": 0.0}, {"workload.burst_gb": 20.0}],
+                   "random": {"n": 3, "seed": 1,
+                              "params": {"workload.prefill_fraction": {"low": 0.0, "high": 0.8}}}},
+         "base": {"drive.user_capacity_gb": 400.0, "drive.static_slc_gb": 16.0, "workload.idle_s": 30.0}}
+
+
+def _cols():
+    return sweep_columns(SWEEP, BASE)[0]
+
+
+def _workers(out_dir: Path) -> set[str]:
+    files = (out_dir / "chunks").glob("chunk_*.parquet")
+    return {store.chunk_info(pq.read_table(p))["worker"] for p in files}
+
+
+MULTI = """
+import json, sys
+from pathlib import Path
+import jax, numpy as np, pyarrow.parquet as pq
+sys.path.insert(0, sys.argv[2])
+from test_executors import _cols, _workers
+from ssdx.sweep import executors, runner
+cols = _cols()
+one = runner.run(cols, runner.fluid_model(64), 5, executor=executors.LocalExecutor(1), progress=False)
+two = runner.run(cols, runner.fluid_model(64), 5, out_dir=Path(sys.argv[1]), progress=False)
+print(json.dumps({"devices": [str(d) for d in jax.local_devices()],
+                  "equal": one.to_pandas().equals(two.to_pandas()),
+                  "workers": sorted(_workers(Path(sys.argv[1]))),
+                  "meta_workers": two.schema.metadata[b"workers"].decode()}))
+"""
+
+
+def test_chunks_spread_over_two_host_devices_give_identical_values(tmp_path):
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-c", MULTI, str(tmp_path), str(Path(__file__).parent)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(out["devices"]) == 2
+    assert out["meta_workers"] == "2"
+    assert len(out["workers"]) == 2  # both devices ran chunks
+    assert out["equal"]
+
+
+def test_runner_fields_are_checked():
+    with pytest.raises(ConfigError, match="runner.devices"):
+        executors.from_config({"name": "local", "devices": 99})
+    with pytest.raises(ConfigError, match="runner.adress"):
+        executors.from_config({"name": "ray", "adress": "auto"})
+    with pytest.raises(ConfigError, match="runner.name"):
+        executors.from_config({"name": "slurm"})
+    with pytest.raises(ConfigError, match="runner.max_retries"):
+        executors.RayExecutor(max_retries=-1)
+
+
+# ----------------------------------------------------------------------------- Ray
+@pytest.fixture(scope="module")
+def cluster():
+    """Two Ray nodes of one CPU each on this machine (ray.cluster_utils.Cluster)."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    c.add_node(num_cpus=1)
+    ray.init(address=c.address, log_to_driver=False, include_dashboard=False)
+    c.wait_for_nodes()
+    yield c
+    ray.shutdown()
+    c.shutdown()
+
+
+def test_ray_two_nodes_identical_values_and_both_nodes_used(cluster, tmp_path):
+    cols = _cols()
+    ref = runner.run(cols, runner.fluid_model(64), 5, progress=False).to_pandas()
+    ex = executors.RayExecutor(num_cpus=1)
+    assert not ex.started and ex.workers == 2
+    table = runner.run(cols, runner.fluid_model(64), 5, out_dir=tmp_path, progress=False, executor=ex)
+    pd.testing.assert_frame_equal(table.to_pandas(), ref)
+    nodes = {w.split("/")[0] for w in _workers(tmp_path)}
+    assert len(nodes) == 2, nodes
+
+
+def test_ray_retries_a_failed_task_then_reports_what_still_fails(cluster, tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def flaky(i, device=None):  # fails on its first attempt, succeeds on the second
+        mark = marks / f"{i}"
+        if not mark.exists():
+            mark.write_text("tried")
+            raise RuntimeError(f"transient failure of job {i}")
+        return {"value": np.asarray([i * 10.0])}
+
+    jobs = [executors.Job(i, flaky, (i,), np.asarray([2 * i, 2 * i + 1])) for i in range(4)]
+    got = {job.index: res["value"][0] for job, res, _ in executors.RayExecutor(max_retries=1).map(jobs)}
+    assert got == {0: 0.0, 1: 10.0, 2: 20.0, 3: 30.0}
+    for p in marks.iterdir():
+        p.unlink()
+    done = []
+    with pytest.raises(executors.JobsFailed) as err:
+        for job, _res, _ in executors.RayExecutor(max_retries=0).map(jobs):
+            done.append(job.index)
+    assert done == []
+    msg = str(err.value)
+    assert "4 chunk(s) failed" in msg and "chunk 2 (configurations 4, 5)" in msg
+    assert "transient failure of job 2" in msg
+
+
+def test_ray_sweep_with_a_failing_group_keeps_the_rest_and_resumes(cluster, tmp_path):
+    broken = tmp_path / "broken"
+    broken.write_text("the idle-gap kernel fails while this file exists")
+    cols = _cols()
+    ref = runner.run(cols, runner.fluid_model(64), 5, progress=False).to_pandas()
+    base = runner.fluid_model(64)
+
+    def model(idle_gaps):
+        if idle_gaps and broken.exists():
+            raise RuntimeError("idle-gap kernel unavailable")
+        return base(idle_gaps)
+
+    out = tmp_path / "run"
+    with pytest.raises(executors.JobsFailed) as err:
+        runner.run(cols, model, 5, out_dir=out, progress=False, executor=executors.RayExecutor(max_retries=1))
+    idle = np.flatnonzero(np.asarray(cols["workload.burst_gb"]) > 0)
+    failed = sorted(int(c) for job, _ in err.value.failures for c in job.configs)
+    assert failed == idle.tolist()  # exactly the configurations of the failing chunks are reported
+    assert len(list((out / "chunks").glob("chunk_*.parquet"))) == 5  # the 24 others were kept
+    broken.unlink()
+    table = runner.run(cols, model, 5, out_dir=out, progress=False, executor=executors.RayExecutor())
+    assert int(table.schema.metadata[b"resumed_chunks"]) == 5
+    pd.testing.assert_frame_equal(table.to_pandas(), ref)
+
+
+def test_cli_runner_ray_writes_the_local_runners_rows(cluster, tmp_path):
+    env = dict(os.environ, TQDM_DISABLE="1")
+    base = [sys.executable, "-m", "ssdx.cli.main", "sweep.chunk_size=16"]
+    a = subprocess.run(base + [f"hydra.run.dir={tmp_path / 'local'}"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert a.returncode == 0, a.stderr
+    b = subprocess.run(base + [f"hydra.run.dir={tmp_path / 'ray'}", "runner=ray",
+                               f"runner.address={cluster.address}"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert b.returncode == 0, b.stderr
+    assert "on ray (2 workers)" in b.stdout
+    pd.testing.assert_frame_equal(pq.read_table(tmp_path / "ray" / "results.parquet").to_pandas(),
+                                  pq.read_table(tmp_path / "local" / "results.parquet").to_pandas())
+    sa = json.loads((tmp_path / "local" / "summary.json").read_text())
+    sb = json.loads((tmp_path / "ray" / "summary.json").read_text())
+    assert sa["best"] == sb["best"] and sb["runner"] == {"executor": "ray", "workers": 2}

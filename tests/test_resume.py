@@ -1,0 +1,193 @@
+"""Resume: chunks checkpointed as they finish, skipped on a re-run, a changed sweep refused, SIGKILL."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from ssdx import presets
+from ssdx.params import ConfigError
+from ssdx.sweep import executors, runner, store
+from ssdx.tasks import sweep_columns
+
+BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
+        "model": {"n_steps": 64}, "precision": "float32"}
+
+
+def _cols():
+    """40 configurations, half with idle gaps (two static-flag groups), as in test_sweep."""
+    sweep = {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
+                                "drive.dies_per_channel": [2, 4]},
+                       "list": [{"workload.burst_gb": 0.0}, {"workload.burst_gb": 20.0}],
+                       "random": {"n": 3, "seed": 1,
+                                  "params": {"workload.prefill_fraction": {"low": 0.0, "high": 0.8}}}},
+             "base": {"drive.user_capacity_gb": 400.0, "drive.static_slc_gb": 16.0, "workload.idle_s": 30.0}}
+    cols, _, n = sweep_columns(sweep, BASE)
+    assert n == 48
+    return cols
+
+
+class Crash(RuntimeError):
+    pass
+
+
+class CrashAfter(executors.LocalExecutor):
+    """The local executor, dying after ``after`` finished jobs (as a killed process would)."""
+
+    def __init__(self, after: int):
+        super().__init__(1)
+        self.after = after
+        self.ran: list[int] = []
+
+    def map(self, jobs):
+        for i, item in enumerate(super().map(jobs)):
+            if i == self.after:
+                raise Crash("simulated crash")
+            self.ran.append(item[0].index)
+            yield item
+
+
+class Recording(executors.LocalExecutor):
+    def __init__(self):
+        super().__init__(1)
+        self.ran: list[int] = []
+
+    def map(self, jobs):
+        jobs = list(jobs)
+        self.ran += [j.index for j in jobs]
+        yield from super().map(jobs)
+
+
+def test_interrupted_sweep_resumes_to_the_same_rows(tmp_path):
+    cols = _cols()
+    model = runner.fluid_model(64)
+    ref = runner.run(cols, model, chunk_size=5, progress=False).to_pandas()
+    with pytest.raises(Crash):
+        runner.run(cols, model, chunk_size=5, out_dir=tmp_path, progress=False, executor=CrashAfter(4))
+    assert len(list((tmp_path / "chunks").glob("chunk_*.parquet"))) == 4
+    assert not (tmp_path / "results.parquet").exists()
+    rec = Recording()
+    table = runner.run(cols, model, chunk_size=5, out_dir=tmp_path, progress=False, executor=rec)
+    meta = table.schema.metadata
+    assert int(meta[b"resumed_chunks"]) == 4 and int(meta[b"chunks"]) == 10
+    assert sorted(rec.ran) == list(range(4, 10))  # only the unfinished chunks ran
+    got = table.to_pandas()
+    assert got["config_id"].tolist() == list(range(48))  # none missing, none duplicated
+    pd.testing.assert_frame_equal(got, ref)
+    pd.testing.assert_frame_equal(pq.read_table(tmp_path / "results.parquet").to_pandas(), ref)
+    # a finished sweep re-run computes nothing and gives the same table
+    rec2 = Recording()
+    again = runner.run(cols, model, chunk_size=5, out_dir=tmp_path, progress=False, executor=rec2)
+    assert rec2.ran == [] and int(again.schema.metadata[b"resumed_chunks"]) == 10
+    pd.testing.assert_frame_equal(again.to_pandas(), ref)
+
+
+def test_damaged_or_foreign_chunk_files_are_recomputed(tmp_path):
+    cols = _cols()
+    model = runner.fluid_model(64)
+    ref = runner.run(cols, model, chunk_size=8, out_dir=tmp_path, progress=False).to_pandas()
+    store.chunk_path(tmp_path, 2).write_bytes(b"PAR1 truncated")           # damaged
+    other = pq.read_table(store.chunk_path(tmp_path, 1))
+    pq.write_table(other, store.chunk_path(tmp_path, 3))                    # holds chunk 1's configurations
+    (tmp_path / "chunks" / ".chunk_000004.parquet.tmp-99").write_bytes(b"half")  # a crash mid-write
+    rec = Recording()
+    with pytest.warns(UserWarning) as warned:
+        table = runner.run(cols, model, chunk_size=8, out_dir=tmp_path, progress=False, executor=rec)
+    assert sorted(rec.ran) == [2, 3]
+    assert any("unreadable" in str(w.message) for w in warned)
+    assert any("other configurations" in str(w.message) for w in warned)
+    pd.testing.assert_frame_equal(table.to_pandas(), ref)
+
+
+def test_a_changed_sweep_in_the_same_directory_is_refused(tmp_path):
+    cols = _cols()
+    runner.run(cols, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
+               definition={"n_steps": 64})
+    changed = dict(cols, **{"drive.dies_per_channel": np.asarray(cols["drive.dies_per_channel"]) * 2})
+    with pytest.raises(ConfigError, match=r"different sweep definition \(values of drive.dies_per_channel\)"):
+        runner.run(changed, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
+                   definition={"n_steps": 64})
+    with pytest.raises(ConfigError, match=r"n_steps 64 -> 128"):
+        runner.run(cols, runner.fluid_model(128), chunk_size=8, out_dir=tmp_path, progress=False,
+                   definition={"n_steps": 128})
+    with pytest.raises(ConfigError, match=r"chunk_size 8 -> 16"):
+        runner.run(cols, runner.fluid_model(64), chunk_size=16, out_dir=tmp_path, progress=False,
+                   definition={"n_steps": 64})
+    fewer = {k: np.asarray(v)[:30] for k, v in cols.items()}
+    with pytest.raises(ConfigError, match=r"48 -> 30 configurations"):
+        runner.run(fewer, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
+                   definition={"n_steps": 64})
+    # chunk files whose manifest is gone: nothing says which sweep wrote them
+    (tmp_path / "chunks" / store.MANIFEST).unlink()
+    with pytest.raises(ConfigError, match="no manifest.json"):
+        runner.run(cols, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
+                   definition={"n_steps": 64})
+
+
+def _ssdx(run_dir, *extra):
+    cmd = [sys.executable, "-m", "ssdx.cli.main", f"hydra.run.dir={run_dir}", "sweep.chunk_size=4",
+           "sweep.n_steps=100000", "runner.devices=1", *extra]
+    return cmd, dict(os.environ, TQDM_DISABLE="1")
+
+
+def test_sigkill_mid_sweep_then_rerun_gives_the_uninterrupted_rows(tmp_path):
+    """The CLI contract: kill -9 a sweep, run the same command again, get exactly the full run's rows."""
+    full, killed = tmp_path / "full", tmp_path / "killed"
+    cmd, env = _ssdx(killed)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    chunks = killed / "chunks"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if chunks.exists() and len(list(chunks.glob("chunk_*.parquet"))) >= 3:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    done = len(list(chunks.glob("chunk_*.parquet")))
+    assert 3 <= done < 36, f"{done} of 36 chunks at the kill: the test needs an unfinished sweep"
+    assert not (killed / "results.parquet").exists()
+
+    cmd, env = _ssdx(killed)
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"resumed: {done} of 36 chunks were already done" in r.stdout
+    cmd, env = _ssdx(full)
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    a = pq.read_table(killed / "results.parquet").to_pandas()
+    b = pq.read_table(full / "results.parquet").to_pandas()
+    assert a["config_id"].tolist() == list(range(144))
+    pd.testing.assert_frame_equal(a, b)
+
+    # the same directory with a changed sweep is refused, exit status 2, nothing overwritten
+    cmd, env = _ssdx(killed, "sweep.n_steps=1000")
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2
+    assert "different sweep definition" in r.stderr and "n_steps 100000 -> 1000" in r.stderr
+    pd.testing.assert_frame_equal(pq.read_table(killed / "results.parquet").to_pandas(), b)
+
+
+def test_hybrid_sweep_groups_resume_with_their_stream_info(tmp_path):
+    from ssdx import hybrid_params, tasks_hybrid
+
+    cfg = {"hybrid": {**hybrid_params.defaults(), "warmup_fills": 0.02}, "workload": {}, "seed": 0}
+    sweep = {"space": {"grid": {"workload.msr": ["prxy_0", "hm_0", "web_1"],
+                                "hybrid.nand": ["2d_fg_mlc", "3d_ct_tlc"]}}}
+    cols = tasks_hybrid.sweep_columns(sweep, cfg)
+    ref, ref_info = tasks_hybrid.run_table(cols, cfg, 1500, tmp_path / "a", progress=False)
+    store.chunk_path(tmp_path / "a", 1).unlink()  # the hm_0 group is lost
+    rec = Recording()
+    table, info = tasks_hybrid.run_table(cols, cfg, 1500, tmp_path / "a", progress=False, executor=rec)
+    assert rec.ran == [1]
+    pd.testing.assert_frame_equal(table.to_pandas(), ref.to_pandas())
+    assert [i["workload"] for i in info] == ["prxy_0", "hm_0", "web_1"]
+    assert [i["warmup_requests"] for i in info] == [i["warmup_requests"] for i in ref_info]
+    with pytest.raises(ConfigError, match=r"requests 1500 -> 2000"):
+        tasks_hybrid.run_table(cols, cfg, 2000, tmp_path / "a", progress=False)
