@@ -181,10 +181,27 @@ def _check(cols: Mapping, key: str, ok: np.ndarray, rule: str, values: np.ndarra
         raise ConfigError(key, _py(v), rule, row=i, n=len(ok))
 
 
+class Codes:
+    """A column factorised once: its distinct values and each entry's index into them."""
+
+    def __init__(self, values: Any):
+        self.uniq, self.inv = np.unique(np.asarray(values), return_inverse=True)
+
+    def map(self, fn: Callable[[Any], Any], dtype: Any = float) -> np.ndarray:
+        """``fn`` of every entry, calling it once per distinct value (sweeps repeat few)."""
+        vals = [fn(u.item() if isinstance(u, np.generic) else u) for u in self.uniq]
+        return np.asarray(vals, dtype=dtype)[self.inv]
+
+
+def lookup(values: Any, fn: Callable[[Any], Any], dtype: Any = float) -> np.ndarray:
+    """``fn`` of every entry of ``values``, calling it once per distinct value."""
+    return Codes(values).map(fn, dtype)
+
+
 def _choice(cols: Mapping, key: str, known: Callable[[str], bool], names: list[str],
             report: list | None = None) -> np.ndarray:
     a = np.asarray(cols[key]).astype(str)
-    _check(cols, key, np.array([known(x) for x in a]), f"must be one of {names}", a, report)
+    _check(cols, key, lookup(a, known, bool), f"must be one of {names}", a, report)
     return a
 
 
@@ -231,7 +248,7 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     _check(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false",
            report=report)
 
-    bits = np.array([getattr(catalog.NAND.get(_nand_name(cols, i)), "bits_per_cell", 0) for i in range(n)])
+    bits = Codes(nand_names(cols)).map(lambda x: getattr(catalog.NAND.get(x), "bits_per_cell", 0))
     needs_multibit = np.isin(mode, ["dynamic", "static", "pure_slc"])
     _check(cols, "drive.slc_mode", ~needs_multibit | (bits >= 2),
            "pSLC modes need a multi-bit NAND (bits per cell >= 2); use pure_native for SLC", mode, report)
@@ -267,6 +284,12 @@ def _nand_name(cols: Mapping, i: int) -> str:
     return override or str(np.asarray(cols["drive.nand"])[i])
 
 
+def nand_names(cols: Mapping) -> np.ndarray:
+    """Every configuration's NAND type: ``nand.name`` where set, else ``drive.nand``."""
+    override = np.asarray(cols["nand.name"]).astype(str)
+    return np.where(override != "", override, np.asarray(cols["drive.nand"]).astype(str))
+
+
 def _raw_bytes(cols: Mapping) -> np.ndarray:
     return (_num(cols, "drive.channels") * _num(cols, "drive.dies_per_channel")
             * gbit_die_to_bytes(_num(cols, "drive.die_gbit")))
@@ -275,24 +298,23 @@ def _raw_bytes(cols: Mapping) -> np.ndarray:
 def build(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
     """Validate columns and turn them into (Drive, Workload) pytrees of ``dtype`` arrays, shape (n,)."""
     validate(cols)
-    n = len(next(iter(cols.values())))
-    names = [_nand_name(cols, i) for i in range(n)]
-    media = [catalog.nand(x) for x in names]
+    names = Codes(nand_names(cols))
 
     def med(attr: str) -> np.ndarray:
-        base = np.array([getattr(m, attr) for m in media], dtype=float)
+        base = names.map(lambda x: getattr(catalog.nand(x), attr))
         if f"nand.{attr}" in cols:
             over = _num(cols, f"nand.{attr}")
             base = np.where(np.isnan(over), base, over)
         return base
 
-    ifaces = [catalog.interface(str(x)) for x in np.asarray(cols["drive.interface"])]
-    mode = np.asarray(cols["drive.slc_mode"]).astype(str)
+    iface = Codes(np.asarray(cols["drive.interface"]).astype(str))
+    mode = Codes(np.asarray(cols["drive.slc_mode"]).astype(str))
     c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
     nand = Nand(
         bits_per_cell=c(med("bits_per_cell")), page_bytes=c(med("page_bytes")),
         t_prog_us=c(med("t_prog_us")), t_read_us=c(med("t_read_us")), t_erase_us=c(med("t_erase_us")),
-        block_bytes=c([m.block_bytes for m in media]), write_unit_bytes=c(med("write_unit_bytes")),
+        block_bytes=c(names.map(lambda x: catalog.nand(x).block_bytes)),
+        write_unit_bytes=c(med("write_unit_bytes")),
         t_prog_slc_us=c(med("t_prog_slc_us")), t_read_slc_us=c(med("t_read_slc_us")),
     )
     channels = _num(cols, "drive.channels")
@@ -306,10 +328,10 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
         planes_per_die=c(_num(cols, "drive.planes_per_die")),
         # ONFI/Toggle buses are 8 bits wide: MB/s = MT/s per channel (REFERENCE §6).
         bus_bytes_per_s=c(channels * _num(cols, "drive.bus_mts") * 1e6 * _num(cols, "drive.bus_efficiency")),
-        host_bytes_per_s=c([i.usable_bytes_per_s for i in ifaces]),
-        cmd_overhead_s=c([i.cmd_overhead_us * 1e-6 for i in ifaces]),
+        host_bytes_per_s=c(iface.map(lambda x: catalog.interface(x).usable_bytes_per_s)),
+        cmd_overhead_s=c(iface.map(lambda x: catalog.interface(x).cmd_overhead_us * 1e-6)),
         dram=c(np.asarray(cols["drive.dram"]).astype(bool).astype(float)),
-        slc_mode=c([SLC_MODES.index(m) for m in mode]),
+        slc_mode=c(mode.map(SLC_MODES.index)),
         static_slc_bytes=c(_num(cols, "drive.static_slc_gb") * GB),
         fold_efficiency=c(_num(cols, "drive.fold_efficiency")),
     )

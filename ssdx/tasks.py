@@ -214,6 +214,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         "resumed_chunks": int(meta.get("resumed_chunks", 0)),
         "runner": {"executor": meta.get("executor"), "workers": int(meta.get("workers", 1))},
         "wall_s": wall,
+        "compile_s": float(meta.get("compile_s", 0.0)),
         "configs_per_s": (n - int(meta.get("resumed_configs", 0))) / wall if wall > 0 else None,
         "best_by": {"metric": sort_by, "ascending": ascending, "group_by": group_by,
                     "constraint": constraint, "n_meeting_constraint": len(eligible)},

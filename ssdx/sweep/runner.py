@@ -16,6 +16,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -70,26 +71,38 @@ _COMPILED: OrderedDict = OrderedDict()
 _COMPILED_LOCK = threading.Lock()
 
 
-def _compiled(model: Callable[[Any], Callable], flag: Any, token: str) -> Callable:
-    """``jit(vmap(model(flag)))``, kept per (sweep run, flag) so a worker compiles it once per run."""
-    key = (token, flag)
+def _compiled(model: Callable[[Any], Callable], flag: Any, token: str, inputs: tuple,
+              device) -> tuple[Callable, float]:
+    """``jit(vmap(model(flag)))`` compiled ahead of time for the chunk shape, kept per (sweep run, flag,
+    device) so a worker compiles it once per run; returns it and the seconds spent compiling (0 when
+    cached)."""
+    key = (token, flag, str(device))
     with _COMPILED_LOCK:
-        if key not in _COMPILED:
-            _COMPILED[key] = jax.jit(jax.vmap(model(flag)))
-            while len(_COMPILED) > 16:
-                _COMPILED.popitem(last=False)
-        return _COMPILED[key]
+        fn = _COMPILED.get(key)
+    if fn is not None:
+        return fn, 0.0
+    t0 = time.perf_counter()
+    fn = jax.jit(jax.vmap(model(flag))).lower(*inputs).compile()
+    seconds = time.perf_counter() - t0
+    with _COMPILED_LOCK:
+        _COMPILED[key] = fn
+        while len(_COMPILED) > 16:
+            _COMPILED.popitem(last=False)
+    return fn, seconds
 
 
 def chunk_job(model: Callable[[Any], Callable], flag: Any, inputs: tuple, token: str,
               device=None) -> dict[str, np.ndarray]:
     """Run one padded chunk: ``jit(vmap(model(flag)))(*inputs)`` on ``device`` (default: JAX's).
 
-    A module-level function, so a Ray worker runs exactly what this process runs."""
-    fn = _compiled(model, flag, token)
+    A module-level function, so a Ray worker runs exactly what this process runs.  The result holds the
+    metrics and ``_compile_s``, the compile time this call spent."""
     if device is not None:
         inputs = jax.device_put(inputs, device)
-    return {k: np.asarray(v) for k, v in jax.device_get(fn(*inputs)).items()}
+    fn, compile_s = _compiled(model, flag, token, inputs, device)
+    out = {k: np.asarray(v) for k, v in jax.device_get(fn(*inputs)).items()}
+    out["_compile_s"] = np.asarray(compile_s)
+    return out
 
 
 def run(
@@ -156,28 +169,37 @@ def run(
         jobs.append(executors.Job(ch.index, chunk_job, (model, ch.flag, _take(trees, padded), token),
                                   ch.idx.astype(np.int64)))
     bar = progress_bar(n, desc, enabled=progress, initial=resumed_configs)
+    # Checkpoints (config_id + metrics; the configuration columns follow from the fingerprinted ``cols``)
+    # are written by one background thread while the next chunk computes.
+    writer = None if out_dir is None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="ssdx-store")
+    writes = []
     t0 = time.perf_counter()
+    compile_s = 0.0
     try:
         for job, res, info in executor.map(jobs):
+            res = dict(res)
+            compile_s += float(res.pop("_compile_s", 0.0))
             idx = chunks[job.index].idx
-            size = len(idx)
             data = {"config_id": idx.astype(np.int64)}
-            data.update({k: np.asarray(v)[idx] for k, v in cols.items()})
-            data.update({k: np.asarray(v, dtype=np.float64)[:size] for k, v in res.items()})
+            data.update({k: np.asarray(v, dtype=np.float64)[:len(idx)] for k, v in res.items()})
             table = pa.table(data)
-            if out_dir is not None:
-                store.write_atomic(store.with_info(table, info), store.chunk_path(out_dir, job.index))
+            if writer is not None:
+                writes.append(writer.submit(store.write_atomic, store.with_info(table, info),
+                                            store.chunk_path(out_dir, job.index), "none"))
             pieces[job.index] = table
-            bar.update(size)
+            bar.update(len(idx))
     finally:
         bar.close()
+        if writer is not None:
+            writer.shutdown(wait=True)
+    for w in writes:
+        w.result()  # a failed checkpoint write surfaces here
     elapsed = time.perf_counter() - t0
+    table = store.assemble(cols, [pieces[i] for i in range(n_chunks)])
     if out_dir is not None:
-        table = store.merge(out_dir, n_chunks)
-    else:
-        table = pa.concat_tables([pieces[i].replace_schema_metadata(None) for i in range(n_chunks)]) \
-            .sort_by("config_id")
-    return table.replace_schema_metadata({"elapsed_s": f"{elapsed:.3f}", "chunks": str(n_chunks),
+        store.write_atomic(table, out_dir / "results.parquet")
+    return table.replace_schema_metadata({"elapsed_s": f"{elapsed:.3f}", "compile_s": f"{compile_s:.3f}",
+                                         "chunks": str(n_chunks),
                                          "resumed_chunks": str(resumed),
                                          "resumed_configs": str(resumed_configs), "executor": executor.name,
                                          "workers": str(executor.workers)})

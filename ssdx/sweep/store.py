@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,11 +31,11 @@ MANIFEST = "manifest.json"
 CHUNK_META = b"ssdx.chunk"
 
 
-def write_atomic(table: pa.Table, path: Path) -> None:
+def write_atomic(table: pa.Table, path: Path, compression: str = "snappy") -> None:
     """Write ``table`` to ``path`` via a temporary file and ``os.replace`` (never half-written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    pq.write_table(table, tmp)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    pq.write_table(table, tmp, compression=compression)
     os.replace(tmp, path)
 
 
@@ -45,7 +46,9 @@ def chunk_path(out_dir: Path, index: int) -> Path:
 
 def _column_hash(values: Any) -> str:
     a = np.asarray(values)
-    if a.dtype.kind in "USO":
+    if a.dtype.kind == "U":  # fixed-width UTF-32: the width follows from the values, so equal columns agree
+        data = a.dtype.str.encode() + np.ascontiguousarray(a).tobytes()
+    elif a.dtype.kind in "SO":
         data = "\x1f".join(map(str, a.tolist())).encode()
     else:
         data = np.ascontiguousarray(a.astype(np.float64)).tobytes()
@@ -143,8 +146,24 @@ def chunk_info(table: pa.Table) -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
+def assemble(cols: Mapping[str, Any], pieces: list[pa.Table]) -> pa.Table:
+    """The results table: ``config_id``, every configuration column of ``cols``, then the metrics of the
+    chunk tables ``pieces`` (``config_id`` + metrics each), one row per configuration in id order."""
+    metrics = pa.concat_tables([p.replace_schema_metadata(None) for p in pieces]).sort_by("config_id")
+    ids = metrics.column("config_id").to_numpy()
+    n = len(next(iter(cols.values())))
+    if not np.array_equal(ids, np.arange(n)):
+        raise RuntimeError(f"the chunks hold {len(ids)} rows for {n} configurations "
+                           "(missing or repeated ids)")
+    data = {"config_id": metrics.column("config_id")}
+    data.update({k: np.asarray(v) for k, v in cols.items()})
+    data.update({k: metrics.column(k) for k in metrics.column_names if k != "config_id"})
+    return pa.table(data)
+
+
 def merge(out_dir: Path, n_chunks: int) -> pa.Table:
-    """Concatenate the chunk files in index order, sort by ``config_id`` and write ``results.parquet``."""
+    """Concatenate whole-table chunk files (hybrid groups) in index order, sort by ``config_id`` and write
+    ``results.parquet``."""
     tables = [pq.read_table(chunk_path(out_dir, i)).replace_schema_metadata(None) for i in range(n_chunks)]
     table = pa.concat_tables(tables).sort_by("config_id")
     write_atomic(table, out_dir / "results.parquet")

@@ -1,0 +1,212 @@
+"""Large-sweep study: the sweep runner against a bare ``jit(vmap)`` call, and its scaling over workers.
+
+What is timed
+-------------
+One fluid-engine sweep (``ssdx.models.fluid.metrics``, ``S`` steps, float32) of ``N`` configurations:
+4 pSLC modes x 4 NAND types x 3 die counts, times a Sobol sample of pre-fill, fold efficiency and static
+pSLC size (``space.sweep_rows`` on the ``aldrin_pro_2tb`` preset), none with idle gaps, so every
+configuration runs the same kernel.
+
+``bare``: the baseline: ``jax.jit(jax.vmap(model))`` called once on all ``N`` configurations (parameter
+pytrees already built, as the runner's are), compiled ahead of time (``compile_s``); ``run_s`` is the
+best of ``R`` calls, each ending in ``jax.block_until_ready``.
+
+``local``: ``ssdx.sweep.runner.run`` as a sweep runs it: chunks of ``C``, each checkpointed to Parquet
+(atomic write), merged into ``results.parquet``, on 1..K local devices (``runner.devices``).  Its
+compile time is measured inside the runner (ahead-of-time compile per device) and reported apart;
+``run_s`` = wall - compile.  On a CPU-only host the devices are XLA host devices
+(``--xla_force_host_platform_device_count=K``), so each worker count runs in its own process.
+
+``ray``: the same sweep through ``runner=ray`` on a local Ray with K CPUs (one task per chunk, one CPU
+each); its wall time includes starting nothing (Ray is started before the clock) but every task's
+compile, since each Ray worker compiles once.
+
+Reported: configurations per second (run only, and wall), the runner's overhead over ``bare``
+(``run_s / bare run_s - 1``; goal < 10 % at 100,000 configurations) and the scaling efficiency
+``rate(K) / (K * rate(1))``.  Values are checked identical between every runner and worker count.
+
+Usage: ``python bench/scale.py --configs N --json PATH [--chunk C] [--steps S] [--devices 1,2]
+[--ray 1,2] [--reps R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sweep_cols(n: int) -> dict:
+    """``n`` configurations (rounded down to a multiple of 48) of the fluid sweep described above."""
+    from ssdx import presets
+    from ssdx.tasks import sweep_columns
+
+    base = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
+            "model": {"n_steps": 64}, "precision": "float32"}
+    sweep = {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
+                                "drive.nand": ["ymtc_cdt1b", "3d_ct_tlc", "tlc", "qlc"],
+                                "drive.dies_per_channel": [2, 4, 8]},
+                       "sobol": {"n": max(1, n // 48), "seed": 0, "params": {
+                           "workload.prefill_fraction": {"low": 0.0, "high": 0.8},
+                           "drive.fold_efficiency": {"low": 0.4, "high": 1.0},
+                           "drive.static_slc_gb": {"low": 4.0, "high": 24.0, "log": True}}}},
+             "base": {"drive.user_capacity_gb": 500.0}}
+    cols, _, _ = sweep_columns(sweep, base)
+    return cols
+
+
+def child(args: argparse.Namespace) -> dict[str, Any]:
+    """One measurement in this process (the parent sets XLA_FLAGS before JAX starts)."""
+    import jax
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from ssdx import params
+    from ssdx.sweep import executors, runner
+
+    cols = sweep_cols(args.configs)
+    n = len(cols["drive.nand"])
+    model = runner.fluid_model(args.steps)
+    out: dict[str, Any] = {"configs": n, "devices": [str(d) for d in jax.local_devices()]}
+    if args.what == "bare":
+        trees = params.build(cols)
+        fn = jax.jit(jax.vmap(model(False)))
+        t0 = time.perf_counter()
+        compiled = fn.lower(*trees).compile()
+        out["compile_s"] = time.perf_counter() - t0
+        times = []
+        for _ in range(args.reps):
+            t0 = time.perf_counter()
+            res = jax.block_until_ready(compiled(*trees))
+            times.append(time.perf_counter() - t0)
+        out["run_s"] = min(times)
+        out["run_s_all"] = times
+        vals = np.asarray(res["mean_mb_s"], np.float64)
+    else:
+        if args.what == "ray":
+            import ray
+
+            ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False,
+                     logging_level="WARNING")
+            ex = executors.RayExecutor(num_cpus=1, num_gpus=0)
+            # warm the workers (process start, imports) so the clock measures the sweep
+            list(ex.map([executors.Job(i, _noop, (), np.zeros(0)) for i in range(args.workers)]))
+        else:
+            ex = executors.LocalExecutor(args.workers)
+        times, compiles = [], []
+        for _ in range(args.reps):
+            with tempfile.TemporaryDirectory() as d:
+                t0 = time.perf_counter()
+                table = runner.run(cols, model, args.chunk, out_dir=Path(d), progress=False, executor=ex)
+                times.append(time.perf_counter() - t0)
+                compiles.append(float(table.schema.metadata[b"compile_s"]))
+                assert (Path(d) / "results.parquet").exists()
+                vals = pq.read_table(Path(d) / "results.parquet").column("mean_mb_s").to_numpy()
+        best = int(np.argmin(times))
+        out.update({"wall_s": times[best], "compile_s_summed": compiles[best], "wall_s_all": times,
+                    "workers": ex.workers})
+        # compile runs once per worker, in parallel across workers: charge the per-worker mean
+        out["compile_s"] = compiles[best] / max(ex.workers, 1) if args.what == "local" else compiles[best]
+        out["run_s"] = times[best] - out["compile_s"] if args.what == "local" else times[best]
+    out["checksum"] = float(np.sum(vals))
+    out["values_head"] = np.asarray(vals[:64], np.float64).tolist()
+    return out
+
+
+def _noop(device=None):
+    return {}
+
+
+def spawn(args: argparse.Namespace, what: str, workers: int, devices: int | None) -> dict[str, Any]:
+    env = dict(os.environ)
+    if devices is not None:
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={devices}").strip()
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", what, "--workers", str(workers),
+           "--configs", str(args.configs), "--chunk", str(args.chunk), "--steps", str(args.steps),
+           "--reps", str(args.reps)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    if r.returncode != 0:
+        raise RuntimeError(f"{what} x{workers} failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", type=int, default=100_000)
+    ap.add_argument("--chunk", type=int, default=10_000)
+    ap.add_argument("--steps", type=int, default=256)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--devices", default="1,2", help="local device counts ('all' = every accelerator)")
+    ap.add_argument("--ray", default="", help="Ray worker counts, e.g. 1,2 (empty: no Ray runs)")
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        args.what = args.child
+        print(json.dumps(child(args)))
+        return
+
+    from ssdx.report.machine import machine
+
+    import jax
+
+    accel = jax.default_backend() != "cpu"
+    if args.devices == "all":
+        counts = [len(jax.local_devices())]
+    else:
+        counts = [int(k) for k in args.devices.split(",") if k]
+    runs: list[dict[str, Any]] = []
+    bare = spawn(args, "bare", 1, None if accel else 1)
+    runs.append({"runner": "bare", "workers": 1, **bare})
+    for k in counts:
+        runs.append({"runner": "local", **spawn(args, "local", k if not accel else k, None if accel else k)})
+    for k in [int(k) for k in args.ray.split(",") if k]:
+        runs.append({"runner": "ray", **spawn(args, "ray", k, None if accel else 1)})
+    n = bare["configs"]
+    ref = runs[0]
+    base_rate = {}
+    for r in runs:
+        r["configs_per_s_run"] = n / r["run_s"]
+        r["configs_per_s_wall"] = n / (r.get("wall_s") or (r["run_s"] + r["compile_s"]))
+        r["identical_to_bare"] = bool(r["values_head"] == ref["values_head"] and r["checksum"] == ref["checksum"])
+        if r["runner"] != "bare":
+            r["overhead_vs_bare"] = r["run_s"] / bare["run_s"] - 1.0
+            base_rate.setdefault(r["runner"], r["configs_per_s_run"] / r["workers"])
+            r["scaling_efficiency"] = r["configs_per_s_run"] / (r["workers"] * base_rate[r["runner"]])
+    one_local = next((r for r in runs if r["runner"] == "local" and r["workers"] == 1), None)
+    result = {
+        "benchmark": "scale", "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine(), "backend": jax.default_backend(),
+        "sizes": {"configs": n, "chunk": args.chunk, "steps": args.steps, "reps": args.reps,
+                  "padding_fraction": (-n % args.chunk) / n},
+        "baseline": "bare: one jax.jit(jax.vmap(fluid.metrics)) call on all configurations, AOT-compiled",
+        "goal": "local runner (1 worker) overhead over bare < 10 % at 100,000 configurations",
+        "local_overhead": one_local["overhead_vs_bare"] if one_local else None,
+        "runs": [{k: v for k, v in r.items() if k not in ("values_head",)} for r in runs],
+    }
+    print(f"{n} configurations, {args.steps} steps, chunk {args.chunk} ({jax.default_backend()}); "
+          f"values identical to bare: {all(r['identical_to_bare'] for r in runs)}")
+    print(f"{'runner':<7}{'workers':>8}{'compile_s':>11}{'run_s':>9}{'cfg/s run':>12}{'cfg/s wall':>12}"
+          f"{'overhead':>10}{'efficiency':>11}")
+    for r in runs:
+        ov = f"{100 * r['overhead_vs_bare']:+.1f}%" if "overhead_vs_bare" in r else "-"
+        ef = f"{r['scaling_efficiency']:.2f}" if "scaling_efficiency" in r else "-"
+        print(f"{r['runner']:<7}{r['workers']:>8}{r['compile_s']:>11.2f}{r['run_s']:>9.2f}"
+              f"{r['configs_per_s_run']:>12.0f}{r['configs_per_s_wall']:>12.0f}{ov:>10}{ef:>11}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
