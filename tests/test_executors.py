@@ -169,3 +169,20 @@ def test_cli_runner_ray_writes_the_local_runners_rows(cluster, tmp_path):
     sa = json.loads((tmp_path / "local" / "summary.json").read_text())
     sb = json.loads((tmp_path / "ray" / "summary.json").read_text())
     assert sa["best"] == sb["best"] and sb["runner"] == {"executor": "ray", "workers": 2}
+
+
+def test_cli_exposes_cpu_cores_as_host_devices_unless_told():
+    from ssdx.cli.main import host_devices
+
+    env = {}
+    host_devices(env, cores=2)
+    assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=2"
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=3"}
+    host_devices(env, cores=16)
+    assert env["XLA_FLAGS"] == "--xla_force_host_platform_device_count=3"  # the user's count stays
+    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/x"}
+    host_devices(env, cores=64)
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/x --xla_force_host_platform_device_count=8"  # capped
+    env = {"SSDX_HOST_DEVICES": "1"}
+    host_devices(env, cores=4)
+    assert "XLA_FLAGS" not in env
