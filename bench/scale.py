@@ -127,9 +127,10 @@ def _noop(device=None):
 
 
 def spawn(args: argparse.Namespace, what: str, workers: int, devices: int | None) -> dict[str, Any]:
-    env = dict(os.environ)
+    env = dict(os.environ, SSDX_HOST_DEVICES="1")
     if devices is not None:
-        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={devices}").strip()
+        flag = f"--xla_force_host_platform_device_count={devices}"
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + flag).strip()
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", what, "--workers", str(workers),
            "--configs", str(args.configs), "--chunk", str(args.chunk), "--steps", str(args.steps),
            "--reps", str(args.reps)]
@@ -156,9 +157,9 @@ def main() -> None:
         print(json.dumps(child(args)))
         return
 
-    from ssdx.report.machine import machine
-
     import jax
+
+    from ssdx.report.machine import machine
 
     accel = jax.default_backend() != "cpu"
     if args.devices == "all":
@@ -178,7 +179,8 @@ def main() -> None:
     for r in runs:
         r["configs_per_s_run"] = n / r["run_s"]
         r["configs_per_s_wall"] = n / (r.get("wall_s") or (r["run_s"] + r["compile_s"]))
-        r["identical_to_bare"] = bool(r["values_head"] == ref["values_head"] and r["checksum"] == ref["checksum"])
+        r["identical_to_bare"] = bool(r["values_head"] == ref["values_head"]
+                                      and r["checksum"] == ref["checksum"])
         if r["runner"] != "bare":
             r["overhead_vs_bare"] = r["run_s"] / bare["run_s"] - 1.0
             base_rate.setdefault(r["runner"], r["configs_per_s_run"] / r["workers"])

@@ -18,6 +18,10 @@ Contract (kept stable for checks):
   (``relative_iops``, ``best_nand``, ``nand_counts``, per SCM ratio), ``relative_iops.png``.
 * ``ssdx experiment=hybrid_sensitivity hydra.run.dir=DIR`` — ``summary.json`` (``sensitivity``),
   ``sensitivity.png``.
+* ``ssdx sweep=NAME runner=ray [runner.address=auto] hydra.run.dir=DIR`` — the same outputs through Ray.
+* ``ssdx sweep=NAME logger=wandb hydra.run.dir=DIR`` — the same outputs and an offline W&B run in DIR/wandb.
+* Re-running ``ssdx sweep=NAME hydra.run.dir=DIR`` on a finished or interrupted DIR resumes; a changed
+  sweep there exits with status 2 naming what changed.  Chunks that fail after their retries exit 1.
 * A bad value exits with status 2 and a one-paragraph message naming field, value and rule.
 """
 
