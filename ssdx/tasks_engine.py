@@ -33,7 +33,8 @@ def _columns(cfg: Mapping[str, Any], drives: list[dict] | None = None) -> dict[s
 
 def stream(cfg: Mapping[str, Any]) -> tuple[Iterable[Chunk], Any, str]:
     """The configured request stream: ``workload.trace_path`` (streamed), else ``workload.synthetic``
-    (``windows11_boot`` or ``msr:<volume>``).  Returns (chunks, reader or None, label)."""
+    (``windows11_boot``, ``msr:<volume>`` or ``profile:<summary.json>``, a stream fitted to an analysed
+    trace, ``ssdx.workloads.profile``).  Returns (chunks, reader or None, label)."""
     w = cfg["workload"]
     if w.get("trace_path"):
         reader = trace_reader(w)
@@ -53,8 +54,24 @@ def stream(cfg: Mapping[str, Any]) -> tuple[Iterable[Chunk], Any, str]:
             raise params.ConfigError("workload.requests", n, "integer 1 <= x <= 1e8")
         open_loop = cfg["engine"].get("loop") == "open"
         return [msr.generate(vol, n, seed=int(cfg.get("seed", 0)), timed=open_loop)], None, name
+    if isinstance(name, str) and name.startswith("profile:"):
+        from ssdx.workloads import profile
+
+        path = Path(name[len("profile:"):])
+        if not path.is_file():
+            raise params.ConfigError("workload.synthetic", name, "profile:PATH needs an existing "
+                                     "summary.json of experiment=trace_analyse")
+        try:
+            fitted = profile.fit(profile.load(path))
+        except ValueError as e:
+            raise params.ConfigError("workload.synthetic", name, str(e)) from None
+        n = int(w.get("requests", 100_000))
+        if not 1 <= n <= 100_000_000:
+            raise params.ConfigError("workload.requests", n, "integer 1 <= x <= 1e8")
+        open_loop = cfg["engine"].get("loop") == "open"
+        return [profile.generate(fitted, n, seed=int(cfg.get("seed", 0)), timed=open_loop)], None, name
     raise params.ConfigError("workload.trace_path", None, "a trace file is required (or workload.synthetic: "
-                             "windows11_boot | msr:<volume>)")
+                             "windows11_boot | msr:<volume> | profile:<summary.json>)")
 
 
 def _latency_block(m: Mapping[str, np.ndarray], i: int, prefix: str = "") -> dict[str, float]:

@@ -110,7 +110,7 @@ class WorkloadConf:
     trace_path: Optional[str] = None  # noqa: UP045 (a block trace: ssdx.workloads.traces)
     format: str = "msr"  # msr | blkparse | fio2 | fio3 | disksim | mqsim
     on_error: str = "raise"  # raise | skip (malformed trace lines)
-    synthetic: Optional[str] = None  # noqa: UP045 (windows11_boot | msr:<volume>, when no trace_path)
+    synthetic: Optional[str] = None  # noqa: UP045 (windows11_boot | msr:<volume> | profile:<summary.json>, when no trace_path)
     requests: int = 100_000  # requests of a synthetic MSR stream
     msr: str = "prxy_0"  # MSR Cambridge volume of the hybrid studies (preset, or <trace_path>/<msr>.csv)
     max_trace_requests: int = 50_000_000  # hybrid studies read at most this many requests of a real trace
