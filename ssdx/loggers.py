@@ -106,6 +106,12 @@ class WandbLogger:
             raise ConfigError("logger.mode", mode, "must be 'offline' (default), 'online' or 'disabled'")
         if not isinstance(max_table_rows, int) or isinstance(max_table_rows, bool) or max_table_rows < 1:
             raise ConfigError("logger.max_table_rows", max_table_rows, "an integer >= 1")
+        if not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags):
+            raise ConfigError("logger.tags", tags, "a list of strings, e.g. logger.tags=[design,v2]")
+        for field, value in (("project", project), ("entity", entity), ("dir", dir), ("run_name", run_name),
+                             ("group", group)):
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"logger.{field}", value, "a string or null")
         self.project, self.entity, self.mode, self.dir = project, entity, mode, dir
         self.run_name, self.group, self.tags = run_name, group, list(tags or [])
         self.max_table_rows, self.seed = max_table_rows, seed
@@ -129,7 +135,7 @@ class WandbLogger:
 
         if self.run is None:
             return
-        run = self.run
+        run = self.run  # an error below leaves self.run set, so the caller's abort() closes it as failed
         summary = {k: v for k, v in dict(summary or {}).items() if not k.startswith("_")}
         payload: dict[str, Any] = {}
         for key, df in tables(summary).items():
@@ -209,7 +215,8 @@ def _set(d: dict, keys: list[str], value: Any) -> None:
 
 
 def read_offline_run(run_dir: Path) -> dict[str, Any]:
-    """Config, final summary, logged keys and files of an offline run directory (``.../offline-run-*``)."""
+    """Config, final summary, logged keys, files and exit code (None: never closed) of an offline run
+    directory (``.../offline-run-*``)."""
     from wandb.proto import wandb_internal_pb2 as pb
 
     run_dir = Path(run_dir)
@@ -220,6 +227,7 @@ def read_offline_run(run_dir: Path) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     logged: set[str] = set()
     saved: list[str] = []
+    exit_code = None
     for payload in _records(files[0]):
         rec = pb.Record()
         rec.ParseFromString(payload)
@@ -238,6 +246,9 @@ def read_offline_run(run_dir: Path) -> dict[str, Any]:
                 logged.add((list(item.nested_key) or [item.key])[0])
         elif kind == "files":
             saved += [f.path for f in rec.files.files]
+        elif kind == "exit":
+            exit_code = int(rec.exit.exit_code)
     config = {k: (v["value"] if isinstance(v, dict) and set(v) == {"value"} else v)
               for k, v in config.items()}
-    return {"config": config, "summary": summary, "logged": sorted(logged), "files": saved}
+    return {"config": config, "summary": summary, "logged": sorted(logged), "files": saved,
+            "exit_code": exit_code}

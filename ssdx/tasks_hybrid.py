@@ -165,7 +165,6 @@ def group_job(name: str, idx: np.ndarray, sub: Mapping[str, np.ndarray], workloa
         st = stream(name, workload, measure, capacity, fills, seed=seed)
         res = run_group(sub, st.info["footprint_bytes"], st, progress=None)
     data: dict[str, Any] = {"config_id": np.asarray(idx).astype(np.int64)}
-    data.update(sub)
     data["footprint_gib"] = np.full(len(idx), st.info["footprint_bytes"] / 2**30)
     data["warmup_requests"] = np.full(len(idx), st.info["warmup_requests"])
     data["warmed"] = np.full(len(idx), st.info["warmed"])
@@ -202,11 +201,13 @@ def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: i
             hybrid_params.validate(sub, np.full(len(idx), probe_fp))
         groups.append((idx, sub))
     pieces: dict[int, pa.Table] = {}
+    if workload.get("trace_path"):  # workers may run elsewhere: an absolute path, and its files' identity
+        workload["trace_path"] = str(Path(workload["trace_path"]).resolve())
     if out_dir is not None:
         keys = ("trace_path", "format", "on_error", "max_trace_requests")
         store.open_run(out_dir, store.fingerprint(cols, {
             "sweep_model": "hybrid", "requests": measure, "warmup_fills": fills, "seed": seed,
-            **{f"workload.{k}": workload.get(k) for k in keys}}))
+            **{f"workload.{k}": workload.get(k) for k in keys}, "traces": _trace_identity(workload, order)}))
         for g, (idx, _) in enumerate(groups):
             done = store.finished(out_dir, g, idx)
             if done is not None:
@@ -226,12 +227,21 @@ def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: i
             bar.update(len(job.configs))
     finally:
         bar.close()
+    table = store.assemble(cols, [pieces[g] for g in range(len(groups))])
     if out_dir is not None:
-        table = store.merge(out_dir, len(groups))
-    else:
-        table = pa.concat_tables([pieces[g].replace_schema_metadata(None) for g in range(len(groups))]) \
-            .sort_by("config_id")
+        store.write_atomic(table, out_dir / "results.parquet")
     return table, [infos[g] for g in range(len(groups))]
+
+
+def _trace_identity(workload: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """Size and modification time of each real trace file a sweep reads (a replaced file is a new sweep)."""
+    out = {}
+    for name in names:
+        path = trace_file(workload, name)
+        if path is not None:
+            st = path.stat()
+            out[name] = [st.st_size, st.st_mtime_ns]
+    return out
 
 
 def _footprint_hint(name: str, workload: Mapping[str, Any]) -> float | None:

@@ -45,7 +45,20 @@ from ssdx.sweep import executors, runner
 cols = _cols()
 one = runner.run(cols, runner.fluid_model(64), 5, executor=executors.LocalExecutor(1), progress=False)
 two = runner.run(cols, runner.fluid_model(64), 5, out_dir=Path(sys.argv[1]), progress=False)
-print(json.dumps({"devices": [str(d) for d in jax.local_devices()],
+base = runner.fluid_model(64)
+def model(idle_gaps):  # the idle-gap kernel fails: its chunks are reported, the others kept
+    if idle_gaps:
+        raise RuntimeError("no idle-gap kernel")
+    return base(idle_gaps)
+failed = None
+try:
+    runner.run(cols, model, 5, out_dir=Path(sys.argv[1]) / "broken", progress=False)
+except executors.JobsFailed as e:
+    failed = sorted(int(c) for job, _ in e.failures for c in job.configs)
+kept = len(list((Path(sys.argv[1]) / "broken" / "chunks").glob("chunk_*.parquet")))
+idle = np.flatnonzero(np.asarray(cols["workload.burst_gb"]) > 0).tolist()
+print(json.dumps({"failed_ok": failed == idle, "kept": kept,
+                  "devices": [str(d) for d in jax.local_devices()],
                   "equal": one.to_pandas().equals(two.to_pandas()),
                   "workers": sorted(_workers(Path(sys.argv[1]))),
                   "meta_workers": two.schema.metadata[b"workers"].decode()}))
@@ -62,11 +75,41 @@ def test_chunks_spread_over_two_host_devices_give_identical_values(tmp_path):
     assert out["meta_workers"] == "2"
     assert len(out["workers"]) == 2  # both devices ran chunks
     assert out["equal"]
+    assert out["failed_ok"] and out["kept"] == 5  # failing chunks named; the 24 other configurations kept
+
+
+def _half_fails(i, device=None):
+    if i % 2:
+        raise RuntimeError(f"job {i} broke")
+    return {"i": i}
+
+
+def _bad_value(i, device=None):
+    raise ConfigError("drive.channels", -1, "integer 1 <= x <= 64")
+
+
+def test_local_executor_runs_every_job_then_names_the_failed_ones():
+    jobs = [executors.Job(i, _half_fails, (i,), np.asarray([10 * i])) for i in range(6)]
+    done = []
+    with pytest.raises(executors.JobsFailed) as err:
+        for _job, res, _ in executors.LocalExecutor(1).map(jobs):
+            done.append(res["i"])
+    assert done == [0, 2, 4]  # every job that could finish did
+    assert [j.index for j, _ in err.value.failures] == [1, 3, 5]
+    assert "chunk 3 (configurations 30)" in str(err.value) and "job 3 broke" in str(err.value)
+    with pytest.raises(ConfigError, match="drive.channels"):  # a bad value is not a failed chunk
+        list(executors.LocalExecutor(1).map([executors.Job(0, _bad_value, (0,))]))
 
 
 def test_runner_fields_are_checked():
     with pytest.raises(ConfigError, match="runner.devices"):
         executors.from_config({"name": "local", "devices": 99})
+    with pytest.raises(ConfigError, match="runner.devices"):
+        executors.from_config({"name": "local", "devices": "two"})
+    with pytest.raises(ConfigError, match="runner.address"):
+        executors.RayExecutor(address=5)
+    with pytest.raises(ConfigError, match="runner.spread"):
+        executors.RayExecutor(spread="no")
     with pytest.raises(ConfigError, match="runner.adress"):
         executors.from_config({"name": "ray", "adress": "auto"})
     with pytest.raises(ConfigError, match="runner.name"):

@@ -123,11 +123,25 @@ def test_a_changed_sweep_in_the_same_directory_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"48 -> 30 configurations"):
         runner.run(fewer, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
                    definition={"n_steps": 64})
+    # string columns of equal values but different widths (e.g. after on_invalid: drop) are the same sweep
+    narrow = dict(cols, **{"drive.slc_mode": np.asarray(cols["drive.slc_mode"]).astype("<U40")})
+    runner.run(narrow, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
+               definition={"n_steps": 64})
     # chunk files whose manifest is gone: nothing says which sweep wrote them
     (tmp_path / "chunks" / store.MANIFEST).unlink()
     with pytest.raises(ConfigError, match="no manifest.json"):
         runner.run(cols, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
                    definition={"n_steps": 64})
+
+
+def test_a_changed_sweep_is_accepted_while_nothing_has_finished(tmp_path):
+    cols = _cols()
+    with pytest.raises(Crash):  # dies before its first checkpoint (e.g. out of memory)
+        runner.run(cols, runner.fluid_model(64), chunk_size=48, out_dir=tmp_path, progress=False,
+                   executor=CrashAfter(0))
+    assert not list((tmp_path / "chunks").glob("chunk_*.parquet"))
+    table = runner.run(cols, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False)
+    assert table.num_rows == 48
 
 
 def _ssdx(run_dir, *extra):
@@ -191,3 +205,11 @@ def test_hybrid_sweep_groups_resume_with_their_stream_info(tmp_path):
     assert [i["warmup_requests"] for i in info] == [i["warmup_requests"] for i in ref_info]
     with pytest.raises(ConfigError, match=r"requests 1500 -> 2000"):
         tasks_hybrid.run_table(cols, cfg, 2000, tmp_path / "a", progress=False)
+    # the same values typed differently (queue_depth 32 -> 32.0) resume, with this run's column types
+    store.chunk_path(tmp_path / "a", 2).unlink()
+    floats = dict(cols, **{"hybrid.queue_depth": np.asarray(cols["hybrid.queue_depth"], float)})
+    table, _ = tasks_hybrid.run_table(floats, cfg, 1500, tmp_path / "a", progress=False)
+    assert table.column("hybrid.queue_depth").type == "double"
+    got, want = table.to_pandas(), ref.to_pandas()
+    qd = "hybrid.queue_depth"
+    pd.testing.assert_frame_equal(got.drop(columns=qd), want.drop(columns=qd))

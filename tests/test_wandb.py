@@ -82,3 +82,14 @@ def test_sampling_tables_and_fields():
     with pytest.raises(ConfigError, match="logger.projekt"):
         loggers.from_config({"name": "wandb", "projekt": "x"})
     assert isinstance(loggers.from_config({"name": "none"}), loggers.NullLogger)
+
+
+def test_a_failing_job_closes_its_run_as_failed(tmp_path):
+    ok = ssdx("logger=wandb", f"hydra.run.dir={tmp_path / 'ok'}")
+    assert ok.returncode == 0, ok.stderr
+    assert loggers.read_offline_run(_run_dir(tmp_path / "ok"))["exit_code"] == 0
+    r = ssdx("logger=wandb", "sweep.n_steps=3", f"hydra.run.dir={tmp_path / 'bad'}")
+    assert r.returncode == 2 and "sweep.n_steps" in r.stderr
+    assert loggers.read_offline_run(_run_dir(tmp_path / "bad"))["exit_code"] == 1
+    r = ssdx("logger=wandb", "logger.tags=design", f"hydra.run.dir={tmp_path / 'tags'}")
+    assert r.returncode == 2 and "logger.tags" in r.stderr

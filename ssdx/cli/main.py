@@ -65,7 +65,10 @@ def run(cfg: DictConfig) -> None:
     logger: loggers.NullLogger | loggers.WandbLogger = loggers.NullLogger()
     try:
         container = OmegaConf.to_container(cfg, resolve=True)
-        logger = loggers.from_config(container.get("logger"), seed=int(container.get("seed", 0)))
+        seed = container.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ConfigError("seed", seed, "an integer")
+        logger = loggers.from_config(container.get("logger"), seed=seed)
         if cfg.task in ("sweep", "hybrid_sensitivity"):
             executor = executors.from_config(container.get("runner"))
         logger.start(container, out)
@@ -219,6 +222,9 @@ def run(cfg: DictConfig) -> None:
         logger.abort()
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(1)
+    except BaseException:  # an error or Ctrl-C: the W&B run is closed as failed, then the error goes on
+        logger.abort()
+        raise
     finally:
         if executor is not None and hasattr(executor, "close"):
             executor.close()
@@ -235,7 +241,9 @@ def host_devices(env: dict | None = None, cores: int | None = None) -> None:
     if "xla_force_host_platform_device_count" in flags:
         return
     want = env.get("SSDX_HOST_DEVICES")
-    n = int(want) if want and want.strip().isdigit() else min(cores or os.cpu_count() or 1, 8)
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    n = int(want) if want and want.strip().isdigit() else min(cores, 8)
     if n > 1:
         env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
 

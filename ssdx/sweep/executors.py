@@ -89,46 +89,66 @@ class LocalExecutor:
         return len(self.devices)
 
     def map(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, Any, dict[str, Any]]]:
+        """Yield ``(job, result, info)`` as jobs finish.  A job that raises is recorded and the others go
+        on; at the end :class:`JobsFailed` names the failed ones (the first failure is its cause).  A
+        :class:`ConfigError` (a bad value, not a failed computation) is raised at once."""
         jobs = list(jobs)
+        failures: list[tuple[Job, BaseException]] = []
+        finished = 0
         if len(self.devices) == 1 or len(jobs) <= 1:
             for job in jobs:
                 t0 = time.perf_counter()
-                res = job.fn(*job.args, device=self.devices[0])
-                yield job, res, {"worker": str(self.devices[0]), "seconds": time.perf_counter() - t0,
-                                 "attempts": 1}
-            return
-        local = threading.local()
-        ids = iter(range(len(self.devices)))
-        lock = threading.Lock()
+                try:
+                    res = job.fn(*job.args, device=self.devices[0])
+                except ConfigError:
+                    raise
+                except Exception as e:
+                    failures.append((job, e))
+                    continue
+                finished += 1
+                yield job, res, {"worker": str(self.devices[0]), "seconds": time.perf_counter() - t0}
+        else:
+            local = threading.local()
+            ids = iter(range(len(self.devices)))
+            lock = threading.Lock()
 
-        def call(job: Job):
-            if not hasattr(local, "device"):
-                with lock:
-                    local.device = self.devices[next(ids)]
-            t0 = time.perf_counter()
-            res = job.fn(*job.args, device=local.device)
-            return res, {"worker": str(local.device), "seconds": time.perf_counter() - t0, "attempts": 1}
+            def call(job: Job):
+                if not hasattr(local, "device"):
+                    with lock:
+                        local.device = self.devices[next(ids)]
+                t0 = time.perf_counter()
+                res = job.fn(*job.args, device=local.device)
+                return res, {"worker": str(local.device), "seconds": time.perf_counter() - t0}
 
-        with ThreadPoolExecutor(max_workers=len(self.devices), thread_name_prefix="ssdx-dev") as pool:
-            pending: dict[Future, Job] = {}
-            todo = iter(jobs)
-            for job in todo:  # at most two jobs per device in flight: results stream back as they finish
-                pending[pool.submit(call, job)] = job
-                if len(pending) >= 2 * len(self.devices):
-                    break
-            try:
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        job = pending.pop(fut)
-                        res, info = fut.result()  # a failure stops the sweep here, finished jobs kept
-                        nxt = next(todo, None)
-                        if nxt is not None:
-                            pending[pool.submit(call, nxt)] = nxt
-                        yield job, res, info
-            finally:
-                for fut in pending:
-                    fut.cancel()
+            with ThreadPoolExecutor(max_workers=len(self.devices), thread_name_prefix="ssdx-dev") as pool:
+                pending: dict[Future, Job] = {}
+                todo = iter(jobs)
+                for job in todo:  # at most two jobs per device in flight: results stream back as they finish
+                    pending[pool.submit(call, job)] = job
+                    if len(pending) >= 2 * len(self.devices):
+                        break
+                try:
+                    while pending:
+                        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                        for fut in done:
+                            job = pending.pop(fut)
+                            nxt = next(todo, None)
+                            if nxt is not None:
+                                pending[pool.submit(call, nxt)] = nxt
+                            try:
+                                res, info = fut.result()
+                            except ConfigError:
+                                raise
+                            except Exception as e:
+                                failures.append((job, e))
+                                continue
+                            finished += 1
+                            yield job, res, info
+                finally:
+                    for fut in pending:
+                        fut.cancel()
+        if failures:
+            raise JobsFailed(sorted(failures, key=lambda f: f[0].index), finished) from failures[0][1]
 
 
 def _ray_call(fn: Callable[..., Any], args: tuple, x64: bool) -> tuple[Any, dict[str, Any]]:
@@ -165,9 +185,14 @@ class RayExecutor:
         if not isinstance(max_retries, int | np.integer) or isinstance(max_retries, bool) \
                 or not 0 <= max_retries <= 100:
             raise ConfigError("runner.max_retries", max_retries, "integer 0 <= x <= 100")
-        if not isinstance(num_cpus, int | float) or num_cpus < 0:
+        if address is not None and not isinstance(address, str):
+            raise ConfigError("runner.address", address, "null (start a local Ray), 'auto' or host:port")
+        if not isinstance(spread, bool):
+            raise ConfigError("runner.spread", spread, "true or false")
+        if not isinstance(num_cpus, int | float) or isinstance(num_cpus, bool) or num_cpus < 0:
             raise ConfigError("runner.num_cpus", num_cpus, "a number >= 0 (CPUs per task)")
-        if num_gpus is not None and (not isinstance(num_gpus, int | float) or num_gpus < 0):
+        if num_gpus is not None and (not isinstance(num_gpus, int | float) or isinstance(num_gpus, bool)
+                                     or num_gpus < 0):
             raise ConfigError("runner.num_gpus", num_gpus, "null (auto) or a number >= 0 (GPUs per task)")
         try:
             import ray
@@ -213,18 +238,25 @@ class RayExecutor:
         refs = {task.remote(job.fn, job.args, x64): job for job in jobs}
         failures: list[tuple[Job, BaseException]] = []
         finished = 0
-        while refs:
-            done, _ = ray.wait(list(refs), num_returns=1)
-            job = refs.pop(done[0])
-            try:
-                res, info = ray.get(done[0])
-            except Exception as e:  # RayTaskError (the job raised) or a lost worker, after the retries
-                failures.append((job, getattr(e, "cause", None) or e))
-                continue
-            finished += 1
-            yield job, res, info
+        try:
+            while refs:
+                done, _ = ray.wait(list(refs), num_returns=1)
+                job = refs.pop(done[0])
+                try:
+                    res, info = ray.get(done[0])
+                except Exception as e:  # RayTaskError (the job raised) or a lost worker, after the retries
+                    failures.append((job, getattr(e, "cause", None) or e))
+                    continue
+                finished += 1
+                yield job, res, info
+        finally:
+            for ref in refs:  # abandoned (an error or Ctrl-C in the caller): stop what is still queued
+                ray.cancel(ref)
+        bad = [e for _, e in failures if isinstance(e, ConfigError)]
+        if bad:
+            raise bad[0]
         if failures:
-            raise JobsFailed(sorted(failures, key=lambda f: f[0].index), finished)
+            raise JobsFailed(sorted(failures, key=lambda f: f[0].index), finished) from failures[0][1]
 
     def close(self) -> None:
         """Shut down the Ray this executor started (a joined cluster is left running)."""

@@ -46,8 +46,9 @@ def chunk_path(out_dir: Path, index: int) -> Path:
 
 def _column_hash(values: Any) -> str:
     a = np.asarray(values)
-    if a.dtype.kind == "U":  # fixed-width UTF-32: the width follows from the values, so equal columns agree
-        data = a.dtype.str.encode() + np.ascontiguousarray(a).tobytes()
+    if a.dtype.kind == "U":  # fixed-width UTF-32 at the width of the longest value: equal values agree
+        width = int(np.char.str_len(a).max()) if a.size else 1
+        data = np.ascontiguousarray(a.astype(f"<U{max(width, 1)}")).tobytes()
     elif a.dtype.kind in "SO":
         data = "\x1f".join(map(str, a.tolist())).encode()
     else:
@@ -58,9 +59,12 @@ def _column_hash(values: Any) -> str:
 def fingerprint(cols: Mapping[str, Any], definition: Mapping[str, Any]) -> dict[str, Any]:
     """What identifies a sweep's results: per-column hashes, the configuration count and ``definition``
     (JSON-able: model, static sizes, precision, chunking)."""
+    from ssdx import __version__
+
     n = len(next(iter(cols.values()))) if cols else 0
     return {"n_configs": int(n), "columns": {k: _column_hash(v) for k, v in cols.items()},
-            "definition": json.loads(json.dumps(dict(definition), sort_keys=True, default=str))}
+            "definition": json.loads(json.dumps({"ssdx": __version__, **dict(definition)}, sort_keys=True,
+                                                default=str))}
 
 
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -96,19 +100,21 @@ def open_run(out_dir: Path, fp: Mapping[str, Any]) -> bool:
         if old is None:
             raise ConfigError("hydra.run.dir", str(out_dir),
                               f"{path} is unreadable; remove {out_dir / 'chunks'} to start this sweep afresh")
-        if old != dict(fp):
+        if old != dict(fp) and not list((out_dir / "chunks").glob("chunk_*.parquet")):
+            old = None  # nothing finished under the old definition: start this one afresh
+        elif old != dict(fp):
             raise ConfigError(
                 "hydra.run.dir", str(out_dir),
                 "holds results of a different sweep definition (" + "; ".join(_differences(old, fp))
                 + "); re-run with the original definition to resume, or choose a new hydra.run.dir "
                   f"(or delete {out_dir / 'chunks'})")
-        return True
+        if old is not None:
+            return True
     stale = sorted((out_dir / "chunks").glob("chunk_*.parquet")) if (out_dir / "chunks").exists() else []
     if stale:
         raise ConfigError("hydra.run.dir", str(out_dir),
                           f"has {len(stale)} chunk files but no {MANIFEST}, so nothing says which sweep "
-                          "wrote "
-                          f"them; choose a new hydra.run.dir or delete {out_dir / 'chunks'}")
+                          f"wrote them; choose a new hydra.run.dir or delete {out_dir / 'chunks'}")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{MANIFEST}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(dict(fp), indent=1, sort_keys=True) + "\n")
@@ -147,8 +153,10 @@ def chunk_info(table: pa.Table) -> dict[str, Any]:
 
 
 def assemble(cols: Mapping[str, Any], pieces: list[pa.Table]) -> pa.Table:
-    """The results table: ``config_id``, every configuration column of ``cols``, then the metrics of the
-    chunk tables ``pieces`` (``config_id`` + metrics each), one row per configuration in id order."""
+    """The results table: ``config_id``, every configuration column of ``cols``, then the other columns of
+    the chunk tables ``pieces`` (``config_id`` + metrics each), one row per configuration in id order.
+    The configuration columns come from ``cols`` (fingerprinted), never from the files, so a resumed
+    sweep's table has this run's column types."""
     metrics = pa.concat_tables([p.replace_schema_metadata(None) for p in pieces]).sort_by("config_id")
     ids = metrics.column("config_id").to_numpy()
     n = len(next(iter(cols.values())))
@@ -160,11 +168,3 @@ def assemble(cols: Mapping[str, Any], pieces: list[pa.Table]) -> pa.Table:
     data.update({k: metrics.column(k) for k in metrics.column_names if k != "config_id"})
     return pa.table(data)
 
-
-def merge(out_dir: Path, n_chunks: int) -> pa.Table:
-    """Concatenate whole-table chunk files (hybrid groups) in index order, sort by ``config_id`` and write
-    ``results.parquet``."""
-    tables = [pq.read_table(chunk_path(out_dir, i)).replace_schema_metadata(None) for i in range(n_chunks)]
-    table = pa.concat_tables(tables).sort_by("config_id")
-    write_atomic(table, out_dir / "results.parquet")
-    return table
