@@ -71,14 +71,12 @@ def tables(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         key = f"{prefix}{k}"
         if isinstance(v, list) and v and all(isinstance(r, Mapping) for r in v):
             out[key] = pd.DataFrame([flatten(r) for r in v])
-        elif isinstance(v, Mapping) and v and all(isinstance(r, Mapping) for r in v.values()):
-            rows = [flatten(r) for r in v.values()]
-            if all(rows) and all(len(r) == len(v2) for r, v2 in zip(rows, v.values(), strict=True)):
+        elif isinstance(v, Mapping):
+            rows = [flatten(r) if isinstance(r, Mapping) else {} for r in v.values()]
+            if v and all(r and len(r) == len(r0) for r, r0 in zip(rows, v.values(), strict=True)):
                 out[key] = pd.DataFrame([{"key": str(name), **r} for name, r in zip(v, rows, strict=True)])
             else:
                 out.update(tables(v, key + "/"))
-        elif isinstance(v, Mapping):
-            out.update(tables(v, key + "/"))
     return out
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ssdx import hybrid_params, params
 from ssdx.models import hybrid
-from ssdx.sweep import space, store
+from ssdx.sweep import space
 from ssdx.tasks import _write_json
 
 TABLE1 = ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
@@ -181,8 +181,7 @@ def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: i
     Each group is one job of ``executor`` (default: the local devices).  With ``out_dir`` each finished
     group is checkpointed atomically under ``out_dir/chunks`` (``ssdx.sweep.store``); a re-run of the same
     sweep there skips the finished groups, a different sweep there is refused."""
-    from ssdx.progress import bar as progress_bar
-    from ssdx.sweep import executors
+    from ssdx.sweep import executors, runner
 
     fills = float(cfg["hybrid"].get("warmup_fills", 1.0))
     if not 0 <= fills <= 100:
@@ -200,37 +199,20 @@ def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: i
         if probe_fp is not None:  # synthetic footprints are known: refuse bad values before any compute
             hybrid_params.validate(sub, np.full(len(idx), probe_fp))
         groups.append((idx, sub))
-    pieces: dict[int, pa.Table] = {}
     if workload.get("trace_path"):  # workers may run elsewhere: an absolute path, and its files' identity
         workload["trace_path"] = str(Path(workload["trace_path"]).resolve())
-    if out_dir is not None:
-        keys = ("trace_path", "format", "on_error", "max_trace_requests")
-        store.open_run(out_dir, store.fingerprint(cols, {
-            "sweep_model": "hybrid", "requests": measure, "warmup_fills": fills, "seed": seed,
-            **{f"workload.{k}": workload.get(k) for k in keys}, "traces": _trace_identity(workload, order)}))
-        for g, (idx, _) in enumerate(groups):
-            done = store.finished(out_dir, g, idx)
-            if done is not None:
-                pieces[g] = done
-    infos: dict[int, dict[str, Any]] = {g: store.chunk_info(t) for g, t in pieces.items()}
-    jobs = [executors.Job(g, group_job, (order[g], idx, sub, workload, measure, fills, seed), idx)
-            for g, (idx, sub) in enumerate(groups) if g not in pieces]
-    executor = executor if executor is not None else executors.LocalExecutor()
-    bar = progress_bar(len(names), desc, enabled=progress, initial=sum(len(groups[g][0]) for g in pieces))
-    try:
-        for job, (data, info), where in executor.map(jobs):
-            table = pa.table(data)
-            if out_dir is not None:
-                store.write_atomic(store.with_info(table, {**info, **where}),
-                                   store.chunk_path(out_dir, job.index))
-            pieces[job.index], infos[job.index] = table, {**info, **where}
-            bar.update(len(job.configs))
-    finally:
-        bar.close()
-    table = store.assemble(cols, [pieces[g] for g in range(len(groups))])
-    if out_dir is not None:
-        store.write_atomic(table, out_dir / "results.parquet")
-    return table, [infos[g] for g in range(len(groups))]
+    keys = ("trace_path", "format", "on_error", "max_trace_requests")
+    definition = {"sweep_model": "hybrid", "requests": measure, "warmup_fills": fills, "seed": seed,
+                  **{f"workload.{k}": workload.get(k) for k in keys},
+                  "traces": _trace_identity(workload, order)}
+
+    def make_job(g: int):
+        idx, sub = groups[g]
+        return executors.Job(g, group_job, (order[g], idx, sub, workload, measure, fills, seed), idx)
+
+    out = runner.execute(cols, [idx for idx, _ in groups], make_job, lambda _g, res: res, out_dir, definition,
+                         executor, progress, desc)
+    return out.table, out.infos
 
 
 def _trace_identity(workload: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:

@@ -55,3 +55,21 @@ def metrics(drive, workload, n_steps: int = 256):
 @pytest.fixture
 def aldrin():
     return build_one()
+
+
+def mixed_sweep_cols(dies=(2, 4)):
+    """Columns of a small fluid sweep: 4 cache modes x ``dies`` x {no idle gaps, 20 GB bursts with 30 s
+    idle} x 3 random pre-fills, so configurations fall in both static-flag groups of the runner."""
+    from ssdx.tasks import sweep_columns
+
+    base = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
+            "model": {"n_steps": 64}, "precision": "float32"}
+    sweep = {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
+                                "drive.dies_per_channel": list(dies)},
+                       "list": [{"workload.burst_gb": 0.0}, {"workload.burst_gb": 20.0}],
+                       "random": {"n": 3, "seed": 1,
+                                  "params": {"workload.prefill_fraction": {"low": 0.0, "high": 0.8}}}},
+             "base": {"drive.user_capacity_gb": 400.0, "drive.static_slc_gb": 16.0, "workload.idle_s": 30.0}}
+    cols, dropped, n_def = sweep_columns(sweep, base)
+    assert n_def == 24 * len(dies) and not dropped
+    return cols

@@ -48,9 +48,12 @@ def test_fitted_stream_reproduces_the_profile(source):
     got = analyse.analyse([profile.generate(fitted, want["requests"], seed=2)])
     assert got["requests"] == want["requests"]
     assert got["read_fraction"] == pytest.approx(want["read_fraction"], abs=0.01)
+    # sequential fractions of a rare type (proj_3: 2,000 writes) spread by ~0.01 per stream (runs cluster):
+    # measured on a stream 5x longer, where 0.02 is over 3 standard deviations
+    long = analyse.analyse([profile.generate(fitted, 5 * want["requests"], seed=3)])
     for t in ("read", "write"):
-        assert _seq(got, t) == pytest.approx(_seq(want, t), abs=0.02), t
-    assert got["sequential_fraction"] == pytest.approx(want["sequential_fraction"], abs=0.02)
+        assert _seq(long, t) == pytest.approx(_seq(want, t), abs=0.02), t
+    assert long["sequential_fraction"] == pytest.approx(want["sequential_fraction"], abs=0.02)
     assert got["size_bytes"]["mean"] == pytest.approx(want["size_bytes"]["mean"], rel=0.03)
     assert got["size_bytes"]["p50"] == want["size_bytes"]["p50"]
     assert got["footprint_bytes"] == pytest.approx(want["footprint_bytes"], rel=0.10)

@@ -10,27 +10,15 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from conftest import mixed_sweep_cols
 
-from ssdx import presets
 from ssdx.params import ConfigError
 from ssdx.sweep import executors, runner, store
-from ssdx.tasks import sweep_columns
-
-BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
-        "model": {"n_steps": 64}, "precision": "float32"}
 
 
 def _cols():
-    """40 configurations, half with idle gaps (two static-flag groups), as in test_sweep."""
-    sweep = {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
-                                "drive.dies_per_channel": [2, 4]},
-                       "list": [{"workload.burst_gb": 0.0}, {"workload.burst_gb": 20.0}],
-                       "random": {"n": 3, "seed": 1,
-                                  "params": {"workload.prefill_fraction": {"low": 0.0, "high": 0.8}}}},
-             "base": {"drive.user_capacity_gb": 400.0, "drive.static_slc_gb": 16.0, "workload.idle_s": 30.0}}
-    cols, _, n = sweep_columns(sweep, BASE)
-    assert n == 48
-    return cols
+    """48 configurations in two static-flag groups (conftest.mixed_sweep_cols)."""
+    return mixed_sweep_cols()
 
 
 class Crash(RuntimeError):

@@ -2,6 +2,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from conftest import mixed_sweep_cols
 
 from ssdx import params, presets
 from ssdx.params import ConfigError
@@ -42,16 +43,8 @@ def test_space_errors_name_the_block():
         space.expand({"grid": {"a": [1]}, "list": [{"a": 2}]})
 
 
-def _cols(n=37):
-    sweep = {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
-                                "drive.dies_per_channel": [1, 2, 4]},
-                       "list": [{"workload.burst_gb": 0.0}, {"workload.burst_gb": 20.0}],
-                       "random": {"n": 3, "seed": 1,
-                                  "params": {"workload.prefill_fraction": {"low": 0.0, "high": 0.8}}}},
-             "base": {"drive.user_capacity_gb": 400.0, "drive.static_slc_gb": 16.0, "workload.idle_s": 30.0}}
-    cols, dropped, n_def = sweep_columns(sweep, BASE)
-    assert n_def == 72 and not dropped
-    return cols
+def _cols():
+    return mixed_sweep_cols(dies=(1, 2, 4))
 
 
 def test_results_identical_whatever_chunk_size_or_order():

@@ -40,17 +40,18 @@ def _column(df: pd.DataFrame, spec: Mapping[str, Any], key: str, field: str) -> 
 
 
 def pareto_mask(x: np.ndarray, y: np.ndarray, x_max: bool = True, y_max: bool = True) -> np.ndarray:
-    """True for the points no other point dominates (at least as good on both, better on one)."""
+    """True for the points no other point dominates (at least as good on both, better on one); of
+    identical points one is kept.  Sorted by the first metric (best first, ties by the second), a point
+    is on the front when its second metric beats every point before it."""
     a = np.where(x_max, x, -x).astype(float)
     b = np.where(y_max, y, -y).astype(float)
     ok = np.isfinite(a) & np.isfinite(b)
-    order = np.lexsort((-b, -a))  # best a first, ties by best b
+    a, b = np.where(ok, a, -np.inf), np.where(ok, b, -np.inf)
+    order = np.lexsort((-b, -a))
+    sb = b[order]
+    best_before = np.maximum.accumulate(np.concatenate([[-np.inf], sb[:-1]]))
     keep = np.zeros(len(a), bool)
-    best_b = -np.inf
-    for i in order:
-        if ok[i] and b[i] > best_b:
-            keep[i] = True
-            best_b = b[i]
+    keep[order] = (sb > best_before) & ok[order]
     return keep
 
 

@@ -16,12 +16,13 @@ function runs in this process and in a Ray worker, so both give identical values
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,12 +73,33 @@ def job_devices(devices: Any = "all") -> list:
     return devs[: int(devices)]
 
 
-class LocalExecutor:
-    """Jobs in this process, spread over local devices (one worker thread per device).
+def _collect(outcomes: Iterable[tuple[Job, Any]]) -> Iterator[tuple[Job, Any, dict[str, Any]]]:
+    """Yield ``(job, result, info)`` for the jobs that finished; a :class:`ConfigError` (a bad value, not a
+    failed computation) is raised at once, other failures are raised together at the end as
+    :class:`JobsFailed` (the first one its cause)."""
+    failures: list[tuple[Job, BaseException]] = []
+    finished = 0
+    for job, outcome in outcomes:
+        if isinstance(outcome, ConfigError):
+            raise outcome
+        if isinstance(outcome, BaseException):
+            failures.append((job, outcome))
+            continue
+        finished += 1
+        yield job, *outcome
+    if failures:
+        raise JobsFailed(sorted(failures, key=lambda f: f[0].index), finished) from failures[0][1]
 
-    With one device the jobs run one after another on the calling thread, so a failure surfaces at
-    once with its traceback.
-    """
+
+def _timed(job: Job, device) -> tuple[Any, dict[str, Any]]:
+    t0 = time.perf_counter()
+    res = job.fn(*job.args, device=device)
+    return res, {"worker": str(device), "seconds": time.perf_counter() - t0}
+
+
+class LocalExecutor:
+    """Jobs in this process, spread over local devices (one worker thread per device; with one device,
+    on the calling thread)."""
 
     name = "local"
 
@@ -89,66 +111,49 @@ class LocalExecutor:
         return len(self.devices)
 
     def map(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, Any, dict[str, Any]]]:
-        """Yield ``(job, result, info)`` as jobs finish.  A job that raises is recorded and the others go
-        on; at the end :class:`JobsFailed` names the failed ones (the first failure is its cause).  A
-        :class:`ConfigError` (a bad value, not a failed computation) is raised at once."""
-        jobs = list(jobs)
-        failures: list[tuple[Job, BaseException]] = []
-        finished = 0
+        """Yield ``(job, result, info)`` as jobs finish; every job runs, then the failed ones are named
+        (:func:`_collect`)."""
+        return _collect(self._outcomes(list(jobs)))
+
+    def _outcomes(self, jobs: list[Job]) -> Iterator[tuple[Job, Any]]:
+        """``(job, (result, info))`` or ``(job, exception)`` for every job, in finishing order."""
         if len(self.devices) == 1 or len(jobs) <= 1:
             for job in jobs:
-                t0 = time.perf_counter()
                 try:
-                    res = job.fn(*job.args, device=self.devices[0])
-                except ConfigError:
-                    raise
+                    out = _timed(job, self.devices[0])
                 except Exception as e:
-                    failures.append((job, e))
-                    continue
-                finished += 1
-                yield job, res, {"worker": str(self.devices[0]), "seconds": time.perf_counter() - t0}
-        else:
-            local = threading.local()
-            ids = iter(range(len(self.devices)))
-            lock = threading.Lock()
+                    out = e
+                yield job, out
+            return
+        local = threading.local()
+        ids = iter(range(len(self.devices)))
+        lock = threading.Lock()
 
-            def call(job: Job):
-                if not hasattr(local, "device"):
-                    with lock:
-                        local.device = self.devices[next(ids)]
-                t0 = time.perf_counter()
-                res = job.fn(*job.args, device=local.device)
-                return res, {"worker": str(local.device), "seconds": time.perf_counter() - t0}
+        def call(job: Job):
+            if not hasattr(local, "device"):
+                with lock:
+                    local.device = self.devices[next(ids)]
+            return _timed(job, local.device)
 
-            with ThreadPoolExecutor(max_workers=len(self.devices), thread_name_prefix="ssdx-dev") as pool:
-                pending: dict[Future, Job] = {}
-                todo = iter(jobs)
-                for job in todo:  # at most two jobs per device in flight: results stream back as they finish
-                    pending[pool.submit(call, job)] = job
-                    if len(pending) >= 2 * len(self.devices):
-                        break
-                try:
-                    while pending:
-                        done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                        for fut in done:
-                            job = pending.pop(fut)
-                            nxt = next(todo, None)
-                            if nxt is not None:
-                                pending[pool.submit(call, nxt)] = nxt
-                            try:
-                                res, info = fut.result()
-                            except ConfigError:
-                                raise
-                            except Exception as e:
-                                failures.append((job, e))
-                                continue
-                            finished += 1
-                            yield job, res, info
-                finally:
-                    for fut in pending:
-                        fut.cancel()
-        if failures:
-            raise JobsFailed(sorted(failures, key=lambda f: f[0].index), finished) from failures[0][1]
+        with ThreadPoolExecutor(max_workers=len(self.devices), thread_name_prefix="ssdx-dev") as pool:
+            todo = iter(jobs)  # at most two jobs per device in flight: results stream back as they finish
+            pending = {pool.submit(call, job): job for job in itertools.islice(todo, 2 * len(self.devices))}
+            try:
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        job = pending.pop(fut)
+                        nxt = next(todo, None)
+                        if nxt is not None:
+                            pending[pool.submit(call, nxt)] = nxt
+                        try:
+                            out = fut.result()
+                        except Exception as e:
+                            out = e
+                        yield job, out
+            finally:
+                for fut in pending:
+                    fut.cancel()
 
 
 def _ray_call(fn: Callable[..., Any], args: tuple, x64: bool) -> tuple[Any, dict[str, Any]]:
@@ -223,40 +228,34 @@ class RayExecutor:
         return max(1, int(res.get("CPU", 1) / max(self.num_cpus, 1e-9)))
 
     def map(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, Any, dict[str, Any]]]:
+        """Yield ``(job, result, info)`` as tasks finish (after their retries); see :func:`_collect`."""
+        return _collect(self._outcomes(jobs))
+
+    def _outcomes(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, Any]]:
         import jax
 
         ray = self._ray
-        env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"} if self.num_gpus > 0 else {}
         opts: dict[str, Any] = {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus,
                                 "max_retries": self.max_retries, "retry_exceptions": True}
-        if env:
-            opts["runtime_env"] = {"env_vars": env}
+        if self.num_gpus > 0:
+            opts["runtime_env"] = {"env_vars": {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}}
         if self.spread:
             opts["scheduling_strategy"] = "SPREAD"
         task = ray.remote(_ray_call).options(**opts)
         x64 = bool(jax.config.jax_enable_x64)
         refs = {task.remote(job.fn, job.args, x64): job for job in jobs}
-        failures: list[tuple[Job, BaseException]] = []
-        finished = 0
         try:
             while refs:
                 done, _ = ray.wait(list(refs), num_returns=1)
                 job = refs.pop(done[0])
                 try:
-                    res, info = ray.get(done[0])
+                    out = ray.get(done[0])
                 except Exception as e:  # RayTaskError (the job raised) or a lost worker, after the retries
-                    failures.append((job, getattr(e, "cause", None) or e))
-                    continue
-                finished += 1
-                yield job, res, info
+                    out = getattr(e, "cause", None) or e
+                yield job, out
         finally:
             for ref in refs:  # abandoned (an error or Ctrl-C in the caller): stop what is still queued
                 ray.cancel(ref)
-        bad = [e for _, e in failures if isinstance(e, ConfigError)]
-        if bad:
-            raise bad[0]
-        if failures:
-            raise JobsFailed(sorted(failures, key=lambda f: f[0].index), finished) from failures[0][1]
 
     def close(self) -> None:
         """Shut down the Ray this executor started (a joined cluster is left running)."""

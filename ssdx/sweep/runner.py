@@ -105,6 +105,82 @@ def chunk_job(model: Callable[[Any], Callable], flag: Any, inputs: tuple, token:
     return out
 
 
+class Outcome(NamedTuple):
+    """What :func:`execute` returns: the results table and each chunk's info, in chunk order."""
+
+    table: pa.Table
+    infos: list[dict[str, Any]]
+    resumed_chunks: int
+    resumed_configs: int
+    elapsed_s: float
+    compile_s: float
+
+
+def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_job: Callable[[int], Any],
+            to_columns: Callable[[int, Any], tuple[dict[str, np.ndarray], dict[str, Any]]],
+            out_dir: Path | None, definition: Mapping[str, Any], executor=None, progress: bool = True,
+            desc: str = "sweep", order: Sequence[int] | None = None) -> Outcome:
+    """Run the chunks of a sweep, checkpointed and resumable; the loop shared by every sweep kind.
+
+    ``units[i]`` are chunk ``i``'s configuration ids; ``make_job(i)`` its :class:`executors.Job`;
+    ``to_columns(i, result)`` turns a job's result into the chunk's columns (``config_id`` + metrics) and
+    an info mapping (``compile_s`` is summed).  With ``out_dir``, :func:`store.open_run` checks the
+    fingerprint of ``cols`` and ``definition``, finished chunks are read back instead of run, and each
+    new chunk is written by a background thread while the next computes.  The results table is
+    :func:`store.assemble` d and, with ``out_dir``, written to ``results.parquet``."""
+    from ssdx.progress import bar as progress_bar
+    from ssdx.sweep import executors
+
+    n_units = len(units)
+    order = list(range(n_units)) if order is None else list(order)
+    if sorted(order) != list(range(n_units)):
+        raise ValueError(f"order must be a permutation of range({n_units})")
+    pieces: dict[int, pa.Table] = {}
+    infos: dict[int, dict[str, Any]] = {}
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        store.open_run(out_dir, store.fingerprint(cols, definition))
+        for i, ids in enumerate(units):
+            done = store.finished(out_dir, i, ids)
+            if done is not None:
+                pieces[i], infos[i] = done, store.chunk_info(done)
+    resumed = len(pieces)
+    resumed_configs = sum(len(units[i]) for i in pieces)
+    jobs = [make_job(i) for i in order if i not in pieces]
+    executor = executor if executor is not None else executors.LocalExecutor()
+    n = len(next(iter(cols.values())))
+    bar = progress_bar(n, desc, enabled=progress, initial=resumed_configs)
+    writer = None if out_dir is None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="ssdx-store")
+    writes = []
+    t0 = time.perf_counter()
+    compile_s = 0.0
+    try:
+        for job, res, where in executor.map(jobs):
+            data, info = to_columns(job.index, res)
+            info = {**info, **where}
+            compile_s += float(info.get("compile_s", 0.0))
+            table = pa.table(data)
+            if writer is not None:
+                writes.append(writer.submit(store.write_atomic, store.with_info(table, info),
+                                            store.chunk_path(out_dir, job.index), "none"))
+            pieces[job.index], infos[job.index] = table, info
+            bar.update(len(units[job.index]))
+    finally:
+        bar.close()
+        if writer is not None:
+            writer.shutdown(wait=True)
+    for w in writes:
+        w.result()  # a failed checkpoint write surfaces here
+    elapsed = time.perf_counter() - t0
+    missing = sorted(set(range(n_units)) - set(pieces))
+    if missing:  # an executor must return or report every job; never write a table with rows left out
+        raise RuntimeError(f"the executor returned no result for chunks {missing[:10]}")
+    table = store.assemble(cols, [pieces[i] for i in range(n_units)])
+    if out_dir is not None:
+        store.write_atomic(table, out_dir / "results.parquet")
+    return Outcome(table, [infos[i] for i in range(n_units)], resumed, resumed_configs, elapsed, compile_s)
+
+
 def run(
     cols: Mapping[str, np.ndarray],
     model: Callable[[Any], Callable],
@@ -126,13 +202,10 @@ def run(
     of ``cols`` and every metric.  ``trees`` are the stacked parameter pytrees ``model(flag)`` takes
     (default: ``params.build(cols)``, i.e. (Drive, Workload)).
 
-    ``executor`` (:mod:`ssdx.sweep.executors`; default: every local device) runs the chunks.  With
-    ``out_dir`` each chunk is checkpointed atomically to ``out_dir/chunks/`` as it finishes, and a run
-    on a directory holding the same sweep (``definition`` + columns, see :func:`store.fingerprint`)
-    skips the chunks already there; a different sweep there is refused.  The merged table is written
-    to ``out_dir/results.parquet``.  ``order`` permutes the chunk submission order (for tests).
+    ``executor`` (:mod:`ssdx.sweep.executors`; default: every local device) runs the chunks, through
+    :func:`execute`: with ``out_dir`` they are checkpointed and a re-run of the same sweep (``definition``
+    + columns, see :func:`store.fingerprint`) resumes.  ``order`` permutes the submission order (tests).
     """
-    from ssdx.progress import bar as progress_bar
     from ssdx.sweep import executors
 
     n = len(next(iter(cols.values())))
@@ -142,64 +215,28 @@ def run(
         groups = idle_gap_groups(trees[1])
     chunk_size = max(1, min(int(chunk_size), n))
     chunks = plan(groups, chunk_size)
-    n_chunks = len(chunks)
-    order = list(range(n_chunks)) if order is None else list(order)
-    if sorted(order) != list(range(n_chunks)):
-        raise ValueError(f"order must be a permutation of range({n_chunks})")
-    executor = executor if executor is not None else executors.LocalExecutor()
-    pieces: dict[int, pa.Table] = {}
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        defn = {"model": getattr(model, "__qualname__", type(model).__name__), **dict(definition or {}),
-                "chunk_size": chunk_size, "dtype": np.dtype(dtype).name}
-        store.open_run(out_dir, store.fingerprint(cols, defn))
-        for ch in chunks:
-            done = store.finished(out_dir, ch.index, ch.idx)
-            if done is not None:
-                pieces[ch.index] = done
-    resumed = len(pieces)
-    resumed_configs = sum(len(chunks[i].idx) for i in pieces)
     token = uuid.uuid4().hex
-    jobs = []
-    for c in order:
-        ch = chunks[c]
-        if ch.index in pieces:
-            continue
+
+    def make_job(i: int):
+        ch = chunks[i]
         padded = np.concatenate([ch.idx, np.full(chunk_size - len(ch.idx), ch.idx[-1])])  # one shape
-        jobs.append(executors.Job(ch.index, chunk_job, (model, ch.flag, _take(trees, padded), token),
-                                  ch.idx.astype(np.int64)))
-    bar = progress_bar(n, desc, enabled=progress, initial=resumed_configs)
-    # Checkpoints (config_id + metrics; the configuration columns follow from the fingerprinted ``cols``)
-    # are written by one background thread while the next chunk computes.
-    writer = None if out_dir is None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="ssdx-store")
-    writes = []
-    t0 = time.perf_counter()
-    compile_s = 0.0
-    try:
-        for job, res, info in executor.map(jobs):
-            res = dict(res)
-            compile_s += float(res.pop("_compile_s", 0.0))
-            idx = chunks[job.index].idx
-            data = {"config_id": idx.astype(np.int64)}
-            data.update({k: np.asarray(v, dtype=np.float64)[:len(idx)] for k, v in res.items()})
-            table = pa.table(data)
-            if writer is not None:
-                writes.append(writer.submit(store.write_atomic, store.with_info(table, info),
-                                            store.chunk_path(out_dir, job.index), "none"))
-            pieces[job.index] = table
-            bar.update(len(idx))
-    finally:
-        bar.close()
-        if writer is not None:
-            writer.shutdown(wait=True)
-    for w in writes:
-        w.result()  # a failed checkpoint write surfaces here
-    elapsed = time.perf_counter() - t0
-    table = store.assemble(cols, [pieces[i] for i in range(n_chunks)])
-    if out_dir is not None:
-        store.write_atomic(table, out_dir / "results.parquet")
-    return table.replace_schema_metadata({"elapsed_s": f"{elapsed:.3f}", "compile_s": f"{compile_s:.3f}",
-                                         "chunks": str(n_chunks),
-                                         "resumed_chunks": str(resumed),
-                                         "resumed_configs": str(resumed_configs), "executor": executor.name,
-                                         "workers": str(executor.workers)})
+        args = (model, ch.flag, _take(trees, padded), token)
+        return executors.Job(i, chunk_job, args, ch.idx.astype(np.int64))
+
+    def to_columns(i: int, res: Mapping[str, np.ndarray]):
+        res = dict(res)
+        compile_s = float(res.pop("_compile_s", 0.0))
+        idx = chunks[i].idx
+        data = {"config_id": idx.astype(np.int64)}
+        data.update({k: np.asarray(v, dtype=np.float64)[:len(idx)] for k, v in res.items()})
+        return data, {"compile_s": compile_s}
+
+    defn = {"model": getattr(model, "__qualname__", type(model).__name__), **dict(definition or {}),
+            "chunk_size": chunk_size, "dtype": np.dtype(dtype).name}
+    executor = executor if executor is not None else executors.LocalExecutor()
+    out = execute(cols, [ch.idx for ch in chunks], make_job, to_columns, out_dir, defn, executor, progress,
+                  desc, order)
+    return out.table.replace_schema_metadata({
+        "elapsed_s": f"{out.elapsed_s:.3f}", "compile_s": f"{out.compile_s:.3f}", "chunks": str(len(chunks)),
+        "resumed_chunks": str(out.resumed_chunks), "resumed_configs": str(out.resumed_configs),
+        "executor": executor.name, "workers": str(executor.workers)})

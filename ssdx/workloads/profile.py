@@ -109,22 +109,20 @@ def generate(f: Fitted, n: int, seed: int = 0, timed: bool = True) -> Chunk:
     codes = np.asarray([TYPES[t] for t in names], np.int8)
     head_p = np.asarray([f.head_weights[t] for t in names])
     cont_p = np.asarray([f.continue_prob[t] for t in names])
-    size_v = np.asarray(list(f.sizes), np.int64)
-    size = rng.choice(size_v, n, p=np.asarray(list(f.sizes.values())))
-    head_type = rng.choice(len(names), n, p=head_p)
-    head_off = rng.integers(0, f.span_pages, n) * PAGE
-    u = rng.random(n)
-    op = np.empty(n, np.int8)
-    offset = np.empty(n, np.int64)
-    cur, nxt = 0, 0
-    for i in range(n):  # runs are sequential by construction: a plain loop keeps the rule exact
-        if i > 0 and u[i] < cont_p[cur]:
-            offset[i] = nxt
-        else:
-            cur = int(head_type[i])
-            offset[i] = head_off[i]
-        op[i] = codes[cur]
-        nxt = int(offset[i] + size[i])
+    # runs: a head of type t, then Geometric(1 - c_t) - 1 continuations (c_t <= 0.999, fit caps it)
+    kind = rng.choice(len(names), n, p=head_p)
+    length = rng.geometric(1.0 - cont_p[kind])
+    ends = np.cumsum(length)
+    runs = int(np.searchsorted(ends, n)) + 1  # the runs that reach n requests; the last one is cut
+    kind, length = kind[:runs], length[:runs]
+    length[-1] -= int(ends[runs - 1]) - n
+    run = np.repeat(np.arange(runs), length)
+    size = rng.choice(np.asarray(list(f.sizes), np.int64), n, p=np.asarray(list(f.sizes.values())))
+    before = np.cumsum(size) - size  # bytes of the stream before each request
+    run_start = np.concatenate([[0], np.cumsum(length)[:-1]])
+    head_off = rng.integers(0, f.span_pages, runs) * PAGE
+    offset = head_off[run] + before - before[run_start][run]  # each continuation starts where the last ended
+    op = codes[kind][run]
     if timed and f.gap_mean_s:
         cv = f.gap_cv if f.gap_cv else 0.0
         if cv > 1e-6:
