@@ -2,19 +2,23 @@
 
 The stream comes in chunks (``ssdx.workloads.traces.Chunk``: a trace reader or a synthetic generator),
 so a multi-GB trace never sits whole in memory; every chunk is padded to one length and run by one
-compiled ``jit(vmap(run_chunk))`` with the requests broadcast to all configurations.  Accumulators are
+compiled ``jit(run_chunk)`` on the whole batch (configurations on the last axis), split over the local
+devices (``shard_map``) when there are several.  Accumulators are
 added on the host in float64 chunk by chunk.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 from ssdx import engine_params
 from ssdx.models import engine
@@ -35,13 +39,47 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def compiled(lay: engine_params.Layout, keep_latency: bool):
-    """The jitted, vmapped plan, init and chunk functions for a layout (shared by ssdx and bench/)."""
-    plan = jax.jit(jax.vmap(partial(engine.plan, lay=lay)))
-    init = jax.jit(jax.vmap(partial(engine.init, lay=lay)))
-    run = jax.jit(jax.vmap(partial(engine.run_chunk, lay=lay, keep_latency=keep_latency),
-                           in_axes=(0, 0, None)))
-    return plan, init, run
+def _by_config(tree):
+    """Partition specs splitting every leaf along its last axis (the configurations)."""
+    return jax.tree_util.tree_map(lambda x: P(*([None] * (len(x.shape) - 1)), "c"), tree)
+
+
+def compiled(lay: engine_params.Layout, keep_latency: bool, mesh: Mesh | None = None):
+    """The jitted plan, init and chunk functions of a batch for a layout (shared by ssdx and bench/).
+    With a ``mesh`` (axis ``"c"``) each device runs the chunk on its share of the configurations
+    (``shard_map``: no communication, the requests are replicated)."""
+    plan = jax.jit(partial(engine.plan_batch, lay=lay))
+    init = jax.jit(partial(engine.init, lay=lay))
+    fn = partial(engine.run_chunk, lay=lay, keep_latency=keep_latency)
+    if mesh is None:
+        return plan, init, jax.jit(fn)
+
+    def split(p, s, req):
+        out = _by_config(jax.eval_shape(fn, p, s, req))
+        return jax.shard_map(fn, mesh=mesh, in_specs=(_by_config(p), _by_config(s), P()), out_specs=out,
+                             check_vma=False)(
+            p, s, req)
+
+    return plan, init, jax.jit(split)
+
+
+def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None = None):
+    """Compiled chunk function, plan and initial state of a batch ``trees`` (``engine_params.build``),
+    the configurations split over ``devices`` (default: every local device of the default backend; on a
+    CPU host, as many as ``XLA_FLAGS=--xla_force_host_platform_device_count`` makes, which the CLI sets to
+    the cores).  The batch is padded to a multiple of the device count by repeating its last
+    configuration; returns ``(run, plan, state, n)`` with ``n`` the real batch size."""
+    drive, workload, eng, lay = trees
+    n = int(np.shape(drive.user_bytes)[0])
+    devs = list(jax.local_devices() if devices is None else devices)[:n]
+    mesh = Mesh(np.array(devs), ("c",)) if len(devs) > 1 else None
+    plan_f, init_f, run_f = compiled(lay, keep_latency, mesh)
+    p = plan_f(drive, workload, eng)
+    pad = -n % max(len(devs), 1)
+    if pad:
+        p = jax.tree_util.tree_map(
+            lambda x: jnp.concatenate([x, jnp.repeat(x[..., -1:], pad, axis=-1)], axis=-1), p)
+    return run_f, p, init_f(p), n
 
 
 def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK, keep_latency: bool = False,
@@ -54,9 +92,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
 
     drive, workload, eng, lay = trees
     dtype = np.asarray(drive.user_bytes).dtype
-    plan_f, init_f, run_f = compiled(lay, keep_latency)
-    p = plan_f(drive, workload, eng)
-    state = init_f(p)
+    run_f, p, state, n_cfg = prepare(trees, keep_latency)
     sums: dict[str, np.ndarray] = {}
     elapsed = None
     lats, ops = [], []
@@ -80,27 +116,29 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
                 t0 = time.perf_counter()
             state, acc, lat = jax.block_until_ready(run_f(p, state, req))
             run_s += time.perf_counter() - t0
-            acc = {k: np.asarray(v, np.float64) for k, v in acc._asdict().items()}
+            acc = {k: engine.to_host(v, lay, dies=k == "busy")[:n_cfg] for k, v in acc._asdict().items()}
             el = acc.pop("elapsed") - acc.pop("elapsed_c")
             elapsed = el if elapsed is None else elapsed + el
             for k, v in acc.items():
                 sums[k] = v if k not in sums else sums[k] + v
             n = int(np.sum(np.asarray(req.valid)))
             if keep_latency:
-                lats.append(np.asarray(lat)[:, :n])
+                lats.append(np.asarray(lat)[:n, :n_cfg].T)
                 ops.append(np.asarray(req.op)[:n])
             bar.update(n)
     bar.close()
     if elapsed is None:
         raise ValueError("the request stream is empty")
+    state = jax.tree_util.tree_map(lambda x: x[..., :n_cfg], state)
+    p = jax.tree_util.tree_map(lambda x: x[..., :n_cfg], p)
     makespan = elapsed + np.asarray(state.last_done, np.float64)
     if first_t is not None and prev_t is not None:  # timed stream: the absolute clock from float64 times
         open_loop = np.asarray(eng.open_loop) > 0.5
         timed = (prev_t - first_t) / np.asarray(eng.time_scale, np.float64) \
             + np.asarray(state.last_done, np.float64) - np.asarray(state.last_arrival, np.float64)
         makespan = np.where(open_loop, timed, makespan)
-    mask = np.asarray(p.mask)
-    die_end = np.where(mask, np.asarray(state.die_free, np.float64), -np.inf).max((1, 2))
+    mask = engine.to_host(p.mask, lay, dies=True) > 0.5
+    die_end = np.where(mask, engine.to_host(state.die_free, lay, dies=True), -np.inf).max((1, 2))
     out = engine.metrics(sums, makespan, mask, busy_end_s=elapsed + die_end)
     return Result(metrics=out, latencies=np.concatenate(lats, 1) if keep_latency else None,
                   ops=np.concatenate(ops) if keep_latency else None, compile_s=compile_s, run_s=run_s,

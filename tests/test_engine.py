@@ -249,3 +249,56 @@ def test_writes_ack_from_the_buffer_until_it_is_full():
     through = cfg(d, 1, write_buffer_mib=0)
     full = run(through, stream(400, op=WRITE, size=PAGE), keep_latency=True).latencies[0]
     assert np.median(full) > 900e-6  # write-through: each page waits for its program (971 us)
+
+
+SPLIT = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[2])
+import jax
+from test_engine import split_case
+assert jax.device_count() == 2, jax.devices()
+np.save(sys.argv[1], split_case())
+"""
+
+
+def split_case() -> np.ndarray:
+    """Three configurations (an odd batch: padded to the device count) replayed with latencies kept."""
+    drives = [presets.drive(n) for n in ("sata_tlc_500", "generic_tlc_1tb", "aldrin_pro_2tb")]
+    cols = params.concat_columns([engine_params.columns(ENGINE)
+                                  | params.columns_from_config(d, dict(WORK, queue_depth=4)) for d in drives])
+    ch = synthetic.fio_like(1500, 0.6, {4096: 0.6, 65536: 0.4}, span_bytes=50e9, seed=7)
+    r = replay.replay(engine_params.build(cols), [ch], chunk_len=1024, keep_latency=True)
+    return np.concatenate([r.latencies.ravel(), r.metrics["iops"], r.metrics["die_utilisation_mean"],
+                           r.metrics["map_misses"]])
+
+
+def test_configurations_split_over_two_host_devices_give_the_same_results(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "two.npy"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-c", SPLIT, str(out), str(Path(__file__).parent)], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert np.array_equal(np.load(out), split_case(), equal_nan=True)
+
+
+def test_sorted_slot_insert_and_round_robin_counts():
+    rng = np.random.default_rng(0)
+    rest = np.sort(rng.random((5, 7), np.float32), axis=0)
+    rest[3:, 2] = np.inf  # a shallower queue: unused slots stay last
+    done = rng.random(7, np.float32)
+    got = np.asarray(engine._push(rest, done))
+    assert np.array_equal(got, np.sort(np.vstack([rest, done]), axis=0))
+    # items start..start+count-1 dealt over the dies (brute force), dies 3..8 with padded positions
+    for n_dies, start, count in [(3, 2, 7), (8, 0, 0), (8, 5, 3), (5, 4, 23), (8, 7, 64)]:
+        mask = np.arange(8) < n_dies
+        p = engine.Plan(*([None] * len(engine.Plan._fields)))._replace(
+            mask=mask[:, None], die_id=np.arange(8)[:, None], n_dies=np.array([n_dies]))
+        got = np.asarray(engine._per_die(p, np.array([start]), np.array([count])))[:, 0]
+        want = np.bincount((start + np.arange(count)) % n_dies, minlength=8)
+        assert np.array_equal(got, want), (n_dies, start, count)
