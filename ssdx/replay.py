@@ -17,7 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh
+from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ssdx import engine_params
@@ -56,9 +56,9 @@ def compiled(lay: engine_params.Layout, keep_latency: bool, mesh: Mesh | None = 
 
     def split(p, s, req):
         out = _by_config(jax.eval_shape(fn, p, s, req))
-        return jax.shard_map(fn, mesh=mesh, in_specs=(_by_config(p), _by_config(s), P()), out_specs=out,
-                             check_vma=False)(
-            p, s, req)
+        f = jax.shard_map(fn, mesh=mesh, in_specs=(_by_config(p), _by_config(s), P()), out_specs=out,
+                          check_vma=False)
+        return f(p, s, req)
 
     return plan, init, jax.jit(split)
 
@@ -79,7 +79,12 @@ def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None =
     if pad:
         p = jax.tree_util.tree_map(
             lambda x: jnp.concatenate([x, jnp.repeat(x[..., -1:], pad, axis=-1)], axis=-1), p)
-    return run_f, p, init_f(p), n
+    state = init_f(p)
+    if mesh is not None:  # placed once: no resharding at every chunk
+        place = lambda t: jax.device_put(  # noqa: E731
+            t, jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), _by_config(t)))
+        p, state = place(p), place(state)
+    return run_f, p, state, n
 
 
 def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK, keep_latency: bool = False,
