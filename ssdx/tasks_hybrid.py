@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ssdx import hybrid_params, params
+from ssdx import catalog, hybrid_params, params
 from ssdx.models import hybrid
 from ssdx.sweep import space
-from ssdx.tasks import _write_json
+from ssdx.tasks import _write_json, trace_reader
 
-TABLE1 = ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
+TABLE1 = catalog.TABLE1_NAND
 BASELINE = "2d_fg_mlc"
 #: seeds/001 Table 2: IOPS of SCM/3D CT TLC relative to SCM/2D FG MLC, percent
 PAPER_TABLE2 = {"prxy_0": 6.7, "proj_0": 7.1, "hm_0": 5.3, "web_1": 6.4, "prxy_1": -0.1, "proj_3": 1.9,
@@ -50,10 +50,10 @@ def warmup_requests(line: np.ndarray, first: np.ndarray, target_lines: float) ->
     return int(np.cumsum(first)[at] - 1)
 
 
-def _requests_from_trace(path: Path, fmt: str, on_error: str, limit: int):
+def _requests_from_trace(workload: Mapping, path: Path, limit: int):
     from ssdx.workloads import traces
 
-    reader = traces.Reader(path, fmt, on_error=on_error)
+    reader = trace_reader({**workload, "trace_path": str(path)})  # checks format and on_error
     parts, n = [], 0
     try:
         for chunk in reader:
@@ -93,8 +93,7 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
     path = trace_file(workload, name)
     if path is not None:
         cap = int(workload.get("max_trace_requests") or 50_000_000)
-        op, off, size, skipped = _requests_from_trace(path, workload.get("format", "msr"),
-                                                       workload.get("on_error", "raise"), cap)
+        op, off, size, skipped = _requests_from_trace(workload, path, cap)
         raw = hybrid.lines_from_requests(op, off, size)
         footprint = float(len(np.unique(raw["line"]))) * hybrid_params.UNIT_BYTES
         target = fills * capacity(footprint)

@@ -122,19 +122,20 @@ def test_invariants_threshold_and_no_data_lost():
     hp, lay = build(cols, 600)
     p = jax.tree_util.tree_map(lambda x: x[0], hp)
     chunk = hybrid.pad_lines(lines, len(lines["op"]))
-    _, acc, ev = jax.jit(hybrid.trace, static_argnums=3)(p, hybrid.init(p, lay), chunk, lay)
+    s, acc, ev = jax.jit(hybrid.trace, static_argnums=3)(p, hybrid.init(p, lay), chunk, lay)
     assert int(acc.skipped) == 0
     assert np.asarray(ev["resident"]).max() <= int(hp.limit[0])
     assert np.asarray(ev["gather"]).max() < int(hp.unit[0])
     assert int(np.asarray(ev["resident"]).max()) == int(hp.limit[0])  # the threshold was reached
     ref = replay(NvWb(sets=int(hp.sets[0]), ways=16, limit=int(hp.limit[0]), unit=int(hp.unit[0]),
                       gways=lay.gways), lines)
+    resident, gathering = table_content(s, hp)  # the model's final SCM content, equal to the reference's
+    assert resident == {x: d for row in ref.rows for x, (_, d) in row.items()}
+    assert gathering == set(ref.gathering)
     written = set(lines["line"][lines["op"] == hybrid.WRITE].tolist())
-    in_scm = {x for row in ref.rows for x in row} | set(ref.gathering)
-    assert written <= in_scm | ref.nand
-    assert not ({x for row in ref.rows for x in row} & set(ref.gathering))
-    dirty = {x for row in ref.rows for x, (_, d) in row.items() if d}
-    assert dirty <= written
+    assert written <= set(resident) | gathering | ref.nand
+    assert not (set(resident) & gathering)
+    assert {x for x, d in resident.items() if d} <= written
 
 
 def test_written_lines_conserved_and_gathered_in_write_units():

@@ -342,21 +342,19 @@ def kahan_add(total: jax.Array, comp: jax.Array, x: jax.Array) -> tuple[jax.Arra
 
 
 class Front(NamedTuple):
-    """What every request shares: host queue, idle folding, controller (times relative to the new
-    origin, the issue instant, except ``issue`` itself, relative to the previous one)."""
+    """What every request shares: host queue, controller (times relative to the new origin, the issue
+    instant, except ``issue`` itself, relative to the previous one) and the idle-folded bytes."""
 
     issue: jax.Array
     arrival: jax.Array
     ctrl_start: jax.Array
     t_cmd: jax.Array
-    ds: jax.Array
-    dn: jax.Array
-    draw: jax.Array
     fold_x: jax.Array
 
 
-def _front(p: Plan, s: State, r: Requests) -> Front:
-    """1-2: arrival and issue (earliest free slot), idle folding while every die was idle, controller."""
+def _front(p: Plan, s: State, r: Requests) -> tuple[Front, State]:
+    """1-2: arrival and issue (earliest free slot), idle folding while every die was idle, controller;
+    returns the front and the state rebased to the issue instant, with the folding accounted."""
     slot_free = s.slots[0]  # slots are kept sorted: the earliest completion comes first
     arrival = s.last_arrival + r.gap_s.astype(slot_free.dtype) / p.time_scale
     issue = jnp.where(p.open_loop, jnp.maximum(arrival, slot_free), slot_free)
@@ -364,9 +362,16 @@ def _front(p: Plan, s: State, r: Requests) -> Front:
     idle = jnp.maximum(issue - s.free_max, 0.0)
     fold_x = jnp.minimum(idle * p.idle_fold_rate, jnp.maximum(p.s0 + s.ds, 0.0))
     ctrl_start = jnp.maximum(s.ctrl_free - issue, 0.0)
-    return Front(issue=issue, arrival=arrival - issue, ctrl_start=ctrl_start,
-                 t_cmd=ctrl_start + p.ctrl_s + p.cmd_s, ds=s.ds - fold_x, dn=s.dn + fold_x,
-                 draw=s.draw - (p.coef.bits - 1.0) * fold_x, fold_x=fold_x)
+    f = Front(issue=issue, arrival=arrival - issue, ctrl_start=ctrl_start,
+              t_cmd=ctrl_start + p.ctrl_s + p.cmd_s, fold_x=fold_x)
+    t = issue[None]
+    rebased = s._replace(
+        slots=s.slots - t, ctrl_free=s.ctrl_free - issue, link_rx=s.link_rx - issue,
+        link_tx=s.link_tx - issue, die_free=s.die_free - t, free_max=s.free_max - issue,
+        die_r=_shift(s.die_r, issue), chan_free=s.chan_free - t, chan_r=s.chan_r - t,
+        last_done=s.last_done - issue, ds=s.ds - fold_x, dn=s.dn + fold_x,
+        draw=s.draw - (p.coef.bits - 1.0) * fold_x)
+    return f, rebased
 
 
 def _push(rest: jax.Array, done: jax.Array) -> jax.Array:
@@ -419,36 +424,31 @@ def _max_free(p: Plan, die_free: jax.Array) -> jax.Array:
     return jnp.max(jnp.where(p.mask, die_free, -jnp.inf), axis=0)
 
 
-def _finish(p: Plan, s: State, acc: Acc, r: Requests, f: Front, op: int, done, queue, **upd):
-    """Completion: the slot, the clocks and the accumulators of a request of type ``op``."""
+def _finish(p: Plan, s: State, acc: Acc, r: Requests, f: Front, op: int, done, queue,
+            state: dict | None = None, add: dict | None = None) -> tuple[State, Acc, jax.Array]:
+    """Completion of a request of type ``op`` on the rebased state ``s``: the slot, the clocks, the
+    ``state`` fields it changed and the accumulators (``add`` summed in, ``busy`` replaced)."""
     lat = done - f.arrival
-    dt = done.dtype
-    size = r.size.astype(dt)
-    extra = {k: upd.pop(k) for k in ("read_pages", "prog_pages", "erases", "map_misses", "mode_bytes")
-             if k in upd}
-    busy = upd.pop("busy", acc.busy)
-    new = s._replace(
-        slots=_push(s.slots[1:] - f.issue[None], done), ctrl_free=f.ctrl_start + p.ctrl_s,
-        last_arrival=f.arrival, last_done=jnp.maximum(s.last_done - f.issue, done), **upd)
+    add = dict(add or {})
+    busy = add.pop("busy", acc.busy)
+    new = s._replace(slots=_push(s.slots[1:], done), ctrl_free=f.ctrl_start + p.ctrl_s,
+                     last_arrival=f.arrival, last_done=jnp.maximum(s.last_done, done), **(state or {}))
     el, el_c = kahan_add(acc.elapsed, acc.elapsed_c, f.issue)
     new_acc = acc._replace(
         elapsed=el, elapsed_c=el_c, busy=busy, count=acc.count.at[op].add(1.0),
-        bytes=acc.bytes.at[op].add(size), lat_sum=acc.lat_sum.at[op].add(lat),
+        bytes=acc.bytes.at[op].add(r.size.astype(done.dtype)), lat_sum=acc.lat_sum.at[op].add(lat),
         queue_sum=acc.queue_sum + queue, idle_folded=acc.idle_folded + f.fold_x,
-        **{k: getattr(acc, k) + v for k, v in extra.items()})
+        **{k: getattr(acc, k) + v for k, v in add.items()})
     return new, new_acc, lat
 
 
 def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     """A host read: map lookup, dies (gap-filling, read priority), channels, host link."""
-    f = _front(p, s, r)
+    f, s = _front(p, s, r)
     dt = f.issue.dtype
     size = r.size.astype(dt)
-    die_r = _shift(s.die_r, f.issue)
-    die_free, chan_free, chan_r = (s.die_free - f.issue[None], s.chan_free - f.issue[None],
-                                   s.chan_r - f.issue[None])
     off4k, tpage, miss = look.off4k, look.tpage, look.miss
-    die_r, die_free, busy, m_start = _map_read(p, f.t_cmd, tpage, miss, die_r, die_free, acc.busy)
+    die_r, die_free, busy, m_start = _map_read(p, f.t_cmd, tpage, miss, s.die_r, s.die_free, acc.busy)
     t_map = jnp.where(miss, m_start + p.t_map_read + MAP_UNIT_BYTES / p.chan_rate, f.t_cmd + p.map_hit_s)
     q_map = jnp.where(miss, m_start - f.t_cmd, 0.0)
 
@@ -466,11 +466,11 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     first_c = jnp.min(_by_channel(jnp.where(active, r_end, jnp.inf), lay), axis=0)
     last_c = jnp.max(_by_channel(jnp.where(active, r_end + xfer, -jnp.inf), lay), axis=0)
     act_c = x_c > 0
-    c_start, chan_r_new = _fluid(chan_r, first_c, x_c)
+    c_start, chan_r_new = _fluid(s.chan_r, first_c, x_c)
     c_end = jnp.maximum(c_start + x_c, last_c)
     data_first = jnp.min(jnp.where(active, r_end + xfer, jnp.inf), axis=0)
     data_last = jnp.max(jnp.where(act_c, c_end, -jnp.inf), axis=0)
-    link_start, tx_new = _fluid(s.link_tx - f.issue, data_first, size / p.host_rate)
+    link_start, tx_new = _fluid(s.link_tx, data_first, size / p.host_rate)
     done = jnp.maximum(link_start + size / p.host_rate,
                        data_last + jnp.minimum(size, p.page_bytes) / p.host_rate)
     die_free = jnp.where(active, jnp.maximum(die_free, r_start) + dur, die_free)
@@ -478,27 +478,23 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
               + jnp.max(jnp.where(act_c, c_start - first_c, 0.0), axis=0) + (link_start - data_first))
     return _finish(
         p, s, acc, r, f, READ, done, -f.arrival + f.ctrl_start + q_map + q_read,
-        die_r=_pick(active, die_r_new, die_r), die_free=die_free,
-        free_max=_max_free(p, die_free), chan_r=jnp.where(act_c, chan_r_new, chan_r),
-        chan_free=jnp.where(act_c, jnp.maximum(chan_free, c_start) + x_c, chan_free),
-        link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx - f.issue, tx_new),
-        ds=f.ds, dn=f.dn, draw=f.draw,
-        busy=busy + dur, read_pages=jnp.sum(n_f, axis=0), map_misses=miss.astype(dt))
+        state=dict(die_r=_pick(active, die_r_new, die_r), die_free=die_free, free_max=_max_free(p, die_free),
+                   chan_r=jnp.where(act_c, chan_r_new, s.chan_r),
+                   chan_free=jnp.where(act_c, jnp.maximum(s.chan_free, c_start) + x_c, s.chan_free),
+                   link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx, tx_new)),
+        add=dict(busy=busy + dur, read_pages=jnp.sum(n_f, axis=0), map_misses=miss.astype(dt)))
 
 
 def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     """A host write: host transfer, write frontier, channel transfer, program (+ erase), buffered ack."""
-    f = _front(p, s, r)
+    f, s = _front(p, s, r)
     dt = f.issue.dtype
     size = r.size.astype(dt)
-    die_free, chan_free = s.die_free - f.issue[None], s.chan_free - f.issue[None]
-    tpage, miss = look.tpage, look.miss
-
-    die_r, die_free, busy, _ = _map_read(p, f.t_cmd, tpage, miss, _shift(s.die_r, f.issue), die_free,
-                                         acc.busy)
-    h_start, rx_new = _fluid(s.link_rx - f.issue, f.t_cmd, size / p.host_rate)
+    miss = look.miss
+    die_r, die_free, busy, _ = _map_read(p, f.t_cmd, look.tpage, miss, s.die_r, s.die_free, acc.busy)
+    h_start, rx_new = _fluid(s.link_rx, f.t_cmd, size / p.host_rate)
     h_end = h_start + size / p.host_rate
-    (ds, dn, draw), mode_bytes = _place(p, f.ds, f.dn, f.draw, size)
+    (ds, dn, draw), mode_bytes = _place(p, s.ds, s.dn, s.draw, size)
     t_unit = jnp.where(size > 0, jnp.sum(mode_bytes * p.t_unit, axis=0) / jnp.maximum(size, 1.0),
                        p.t_unit[1])
     total = s.wpartial + size
@@ -506,7 +502,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     u_d = _per_die(p, s.wptr, n_units.astype(jnp.int32))
     u_f = u_d.astype(dt)
     wx_c = jnp.sum(_by_channel(u_f, lay), axis=0) * (p.unit_bytes / p.chan_rate)[None]
-    w_cend = jnp.where(wx_c > 0, jnp.maximum(chan_free, h_end[None]) + wx_c, chan_free)
+    w_cend = jnp.where(wx_c > 0, jnp.maximum(s.chan_free, h_end[None]) + wx_c, s.chan_free)
     die_units = s.die_units + u_f
     upb = p.units_per_block[None]
     n_erase = jnp.floor(die_units / upb) - jnp.floor(s.die_units / upb)
@@ -519,23 +515,18 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     q_write = (h_start - f.t_cmd) + (done - h_end)
     return _finish(
         p, s, acc, r, f, WRITE, done, -f.arrival + f.ctrl_start + q_write,
-        die_r=die_r, die_free=die_free, free_max=backlog_end,
-        chan_free=w_cend, chan_r=s.chan_r - f.issue[None],
-        link_rx=rx_new, link_tx=jnp.where(p.duplex, s.link_tx - f.issue, rx_new),
-        wptr=jnp.mod(s.wptr + n_units.astype(jnp.int32), p.n_dies), wpartial=total - n_units * p.unit_bytes,
-        die_units=die_units, ds=ds, dn=dn, draw=draw, busy=busy + p_dur,
-        prog_pages=n_units * p.planes, erases=jnp.sum(n_erase, axis=0), map_misses=miss.astype(dt),
-        mode_bytes=mode_bytes)
+        state=dict(die_r=die_r, die_free=die_free, free_max=backlog_end, chan_free=w_cend,
+                   link_rx=rx_new, link_tx=jnp.where(p.duplex, s.link_tx, rx_new),
+                   wptr=jnp.mod(s.wptr + n_units.astype(jnp.int32), p.n_dies),
+                   wpartial=total - n_units * p.unit_bytes, die_units=die_units, ds=ds, dn=dn, draw=draw),
+        add=dict(busy=busy + p_dur, prog_pages=n_units * p.planes, erases=jnp.sum(n_erase, axis=0),
+                 map_misses=miss.astype(dt), mode_bytes=mode_bytes))
 
 
 def _trim(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests):
     """A trim (deallocate): the controller only."""
-    f = _front(p, s, r)
-    return _finish(
-        p, s, acc, r, f, TRIM, f.t_cmd, -f.arrival + f.ctrl_start,
-        die_free=s.die_free - f.issue[None], free_max=s.free_max - f.issue, die_r=_shift(s.die_r, f.issue),
-        chan_free=s.chan_free - f.issue[None], chan_r=s.chan_r - f.issue[None],
-        link_rx=s.link_rx - f.issue, link_tx=s.link_tx - f.issue, ds=f.ds, dn=f.dn, draw=f.draw)
+    f, s = _front(p, s, r)
+    return _finish(p, s, acc, r, f, TRIM, f.t_cmd, -f.arrival + f.ctrl_start)
 
 
 def step(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests) -> tuple[State, Acc, jax.Array]:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-NAND_ORDER = ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
+from ssdx import catalog
+
+NAND_ORDER = catalog.TABLE1_NAND
 
 
 def plot_relative(rel: Mapping[str, Mapping[str, float]], path: Path, title: str,

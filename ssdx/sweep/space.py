@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ssdx.params import ConfigError
+from ssdx.params import ConfigError, broadcast_columns
 
 Rows = dict[str, np.ndarray]
 
@@ -136,7 +136,7 @@ def sweep_rows(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows
     for part in parts:
         rows = expand(part)
         n = len(next(iter(rows.values())))
-        cols = {k: np.repeat(np.asarray(v), n) for k, v in base.items()}
+        cols = broadcast_columns(base, n)
         for key, values in rows.items():
             if key not in cols:
                 raise ConfigError(f"sweep.space: {key}", values[0], f"unknown field; known: {sorted(cols)}")
