@@ -80,6 +80,7 @@ OPS = ("read", "write", "trim")
 BINS_PER_DECADE = 50
 LOG_MIN = -7.0  # 0.1 us
 N_BINS = 9 * BINS_PER_DECADE  # up to 100 s
+FIT_SLACK = 1e-3  # work fits a gap or window overshooting it by under this share of its duration (_book)
 
 
 class Requests(NamedTuple):
@@ -292,12 +293,19 @@ def _book(sv: Server, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, Serv
     ``win`` (the gap then starts after it); inside the window at ``max(ready, win)`` if it ends by
     ``end`` and the window still has that much idle time; otherwise it queues at ``end``.  Gap fills
     never overlap and a window's work never exceeds its length, so the resource's capacity is kept;
-    only the placement inside a window is approximate.  No head-of-line blocking."""
-    free = ready >= sv.end
+    only the placement inside a window is approximate.  No head-of-line blocking.
+
+    Work "fits" (and a resource counts as free) when it overshoots by less than :data:`FIT_SLACK` of its
+    duration: a gap left by a read is often exactly one read long, and work is often ready exactly when
+    the booking ends; without the slack whether the next read fits would depend on
+    the last bit of rounding (float32 against float64, or the CPU loop of ``ssdx.models.engine_cpu``
+    against this step)."""
+    fit = dur * (1.0 - FIT_SLACK)
+    free = ready + (dur - fit) >= sv.end
     at_gap = jnp.maximum(ready, sv.gap)
-    in_gap = ~free & (at_gap + dur <= sv.win)
+    in_gap = ~free & (at_gap + fit <= sv.win)
     at_win = jnp.maximum(ready, sv.win)
-    in_win = ~free & ~in_gap & (at_win + dur <= sv.end) & ((sv.end - sv.win) - sv.work >= dur)
+    in_win = ~free & ~in_gap & (at_win + fit <= sv.end) & ((sv.end - sv.win) - sv.work >= fit)
     start = jnp.where(free, ready, jnp.where(in_gap, at_gap, jnp.where(in_win, at_win, sv.end)))
     new = Server(
         end=jnp.where(free, ready + dur, jnp.where(in_gap | in_win, sv.end, sv.end + dur)),
