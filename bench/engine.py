@@ -11,6 +11,12 @@ layout is padded to the largest) and queue depths 1-32.  ``compile_s`` (lower + 
 time) is kept apart from ``run_s``, the median of ``--repeats`` calls, each ending in
 ``jax.block_until_ready``.  Throughput: ``N·M / run_s`` configuration-requests per second.
 
+``cpu_loop`` (on a CPU only): the same batch through ``ssdx.models.engine_cpu``, the compiled
+per-configuration loop that ``ssdx.replay`` runs on a CPU (``engine.backend=auto``): configurations in
+parallel over the cores, a request visiting only the dies it uses.  ``compile_s`` is Numba's compile (or
+its on-disk cache load) on a one-configuration call; ``max_rel_diff_vs_jax_batch`` compares its latency
+sums with the ``jax_batch`` row's (float32 against float64 rounding).
+
 Baseline (per-configuration loop, named)
 ----------------------------------------
 ``jax_single``: the same compiled engine on one configuration per call, ``--single-configs`` of them back
@@ -66,22 +72,20 @@ def stream(m: int, seed: int = 0):
     return synthetic.fio_like(m, 0.7, {4096: 0.6, 16384: 0.25, 131072: 0.15}, span_bytes=50e9, seed=seed)
 
 
-def _prepare(cols: dict, m: int):
-    run_f, p, s0, _ = prepare(engine_params.build(cols))
+def _prepare(cols: dict, m: int, backend: str = "jax"):
+    run_f, p, s0, _ = prepare(engine_params.build(cols), backend=backend)
     ch = stream(m)
     req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, m)
     return run_f, p, s0, req
 
 
-def time_batch(cols: dict, m: int, repeats: int) -> dict[str, Any]:
-    run_f, p, s0, req = _prepare(cols, m)
-    t0 = time.perf_counter()
-    compiled = run_f.lower(p, s0, req).compile()
-    compile_s = time.perf_counter() - t0
+def time_batch(cols: dict, m: int, repeats: int, backend: str = "jax") -> dict[str, Any]:
+    run_f, p, s0, req = _prepare(cols, m, backend)
+    compile_s = run_f.compile(p, s0, req)
     times, out = [], None
     for _ in range(repeats):
         t0 = time.perf_counter()
-        out = jax.block_until_ready(compiled(p, s0, req))
+        out = jax.block_until_ready(run_f(p, s0, req))
         times.append(time.perf_counter() - t0)
     n = len(next(iter(cols.values())))
     run_s = float(np.median(times))
@@ -95,9 +99,9 @@ def time_single(cols: dict, m: int, k: int) -> dict[str, Any]:
     sums, t_total = [], 0.0
     for i in range(k):
         run_f, p, s0, req = _prepare({key: v[i:i + 1] for key, v in cols.items()}, m)
-        compiled = run_f.lower(p, s0, req).compile()
+        run_f.compile(p, s0, req)
         t0 = time.perf_counter()
-        out = jax.block_until_ready(compiled(p, s0, req))
+        out = jax.block_until_ready(run_f(p, s0, req))
         t_total += time.perf_counter() - t0
         sums.append(engine.to_host(out[1].lat_sum, None)[0])
     return {"run_s": t_total, "config_requests_per_s": k * m / t_total, "lat_sum": np.stack(sums)}
@@ -115,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cols = columns(a.configs)
     lay = engine_params.layout(cols)
     batch = time_batch(cols, a.requests, a.repeats)
+    loop = time_batch(cols, a.requests, a.repeats, "cpu") if engine_params.backend({}) == "cpu" else None
     k = min(a.single_configs, a.configs)
     single = time_single(cols, a.requests, k)
     ref = batch["lat_sum"][:k]
@@ -128,6 +133,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
          "config_requests_per_s": single["config_requests_per_s"], "speedup_vs_jax_single": 1.0,
          "max_rel_diff_vs_batch": max_rel},
     ]
+    if loop is not None:
+        diff = np.abs(loop["lat_sum"] - batch["lat_sum"]) / np.maximum(np.abs(batch["lat_sum"]), 1e-30)
+        rate = loop["config_requests_per_s"]
+        rows.insert(1, {"engine": "cpu_loop", "configs": a.configs, "compile_s": loop["compile_s"],
+                        "run_s": loop["run_s"], "config_requests_per_s": rate,
+                        "speedup_vs_jax_single": rate / single["config_requests_per_s"],
+                        "speedup_vs_jax_batch": rate / batch["config_requests_per_s"],
+                        "max_rel_diff_vs_jax_batch": float(np.max(diff))})
     res = {
         "benchmark": "engine", "machine": machine(),
         "device": {"platform": dev.platform, "kind": dev.device_kind, "count": jax.device_count()},

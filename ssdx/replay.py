@@ -1,10 +1,14 @@
 """Replay a request stream through the request-level engine for a batch of configurations.
 
 The stream comes in chunks (``ssdx.workloads.traces.Chunk``: a trace reader or a synthetic generator),
-so a multi-GB trace never sits whole in memory; every chunk is padded to one length and run by one
-compiled ``jit(run_chunk)`` on the whole batch (configurations on the last axis), split over the local
-devices (``shard_map``) when there are several.  Accumulators are
-added on the host in float64 chunk by chunk.
+so a multi-GB trace never sits whole in memory; every chunk is padded to one length and run on the
+whole batch by one of two back ends of the same model (``engine.backend``, ``ssdx.engine_params``):
+
+* ``jax`` — the compiled ``jit(run_chunk)`` of ``ssdx.models.engine`` (configurations on the last axis),
+  split over the local devices (``shard_map``) when there are several;
+* ``cpu`` — the compiled per-configuration loop of ``ssdx.models.engine_cpu``, parallel over the cores.
+
+Accumulators are added on the host in float64 chunk by chunk.
 """
 
 from __future__ import annotations
@@ -63,14 +67,48 @@ def compiled(lay: engine_params.Layout, keep_latency: bool, mesh: Mesh | None = 
     return plan, init, jax.jit(split)
 
 
-def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None = None):
-    """Compiled chunk function, plan and initial state of a batch ``trees`` (``engine_params.build``),
-    the configurations split over ``devices`` (default: every local device of the default backend; on a
-    CPU host, as many as ``XLA_FLAGS=--xla_force_host_platform_device_count`` makes, which the CLI sets to
-    the cores).  The batch is padded to a multiple of the device count by repeating its last
-    configuration; returns ``(run, plan, state, n)`` with ``n`` the real batch size."""
+class Runner:
+    """Runs one chunk of a prepared batch: ``runner(plan, state, requests) -> (state, acc, latencies)``;
+    :meth:`compile` compiles it ahead of the first call and returns the seconds that took."""
+
+    def __init__(self, fn, backend: str, warm):
+        self.fn, self.backend, self._warm = fn, backend, warm
+
+    def compile(self, p, s, req) -> float:
+        import time
+
+        t0 = time.perf_counter()
+        self._warm(p, s, req)
+        return time.perf_counter() - t0
+
+    def __call__(self, p, s, req):
+        return self.fn(p, s, req)
+
+
+def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None = None,
+            backend: str = "auto") -> tuple[Runner, Any, Any, int]:
+    """Chunk runner, plan and initial state of a batch ``trees`` (``engine_params.build``) on ``backend``
+    (``auto``, ``jax`` or ``cpu``: ``engine_params.backend``); returns ``(run, plan, state, n)`` with ``n``
+    the real batch size.
+
+    ``jax``: the configurations are split over ``devices`` (default: every local device of the default
+    backend; on a CPU host, as many as ``XLA_FLAGS=--xla_force_host_platform_device_count`` makes, which
+    the CLI sets to the cores), the batch padded to a multiple of the device count by repeating its last
+    configuration.  ``cpu``: numpy arrays, one batch, the cores shared by Numba's threads."""
     drive, workload, eng, lay = trees
     n = int(np.shape(drive.user_bytes)[0])
+    backend = engine_params.backend({"backend": backend})
+    if backend == "cpu":
+        from ssdx.models import engine_cpu
+
+        p = jax.jit(partial(engine.plan_batch, lay=lay))(drive, workload, eng)
+        p = jax.tree_util.tree_map(np.asarray, p)
+        state = jax.tree_util.tree_map(np.asarray, engine.init(p, lay))
+        pf = engine_cpu.pack_plan(p, lay)
+        fn = lambda _, s, req: engine_cpu.run_chunk(pf, s, req, lay, keep_latency)  # noqa: E731
+        one = jax.tree_util.tree_map(lambda x: x[..., :1], state)
+        warm = lambda _, s, req: engine_cpu.run_chunk(pf[:1], one, req, lay, keep_latency)  # noqa: E731
+        return Runner(fn, backend, warm), p, state, n
     devs = list(jax.local_devices() if devices is None else devices)[:n]
     mesh = Mesh(np.array(devs), ("c",)) if len(devs) > 1 else None
     plan_f, init_f, run_f = compiled(lay, keep_latency, mesh)
@@ -84,20 +122,21 @@ def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None =
         place = lambda t: jax.device_put(  # noqa: E731
             t, jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), _by_config(t)))
         p, state = place(p), place(state)
-    return run_f, p, state, n
+    return Runner(run_f, backend, lambda p, s, req: run_f.lower(p, s, req).compile()), p, state, n
 
 
 def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK, keep_latency: bool = False,
-           progress: bool = False, total: int | None = None, desc: str = "replay") -> Result:
+           progress: bool = False, total: int | None = None, desc: str = "replay",
+           backend: str = "auto") -> Result:
     """Run every chunk of ``chunks`` through every configuration of ``trees`` = (drive, workload, engine
-    params, layout) from ``engine_params.build``; see :class:`Result`."""
+    params, layout) from ``engine_params.build`` on ``backend`` (:func:`prepare`); see :class:`Result`."""
     import time
 
     from ssdx.progress import bar as progress_bar
 
     drive, workload, eng, lay = trees
     dtype = np.asarray(drive.user_bytes).dtype
-    run_f, p, state, n_cfg = prepare(trees, keep_latency)
+    run_f, p, state, n_cfg = prepare(trees, keep_latency, backend=backend)
     sums: dict[str, np.ndarray] = {}
     elapsed = None
     lats, ops = [], []
@@ -114,11 +153,9 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
                 first_t = float(chunk.time_s[lo])
             req, prev_t = engine.requests(chunk.op[sl], chunk.offset[sl], chunk.size[sl], chunk.time_s[sl],
                                           prev_t, chunk_len, dtype)
-            t0 = time.perf_counter()
             if not compile_s:
-                run_f.lower(p, state, req).compile()
-                compile_s = time.perf_counter() - t0
-                t0 = time.perf_counter()
+                compile_s = run_f.compile(p, state, req)
+            t0 = time.perf_counter()
             state, acc, lat = jax.block_until_ready(run_f(p, state, req))
             run_s += time.perf_counter() - t0
             acc = {k: engine.to_host(v, lay, dies=k == "busy")[:n_cfg] for k, v in acc._asdict().items()}
@@ -147,10 +184,11 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     out = engine.metrics(sums, makespan, mask, busy_end_s=elapsed + die_end)
     return Result(metrics=out, latencies=np.concatenate(lats, 1) if keep_latency else None,
                   ops=np.concatenate(ops) if keep_latency else None, compile_s=compile_s, run_s=run_s,
-                  extra={"sums": sums})
+                  extra={"sums": sums, "backend": run_f.backend})
 
 
 def replay_config(cfg: Mapping[str, Any], chunk: Chunk, n: int = 1, dtype=np.float32, **kw) -> Result:
     """Replay one in-memory ``chunk`` through the configuration ``cfg`` (drive, nand, workload, engine)."""
     _, trees = engine_params.build_from_config(cfg, n=n, dtype=dtype)
+    kw.setdefault("backend", cfg["engine"].get("backend", "auto"))
     return replay(trees, [chunk], chunk_len=min(DEFAULT_CHUNK, max(len(chunk), 1)), **kw)

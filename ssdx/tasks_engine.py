@@ -86,15 +86,16 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     dtype = _dtype(cfg.get("precision", "float32"))
     cols = _columns(cfg)
     trees = engine_params.build(cols, dtype=dtype)
+    backend = engine_params.backend(cfg["engine"])
     chunks, reader, label = stream(cfg)
     try:
-        res = replay.replay(trees, chunks, progress=progress, desc="replay")
+        res = replay.replay(trees, chunks, progress=progress, desc="replay", backend=backend)
     except TraceError as e:
         raise params.ConfigError("workload.trace_path", label, f"malformed trace: {e}") from None
     m = res.metrics
     summary = {
         "trace": label, "format": cfg["workload"].get("format") if reader else "synthetic",
-        "drive": cfg["drive"].get("name", "custom"), "loop": cfg["engine"]["loop"],
+        "drive": cfg["drive"].get("name", "custom"), "loop": cfg["engine"]["loop"], "backend": backend,
         "queue_depth": int(cfg["workload"]["queue_depth"]),
         "requests": int(m["requests"][0]), "read_fraction": float(m["read_fraction"][0]),
         "iops": float(m["iops"][0]), "mb_s": float(m["mb_s"][0]), "makespan_s": float(m["makespan_s"][0]),
@@ -171,13 +172,16 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
     run_cfg = dict(cfg, workload=w, engine=dict(cfg["engine"], loop="closed"))
     cols = _columns(run_cfg, drives)
     trees = engine_params.build(cols, dtype=dtype)
+    backend = engine_params.backend(cfg["engine"])
     seed = int(cfg.get("seed", 0))
     n_probe = int(b.get("probe_requests", 2000))
     boot_chunk = synthetic.windows11_boot(seed)
     probes = {}
     for op, name in ((READ, "read"), (WRITE, "write")):
-        probes[name] = replay.replay(trees, [qd1_probe(op, n_probe, seed)], chunk_len=n_probe).metrics
-    res = replay.replay(trees, [boot_chunk], chunk_len=len(boot_chunk), progress=progress, desc="boot")
+        probes[name] = replay.replay(trees, [qd1_probe(op, n_probe, seed)], chunk_len=n_probe,
+                                     backend=backend).metrics
+    res = replay.replay(trees, [boot_chunk], chunk_len=len(boot_chunk), progress=progress, desc="boot",
+                        backend=backend)
     m = res.metrics
     per = {}
     for i, name in enumerate(names):
@@ -198,7 +202,7 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
     write_diff = s["qd1_write_4k_us"] - p["qd1_write_4k_us"]
     counts = synthetic.BOOT
     summary = {
-        "workload": "windows11_boot (seeds/003)",
+        "workload": "windows11_boot (seeds/003)", "backend": backend,
         "reads": counts[READ]["commands"], "writes": counts[WRITE]["commands"],
         "read_mb": counts[READ]["bytes_mb"], "write_mb": counts[WRITE]["bytes_mb"],
         "seed_method_difference_s": synthetic.seed_method_difference_s(),

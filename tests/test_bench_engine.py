@@ -15,11 +15,14 @@ def test_bench_engine_rows_and_json(tmp_path):
                    "--json", str(out)])
     back = json.loads(out.read_text())
     rows = {r["engine"]: r for r in back["rows"]}
-    assert list(rows) == ["jax_batch", "jax_single"]
+    on_cpu = back["device"]["platform"] == "cpu"  # cpu_loop runs on a CPU only
+    assert list(rows) == (["jax_batch", "cpu_loop", "jax_single"] if on_cpu else ["jax_batch", "jax_single"])
     assert back["sizes"]["configs"] == 64 and back["sizes"]["requests"] == 1000
     assert back["sizes"]["layout"]["ways"] == 4 and back["sizes"]["layout"]["channels"] == 8  # padded
     # the per-configuration baseline gives the batch's answers: padding changes nothing
     assert rows["jax_single"]["max_rel_diff_vs_batch"] < 1e-5
+    if on_cpu:
+        assert rows["cpu_loop"]["max_rel_diff_vs_jax_batch"] < 1e-3  # the same model, float64 inside
     assert rows["jax_batch"]["compile_s"] > 0 and rows["jax_batch"]["run_s"] > 0
     assert rows["jax_batch"]["speedup_vs_jax_single"] > 1.5  # batching pays even at 64 configurations
     assert back["machine"]["cpu_count"] >= 1 and back["device"]["platform"]

@@ -268,7 +268,7 @@ def split_case() -> np.ndarray:
     cols = params.concat_columns([engine_params.columns(ENGINE)
                                   | params.columns_from_config(d, dict(WORK, queue_depth=4)) for d in drives])
     ch = synthetic.fio_like(1500, 0.6, {4096: 0.6, 65536: 0.4}, span_bytes=50e9, seed=7)
-    r = replay.replay(engine_params.build(cols), [ch], chunk_len=1024, keep_latency=True)
+    r = replay.replay(engine_params.build(cols), [ch], chunk_len=1024, keep_latency=True, backend="jax")
     return np.concatenate([r.latencies.ravel(), r.metrics["iops"], r.metrics["die_utilisation_mean"],
                            r.metrics["map_misses"]])
 

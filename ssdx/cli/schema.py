@@ -132,6 +132,7 @@ class EngineConf:
     map_hit_us: float = 0.5
     ctrl_kiops: float = 1000.0
     time_scale: float = 1.0
+    backend: str = "auto"
 
 
 @dataclass

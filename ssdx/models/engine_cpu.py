@@ -1,0 +1,383 @@
+"""The request-level engine's step compiled for the CPU: one configuration at a time, touching only the
+dies and channels a request uses.
+
+:mod:`ssdx.models.engine` steps a whole batch at once, every die position of every configuration with
+masks, which suits a GPU.  On a CPU that costs more than it needs: a 4 KiB read uses one die, yet the
+batched step books all of them, and XLA's CPU back end recomputes the shared booking arithmetic in each
+fused kernel and copies the die arrays through the request-type conditional (profiled: about 860 µs of
+kernel time per read step at 1,000 configurations × 32 die positions).  This module runs the same
+model as a compiled loop (Numba, LLVM): configurations in parallel over the cores, each configuration
+through its chunk of requests with its state in cache, and a request visits only the dies that hold its
+pages (or receive its program units) and the channels of those dies.
+
+It is the same model, not a second one: every formula mirrors :mod:`ssdx.models.engine` (the module
+docstring there is the specification; :func:`_book` and the fluid transfers are the same functions
+written on scalars), and the tests check both give the same latencies, accumulators and state on
+mixed read/write/trim streams, open and closed loop, DRAM and DRAM-less drives.  Differences:
+
+* Arithmetic is float64 inside a chunk, with times kept from the chunk's start instead of rebased at
+  every request (the JAX step rebases so float32 keeps sub-µs resolution).  The state handed back is
+  rebased to the last issue instant and cast to the batch's dtype, so chunks chain exactly as they do
+  in the JAX engine and results agree to float32 rounding.
+* The elapsed time comes back as a plain float64 sum (``elapsed_c`` = 0).
+
+Arrays use the batched layout of :func:`ssdx.models.engine.plan_batch` (configurations on the last
+axis); :func:`run_chunk` transposes them to configurations first for the loop and back.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ssdx.engine_params import MAP_UNIT_BYTES, Layout
+from ssdx.models.engine import (
+    BINS_PER_DECADE,
+    FIT_SLACK,
+    LOG_MIN,
+    N_BINS,
+    READ,
+    TRIM,
+    WRITE,
+    Acc,
+    Plan,
+    Requests,
+    Server,
+    State,
+)
+
+# ---------------------------------------------------------------------------------------------- packing
+#: per-configuration constants, columns of the (B, len(PLAN)) float64 matrix the loop reads
+PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k", "map_sets",
+        "map_always_hit", "unit_bytes", "units_per_block", "chan_rate", "host_rate", "cmd_s", "ctrl_s",
+        "map_hit_s", "t_read", "t_map_read", "t_erase", "t_unit0", "t_unit1", "t_unit2", "idle_fold_rate",
+        "room_slc0", "room_nat0", "s0", "slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw", "fold",
+        "buffer_bytes", "open_loop", "time_scale", "duplex")
+#: per-configuration scalar state, columns of (B, len(SCALARS)) float64
+SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
+           "ds", "dn", "draw")
+#: per-die state, rows of (B, len(DIES), D)
+DIES = ("die_free", "r_end", "r_win", "r_work", "r_gap", "die_units")
+#: per-configuration accumulator scalars, columns of (B, len(SUMS))
+SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat1", "lat2", "queue_sum",
+        "read_pages", "prog_pages", "erases", "map_misses", "mode0", "mode1", "mode2", "idle_folded",
+        "elapsed")
+
+(N_DIES, N_CH, PLANES, PAGE_BYTES, PAGE_4K, CAP_4K, TPAGE_4K, MAP_SETS, ALWAYS_HIT, UNIT_BYTES, UPB,
+ CHAN_RATE, HOST_RATE, CMD_S, CTRL_S, MAP_HIT_S, T_READ, T_MAP_READ, T_ERASE, T_UNIT0, T_UNIT1, T_UNIT2,
+ IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
+ OPEN_LOOP, TIME_SCALE, DUPLEX) = range(len(PLAN))
+(CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW) = range(
+    len(SCALARS))
+DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS = range(len(DIES))
+(COUNT, BYTES, LAT, QUEUE_SUM, READ_PAGES, PROG_PAGES, ERASES, MAP_MISSES, MODE, IDLE_FOLDED,
+ ELAPSED) = (0, 3, 6, 9, 10, 11, 12, 13, 14, 17, 18)
+
+
+def _cfirst(x) -> np.ndarray:
+    """A batched leaf (configurations last) as a float64 array with configurations first."""
+    return np.moveaxis(np.asarray(x, np.float64), -1, 0)
+
+
+def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
+    """The batched plan as the (B, len(PLAN)) float64 matrix the loop reads."""
+    mask = _cfirst(p.mask).reshape(-1, lay.ways, lay.channels) > 0.5
+    cols = {
+        "n_ch": mask.any(1).sum(1), "t_unit0": _cfirst(p.t_unit)[:, 0], "t_unit1": _cfirst(p.t_unit)[:, 1],
+        "t_unit2": _cfirst(p.t_unit)[:, 2],
+        **{k: _cfirst(getattr(p.coef, k)) for k in ("slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw",
+                                                      "fold")},
+    }
+    return np.stack([cols[k] if k in cols else _cfirst(getattr(p, k)) for k in PLAN], axis=1)
+
+
+# ------------------------------------------------------------------------------------------- the loop
+@numba.njit(cache=True, inline="always")
+def _book(end, win, work, gap, ready, dur):
+    """engine._book on scalars: returns (start, end, win, work, gap)."""
+    fit = dur * (1.0 - FIT_SLACK)
+    if ready + (dur - fit) >= end:
+        return ready, ready + dur, ready, dur, end
+    at_gap = max(ready, gap)
+    if at_gap + fit <= win:
+        return at_gap, end, win, work, at_gap + dur
+    at_win = max(ready, win)
+    if at_win + fit <= end and (end - win) - work >= fit:
+        return at_win, end, win, work + dur, gap
+    return end, end + dur, win, work + dur, gap
+
+
+@numba.njit(cache=True, inline="always")
+def _pos(d, n_ch, C):
+    """Layout position of die ``d`` (channel ``d mod n_ch``, way ``d div n_ch``)."""
+    return (d // n_ch) * C + d % n_ch
+
+
+@numba.njit(cache=True)
+def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, lat, keep, b, C):
+    """Run one configuration through the chunk (``engine.step`` request by request)."""
+    n_dies = int(f[N_DIES])
+    n_ch = int(f[N_CH])
+    planes = f[PLANES]
+    page_bytes = f[PAGE_BYTES]
+    page_4k = int(f[PAGE_4K])
+    cap_4k = int(f[CAP_4K])
+    tpage_4k = int(f[TPAGE_4K])
+    map_sets = int(f[MAP_SETS])
+    always_hit = f[ALWAYS_HIT] > 0.5
+    unit = f[UNIT_BYTES]
+    upb = f[UPB]
+    chan_rate = f[CHAN_RATE]
+    host_rate = f[HOST_RATE]
+    t_read = f[T_READ]
+    t_map = f[T_MAP_READ]
+    open_loop = f[OPEN_LOOP] > 0.5
+    duplex = f[DUPLEX] > 0.5
+    t_map_xfer = MAP_UNIT_BYTES / chan_rate
+    ctrl_free, link_rx, link_tx = sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX]
+    free_max, last_arrival, last_done = sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE]
+    wptr, wpartial = int(sc[WPTR]), sc[WPARTIAL]
+    ds, dn, draw = sc[DS], sc[DN], sc[DRAW]
+    nq = 0
+    while nq < slots.shape[0] and slots[nq] < np.inf:
+        nq += 1
+    x_c = np.zeros(C)
+    first_c = np.zeros(C)
+    last_c = np.zeros(C)
+    now = 0.0
+    for i in range(op.shape[0]):
+        if not valid[i]:
+            if keep:
+                lat[i, b] = np.nan
+            continue
+        o = op[i]
+        sz = size[i]
+        # 3. mapping-cache probe (reads and writes)
+        miss = False
+        tpage = 0
+        m_start = 0.0
+        o4 = off4k[i] % cap_4k
+        if o != TRIM:
+            tpage = o4 // tpage_4k
+            cset = tpage % map_sets
+            if not always_hit and tags[cset] != tpage:
+                miss = True
+                tags[cset] = tpage
+        # 1-2. issue, idle folding, controller
+        arrival = last_arrival + gap_s[i] / f[TIME_SCALE]
+        issue = max(arrival, slots[0]) if open_loop else slots[0]
+        if not open_loop:
+            arrival = issue
+        idle = max(issue - free_max, 0.0)
+        fold_x = min(idle * f[IDLE_FOLD_RATE], max(f[S0] + ds, 0.0))
+        ctrl_at = max(ctrl_free, issue)
+        t_cmd = ctrl_at + f[CTRL_S] + f[CMD_S]
+        a[ELAPSED] += issue - now
+        now = issue
+        ds -= fold_x
+        dn += fold_x
+        draw -= (f[BITS] - 1.0) * fold_x
+        queue = (issue - arrival) + (ctrl_at - issue)
+        done = t_cmd
+        if o != TRIM and miss:  # 3. translation page read from die tpage mod dies, read priority
+            pm = _pos(tpage % n_dies, n_ch, C)
+            m_start, die[R_END, pm], die[R_WIN, pm], die[R_WORK, pm], die[R_GAP, pm] = _book(
+                die[R_END, pm], die[R_WIN, pm], die[R_WORK, pm], die[R_GAP, pm], t_cmd, t_map)
+            die[DIE_FREE, pm] = max(die[DIE_FREE, pm], m_start) + t_map
+            busy[pm] += t_map
+            free_max = max(free_max, die[DIE_FREE, pm])
+            a[MAP_MISSES] += 1.0
+        if o == READ:
+            if miss:
+                ready = m_start + t_map + t_map_xfer
+                queue += m_start - t_cmd
+            else:
+                ready = t_cmd + f[MAP_HIT_S]
+            first = o4 // page_4k
+            in_page = (o4 % page_4k) * MAP_UNIT_BYTES
+            k = max(int(math.ceil((in_page + sz) / page_bytes)), 1)
+            q, m = k // n_dies, k % n_dies
+            per_page = sz / k / chan_rate
+            for c in range(min(n_ch, C)):
+                x_c[c] = 0.0
+                first_c[c] = np.inf
+                last_c[c] = -np.inf
+            data_first = np.inf
+            q_die = 0.0
+            pages = 0
+            start = first % n_dies
+            for j in range(min(k, n_dies)):
+                d = start + j
+                if d >= n_dies:
+                    d -= n_dies
+                n = q + (1 if j < m else 0)
+                pd = _pos(d, n_ch, C)
+                dur = math.ceil(n / planes) * t_read
+                r_start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
+                    die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd], ready, dur)
+                r_end = r_start + dur
+                xfer = n * per_page
+                c = d % n_ch
+                x_c[c] += xfer
+                first_c[c] = min(first_c[c], r_end)
+                last_c[c] = max(last_c[c], r_end + xfer)
+                data_first = min(data_first, r_end + xfer)
+                q_die = max(q_die, r_start - ready)
+                die[DIE_FREE, pd] = max(die[DIE_FREE, pd], r_start) + dur
+                free_max = max(free_max, die[DIE_FREE, pd])
+                busy[pd] += dur
+                pages += n
+            data_last = -np.inf
+            q_chan = 0.0
+            for c in range(min(n_ch, C)):
+                if x_c[c] > 0:
+                    c_start = max(first_c[c], chan[1, c])
+                    chan[1, c] = max(chan[1, c], issue) + x_c[c]
+                    data_last = max(data_last, max(c_start + x_c[c], last_c[c]))
+                    q_chan = max(q_chan, c_start - first_c[c])
+                    chan[0, c] = max(chan[0, c], c_start) + x_c[c]
+            t_host = sz / host_rate
+            link_start = max(data_first, link_tx)
+            link_tx = max(link_tx, issue) + t_host
+            if not duplex:
+                link_rx = link_tx
+            done = max(link_start + t_host, data_last + min(sz, page_bytes) / host_rate)
+            queue += q_die + q_chan + (link_start - data_first)
+            a[READ_PAGES] += pages
+        elif o == WRITE:
+            t_host = sz / host_rate
+            h_start = max(t_cmd, link_rx)
+            link_rx = max(link_rx, issue) + t_host
+            if not duplex:
+                link_tx = link_rx
+            h_end = h_start + t_host
+            # pSLC accounting (engine._place)
+            room_slc = max(f[ROOM_SLC0] - f[SLC_CS] * ds - f[SLC_CRAW] * draw, 0.0)
+            a_slc = min(room_slc, sz)
+            draw += f[BITS] * a_slc
+            room_nat = max(f[ROOM_NAT0] - f[NAT_DN] * dn - f[NAT_DRAW] * draw, 0.0)
+            a_dir = min(room_nat, sz - a_slc)
+            a_fold = sz - a_slc - a_dir
+            folded = min(f[FOLD] * a_fold, max(f[S0] + ds + a_slc, 0.0))
+            ds, dn, draw = ds + a_slc - folded, dn + a_dir + a_fold + folded, draw + a_dir
+            a[MODE] += a_slc
+            a[MODE + 1] += a_dir
+            a[MODE + 2] += a_fold
+            if sz > 0:
+                t_unit = (a_slc * f[T_UNIT0] + a_dir * f[T_UNIT1] + a_fold * f[T_UNIT2]) / max(sz, 1.0)
+            else:
+                t_unit = f[T_UNIT1]
+            total = wpartial + sz
+            n_units = int(math.floor(total / unit))
+            q, m = n_units // n_dies, n_units % n_dies
+            for c in range(min(n_ch, C)):
+                x_c[c] = 0.0
+            for j in range(min(n_units, n_dies)):
+                d = wptr + j
+                if d >= n_dies:
+                    d -= n_dies
+                x_c[d % n_ch] += q + (1 if j < m else 0)
+            for c in range(min(n_ch, C)):  # channel transfer of the units, after the host data is in
+                if x_c[c] > 0:
+                    chan[0, c] = max(chan[0, c], h_end) + x_c[c] * (unit / chan_rate)
+            for j in range(min(n_units, n_dies)):
+                d = wptr + j
+                if d >= n_dies:
+                    d -= n_dies
+                u = q + (1 if j < m else 0)
+                pd = _pos(d, n_ch, C)
+                old = die[DIE_UNITS, pd]
+                die[DIE_UNITS, pd] = old + u
+                n_erase = math.floor((old + u) / upb) - math.floor(old / upb)
+                p_dur = u * t_unit + n_erase * f[T_ERASE]
+                die[DIE_FREE, pd] = max(die[DIE_FREE, pd], chan[0, d % n_ch]) + p_dur
+                free_max = max(free_max, die[DIE_FREE, pd])
+                busy[pd] += p_dur
+                a[ERASES] += n_erase
+            done = max(h_end, free_max - f[BUFFER_BYTES] / (n_dies * unit / t_unit))
+            queue += (h_start - t_cmd) + (done - h_end)
+            wptr = (wptr + n_units) % n_dies
+            wpartial = total - n_units * unit
+            a[PROG_PAGES] += n_units * planes
+        # completion: slot, clocks, accumulators
+        j = 1
+        while j < nq and slots[j] < done:
+            slots[j - 1] = slots[j]
+            j += 1
+        slots[j - 1] = done
+        ctrl_free = ctrl_at + f[CTRL_S]
+        last_arrival = arrival
+        last_done = max(last_done, done)
+        la = done - arrival
+        a[COUNT + o] += 1.0
+        a[BYTES + o] += sz
+        a[LAT + o] += la
+        a[QUEUE_SUM] += queue
+        a[IDLE_FOLDED] += fold_x
+        x = (math.log10(max(la, 1e-12)) - LOG_MIN) * BINS_PER_DECADE
+        hist[o, min(max(int(math.floor(x)), 0), N_BINS - 1)] += 1
+        if keep:
+            lat[i, b] = la
+    # back to times relative to the last issue instant, as the JAX engine keeps them
+    for j in range(nq):
+        slots[j] -= now
+    for r in (DIE_FREE, R_END, R_WIN, R_GAP):
+        for d in range(die.shape[1]):
+            die[r, d] -= now
+    for r in range(2):
+        for c in range(chan.shape[1]):
+            chan[r, c] -= now
+    sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX] = ctrl_free - now, link_rx - now, link_tx - now
+    sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE] = free_max - now, last_arrival - now, last_done - now
+    sc[WPTR], sc[WPARTIAL], sc[DS], sc[DN], sc[DRAW] = wptr, wpartial, ds, dn, draw
+
+
+@numba.njit(cache=True, parallel=True)
+def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, lat, keep, C):
+    for b in numba.prange(pf.shape[0]):
+        _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], op, off4k, size,
+                gap_s, valid, lat, keep, b, C)
+
+
+# ------------------------------------------------------------------------------------------- host side
+def run_chunk(pf: np.ndarray, s: State, req: Requests, lay: Layout,
+              keep_latency: bool = False) -> tuple[State, Acc, np.ndarray | None]:
+    """:func:`ssdx.models.engine.run_chunk` on the CPU for the packed plan ``pf`` (:func:`pack_plan`):
+    the same state, accumulators and latencies (numpy, configurations last, the state's dtype)."""
+    dt = np.asarray(s.ctrl_free).dtype
+    b = pf.shape[0]
+    sc = np.stack([_cfirst(getattr(s, k)) for k in SCALARS], axis=1)
+    r = s.die_r
+    die = np.ascontiguousarray(np.stack([_cfirst(x) for x in (s.die_free, r.end, r.win, r.work, r.gap,
+                                                               s.die_units)], axis=1))
+    chan = np.ascontiguousarray(np.stack([_cfirst(s.chan_free), _cfirst(s.chan_r)], axis=1))
+    slots = np.array(_cfirst(s.slots), order="C")  # a copy: the loop writes it
+    tags = np.array(np.moveaxis(np.asarray(s.tags), -1, 0), np.int64, order="C")
+    a = np.zeros((b, len(SUMS)))
+    hist = np.zeros((b, 3, N_BINS), np.int32)
+    busy = np.zeros((b, lay.ways * lay.channels))
+    n_req = np.shape(req.op)[0]
+    lat = np.zeros((n_req, b) if keep_latency else (1, 1))
+    _run(pf, sc, die, chan, slots, tags, a, hist, busy, np.asarray(req.op, np.int64),
+         np.asarray(req.off4k, np.int64), np.asarray(req.size, np.float64), np.asarray(req.gap_s, np.float64),
+         np.asarray(req.valid, np.bool_), lat, keep_latency, lay.channels)
+    last = lambda x: np.ascontiguousarray(np.moveaxis(x, 0, -1)).astype(dt)  # noqa: E731
+    col = lambda i: sc[:, i].astype(dt)  # noqa: E731
+    state = State(
+        slots=last(slots), ctrl_free=col(CTRL_FREE), link_rx=col(LINK_RX), link_tx=col(LINK_TX),
+        die_free=last(die[:, DIE_FREE]), free_max=col(FREE_MAX),
+        die_r=Server(*(last(die[:, k]) for k in (R_END, R_WIN, R_WORK, R_GAP))),
+        chan_free=last(chan[:, 0]), chan_r=last(chan[:, 1]), last_arrival=col(LAST_ARRIVAL),
+        last_done=col(LAST_DONE), wptr=sc[:, WPTR].astype(np.int32), wpartial=col(WPARTIAL),
+        die_units=last(die[:, DIE_UNITS]), ds=col(DS), dn=col(DN), draw=col(DRAW),
+        tags=np.ascontiguousarray(np.moveaxis(tags, 0, -1)).astype(np.int32))
+    three = lambda i: last(a[:, i:i + 3])  # noqa: E731
+    acc = Acc(elapsed=a[:, ELAPSED].astype(dt), elapsed_c=np.zeros(b, dt), count=three(COUNT),
+              bytes=three(BYTES), lat_sum=three(LAT), queue_sum=a[:, QUEUE_SUM].astype(dt),
+              hist=np.ascontiguousarray(np.moveaxis(hist, 0, -1)), busy=last(busy),
+              read_pages=a[:, READ_PAGES].astype(dt), prog_pages=a[:, PROG_PAGES].astype(dt),
+              erases=a[:, ERASES].astype(dt), map_misses=a[:, MAP_MISSES].astype(dt),
+              mode_bytes=three(MODE), idle_folded=a[:, IDLE_FOLDED].astype(dt))
+    return state, acc, (lat.astype(dt) if keep_latency else None)

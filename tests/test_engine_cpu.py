@@ -1,0 +1,147 @@
+"""The CPU loop of the request-level engine (``ssdx.models.engine_cpu``) against the batched JAX scan
+(``ssdx.models.engine``): same latencies, histograms, accumulators and state, request by request."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import x64
+
+from ssdx import engine_params, params, presets, replay
+from ssdx.models import engine, engine_cpu
+from ssdx.workloads import synthetic
+from ssdx.workloads.traces import Chunk
+
+ENGINE = {"loop": "closed", "write_buffer_mib": 16, "map_cache_mib": 2, "map_hit_us": 0.5, "ctrl_kiops": 1000,
+          "time_scale": 1.0}
+DRIVES = ("sata_tlc_500", "generic_tlc_1tb", "sn8e_1920", "aldrin_pro_2tb")  # DRAM-less and DRAM, 16/32 dies
+
+
+def batch(qds=(1, 4, 32), **eng) -> dict:
+    """Every drive preset at every queue depth (the layout padded to the largest)."""
+    rows = []
+    for qd in qds:
+        for name in DRIVES:
+            w = {"pattern": "random", "block_kib": 4, "queue_depth": qd, "prefill_fraction": 0.5,
+                 "fill_fraction": 1.0, "burst_gb": 0.0, "idle_s": 0.0}
+            cols = params.columns_from_config(presets.drive(name), w)
+            rows.append(cols | engine_params.columns(ENGINE | eng))
+    return params.concat_columns(rows)
+
+
+def mixed(n: int, seed: int = 3, timed: bool = False) -> Chunk:
+    """Reads and writes of 4 KiB to 1 MiB (the larger ones spread over every die) with trims."""
+    ch = synthetic.fio_like(n, 0.6, {4096: 0.5, 16384: 0.2, 131072: 0.2, 1 << 20: 0.1}, span_bytes=20e9,
+                            seed=seed)
+    op = ch.op.copy()
+    op[::53] = 2  # trims
+    t = np.cumsum(np.random.default_rng(seed).exponential(40e-6, n)) if timed else ch.time_s
+    return Chunk(time_s=t, op=op, offset=ch.offset, size=ch.size, line=ch.line)
+
+
+def both(cols: dict, ch: Chunk, chunk_len: int, dtype=np.float64) -> tuple[replay.Result, replay.Result]:
+    trees = engine_params.build(cols, dtype=dtype)
+    return tuple(replay.replay(trees, [ch], chunk_len=chunk_len, keep_latency=True, backend=b)
+                 for b in ("jax", "cpu"))
+
+
+@pytest.mark.parametrize("loop", ["closed", "open"])
+def test_cpu_loop_equals_the_batched_scan_request_by_request(loop):
+    # several chunks (the state handed from one to the next) with padding in the last
+    with x64():
+        ref, cpu = both(batch(loop=loop, time_scale=2.0), mixed(2500, timed=loop == "open"), chunk_len=700)
+    assert (ref.extra["backend"], cpu.extra["backend"]) == ("jax", "cpu")
+    assert np.isfinite(ref.latencies).all()
+    np.testing.assert_allclose(cpu.latencies, ref.latencies, rtol=1e-9, atol=1e-15)
+    for k in ("count", "bytes", "lat_sum", "queue_sum", "busy", "read_pages", "prog_pages", "erases",
+              "map_misses", "mode_bytes", "idle_folded"):
+        np.testing.assert_allclose(cpu.extra["sums"][k], ref.extra["sums"][k], rtol=1e-9, atol=1e-6,
+                                   err_msg=k)
+    np.testing.assert_array_equal(cpu.extra["sums"]["hist"], ref.extra["sums"]["hist"])
+    for k in ("iops", "makespan_s", "latency_p99_us", "die_utilisation_mean", "pslc_bytes", "queue_share"):
+        np.testing.assert_allclose(cpu.metrics[k], ref.metrics[k], rtol=1e-9, err_msg=k)
+    # the stream exercised what it should: misses on DRAM-less drives, erases, every die busy
+    assert (ref.metrics["map_misses"][1::4] > 0).all() and (ref.metrics["map_misses"][3::4] == 0).all()
+    assert (ref.metrics["nand_program_pages"] > 0).all() and (ref.metrics["die_utilisation_mean"] > 0).all()
+
+
+def test_erases_and_chunk_state_match_between_backends():
+    # blocks of 3 program units, so the writes erase; the raw chunk functions, state compared field by field
+    import jax
+
+    with x64():
+        drive, workload, eng, lay = engine_params.build(batch(qds=(2, 16)), dtype=np.float64)
+        p = engine.plan_batch(drive, workload, eng, lay)
+        p = p._replace(units_per_block=np.full(np.shape(p.units_per_block), 3.0))
+        ch = mixed(900, seed=5)
+        req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 1000, np.float64)
+        s0 = engine.init(p, lay)
+        s_ref, a_ref, l_ref = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, s0, req, lay, True)
+        np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+        s_cpu, a_cpu, l_cpu = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
+                                                   np_tree(req), lay, True)
+    assert np.asarray(a_ref.erases).min() > 0
+    np.testing.assert_allclose(l_cpu, np.asarray(l_ref), rtol=1e-9, atol=1e-15)
+    mask = np.asarray(p.mask) > 0.5
+    leaves = zip(jax.tree_util.tree_leaves_with_path(np_tree(s_ref)), jax.tree_util.tree_leaves(s_cpu),
+                 strict=True)
+    for (path, want), got in leaves:
+        if want.shape == mask.shape:
+            want, got = np.where(mask, want, 0), np.where(mask, got, 0)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, err_msg=jax.tree_util.keystr(path))
+    for k in ("erases", "prog_pages", "busy", "lat_sum", "mode_bytes"):
+        np.testing.assert_allclose(getattr(a_cpu, k), np.asarray(getattr(a_ref, k)), rtol=1e-9, err_msg=k)
+    elapsed = np.asarray(a_ref.elapsed) - np.asarray(a_ref.elapsed_c)
+    np.testing.assert_allclose(a_cpu.elapsed, elapsed, rtol=1e-12)
+
+
+def test_cpu_loop_matches_the_float32_scan_to_rounding():
+    ref, cpu = both(batch(qds=(1, 8)), mixed(1500), chunk_len=1500, dtype=np.float32)
+    for k in ("iops", "latency_mean_us", "read_latency_mean_us", "write_latency_mean_us",
+              "die_utilisation_mean"):
+        np.testing.assert_allclose(cpu.metrics[k], ref.metrics[k], rtol=1e-3, err_msg=k)
+    assert cpu.latencies.dtype == np.float32
+
+
+def test_idle_folding_matches_between_backends():
+    # bursts of writes with idle gaps: the pSLC cache folds back while the dies are idle
+    n = 1200
+    t = np.arange(n) * 20e-6 + np.repeat(np.arange(n // 200) * 0.5, 200)
+    ch = Chunk(time_s=t, op=np.ones(n, np.int8), offset=np.arange(n, dtype=np.int64) * 131072,
+               size=np.full(n, 131072, np.int64), line=np.arange(1, n + 1))
+    with x64():
+        ref, cpu = both(batch(qds=(4,), loop="open"), ch, chunk_len=512)
+    assert (ref.metrics["idle_folded_bytes"][2:] > 0).any()
+    np.testing.assert_allclose(cpu.metrics["idle_folded_bytes"], ref.metrics["idle_folded_bytes"], rtol=1e-9)
+    np.testing.assert_allclose(cpu.latencies, ref.latencies, rtol=1e-9, atol=1e-15)
+
+
+def test_work_exactly_as_long_as_a_gap_fills_it_in_both_backends():
+    # a die busy [0, 100] us after an idle gap [10, 30] us: a 20 us read ready at 10 us fits the gap
+    sv = engine.Server(end=np.array(100e-6), win=np.array(30e-6), work=np.array(70e-6), gap=np.array(10e-6))
+    dur = 30e-6 - 10e-6
+    start, new = engine._book(sv, np.array(10e-6), np.array(dur))
+    got = engine_cpu._book(100e-6, 30e-6, 70e-6, 10e-6, 10e-6, dur)
+    assert float(start) == pytest.approx(10e-6) and got[0] == pytest.approx(10e-6)
+    assert float(new.end) == pytest.approx(100e-6) and got[1] == pytest.approx(100e-6)  # nothing queued
+    # and one that is 1 % too long queues at the end of the booking instead
+    late = engine_cpu._book(100e-6, 30e-6, 70e-6, 10e-6, 10e-6, dur * 1.01)
+    assert late[0] == pytest.approx(100e-6)
+    # work ready exactly when the booking ends starts at once
+    assert engine_cpu._book(100e-6, 30e-6, 70e-6, 10e-6, 100e-6, dur)[0] == pytest.approx(100e-6)
+
+
+def test_backend_is_checked_and_resolved():
+    with pytest.raises(params.ConfigError, match="engine.backend"):
+        engine_params.backend({"backend": "gpu"})
+    import jax
+
+    assert engine_params.backend({}) == ("cpu" if jax.default_backend() == "cpu" else "jax")
+    assert engine_params.backend({"backend": "jax"}) == "jax"
+    trees = engine_params.build(batch(qds=(2,)))
+    run, p, s, n = replay.prepare(trees, backend="cpu")
+    ch = mixed(64)
+    req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 64)
+    assert n == 4 and run.compile(p, s, req) >= 0.0
+    s2, acc, _ = run(p, s, req)
+    assert s2.die_free.shape == s.die_free.shape and acc.count.sum() == 4 * 64
