@@ -114,8 +114,7 @@ def validate(cols: Mapping, report: list | None = None) -> None:
 
 def map_pages(cols: Mapping) -> np.ndarray:
     """Translation pages a DRAM-less map cache holds: cache bytes / NAND page bytes (>= 1)."""
-    page = np.array([params.catalog.nand(params._nand_name(cols, i)).page_bytes
-                     for i in range(len(cols["drive.nand"]))])
+    page = params.lookup(params.nand_names(cols), lambda x: params.catalog.nand(x).page_bytes)
     return np.maximum(np.floor(_num(cols, "engine.map_cache_mib") * MIB / page), 1).astype(np.int32)
 
 

@@ -279,11 +279,6 @@ def valid_rows(cols: Mapping,
     return ok, broken
 
 
-def _nand_name(cols: Mapping, i: int) -> str:
-    override = str(np.asarray(cols["nand.name"])[i])
-    return override or str(np.asarray(cols["drive.nand"])[i])
-
-
 def nand_names(cols: Mapping) -> np.ndarray:
     """Every configuration's NAND type: ``nand.name`` where set, else ``drive.nand``."""
     override = np.asarray(cols["nand.name"]).astype(str)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ssdx import catalog, params
-from ssdx.params import ConfigError, _check, _choice, _nand_name, _num, _pytree
+from ssdx.params import ConfigError, _check, _choice, _num, _pytree
 from ssdx.units import ZERO_C_IN_K
 
 POLICIES = ("ssd_a", "ssd_b")
@@ -180,20 +180,19 @@ def n_steps(cols: Mapping) -> int:
 def build(cols: Mapping, dtype=np.float32) -> tuple[Power, Thermal]:
     """Validate and turn ``power.*``/``thermal.*`` columns into (Power, Thermal) pytrees, shape (n,)."""
     validate(cols)
-    n = len(next(iter(cols.values())))
     c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
-    media = [catalog.nand(_nand_name(cols, i)) for i in range(n)]
-    links = [catalog.interface(str(x)) for x in np.asarray(cols["drive.interface"])]
-    cool = [catalog.cooling(str(x)) for x in np.asarray(cols["thermal.cooling"])]
+    media = params.Codes(params.nand_names(cols))  # one catalog lookup per distinct value
+    links = params.Codes(np.asarray(cols["drive.interface"]).astype(str))
+    cool = params.Codes(np.asarray(cols["thermal.cooling"]).astype(str))
     num = lambda k: _num(cols, k)  # noqa: E731
     power = Power(
         idle_w=c(num("power.idle_w")),
         ctrl_w=c(num("power.ctrl_active_w")),
         host_j_per_byte=c(num("power.datapath_nj_per_byte") * 1e-9
-                          + np.array([i.link_pj_per_bit * 8e-12 for i in links])),
+                          + links.map(lambda x: catalog.interface(x).link_pj_per_bit) * 8e-12),
         io_j_per_byte=c(num("power.nand_io_pj_per_bit") * 8e-12),
-        die_w=c([m.die_active_w for m in media]),
-        policy=c([POLICIES.index(str(p)) for p in np.asarray(cols["power.policy"])]),
+        die_w=c(media.map(lambda x: catalog.nand(x).die_active_w)),
+        policy=c(params.lookup(np.asarray(cols["power.policy"]).astype(str), POLICIES.index)),
         light_rate=c(num("power.light_rate_fraction")),
         light_ctrl=c(num("power.light_ctrl_fraction")),
         light_cap_w=c(num("power.light_power_cap_w")),
@@ -210,7 +209,8 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[Power, Thermal]:
         tmt1_k=c(num("thermal.tmt1_k")),
         tmt2_k=c(num("thermal.tmt2_k")),
         dt_s=c(num("thermal.dt_s")),
-        **{f: c(num(RC_PREFIX + f) if RC_PREFIX + f in cols else [getattr(x, f) for x in cool])
+        **{f: c(num(RC_PREFIX + f) if RC_PREFIX + f in cols
+                else cool.map(lambda x, f=f: getattr(catalog.cooling(x), f)))
            for f in RC_FIELDS},
     )
     return power, thermal

@@ -152,7 +152,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s
             if keep:
                 lat[i, b] = np.nan
             continue
-        o = op[i]
+        o = min(max(op[i], 0), 2)  # as engine.step clips it (no bounds checks here)
         sz = size[i]
         # 3. mapping-cache probe (reads and writes)
         miss = False
