@@ -65,14 +65,16 @@ def test_cpu_loop_equals_the_batched_scan_request_by_request(loop):
     assert (ref.metrics["nand_program_pages"] > 0).all() and (ref.metrics["die_utilisation_mean"] > 0).all()
 
 
-def test_erases_and_chunk_state_match_between_backends():
-    # blocks of 3 program units, so the writes erase; the raw chunk functions, state compared field by field
+def test_erases_folding_and_chunk_state_match_between_backends():
+    # blocks of 3 program units, so the writes erase, and pSLC and native rooms of 10 MB, so the writes
+    # end up folding; the raw chunk functions, state compared field by field
     import jax
 
     with x64():
         drive, workload, eng, lay = engine_params.build(batch(qds=(2, 16)), dtype=np.float64)
         p = engine.plan_batch(drive, workload, eng, lay)
-        p = p._replace(units_per_block=np.full(np.shape(p.units_per_block), 3.0))
+        p = p._replace(units_per_block=np.full(np.shape(p.units_per_block), 3.0),
+                       room_slc0=np.minimum(p.room_slc0, 10e6), room_nat0=np.minimum(p.room_nat0, 10e6))
         ch = mixed(900, seed=5)
         req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 1000, np.float64)
         s0 = engine.init(p, lay)
@@ -81,6 +83,8 @@ def test_erases_and_chunk_state_match_between_backends():
         s_cpu, a_cpu, l_cpu = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
                                                    np_tree(req), lay, True)
     assert np.asarray(a_ref.erases).min() > 0
+    modes = np.asarray(a_ref.mode_bytes)  # (3, B): pSLC, direct native, folding
+    assert (modes[2, 1::4] > 0).all()  # the dynamic-pSLC drives fold (the 3rd preset is pure native)
     np.testing.assert_allclose(l_cpu, np.asarray(l_ref), rtol=1e-9, atol=1e-15)
     mask = np.asarray(p.mask) > 0.5
     leaves = zip(jax.tree_util.tree_leaves_with_path(np_tree(s_ref)), jax.tree_util.tree_leaves(s_cpu),
