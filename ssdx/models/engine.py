@@ -8,7 +8,8 @@ one branch (``lax.switch``): a read computes only the read path, a write only th
 configuration keeps the state of its own resources, as busy-until times relative to the current
 request's issue time (rebased every step, so float32 keeps sub-microsecond resolution over a week-long
 trace; the absolute clock is a compensated sum).  Outstanding commands are kept sorted, so the next
-free slot is the first.
+free slot is the first.  This batched step is the GPU path; on a CPU, ``ssdx.models.engine_cpu`` runs
+the same step as a compiled per-configuration loop (``engine.backend``, ``ssdx.engine_params``).
 
 **Resources and path of a request** (times in s):
 
