@@ -9,7 +9,8 @@ configuration keeps the state of its own resources, as busy-until times relative
 request's issue time (rebased every step, so float32 keeps sub-microsecond resolution over a week-long
 trace; the absolute clock is a compensated sum).  Outstanding commands are kept sorted, so the next
 free slot is the first.  This batched step is the GPU path; on a CPU, ``ssdx.models.engine_cpu`` runs
-the same step as a compiled per-configuration loop (``engine.backend``, ``ssdx.engine_params``).
+the same step as a compiled per-configuration loop (``engine.backend``, ``ssdx.engine_params``).  A
+change to the model must be made in both; ``tests/test_engine_cpu.py`` compares them request by request.
 
 **Resources and path of a request** (times in s):
 
