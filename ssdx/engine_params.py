@@ -21,8 +21,8 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
 * ``backend`` — how the engine runs, not what it computes (so not a column): ``jax`` the batched
   ``lax.scan`` of ``ssdx.models.engine`` (every configuration of a batch stepped together; the GPU
   path), ``cpu`` the compiled per-configuration loop of ``ssdx.models.engine_cpu`` (the same model,
-  touching only the dies a request uses; 6-7x faster on a CPU), ``auto`` (default) ``cpu`` when JAX's
-  default device is a CPU, else ``jax``.
+  touching only the dies a request uses; 6.6-8.6x faster on a CPU, bench/engine.py), ``auto``
+  (default) ``cpu`` when JAX's default device is a CPU, else ``jax``.
 """
 
 from __future__ import annotations

@@ -106,8 +106,10 @@ def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None =
         state = jax.tree_util.tree_map(np.asarray, engine.init(p, lay))
         pf = engine_cpu.pack_plan(p, lay)
         fn = lambda _, s, req: engine_cpu.run_chunk(pf, s, req, lay, keep_latency)  # noqa: E731
-        one = jax.tree_util.tree_map(lambda x: x[..., :1], state)
-        warm = lambda _, s, req: engine_cpu.run_chunk(pf[:1], one, req, lay, keep_latency)  # noqa: E731
+        def warm(_, s, req):  # Numba compiles for the argument types: one configuration, one request
+            first = lambda t: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :1], t)  # noqa: E731
+            engine_cpu.run_chunk(pf[:1], first(s), first(req), lay, keep_latency)
+
         return Runner(fn, backend, warm), p, state, n
     devs = list(jax.local_devices() if devices is None else devices)[:n]
     mesh = Mesh(np.array(devs), ("c",)) if len(devs) > 1 else None

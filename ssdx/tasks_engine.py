@@ -31,6 +31,14 @@ def _columns(cfg: Mapping[str, Any], drives: list[dict] | None = None) -> dict[s
     return params.concat_columns(rows)
 
 
+def _requests(w: Mapping[str, Any]) -> int:
+    """``workload.requests`` of a generated stream (default 100,000)."""
+    n = int(w.get("requests", 100_000))
+    if not 1 <= n <= 100_000_000:
+        raise params.ConfigError("workload.requests", n, "integer 1 <= x <= 1e8")
+    return n
+
+
 def stream(cfg: Mapping[str, Any]) -> tuple[Iterable[Chunk], Any, str]:
     """The configured request stream: ``workload.trace_path`` (streamed), else ``workload.synthetic``
     (``windows11_boot``, ``msr:<volume>`` or ``profile:<summary.json>``, a stream fitted to an analysed
@@ -40,8 +48,9 @@ def stream(cfg: Mapping[str, Any]) -> tuple[Iterable[Chunk], Any, str]:
         reader = trace_reader(w)
         return reader, reader, str(reader.path)
     name = w.get("synthetic")
+    seed, open_loop = int(cfg.get("seed", 0)), cfg["engine"].get("loop") == "open"
     if name == "windows11_boot":
-        return [synthetic.windows11_boot(int(cfg.get("seed", 0)))], None, name
+        return [synthetic.windows11_boot(seed)], None, name
     if isinstance(name, str) and name.startswith("msr:"):
         from ssdx.workloads import msr
 
@@ -49,11 +58,7 @@ def stream(cfg: Mapping[str, Any]) -> tuple[Iterable[Chunk], Any, str]:
         if vol not in msr.VOLUMES:
             raise params.ConfigError("workload.synthetic", name,
                                      f"MSR volume must be one of {sorted(msr.VOLUMES)}")
-        n = int(w.get("requests", 100_000))
-        if not 1 <= n <= 100_000_000:
-            raise params.ConfigError("workload.requests", n, "integer 1 <= x <= 1e8")
-        open_loop = cfg["engine"].get("loop") == "open"
-        return [msr.generate(vol, n, seed=int(cfg.get("seed", 0)), timed=open_loop)], None, name
+        return [msr.generate(vol, _requests(w), seed=seed, timed=open_loop)], None, name
     if isinstance(name, str) and name.startswith("profile:"):
         from ssdx.workloads import profile
 
@@ -65,11 +70,7 @@ def stream(cfg: Mapping[str, Any]) -> tuple[Iterable[Chunk], Any, str]:
             fitted = profile.fit(profile.load(path))
         except ValueError as e:
             raise params.ConfigError("workload.synthetic", name, str(e)) from None
-        n = int(w.get("requests", 100_000))
-        if not 1 <= n <= 100_000_000:
-            raise params.ConfigError("workload.requests", n, "integer 1 <= x <= 1e8")
-        open_loop = cfg["engine"].get("loop") == "open"
-        return [profile.generate(fitted, n, seed=int(cfg.get("seed", 0)), timed=open_loop)], None, name
+        return [profile.generate(fitted, _requests(w), seed=seed, timed=open_loop)], None, name
     raise params.ConfigError("workload.trace_path", None, "a trace file is required (or workload.synthetic: "
                              "windows11_boot | msr:<volume> | profile:<summary.json>)")
 

@@ -146,6 +146,8 @@ def test_backend_is_checked_and_resolved():
     run, p, s, n = replay.prepare(trees, backend="cpu")
     ch = mixed(64)
     req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 64)
-    assert n == 4 and run.compile(p, s, req) >= 0.0
+    assert n == 4 and run.backend == "cpu"
+    run.compile(p, s, req)  # one configuration, one request: the state handed in is not touched
     s2, acc, _ = run(p, s, req)
     assert s2.die_free.shape == s.die_free.shape and acc.count.sum() == 4 * 64
+    assert np.array_equal(s.slots, engine.init(p, engine_params.layout(batch(qds=(2,)))).slots)

@@ -73,7 +73,8 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
     len(SCALARS))
 DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS = range(len(DIES))
 (COUNT, BYTES, LAT, QUEUE_SUM, READ_PAGES, PROG_PAGES, ERASES, MAP_MISSES, MODE, IDLE_FOLDED,
- ELAPSED) = (0, 3, 6, 9, 10, 11, 12, 13, 14, 17, 18)
+ ELAPSED) = (SUMS.index(k) for k in ("count0", "bytes0", "lat0", "queue_sum", "read_pages", "prog_pages",
+                                     "erases", "map_misses", "mode0", "idle_folded", "elapsed"))
 
 
 def _cfirst(x) -> np.ndarray:
@@ -113,6 +114,24 @@ def _book(end, win, work, gap, ready, dur):
 def _pos(d, n_ch, C):
     """Layout position of die ``d`` (channel ``d mod n_ch``, way ``d div n_ch``)."""
     return (d // n_ch) * C + d % n_ch
+
+
+@numba.njit(cache=True, inline="always")
+def _nth_die(start, j, n_dies):
+    """The ``j``-th die (``j < n_dies``) of a round-robin deal starting at die ``start``."""
+    d = start + j
+    return d - n_dies if d >= n_dies else d
+
+
+@numba.njit(cache=True, inline="always")
+def _read_on_die(die, busy, pd, ready, dur):
+    """Book a read of ``dur`` s ready at ``ready`` on the die at position ``pd`` with read priority
+    (engine._book on its read booking, then its all-work backlog and busy time); returns its start."""
+    start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
+        die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd], ready, dur)
+    die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
+    busy[pd] += dur
+    return start
 
 
 @numba.njit(cache=True)
@@ -181,12 +200,9 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s
         draw -= (f[BITS] - 1.0) * fold_x
         queue = (issue - arrival) + (ctrl_at - issue)
         done = t_cmd
-        if o != TRIM and miss:  # 3. translation page read from die tpage mod dies, read priority
+        if miss:  # 3. translation page read from die tpage mod dies, read priority
             pm = _pos(tpage % n_dies, n_ch, C)
-            m_start, die[R_END, pm], die[R_WIN, pm], die[R_WORK, pm], die[R_GAP, pm] = _book(
-                die[R_END, pm], die[R_WIN, pm], die[R_WORK, pm], die[R_GAP, pm], t_cmd, t_map)
-            die[DIE_FREE, pm] = max(die[DIE_FREE, pm], m_start) + t_map
-            busy[pm] += t_map
+            m_start = _read_on_die(die, busy, pm, t_cmd, t_map)
             free_max = max(free_max, die[DIE_FREE, pm])
             a[MAP_MISSES] += 1.0
         if o == READ:
@@ -200,7 +216,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s
             k = max(int(math.ceil((in_page + sz) / page_bytes)), 1)
             q, m = k // n_dies, k % n_dies
             per_page = sz / k / chan_rate
-            for c in range(min(n_ch, C)):
+            for c in range(n_ch):
                 x_c[c] = 0.0
                 first_c[c] = np.inf
                 last_c[c] = -np.inf
@@ -209,14 +225,11 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s
             pages = 0
             start = first % n_dies
             for j in range(min(k, n_dies)):
-                d = start + j
-                if d >= n_dies:
-                    d -= n_dies
+                d = _nth_die(start, j, n_dies)
                 n = q + (1 if j < m else 0)
                 pd = _pos(d, n_ch, C)
                 dur = math.ceil(n / planes) * t_read
-                r_start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
-                    die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd], ready, dur)
+                r_start = _read_on_die(die, busy, pd, ready, dur)
                 r_end = r_start + dur
                 xfer = n * per_page
                 c = d % n_ch
@@ -225,13 +238,11 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s
                 last_c[c] = max(last_c[c], r_end + xfer)
                 data_first = min(data_first, r_end + xfer)
                 q_die = max(q_die, r_start - ready)
-                die[DIE_FREE, pd] = max(die[DIE_FREE, pd], r_start) + dur
                 free_max = max(free_max, die[DIE_FREE, pd])
-                busy[pd] += dur
                 pages += n
             data_last = -np.inf
             q_chan = 0.0
-            for c in range(min(n_ch, C)):
+            for c in range(n_ch):
                 if x_c[c] > 0:
                     c_start = max(first_c[c], chan[1, c])
                     chan[1, c] = max(chan[1, c], issue) + x_c[c]
@@ -272,20 +283,15 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s
             total = wpartial + sz
             n_units = int(math.floor(total / unit))
             q, m = n_units // n_dies, n_units % n_dies
-            for c in range(min(n_ch, C)):
+            for c in range(n_ch):
                 x_c[c] = 0.0
             for j in range(min(n_units, n_dies)):
-                d = wptr + j
-                if d >= n_dies:
-                    d -= n_dies
-                x_c[d % n_ch] += q + (1 if j < m else 0)
-            for c in range(min(n_ch, C)):  # channel transfer of the units, after the host data is in
+                x_c[_nth_die(wptr, j, n_dies) % n_ch] += q + (1 if j < m else 0)
+            for c in range(n_ch):  # channel transfer of the units, after the host data is in
                 if x_c[c] > 0:
                     chan[0, c] = max(chan[0, c], h_end) + x_c[c] * (unit / chan_rate)
             for j in range(min(n_units, n_dies)):
-                d = wptr + j
-                if d >= n_dies:
-                    d -= n_dies
+                d = _nth_die(wptr, j, n_dies)
                 u = q + (1 if j < m else 0)
                 pd = _pos(d, n_ch, C)
                 old = die[DIE_UNITS, pd]
