@@ -17,6 +17,11 @@ parallel over the cores, a request visiting only the dies it uses.  ``compile_s`
 its on-disk cache load) on a one-configuration call; ``max_rel_diff_vs_jax_batch`` compares its latency
 sums with the ``jax_batch`` row's (float32 against float64 rounding).
 
+``cuda_loop`` (where Numba sees a CUDA GPU): the same per-configuration loop compiled as a CUDA kernel by
+``ssdx.models.engine_cuda``, one GPU thread per configuration (``--cuda-threads`` per block), through
+``replay.prepare(backend="cuda")``; ``run_s`` includes copying the state to the GPU and back (as a replay
+chunk does), ``compile_s`` is Numba's CUDA compile on a one-configuration call.
+
 Baseline (per-configuration loop, named)
 ----------------------------------------
 ``jax_single``: the same compiled engine on one configuration per call, ``--single-configs`` of them back
@@ -27,21 +32,23 @@ Reference point (not run here): a single-threaded C++ discrete-event SSD simulat
 order of 10^4-10^5 requests per second for one configuration (issue 5).
 
 Usage: ``python bench/engine.py [--configs N] [--requests M] [--repeats R] [--single-configs S]
-[--json FILE]``.
+[--cuda-threads T] [--json FILE]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import jax
-import numpy as np
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave GPU memory for the CUDA kernel
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -107,12 +114,34 @@ def time_single(cols: dict, m: int, k: int) -> dict[str, Any]:
     return {"run_s": t_total, "config_requests_per_s": k * m / t_total, "lat_sum": np.stack(sums)}
 
 
+def _cuda_ready() -> bool:
+    """A real CUDA GPU (not Numba's simulator) for the ``cuda_loop`` row."""
+    import importlib.util
+
+    if jax.default_backend() != "gpu" or importlib.util.find_spec("numba") is None:
+        return False
+    from ssdx.models import engine_cuda
+
+    return engine_cuda.available() and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "0"
+
+
+def _loop_row(name: str, res: dict, batch: dict, single: dict, configs: int, **extra) -> dict[str, Any]:
+    """A per-configuration-loop row, with its speed-ups and its difference from the ``jax_batch`` row."""
+    diff = np.abs(res["lat_sum"] - batch["lat_sum"]) / np.maximum(np.abs(batch["lat_sum"]), 1e-30)
+    rate = res["config_requests_per_s"]
+    return {"engine": name, "configs": configs, "compile_s": res["compile_s"], "run_s": res["run_s"],
+            "config_requests_per_s": rate, "speedup_vs_jax_single": rate / single["config_requests_per_s"],
+            "speedup_vs_jax_batch": rate / batch["config_requests_per_s"],
+            "max_rel_diff_vs_jax_batch": float(np.max(diff)), **extra}
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--configs", type=int, default=1000, help="configurations N (default 1000)")
     ap.add_argument("--requests", type=int, default=10000, help="requests M per config (default 10000)")
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats, median reported (default 3)")
     ap.add_argument("--single-configs", type=int, default=8, help="jax_single sample (default 8)")
+    ap.add_argument("--cuda-threads", type=int, default=None, help="cuda_loop threads per block")
     ap.add_argument("--json", default=None, help="JSON path (default bench/engine_<platform>.json)")
     a = ap.parse_args(argv)
     dev = jax.devices()[0]
@@ -120,6 +149,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     lay = engine_params.layout(cols)
     batch = time_batch(cols, a.requests, a.repeats)
     loop = time_batch(cols, a.requests, a.repeats, "cpu") if engine_params.backend({}) == "cpu" else None
+    gpu_loop = None
+    if _cuda_ready():
+        from ssdx.models import engine_cuda
+
+        engine_cuda.THREADS = a.cuda_threads or engine_cuda.THREADS
+        gpu_loop = time_batch(cols, a.requests, a.repeats, "cuda")
     k = min(a.single_configs, a.configs)
     single = time_single(cols, a.requests, k)
     ref = batch["lat_sum"][:k]
@@ -134,13 +169,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
          "max_rel_diff_vs_batch": max_rel},
     ]
     if loop is not None:
-        diff = np.abs(loop["lat_sum"] - batch["lat_sum"]) / np.maximum(np.abs(batch["lat_sum"]), 1e-30)
-        rate = loop["config_requests_per_s"]
-        rows.insert(1, {"engine": "cpu_loop", "configs": a.configs, "compile_s": loop["compile_s"],
-                        "run_s": loop["run_s"], "config_requests_per_s": rate,
-                        "speedup_vs_jax_single": rate / single["config_requests_per_s"],
-                        "speedup_vs_jax_batch": rate / batch["config_requests_per_s"],
-                        "max_rel_diff_vs_jax_batch": float(np.max(diff))})
+        rows.insert(1, _loop_row("cpu_loop", loop, batch, single, a.configs))
+    if gpu_loop is not None:
+        rows.insert(1, _loop_row("cuda_loop", gpu_loop, batch, single, a.configs,
+                                 threads_per_block=engine_cuda.THREADS))
     res = {
         "benchmark": "engine", "machine": machine(),
         "device": {"platform": dev.platform, "kind": dev.device_kind, "count": jax.device_count()},

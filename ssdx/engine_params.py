@@ -21,8 +21,10 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
 * ``backend`` — how the engine runs, not what it computes (so not a column): ``jax`` the batched
   ``lax.scan`` of ``ssdx.models.engine`` (every configuration of a batch stepped together; the GPU
   path), ``cpu`` the compiled per-configuration loop of ``ssdx.models.engine_cpu`` (the same model,
-  touching only the dies a request uses; 6.6-8.6x faster on a CPU, bench/engine.py), ``auto``
-  (default) ``cpu`` when JAX's default device is a CPU, else ``jax``.
+  touching only the dies a request uses; 6.6-8.6x faster on a CPU, bench/engine.py), ``cuda`` the same
+  loop as a CUDA kernel, one GPU thread per configuration (``ssdx.models.engine_cuda``; needs a GPU that
+  Numba sees), ``auto`` (default) ``cpu`` when JAX's default device is a CPU, else ``jax``.  ``auto``
+  does not pick ``cuda``: its speed on a GPU has not been measured against ``jax`` yet.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from ssdx.params import ConfigError, _check, _num, _pytree
 from ssdx.units import MIB
 
 LOOPS = ("closed", "open")
-BACKENDS = ("auto", "jax", "cpu")
+BACKENDS = ("auto", "jax", "cpu", "cuda")
 FIELDS = ("loop", "write_buffer_mib", "map_cache_mib", "map_hit_us", "ctrl_kiops", "time_scale")
 #: field -> (low, high, meaning); both inclusive
 BOUNDS: dict[str, tuple[float, float, str]] = {
@@ -86,10 +88,17 @@ def columns(engine: Mapping) -> dict[str, np.ndarray]:
 
 
 def backend(engine: Mapping) -> str:
-    """The ``engine.backend`` a run uses: ``jax`` or ``cpu`` (``auto`` resolved on JAX's default device)."""
+    """The ``engine.backend`` a run uses: ``jax``, ``cpu`` or ``cuda`` (``auto`` resolved on JAX's default
+    device; ``cuda`` checked against the GPUs Numba sees)."""
     value = engine.get("backend", "auto")
     if value not in BACKENDS:
         raise ConfigError("engine.backend", value, f"must be one of {list(BACKENDS)}")
+    if value == "cuda":
+        from ssdx.models import engine_cuda
+
+        if not engine_cuda.available():
+            raise ConfigError("engine.backend", value, "needs a CUDA GPU that Numba can use (none found); "
+                                                       "use auto, jax or cpu")
     if value == "auto":
         import importlib.util
 

@@ -2,11 +2,12 @@
 
 The stream comes in chunks (``ssdx.workloads.traces.Chunk``: a trace reader or a synthetic generator),
 so a multi-GB trace never sits whole in memory; every chunk is padded to one length and run on the
-whole batch by one of two back ends of the same model (``engine.backend``, ``ssdx.engine_params``):
+whole batch by one of three back ends of the same model (``engine.backend``, ``ssdx.engine_params``):
 
 * ``jax`` — the compiled ``jit(run_chunk)`` of ``ssdx.models.engine`` (configurations on the last axis),
   split over the local devices (``shard_map``) when there are several;
-* ``cpu`` — the compiled per-configuration loop of ``ssdx.models.engine_cpu``, parallel over the cores.
+* ``cpu`` — the compiled per-configuration loop of ``ssdx.models.engine_cpu``, parallel over the cores;
+* ``cuda`` — that loop as a CUDA kernel (``ssdx.models.engine_cuda``), one GPU thread per configuration.
 
 Accumulators are added on the host in float64 chunk by chunk.
 """
@@ -88,27 +89,36 @@ class Runner:
 def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None = None,
             backend: str = "auto") -> tuple[Runner, Any, Any, int]:
     """Chunk runner, plan and initial state of a batch ``trees`` (``engine_params.build``) on ``backend``
-    (``auto``, ``jax`` or ``cpu``: ``engine_params.backend``); returns ``(run, plan, state, n)`` with ``n``
-    the real batch size.
+    (``auto``, ``jax``, ``cpu`` or ``cuda``: ``engine_params.backend``); returns ``(run, plan, state, n)``
+    with ``n`` the real batch size.
 
     ``jax``: the configurations are split over ``devices`` (default: every local device of the default
     backend; on a CPU host, as many as ``XLA_FLAGS=--xla_force_host_platform_device_count`` makes, which
     the CLI sets to the cores), the batch padded to a multiple of the device count by repeating its last
-    configuration.  ``cpu``: numpy arrays, one batch, the cores shared by Numba's threads."""
+    configuration.  ``cpu``: numpy arrays, one batch, the cores shared by Numba's threads.  ``cuda``: the
+    same loop on the first GPU Numba sees, the plan copied there once and the state at every chunk."""
     drive, workload, eng, lay = trees
     n = int(np.shape(drive.user_bytes)[0])
     backend = engine_params.backend({"backend": backend})
-    if backend == "cpu":
+    if backend in ("cpu", "cuda"):  # the per-configuration loop, on the cores or one GPU thread each
         from ssdx.models import engine_cpu
 
         p = jax.jit(partial(engine.plan_batch, lay=lay))(drive, workload, eng)
         p = jax.tree_util.tree_map(np.asarray, p)
         state = jax.tree_util.tree_map(np.asarray, engine.init(p, lay))
+        if backend == "cpu":
+            bind = lambda pf: partial(engine_cpu.run_chunk, pf)  # noqa: E731
+        else:
+            from ssdx.models import engine_cuda
+
+            bind = lambda pf: partial(engine_cuda.run_chunk, engine_cuda.device_plan(pf))  # noqa: E731
         pf = engine_cpu.pack_plan(p, lay)
-        fn = lambda _, s, req: engine_cpu.run_chunk(pf, s, req, lay, keep_latency)  # noqa: E731
+        run = bind(pf)
+        fn = lambda _, s, req: run(s, req, lay, keep_latency)  # noqa: E731
+
         def warm(_, s, req):  # Numba compiles for the argument types: one configuration, one request
             first = lambda t: jax.tree_util.tree_map(lambda x: np.asarray(x)[..., :1], t)  # noqa: E731
-            engine_cpu.run_chunk(pf[:1], first(s), first(req), lay, keep_latency)
+            bind(pf[:1])(first(s), first(req), lay, keep_latency)
 
         return Runner(fn, backend, warm), p, state, n
     devs = list(jax.local_devices() if devices is None else devices)[:n]

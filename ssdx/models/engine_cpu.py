@@ -135,8 +135,15 @@ def _read_on_die(die, busy, pd, ready, dur):
 
 
 @numba.njit(cache=True)
-def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, lat, keep, b, C):
-    """Run one configuration through the chunk (``engine.step`` request by request)."""
+def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, op, off4k, size, gap_s, valid,
+            lat, keep, b, C):
+    """Run one configuration through the chunk (``engine.step`` request by request).
+
+    Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die`` (len(DIES), D),
+    ``chan`` (2, C), ``slots``, ``tags``, accumulators ``a``, ``hist`` (3, N_BINS), ``busy`` (D,)), written
+    in place; ``x_c``, ``first_c``, ``last_c`` are scratch of at least ``C`` entries; ``lat[i, b]`` gets
+    request ``i``'s latency when ``keep``.  No allocation and no numpy calls: the same source is compiled
+    as a CUDA device function by :mod:`ssdx.models.engine_cuda`."""
     n_dies = int(f[N_DIES])
     n_ch = int(f[N_CH])
     planes = f[PLANES]
@@ -160,16 +167,13 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s
     wptr, wpartial = int(sc[WPTR]), sc[WPARTIAL]
     ds, dn, draw = sc[DS], sc[DN], sc[DRAW]
     nq = 0
-    while nq < slots.shape[0] and slots[nq] < np.inf:
+    while nq < slots.shape[0] and slots[nq] < math.inf:
         nq += 1
-    x_c = np.zeros(C)
-    first_c = np.zeros(C)
-    last_c = np.zeros(C)
     now = 0.0
     for i in range(op.shape[0]):
         if not valid[i]:
             if keep:
-                lat[i, b] = np.nan
+                lat[i, b] = math.nan
             continue
         o = min(max(op[i], 0), 2)  # as engine.step clips it (no bounds checks here)
         sz = size[i]
@@ -218,9 +222,9 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s
             per_page = sz / k / chan_rate
             for c in range(n_ch):
                 x_c[c] = 0.0
-                first_c[c] = np.inf
-                last_c[c] = -np.inf
-            data_first = np.inf
+                first_c[c] = math.inf
+                last_c[c] = -math.inf
+            data_first = math.inf
             q_die = 0.0
             pages = 0
             start = first % n_dies
@@ -240,7 +244,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s
                 q_die = max(q_die, r_start - ready)
                 free_max = max(free_max, die[DIE_FREE, pd])
                 pages += n
-            data_last = -np.inf
+            data_last = -math.inf
             q_chan = 0.0
             for c in range(n_ch):
                 if x_c[c] > 0:
@@ -343,47 +347,65 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s
 @numba.njit(cache=True, parallel=True)
 def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, lat, keep, C):
     for b in numba.prange(pf.shape[0]):
-        _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], op, off4k, size,
-                gap_s, valid, lat, keep, b, C)
+        x_c, first_c, last_c = np.empty(C), np.empty(C), np.empty(C)
+        _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,
+                last_c, op, off4k, size, gap_s, valid, lat, keep, b, C)
 
 
 # ------------------------------------------------------------------------------------------- host side
+def pack_state(s: State) -> tuple[np.ndarray, ...]:
+    """The state as the loop's arrays, configurations last (fresh copies: the loop writes them):
+    scalars ``(len(SCALARS), B)``, dies ``(len(DIES), D, B)``, channels ``(2, C, B)`` (all work, reads),
+    slots ``(S, B)`` float64 and cache tags ``(M, B)`` int64."""
+    f = lambda x: np.asarray(x, np.float64)  # noqa: E731
+    r = s.die_r
+    return (np.stack([f(getattr(s, k)) for k in SCALARS]),
+            np.stack([f(x) for x in (s.die_free, r.end, r.win, r.work, r.gap, s.die_units)]),
+            np.stack([f(s.chan_free), f(s.chan_r)]), np.array(s.slots, np.float64),
+            np.array(s.tags, np.int64))
+
+
+def request_arrays(req: Requests) -> tuple[np.ndarray, ...]:
+    """The chunk's requests as the loop reads them: op, off4k (int64), size, gap_s (float64), valid."""
+    return (np.asarray(req.op, np.int64), np.asarray(req.off4k, np.int64), np.asarray(req.size, np.float64),
+            np.asarray(req.gap_s, np.float64), np.asarray(req.valid, np.bool_))
+
+
+def new_sums(b: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Zeroed accumulators, configurations last: sums ``(len(SUMS), B)``, hist ``(3, N_BINS, B)`` int32,
+    busy ``(D, B)``."""
+    return np.zeros((len(SUMS), b)), np.zeros((3, N_BINS, b), np.int32), np.zeros((d, b))
+
+
+def unpack(sc, die, chan, slots, tags, a, hist, busy, dt) -> tuple[State, Acc]:
+    """The loop's arrays (configurations last, as :func:`pack_state` and :func:`new_sums` give them) as
+    the engine's ``State`` and ``Acc`` in the dtype ``dt``."""
+    c = lambda x, t=dt: np.ascontiguousarray(x, dtype=t)  # noqa: E731
+    state = State(
+        slots=c(slots), ctrl_free=c(sc[CTRL_FREE]), link_rx=c(sc[LINK_RX]), link_tx=c(sc[LINK_TX]),
+        die_free=c(die[DIE_FREE]), free_max=c(sc[FREE_MAX]),
+        die_r=Server(*(c(die[k]) for k in (R_END, R_WIN, R_WORK, R_GAP))),
+        chan_free=c(chan[0]), chan_r=c(chan[1]), last_arrival=c(sc[LAST_ARRIVAL]), last_done=c(sc[LAST_DONE]),
+        wptr=c(sc[WPTR], np.int32), wpartial=c(sc[WPARTIAL]), die_units=c(die[DIE_UNITS]), ds=c(sc[DS]),
+        dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags, np.int32))
+    acc = Acc(elapsed=c(a[ELAPSED]), elapsed_c=np.zeros(a.shape[1], dt), count=c(a[COUNT:COUNT + 3]),
+              bytes=c(a[BYTES:BYTES + 3]), lat_sum=c(a[LAT:LAT + 3]), queue_sum=c(a[QUEUE_SUM]),
+              hist=c(hist, np.int32), busy=c(busy), read_pages=c(a[READ_PAGES]), prog_pages=c(a[PROG_PAGES]),
+              erases=c(a[ERASES]), map_misses=c(a[MAP_MISSES]), mode_bytes=c(a[MODE:MODE + 3]),
+              idle_folded=c(a[IDLE_FOLDED]))
+    return state, acc
+
+
 def run_chunk(pf: np.ndarray, s: State, req: Requests, lay: Layout,
               keep_latency: bool = False) -> tuple[State, Acc, np.ndarray | None]:
     """:func:`ssdx.models.engine.run_chunk` on the CPU for the packed plan ``pf`` (:func:`pack_plan`):
     the same state, accumulators and latencies (numpy, configurations last, the state's dtype)."""
     dt = np.asarray(s.ctrl_free).dtype
     b = pf.shape[0]
-    sc = np.stack([_cfirst(getattr(s, k)) for k in SCALARS], axis=1)
-    r = s.die_r
-    die = np.ascontiguousarray(np.stack([_cfirst(x) for x in (s.die_free, r.end, r.win, r.work, r.gap,
-                                                               s.die_units)], axis=1))
-    chan = np.ascontiguousarray(np.stack([_cfirst(s.chan_free), _cfirst(s.chan_r)], axis=1))
-    slots = np.array(_cfirst(s.slots), order="C")  # a copy: the loop writes it
-    tags = np.array(np.moveaxis(np.asarray(s.tags), -1, 0), np.int64, order="C")
-    a = np.zeros((b, len(SUMS)))
-    hist = np.zeros((b, 3, N_BINS), np.int32)
-    busy = np.zeros((b, lay.ways * lay.channels))
+    first = [np.ascontiguousarray(np.moveaxis(x, -1, 0))
+             for x in (*pack_state(s), *new_sums(b, lay.ways * lay.channels))]
     n_req = np.shape(req.op)[0]
     lat = np.zeros((n_req, b) if keep_latency else (1, 1))
-    _run(pf, sc, die, chan, slots, tags, a, hist, busy, np.asarray(req.op, np.int64),
-         np.asarray(req.off4k, np.int64), np.asarray(req.size, np.float64), np.asarray(req.gap_s, np.float64),
-         np.asarray(req.valid, np.bool_), lat, keep_latency, lay.channels)
-    last = lambda x: np.ascontiguousarray(np.moveaxis(x, 0, -1)).astype(dt)  # noqa: E731
-    col = lambda i: sc[:, i].astype(dt)  # noqa: E731
-    state = State(
-        slots=last(slots), ctrl_free=col(CTRL_FREE), link_rx=col(LINK_RX), link_tx=col(LINK_TX),
-        die_free=last(die[:, DIE_FREE]), free_max=col(FREE_MAX),
-        die_r=Server(*(last(die[:, k]) for k in (R_END, R_WIN, R_WORK, R_GAP))),
-        chan_free=last(chan[:, 0]), chan_r=last(chan[:, 1]), last_arrival=col(LAST_ARRIVAL),
-        last_done=col(LAST_DONE), wptr=sc[:, WPTR].astype(np.int32), wpartial=col(WPARTIAL),
-        die_units=last(die[:, DIE_UNITS]), ds=col(DS), dn=col(DN), draw=col(DRAW),
-        tags=np.ascontiguousarray(np.moveaxis(tags, 0, -1)).astype(np.int32))
-    three = lambda i: last(a[:, i:i + 3])  # noqa: E731
-    acc = Acc(elapsed=a[:, ELAPSED].astype(dt), elapsed_c=np.zeros(b, dt), count=three(COUNT),
-              bytes=three(BYTES), lat_sum=three(LAT), queue_sum=a[:, QUEUE_SUM].astype(dt),
-              hist=np.ascontiguousarray(np.moveaxis(hist, 0, -1)), busy=last(busy),
-              read_pages=a[:, READ_PAGES].astype(dt), prog_pages=a[:, PROG_PAGES].astype(dt),
-              erases=a[:, ERASES].astype(dt), map_misses=a[:, MAP_MISSES].astype(dt),
-              mode_bytes=three(MODE), idle_folded=a[:, IDLE_FOLDED].astype(dt))
+    _run(pf, *first, *request_arrays(req), lat, keep_latency, lay.channels)
+    state, acc = unpack(*(np.moveaxis(x, 0, -1) for x in first), dt)
     return state, acc, (lat.astype(dt) if keep_latency else None)

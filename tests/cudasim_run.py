@@ -1,0 +1,50 @@
+"""Run by ``test_engine_cuda.py`` in a process of its own with ``NUMBA_ENABLE_CUDASIM=1`` (Numba reads it
+at import): the CUDA back end (simulated, thread by thread) and the CPU back end on the same batches,
+their results saved to the ``.npz`` named on the command line."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from test_engine_cpu import batch, mixed
+
+from ssdx import engine_params, replay
+from ssdx.models import engine, engine_cpu, engine_cuda
+
+
+def main(out: str) -> None:
+    res: dict[str, np.ndarray] = {}
+    # the replay path: several chunks with padding, the state handed on between them
+    trees = engine_params.build(batch(qds=(1, 8)), dtype=np.float64)
+    ch = mixed(260, seed=7)
+    for b in ("cpu", "cuda"):
+        r = replay.replay(trees, [ch], chunk_len=100, keep_latency=True, backend=b)
+        res[f"{b}/backend"] = np.asarray(r.extra["backend"])
+        res[f"{b}/latencies"] = r.latencies
+        for k, v in r.extra["sums"].items():
+            res[f"{b}/sums/{k}"] = v
+    # the raw chunk functions on a batch that erases and folds (blocks of 3 units, pSLC room 3 MB and
+    # native room 2 MB)
+    drive, workload, eng, lay = engine_params.build(batch(qds=(2,)), dtype=np.float64)
+    p = engine.plan_batch(drive, workload, eng, lay)
+    p = p._replace(units_per_block=np.full(np.shape(p.units_per_block), 3.0),
+                   room_slc0=np.minimum(p.room_slc0, 3e6), room_nat0=np.minimum(p.room_nat0, 2e6))
+    ch = mixed(150, seed=5)
+    req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 160, np.float64)
+    s0 = engine.init(p, lay)
+    pf = engine_cpu.pack_plan(p, lay)
+    outs = {"cpu": engine_cpu.run_chunk(pf, s0, req, lay, True),
+            "cuda": engine_cuda.run_chunk(engine_cuda.device_plan(pf), s0, req, lay, True, threads=3)}
+    for b, (s, a, lat) in outs.items():
+        for k, v in s._asdict().items():
+            for kk, vv in (v._asdict().items() if hasattr(v, "_asdict") else [("", v)]):
+                res[f"{b}/chunk/state/{k}{kk}"] = np.asarray(vv)
+        for k, v in a._asdict().items():
+            res[f"{b}/chunk/acc/{k}"] = np.asarray(v)
+        res[f"{b}/chunk/lat"] = lat
+    np.savez(out, **res)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

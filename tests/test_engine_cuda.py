@@ -1,0 +1,96 @@
+"""The CUDA back end of the request-level engine (``ssdx.models.engine_cuda``): the kernel, run thread by
+thread by Numba's CUDA simulator, gives the CPU back end's results exactly; its PTX compiles for the
+H100 where a CUDA toolkit is installed; the back end is refused with a clear error without a GPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ssdx import engine_params
+from ssdx.params import ConfigError
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory) -> dict[str, np.ndarray]:
+    out = tmp_path_factory.mktemp("cudasim") / "res.npz"
+    env = os.environ | {"NUMBA_ENABLE_CUDASIM": "1", "JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu",
+                        "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent),
+                                                       os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, str(HERE / "cudasim_run.py"), str(out)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return dict(np.load(out))
+
+
+def _pairs(res: dict, prefix: str):
+    keys = sorted(k.removeprefix("cpu/") for k in res if k.startswith(f"cpu/{prefix}"))
+    assert keys and all(f"cuda/{k}" in res for k in keys)
+    return [(k, res[f"cpu/{k}"], res[f"cuda/{k}"]) for k in keys]
+
+
+def test_kernel_replays_like_the_cpu_loop(simulated):
+    assert (str(simulated["cpu/backend"]), str(simulated["cuda/backend"])) == ("cpu", "cuda")
+    lat = simulated["cpu/latencies"]
+    assert lat.shape == (8, 260) and np.isfinite(lat).all() and (lat > 0).all()
+    np.testing.assert_allclose(simulated["cuda/latencies"], lat, rtol=1e-12)
+    for k, a, b in _pairs(simulated, "sums/"):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
+    np.testing.assert_array_equal(simulated["cuda/sums/hist"], simulated["cpu/sums/hist"])
+    assert (simulated["cpu/sums/map_misses"][1::4] > 0).all()  # the DRAM-less drives missed
+
+
+def test_kernel_chunk_state_matches_field_by_field(simulated):
+    # one chunk of the raw functions on drives that erase and fold, launched as blocks of 3 threads
+    # (a partial last block), every state field and accumulator compared
+    pairs = _pairs(simulated, "chunk/")
+    assert len(pairs) == 18 + 3 + 14 + 1  # state (die_r as 4), accumulators, latencies
+    for k, a, b in pairs:
+        assert a.shape == b.shape and a.dtype == b.dtype, k
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
+    mode = simulated["cpu/chunk/acc/mode_bytes"]
+    assert (mode[0] > 0).any() and (mode[1] > 0).any() and (mode[2] > 0).all()  # pSLC, direct, folding
+    assert (simulated["cpu/chunk/acc/erases"] > 0).all()
+
+
+def _nvvm_ready() -> str | None:
+    """Why the PTX check cannot run here, or None: it needs the NVIDIA-maintained ``numba-cuda`` (the
+    ``cuda`` extra) and a CUDA toolkit's NVVM."""
+    try:
+        from numba import cuda
+        from numba.cuda.cudadrv import nvvm
+    except Exception as e:  # pragma: no cover - numba without its CUDA target
+        return f"numba.cuda unavailable: {e}"
+    if getattr(cuda, "implementation", "") != "NVIDIA":
+        return "needs numba-cuda (pip install 'ssdx[cuda]'); the built-in numba.cuda is deprecated"
+    try:
+        nvvm.NVVM()
+    except Exception as e:
+        return f"no CUDA toolkit NVVM found: {type(e).__name__}"
+    return None
+
+
+@pytest.mark.skipif(_nvvm_ready() is not None, reason=str(_nvvm_ready()))
+def test_kernel_compiles_to_ptx_for_the_h100():
+    from ssdx.models import engine_cuda
+
+    code = engine_cuda.ptx((9, 0))
+    assert ".target sm_90" in code and ".entry" in code
+    assert ".local" in code  # the per-thread channel scratch
+
+
+def test_cuda_backend_refused_without_a_gpu(monkeypatch):
+    from ssdx.models import engine_cuda
+
+    monkeypatch.setattr(engine_cuda, "available", lambda: False)
+    with pytest.raises(ConfigError, match="engine.backend.*CUDA GPU"):
+        engine_params.backend({"backend": "cuda"})
+    assert "cuda" in engine_params.BACKENDS
+    assert engine_params.backend({"backend": "auto"}) in ("cpu", "jax")  # auto never picks cuda
