@@ -183,6 +183,21 @@ def test_reads_after_writes_hit():
     assert float(out["nand_reads"][0]) == 0.0
 
 
+@pytest.mark.parametrize("base", [0, 1 << 30, (1 << 31) - 10])
+def test_victim_order_holds_at_any_clock(base):
+    # ways: empty, clean (stamp +5), dirty (+1), dirty (+3), clean (+7); stamps near 2^31 once a drive
+    # has served ~1e9 lines (a stamp offset used to overflow int32 there)
+    stamp = jnp.asarray(np.array([0, 5, 1, 3, 7], np.int64) + base, jnp.int32)
+    empty = jnp.asarray([True, False, False, False, False])
+    dirty = jnp.asarray([False, False, True, True, False])
+    vic = {name: int(jnp.argmin(hybrid.victim_key(jnp.int32(pol), stamp, dirty, empty)))
+           for name, pol in (("lru", hybrid.LRU), ("fifo", hybrid.FIFO), ("cflru", hybrid.CFLRU))}
+    assert vic == {"lru": 2, "fifo": 2, "cflru": 1}  # oldest; oldest clean
+    all_dirty = jnp.asarray([False, True, True, True, True])
+    assert int(jnp.argmin(hybrid.victim_key(jnp.int32(hybrid.CFLRU), stamp, all_dirty, empty))) == 2
+    assert int(jnp.argmin(hybrid.victim_key(jnp.int32(hybrid.CFLRU), stamp, dirty, jnp.ones(5, bool)))) == 0
+
+
 def test_space_time_matches_brute_force():
     rng = np.random.default_rng(4)
     for _ in range(50):

@@ -62,7 +62,6 @@ from ssdx.models.engine import N_BINS, READ, WRITE, kahan_add, latency_bin, perc
 
 LRU, FIFO, CFLRU = (VICTIMS.index(v) for v in ("lru", "fifo", "cflru"))
 _HASH = np.uint32(2654435761)  # Knuth's multiplicative hash constant (2^32 / golden ratio)
-_BIG = np.int32(1 << 30)
 
 
 class Lines(NamedTuple):
@@ -130,9 +129,11 @@ def set_index(line: jax.Array, sets: jax.Array) -> jax.Array:
 def victim_key(policy: jax.Array, stamp: jax.Array, dirty: jax.Array, empty: jax.Array) -> jax.Array:
     """Eviction order of a set's ways (smallest leaves first): ``lru`` and ``fifo`` by stamp (a hit
     refreshes the stamp only under LRU), ``cflru`` clean lines before dirty ones, each by recency.
-    Empty ways never leave."""
-    key = jnp.where((policy == CFLRU) & dirty, stamp + _BIG, stamp)
-    return jnp.where(empty, jnp.iinfo(jnp.int32).max, key)
+    Empty ways never leave.  Ways outside the first choice get the int32 maximum rather than an offset
+    stamp, so the order holds for any stamp below it (2^31 lines served)."""
+    full = ~empty
+    clean_first = (policy == CFLRU) & jnp.any(full & ~dirty)
+    return jnp.where(full & ~(clean_first & dirty), stamp, jnp.iinfo(jnp.int32).max)
 
 
 def space_time(die_free: jax.Array, rate: jax.Array, room: jax.Array) -> jax.Array:
