@@ -17,6 +17,7 @@ import numpy as np
 
 from ssdx import params, thermal_params
 from ssdx.models import fluid
+from ssdx.paths import replace_atomic
 from ssdx.report import fill as fill_report
 from ssdx.report.tables import best_per_group, format_table
 from ssdx.sweep import runner, space
@@ -32,10 +33,9 @@ def _dtype(precision: str):
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    """Strict JSON (NaN becomes null) via a temporary file, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n")
-    tmp.replace(path)
+    """Strict JSON (NaN becomes null), written whole (``paths.replace_atomic``)."""
+    text = json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n"
+    replace_atomic(path, lambda tmp: tmp.write_text(text))
 
 
 def _jsonable(x: Any) -> Any:

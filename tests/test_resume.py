@@ -201,3 +201,22 @@ def test_hybrid_sweep_groups_resume_with_their_stream_info(tmp_path):
     got, want = table.to_pandas(), ref.to_pandas()
     qd = "hybrid.queue_depth"
     pd.testing.assert_frame_equal(got.drop(columns=qd), want.drop(columns=qd))
+
+
+def test_replace_atomic_keeps_the_old_file_when_a_write_dies(tmp_path):
+    from ssdx.paths import replace_atomic
+
+    path = tmp_path / "out" / "summary.json"
+    replace_atomic(path, lambda tmp: tmp.write_text("old"))
+    assert path.read_text() == "old"
+
+    def dies(tmp):
+        tmp.write_text("half of the new")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        replace_atomic(path, dies)
+    assert path.read_text() == "old"  # the reader still sees the whole old file
+    assert sorted(p.name for p in path.parent.iterdir()) == ["summary.json"]  # no temporary left
+    replace_atomic(path, lambda tmp: tmp.write_text("new"))
+    assert path.read_text() == "new"

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,17 +24,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ssdx.params import ConfigError
+from ssdx.paths import replace_atomic
 
 MANIFEST = "manifest.json"
 CHUNK_META = b"ssdx.chunk"
 
 
 def write_atomic(table: pa.Table, path: Path, compression: str = "snappy") -> None:
-    """Write ``table`` to ``path`` via a temporary file and ``os.replace`` (never half-written)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    pq.write_table(table, tmp, compression=compression)
-    os.replace(tmp, path)
+    """Write ``table`` to ``path`` whole (``paths.replace_atomic``)."""
+    replace_atomic(path, lambda tmp: pq.write_table(table, tmp, compression=compression))
 
 
 def chunk_path(out_dir: Path, index: int) -> Path:
@@ -115,10 +111,8 @@ def open_run(out_dir: Path, fp: Mapping[str, Any]) -> bool:
         raise ConfigError("hydra.run.dir", str(out_dir),
                           f"has {len(stale)} chunk files but no {MANIFEST}, so nothing says which sweep "
                           f"wrote them; choose a new hydra.run.dir or delete {out_dir / 'chunks'}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{MANIFEST}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(dict(fp), indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    text = json.dumps(dict(fp), indent=1, sort_keys=True) + "\n"
+    replace_atomic(path, lambda tmp: tmp.write_text(text))
     return False
 
 
