@@ -96,9 +96,9 @@ def backend(engine: Mapping) -> str:
     if value == "cuda":
         from ssdx.models import engine_cuda
 
-        if not engine_cuda.available():
-            raise ConfigError("engine.backend", value, "needs a CUDA GPU that Numba can use (none found); "
-                                                       "use auto, jax or cpu")
+        why = engine_cuda.unavailable()
+        if why is not None:
+            raise ConfigError("engine.backend", value, f"{why}; use auto, jax or cpu")
     if value == "auto":
         import importlib.util
 

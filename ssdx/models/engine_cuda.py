@@ -66,12 +66,27 @@ def _kernel_function(ns: dict) -> types.FunctionType:
 _kernel = cuda.jit(_kernel_function(_namespace()))
 
 
-def available() -> bool:
-    """Whether Numba sees a CUDA GPU (or runs its simulator)."""
+def unavailable() -> str | None:
+    """Why this back end cannot run here, or None: it needs a CUDA GPU that Numba sees (or Numba's
+    simulator) and the NVIDIA-maintained ``numba-cuda`` target (the ``cuda`` extra): the CUDA target
+    built into Numba is deprecated, and with Numba 0.68 it failed to compile ``max`` of two floats to PTX
+    here."""
+    from numba.core import config
+
+    if config.ENABLE_CUDASIM:
+        return None
+    if getattr(cuda, "implementation", "") != "NVIDIA":
+        return "needs numba-cuda (pip install 'ssdx[cuda]')"
     try:
-        return bool(cuda.is_available())
+        ok = bool(cuda.is_available())
     except Exception:  # a driver that fails to load reads as none
-        return False
+        ok = False
+    return None if ok else "needs a CUDA GPU that Numba can use (none found)"
+
+
+def available() -> bool:
+    """Whether this back end can run here (:func:`unavailable`)."""
+    return unavailable() is None
 
 
 def device_plan(pf: np.ndarray):
