@@ -61,15 +61,15 @@ def test_kernel_chunk_state_matches_field_by_field(simulated):
 
 
 def _nvvm_ready() -> str | None:
-    """Why the PTX check cannot run here, or None: it needs the NVIDIA-maintained ``numba-cuda`` (the
-    ``cuda`` extra) and a CUDA toolkit's NVVM."""
+    """Why the PTX check cannot run here, or None: it needs the NVIDIA-maintained ``numba-cuda`` and a CUDA
+    toolkit's NVVM, which the ``dev`` extra installs (``numba-cuda[cu13]``), so CI runs it."""
     try:
         from numba import cuda
         from numba.cuda.cudadrv import nvvm
     except Exception as e:  # pragma: no cover - numba without its CUDA target
         return f"numba.cuda unavailable: {e}"
     if getattr(cuda, "implementation", "") != "NVIDIA":
-        return "needs numba-cuda (pip install 'ssdx[cuda]'); the built-in numba.cuda is deprecated"
+        return "needs numba-cuda (pip install -e '.[dev]'); the built-in numba.cuda is deprecated"
     try:
         nvvm.NVVM()
     except Exception as e:
