@@ -38,8 +38,8 @@ THREADS = 64
 
 
 def _namespace() -> dict:
-    """Globals in which :func:`engine_cpu._config`, the helpers it calls and :func:`_thread` are CUDA
-    device functions compiled from their Python code, every call resolved to the device version."""
+    """Globals for the kernel (:func:`_thread`): :func:`engine_cpu._config` and the helpers it calls as
+    CUDA device functions compiled from their Python code, every call resolved to the device version."""
     ns = dict(vars(engine_cpu)) | {"cuda": cuda, "float64": float64, "MAX_CH": MAX_CH}
     for name in ("_book", "_pos", "_nth_die", "_read_on_die", "_config"):
         py = getattr(engine_cpu, name).py_func
@@ -60,6 +60,7 @@ def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_
 
 
 def _kernel_function(ns: dict) -> types.FunctionType:
+    """:func:`_thread` with the globals ``ns`` (its ``_config`` the device version)."""
     return types.FunctionType(_thread.__code__, ns, "_kernel")
 
 
