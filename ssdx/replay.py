@@ -103,9 +103,9 @@ def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None =
     if backend in ("cpu", "cuda"):  # the per-configuration loop, on the cores or one GPU thread each
         from ssdx.models import engine_cpu
 
-        p = jax.jit(partial(engine.plan_batch, lay=lay))(drive, workload, eng)
-        p = jax.tree_util.tree_map(np.asarray, p)
-        state = jax.tree_util.tree_map(np.asarray, engine.init(p, lay))
+        plan_f, init_f, _ = compiled(lay, keep_latency)  # jitted lazily: the scan is never compiled
+        p = jax.tree_util.tree_map(np.asarray, plan_f(drive, workload, eng))
+        state = jax.tree_util.tree_map(np.asarray, init_f(p))
         if backend == "cpu":
             bind = lambda pf: partial(engine_cpu.run_chunk, pf)  # noqa: E731
         else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from test_engine_cpu import batch, mixed
+from test_engine_cpu import batch, erasing_plan, mixed
 
 from ssdx import engine_params, replay
 from ssdx.models import engine, engine_cpu, engine_cuda
@@ -24,12 +24,8 @@ def main(out: str) -> None:
         res[f"{b}/latencies"] = r.latencies
         for k, v in r.extra["sums"].items():
             res[f"{b}/sums/{k}"] = v
-    # the raw chunk functions on a batch that erases and folds (blocks of 3 units, pSLC room 3 MB and
-    # native room 2 MB)
-    drive, workload, eng, lay = engine_params.build(batch(qds=(2,)), dtype=np.float64)
-    p = engine.plan_batch(drive, workload, eng, lay)
-    p = p._replace(units_per_block=np.full(np.shape(p.units_per_block), 3.0),
-                   room_slc0=np.minimum(p.room_slc0, 3e6), room_nat0=np.minimum(p.room_nat0, 2e6))
+    # the raw chunk functions on a batch that erases and folds (blocks of 3 units, rooms of 2.5 MB)
+    p, lay = erasing_plan((2,), 2.5e6)
     ch = mixed(150, seed=5)
     req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 160, np.float64)
     s0 = engine.init(p, lay)

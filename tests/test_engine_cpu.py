@@ -39,6 +39,16 @@ def mixed(n: int, seed: int = 3, timed: bool = False) -> Chunk:
     return Chunk(time_s=t, op=op, offset=ch.offset, size=ch.size, line=ch.line)
 
 
+def erasing_plan(qds, room_bytes: float):
+    """The batched plan of :func:`batch` with blocks of 3 program units, so writes erase, and pSLC and
+    native rooms cut to ``room_bytes``, so writes end up folding (float64); returns ``(plan, layout)``."""
+    drive, workload, eng, lay = engine_params.build(batch(qds=qds), dtype=np.float64)
+    p = engine.plan_batch(drive, workload, eng, lay)
+    return p._replace(units_per_block=np.full(np.shape(p.units_per_block), 3.0),
+                      room_slc0=np.minimum(p.room_slc0, room_bytes),
+                      room_nat0=np.minimum(p.room_nat0, room_bytes)), lay
+
+
 def both(cols: dict, ch: Chunk, chunk_len: int, dtype=np.float64) -> tuple[replay.Result, replay.Result]:
     trees = engine_params.build(cols, dtype=dtype)
     return tuple(replay.replay(trees, [ch], chunk_len=chunk_len, keep_latency=True, backend=b)
@@ -71,10 +81,7 @@ def test_erases_folding_and_chunk_state_match_between_backends():
     import jax
 
     with x64():
-        drive, workload, eng, lay = engine_params.build(batch(qds=(2, 16)), dtype=np.float64)
-        p = engine.plan_batch(drive, workload, eng, lay)
-        p = p._replace(units_per_block=np.full(np.shape(p.units_per_block), 3.0),
-                       room_slc0=np.minimum(p.room_slc0, 10e6), room_nat0=np.minimum(p.room_nat0, 10e6))
+        p, lay = erasing_plan((2, 16), 10e6)
         ch = mixed(900, seed=5)
         req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 1000, np.float64)
         s0 = engine.init(p, lay)

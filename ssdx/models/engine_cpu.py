@@ -46,6 +46,7 @@ from ssdx.models.engine import (
     Requests,
     Server,
     State,
+    to_host,
 )
 
 # ---------------------------------------------------------------------------------------------- packing
@@ -77,21 +78,16 @@ DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS = range(len(DIES))
                                      "erases", "map_misses", "mode0", "idle_folded", "elapsed"))
 
 
-def _cfirst(x) -> np.ndarray:
-    """A batched leaf (configurations last) as a float64 array with configurations first."""
-    return np.moveaxis(np.asarray(x, np.float64), -1, 0)
-
-
 def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
     """The batched plan as the (B, len(PLAN)) float64 matrix the loop reads."""
-    mask = _cfirst(p.mask).reshape(-1, lay.ways, lay.channels) > 0.5
+    mask = to_host(p.mask, lay, dies=True) > 0.5  # (B, ways, channels)
+    t_unit = to_host(p.t_unit, None)  # (B, 3)
     cols = {
-        "n_ch": mask.any(1).sum(1), "t_unit0": _cfirst(p.t_unit)[:, 0], "t_unit1": _cfirst(p.t_unit)[:, 1],
-        "t_unit2": _cfirst(p.t_unit)[:, 2],
-        **{k: _cfirst(getattr(p.coef, k)) for k in ("slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw",
-                                                      "fold")},
+        "n_ch": mask.any(1).sum(1), **{f"t_unit{i}": t_unit[:, i] for i in range(3)},
+        **{k: to_host(getattr(p.coef, k), None) for k in ("slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw",
+                                                            "fold")},
     }
-    return np.stack([cols[k] if k in cols else _cfirst(getattr(p, k)) for k in PLAN], axis=1)
+    return np.stack([cols[k] if k in cols else to_host(getattr(p, k), None) for k in PLAN], axis=1)
 
 
 # ------------------------------------------------------------------------------------------- the loop
