@@ -1,25 +1,36 @@
 """SCM/NAND hybrid drive parameters (``hybrid.*``) and the static layout of a batch.
 
-The hybrid model (``ssdx.models.hybrid``, seeds/001) puts a storage-class-memory tier in front of a NAND
-array of any catalog type.  Every number below is a column ``hybrid.<field>`` (config group ``hybrid:``,
-defaults in ``conf/hybrid/default.yaml``); the resolved leaves of :class:`HybridParams` are dynamic (swept
-by ``vmap``), while the associativity, the largest set count, die count and queue depth form the static
-:class:`Layout`.
+The hybrid model (``ssdx.models.hybrid``) puts a storage-class-memory tier in front of a NAND array of any
+catalog type, after the SCM/NAND hybrid SSD study of Fukuchi, Sakaki, Matsui and Takeuchi (Chuo Univ.;
+full version at ISCAS 2018, "Fukuchi et al." below).  Every number below is a column ``hybrid.<field>``
+(config group ``hybrid:``, defaults in ``conf/hybrid/default.yaml``); the resolved leaves of
+:class:`HybridParams` are dynamic (swept by ``vmap``), while the associativity, the largest set, die,
+channel, bank and queue counts form the static :class:`Layout`.
 
 Fields:
 
-* ``nand`` — catalog NAND type of the array (seeds/001 Table 1 types: ``2d_fg_mlc``, ``2d_fg_tlc``,
+* ``nand`` — catalog NAND type of the array (Fukuchi et al. Table 1 types: ``2d_fg_mlc``, ``2d_fg_tlc``,
   ``3d_fg_tlc``, ``3d_ct_tlc``).  ``t_prog_us``, ``t_read_us``, ``t_erase_us`` (µs per page, per page, per
   block), ``block_pages`` and ``write_unit_kib`` replace the catalog value when set (NaN/null keeps it):
   the sensitivity study changes one of them at a time.
 * ``channels``, ``dies_per_channel``, ``bus_mts`` (MT/s of an 8-bit ONFI/Toggle bus, so MB/s per
-  channel), ``interface`` (catalog host interface: usable rate and command overhead).
-* ``scm_ratio`` — SCM capacity as a fraction of the workload's footprint (distinct bytes it touches).
+  channel; die ``d`` sits on channel ``d mod channels``), ``interface`` (catalog host interface: usable
+  rate and command overhead).
+* ``scm_ratio`` and ``scm_basis`` — SCM capacity as a fraction of the workload's footprint (distinct bytes
+  it touches; ``scm_basis: footprint``) or of the NAND tier's capacity ``nand_capacity_gib``
+  (``scm_basis: nand``; hybrid SSD studies of the same group put SCM at 1.5-10 % of the NAND).
+* ``scm_banks`` — independently busy SCM banks; 4 KiB lines interleave over them by address.  Table 1
+  gives one access time (100 ns per 512 B sector) and no organisation: one bank is the assumption.
 * ``threshold`` — NV-WB trigger: data moves from SCM to NAND while free SCM space is at or below this
-  fraction of its capacity (seeds/001: 20 %).
+  fraction of its capacity (Fukuchi et al.: 20 %).
+* ``block_staging`` — how dirty data leaves SCM for a NAND whose write unit is a block: ``progressive``
+  (default) programs it word line by word line (``bits_per_cell`` pages, or the write unit if smaller)
+  into an open block on each die in turn, so only data not yet programmed waits in SCM; ``whole`` gathers
+  a whole write unit in SCM and programs it on one die.  The two agree for page and word-line units.
 * ``ways`` — associativity of the SCM table (static, one value per batch; see ``ssdx.models.hybrid``).
-* ``victim`` — which SCM entry leaves: ``lru`` (seeds/001's default), ``fifo`` (oldest insertion) or
-  ``cflru`` (clean-first LRU, Park et al., CASES 2006: a clean entry costs no NAND program).
+* ``victim`` — which SCM entry leaves: ``lru`` (least recently used; the paper does not name NV-WB's
+  victim rule, so this is an assumption), ``fifo`` (oldest insertion) or ``cflru`` (clean-first LRU,
+  Park et al., CASES 2006: a clean entry costs no NAND program).
 * ``read_priority`` — reads suspend programs and erases on a die (Wu & He, FAST 2012) or wait in FIFO
   order behind them.
 * ``nand_utilisation`` — valid data / physical NAND; the spare ``1 - u`` sets the NAND tier's garbage
@@ -27,10 +38,8 @@ Fields:
   (``ssdx.models.wa_analytic.greedy_wa``).
 * ``queue_depth`` — closed-loop host queue depth (the trace is replayed as fast as the drive serves it).
 
-The warm-up of the stream (``hybrid.warmup_fills`` in the config, not a column: one stream serves a whole
-batch) is handled by ``ssdx.tasks_hybrid``: the SCM starts empty, so metrics count only after the stream has
-touched ``warmup_fills`` times the largest SCM capacity of the batch in distinct lines (the paper's
-week-long traces make their warm-up negligible; shorter streams do not).
+The warm-up of the stream (``hybrid.warmup_fills`` and ``hybrid.settle_requests`` in the config, not
+columns: one stream serves a whole batch) is handled by ``ssdx.tasks_hybrid``.
 """
 
 from __future__ import annotations
@@ -48,16 +57,21 @@ from ssdx.units import KIB
 UNIT_BYTES = 4096  # SCM line and mapping unit (page-level FTL granularity), bytes
 SECTOR_BYTES = 512
 VICTIMS = ("lru", "fifo", "cflru")
-FIELDS = ("nand", "channels", "dies_per_channel", "bus_mts", "interface", "scm_ratio", "threshold", "ways",
-          "victim", "read_priority", "nand_utilisation", "queue_depth", "t_prog_us",
-          "t_read_us", "t_erase_us", "block_pages", "write_unit_kib")
+STAGING = ("whole", "progressive")
+SCM_BASES = ("footprint", "nand")
+FIELDS = ("nand", "channels", "dies_per_channel", "bus_mts", "interface", "scm_ratio", "scm_basis",
+          "nand_capacity_gib", "scm_banks", "threshold", "ways", "victim", "read_priority", "block_staging",
+          "nand_utilisation", "queue_depth", "t_prog_us", "t_read_us", "t_erase_us", "block_pages",
+          "write_unit_kib")
 OVERRIDES = ("t_prog_us", "t_read_us", "t_erase_us", "block_pages", "write_unit_kib")
 #: field -> (low, high, integer, meaning); both inclusive
 BOUNDS: dict[str, tuple[float, float, bool, str]] = {
     "hybrid.channels": (1, 64, True, "NAND channels"),
     "hybrid.dies_per_channel": (1, 64, True, "dies per channel"),
     "hybrid.bus_mts": (10.0, 1e5, False, "NAND bus transfer rate, MT/s"),
-    "hybrid.scm_ratio": (1e-4, 4.0, False, "SCM capacity / workload footprint"),
+    "hybrid.scm_ratio": (1e-4, 4.0, False, "SCM capacity / footprint or NAND capacity (scm_basis)"),
+    "hybrid.nand_capacity_gib": (1.0, 1e6, False, "NAND tier capacity, GiB"),
+    "hybrid.scm_banks": (1, 64, True, "independently busy SCM banks"),
     "hybrid.ways": (1, 1024, True, "SCM table associativity"),
     "hybrid.nand_utilisation": (0.0, 0.95, False, "valid data / physical NAND"),
     "hybrid.queue_depth": (1, 1024, True, "outstanding host commands"),
@@ -72,9 +86,11 @@ class HybridParams:
 
     sets: Any  # active SCM sets; capacity = sets x ways lines of 4 KiB
     limit: Any  # lines: resident + gathering data above this moves data to NAND
-    unit: Any  # NAND write unit, 4 KiB lines
+    unit: Any  # gathering unit (write unit, or word line under progressive staging), 4 KiB lines
     page_units: Any  # 4 KiB lines per NAND page
     n_dies: Any
+    n_channels: Any
+    n_banks: Any  # SCM banks
     policy: Any  # index into VICTIMS
     read_priority: Any  # 0/1
     queue_depth: Any
@@ -90,20 +106,25 @@ class HybridParams:
 
 
 class Layout(NamedTuple):
-    """Static sizes: SCM table ``sets x ways`` (+ ``gways`` gathering slots per set), dies, host slots."""
+    """Static sizes: SCM table ``sets x ways`` (+ ``gways`` gathering slots per set), dies, channels, SCM
+    banks, host slots."""
 
     sets: int
     ways: int
     gways: int
     dies: int
     slots: int
+    channels: int = 1
+    banks: int = 1
 
 
 def defaults() -> dict[str, Any]:
     """The field defaults (``conf/hybrid/default.yaml`` holds the same)."""
     return {"nand": "3d_ct_tlc", "channels": 8, "dies_per_channel": 4, "bus_mts": 400.0,
-            "interface": "pcie3x4", "scm_ratio": 0.1, "threshold": 0.2, "ways": 16, "victim": "lru",
-            "read_priority": True, "nand_utilisation": 0.5, "queue_depth": 32,
+            "interface": "pcie3x4", "scm_ratio": 0.1, "scm_basis": "footprint", "nand_capacity_gib": 256.0,
+            "scm_banks": 1, "threshold": 0.2, "ways": 16, "victim": "lru", "read_priority": True,
+            "block_staging": "progressive", "nand_utilisation": 0.5, "queue_depth": 32,
+            "warmup_fills": 1.0, "settle_requests": 1.0,
             "t_prog_us": None, "t_read_us": None, "t_erase_us": None, "block_pages": None,
             "write_unit_kib": None}
 
@@ -124,7 +145,7 @@ def nand_values(cols: Mapping, i: int) -> dict[str, float]:
     m = catalog.nand(str(np.asarray(cols["hybrid.nand"])[i]))
     base = {"t_prog_us": m.t_prog_us, "t_read_us": m.t_read_us, "t_erase_us": m.t_erase_us,
             "block_pages": float(m.block_pages), "write_unit_kib": m.write_unit_bytes / KIB,
-            "page_bytes": m.page_bytes}
+            "page_bytes": m.page_bytes, "bits_per_cell": float(m.bits_per_cell)}
     for f in OVERRIDES:
         v = float(np.asarray(cols[f"hybrid.{f}"], float)[i])
         if not np.isnan(v):
@@ -143,6 +164,9 @@ def validate(cols: Mapping, footprint_bytes: np.ndarray, report: list | None = N
            f"must be one of {sorted(catalog.INTERFACES)}", iface, report)
     vic = np.asarray(cols["hybrid.victim"]).astype(str)
     _check(cols, "hybrid.victim", np.isin(vic, VICTIMS), f"must be one of {list(VICTIMS)}", vic, report)
+    for key, allowed in (("hybrid.block_staging", STAGING), ("hybrid.scm_basis", SCM_BASES)):
+        a = np.asarray(cols[key]).astype(str)
+        _check(cols, key, np.isin(a, allowed), f"must be one of {list(allowed)}", a, report)
     rp = np.asarray(cols["hybrid.read_priority"])
     _check(cols, "hybrid.read_priority", np.isin(rp.astype(object), [True, False, 0, 1]),
            "must be true or false", report=report)
@@ -162,19 +186,42 @@ def validate(cols: Mapping, footprint_bytes: np.ndarray, report: list | None = N
                           "one value per batch (it sizes the SCM table)")
     if not np.isin(names, list(catalog.NAND)).all():
         return
-    unit = np.array([nand_values(cols, i)["write_unit_kib"] * KIB for i in range(n)])
-    _check(cols, "hybrid.write_unit_kib", unit % UNIT_BYTES == 0,
-           f"the write unit must be a whole number of {UNIT_BYTES // KIB} KiB lines", unit / KIB, report)
+    wu = np.array([nand_values(cols, i)["write_unit_kib"] * KIB for i in range(n)])
+    _check(cols, "hybrid.write_unit_kib", wu % UNIT_BYTES == 0,
+           f"the write unit must be a whole number of {UNIT_BYTES // KIB} KiB lines", wu / KIB, report)
+    if not np.isin(np.asarray(cols["hybrid.block_staging"]).astype(str), STAGING).all():
+        return
+    unit = gathering_unit_bytes(cols)
     cap = capacity_lines(cols, footprint_bytes)
     _check(cols, "hybrid.scm_ratio", thr * cap * UNIT_BYTES >= unit,
-           "the SCM's threshold space (threshold x capacity) must hold one NAND write unit, which is "
-           "gathered there before it is programmed", report=report)
+           "the SCM's threshold space (threshold x capacity) must hold one gathering unit (the write unit, "
+           "or a word line under progressive staging), which waits there until it is programmed",
+           report=report)
+
+
+def gathering_unit_bytes(cols: Mapping) -> np.ndarray:
+    """Bytes gathered in SCM before one NAND program, per configuration: the write unit under ``whole``
+    staging; under ``progressive`` one word line (``bits_per_cell`` pages: one-shot programming) or the
+    write unit if smaller — a block-unit NAND fills an open block per die word line by word line."""
+    n = len(cols["hybrid.nand"])
+    staging = np.asarray(cols["hybrid.block_staging"]).astype(str)
+    out = np.empty(n)
+    for i in range(n):
+        v = nand_values(cols, i)
+        wu = v["write_unit_kib"] * KIB
+        wl = v["bits_per_cell"] * v["page_bytes"]
+        out[i] = min(wu, max(wl, UNIT_BYTES)) if staging[i] == "progressive" else wu
+    return out
 
 
 def capacity_lines(cols: Mapping, footprint_bytes: np.ndarray) -> np.ndarray:
-    """SCM capacity in 4 KiB lines, rounded up to whole sets."""
+    """SCM capacity in 4 KiB lines, rounded up to whole sets: ``scm_ratio`` times the footprint or the NAND
+    capacity (``scm_basis``)."""
     ways = _num(cols, "hybrid.ways")
-    lines = np.ceil(_num(cols, "hybrid.scm_ratio") * np.asarray(footprint_bytes, float) / UNIT_BYTES)
+    nand = np.asarray(cols["hybrid.scm_basis"]).astype(str) == "nand"
+    basis = np.where(nand, _num(cols, "hybrid.nand_capacity_gib") * 2.0**30,
+                     np.asarray(footprint_bytes, float))
+    lines = np.ceil(_num(cols, "hybrid.scm_ratio") * basis / UNIT_BYTES)
     return (np.ceil(np.maximum(lines, 1) / ways) * ways).astype(np.int64)
 
 
@@ -212,7 +259,7 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], dtype=np.float32) -> 
     cap = capacity_lines(cols, footprint_bytes)
     sets = cap // ways
     page_units = np.array([v["page_bytes"] / UNIT_BYTES for v in nv])
-    unit = np.array([v["write_unit_kib"] * KIB / UNIT_BYTES for v in nv])
+    unit = gathering_unit_bytes(cols) / UNIT_BYTES
     dies = _num(cols, "hybrid.channels") * _num(cols, "hybrid.dies_per_channel")
     t_page = np.array([t for t, _ in tp])
     ifaces = [catalog.interface(str(x)) for x in np.asarray(cols["hybrid.interface"])]
@@ -220,7 +267,8 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], dtype=np.float32) -> 
     c = lambda a: np.asarray(a, dtype)  # noqa: E731
     hp = HybridParams(
         sets=i32(sets), limit=i32(np.floor((1.0 - _num(cols, "hybrid.threshold")) * cap)), unit=i32(unit),
-        page_units=i32(page_units), n_dies=i32(dies),
+        page_units=i32(page_units), n_dies=i32(dies), n_channels=i32(_num(cols, "hybrid.channels")),
+        n_banks=i32(_num(cols, "hybrid.scm_banks")),
         policy=i32([VICTIMS.index(str(v)) for v in np.asarray(cols["hybrid.victim"])]),
         read_priority=c(np.asarray(cols["hybrid.read_priority"]).astype(bool)),
         queue_depth=i32(_num(cols, "hybrid.queue_depth")),
@@ -235,5 +283,7 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], dtype=np.float32) -> 
     # gathering slots per set: the write unit spread over the sets, with room for its fluctuation
     g = int(min(max(ways, int(np.ceil(3 * (unit / sets).max())) + 4), 4096))
     lay = Layout(sets=int(sets.max()), ways=ways, gways=g, dies=int(dies.max()),
-                 slots=int(_num(cols, "hybrid.queue_depth").max()))
+                 slots=int(_num(cols, "hybrid.queue_depth").max()),
+                 channels=int(_num(cols, "hybrid.channels").max()),
+                 banks=int(_num(cols, "hybrid.scm_banks").max()))
     return hp, lay

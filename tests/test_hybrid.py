@@ -144,7 +144,8 @@ def test_written_lines_conserved_and_gathered_in_write_units():
     n = 12000
     lines = hybrid.lines_from_requests(np.full(n, hybrid.WRITE), np.arange(n) * LINE, np.full(n, LINE))
     for unit_kib in (16, 48, 4096):
-        cols = cols_for(ways=16, scm_ratio=1.0, nand="2d_fg_mlc", write_unit_kib=[unit_kib])
+        cols = cols_for(ways=16, scm_ratio=1.0, nand="2d_fg_mlc", write_unit_kib=[unit_kib],
+                        block_staging="whole")
         hp, lay = build(cols, 2048 * 4 if unit_kib == 4096 else 2048)
         s, acc = final_state(hp, lay, lines)
         unit = int(hp.unit[0])
@@ -231,35 +232,118 @@ def test_qd1_latencies_are_the_sum_of_their_parts():
 
 def test_write_saturation_runs_at_the_die_program_rate_and_ct_beats_mlc():
     """Distinct 16 KiB writes at QD32 once SCM is full: IOPS = dies x page / t_page (program + GC) within
-    3 %, so 3D CT TLC beats 2D FG MLC by their t_page ratio (seeds/001: write-heavy → 3D CT TLC)."""
+    3 %, so 3D CT TLC beats 2D FG MLC by their t_page ratio (Fukuchi et al.: write-heavy → 3D CT TLC).
+    2D FG TLC's block write unit, programmed progressively (an open block per die, word line by word line),
+    keeps all 4 dies busy too; staged whole in SCM, the threshold space (1200 lines) holds little more than
+    one 4 MiB block (1024 lines), freed as its pages program, so only between one and two dies work."""
     n = 30000
     lines = hybrid.lines_from_requests(np.full(n, hybrid.WRITE), np.arange(n) * 4 * LINE,
                                        np.full(n, 4 * LINE), measure_from=n // 2)
-    nands = ["2d_fg_mlc", "3d_ct_tlc", "2d_fg_tlc"]
+    cases = [("2d_fg_mlc", "progressive"), ("3d_ct_tlc", "progressive"), ("2d_fg_tlc", "progressive"),
+             ("2d_fg_tlc", "whole")]
     cols = concat_columns([cols_for(ways=16, scm_ratio=0.05, nand=x, queue_depth=32, channels=2,
-                                    dies_per_channel=2) for x in nands])
+                                    dies_per_channel=2, block_staging=b) for x, b in cases])
     hp, lay = build(cols, 4 * n)
+    assert np.asarray(hp.unit).tolist() == [4, 12, 12, 1024]  # page, word line, word line, block
     out = run(hp, lay, lines, chunk_len=8192)
     expect = 4 / np.asarray(hp.t_page, np.float64)  # 4 dies, one 16 KiB page per request
-    np.testing.assert_allclose(out["iops"][:2], expect[:2], rtol=0.03)
+    np.testing.assert_allclose(out["iops"][:3], expect[:3], rtol=0.03)
     assert out["iops"][1] > out["iops"][0] > out["iops"][2]
-    # 2D FG TLC programs whole 4 MiB blocks: the SCM's threshold space (1200 lines) stages little more
-    # than one block (1024 lines), freed as its pages program, so between one and two of the 4 dies work
-    assert float(expect[2]) / 4 < float(out["iops"][2]) < 2 * float(expect[2]) / 4
+    assert float(expect[3]) / 4 < float(out["iops"][3]) < 2 * float(expect[3]) / 4
+    np.testing.assert_allclose(out["die_utilisation"][:3], 1.0, atol=0.04)
+    assert (out["bottleneck"][:3] == hybrid.RESOURCES.index("die")).all()
+
+
+def test_write_after_a_read_miss_does_not_wait_for_the_copy_in():
+    """A 4 KiB write issued just after a read miss to an idle die: the miss's copy into SCM and its link
+    transfer happen once the NAND data arrives (~80 µs later); the write needs the link and SCM now, and
+    takes what it takes alone (command + link + 8 sectors), not the miss's latency."""
+    cols = cols_for(ways=16, scm_ratio=0.5, nand="3d_ct_tlc", queue_depth=2)
+    hp, lay = build(cols, 4096)
+    iface = catalog.interface("pcie3x4")
+    alone = 1e6 * (iface.cmd_overhead_us * 1e-6 + LINE / iface.usable_bytes_per_s + 8 * 100e-9)
+    for ops in ([hybrid.WRITE], [hybrid.READ, hybrid.WRITE]):
+        lines = hybrid.lines_from_requests(np.asarray(ops), np.arange(len(ops)) * 100 * LINE,
+                                           np.full(len(ops), LINE), measure_from=len(ops) - 1)
+        out = run(hp, lay, lines)
+        assert float(out["write_latency_mean_us"][0]) == pytest.approx(alone, rel=1e-4), ops
+
+
+def test_read_misses_share_their_channel():
+    """Read misses spread over 8 dies on one slow channel (50 MT/s: 82 µs per 4 KiB line against 8 dies /
+    76 µs): the channel bounds IOPS at bus rate / 4 KiB within 3 %, and is reported as the bottleneck."""
+    rng = np.random.default_rng(8)
+    n = 6000
+    lines = hybrid.lines_from_requests(np.full(n, hybrid.READ), rng.permutation(50 * n)[:n] * 4 * LINE,
+                                       np.full(n, LINE), measure_from=1000)
+    cols = cols_for(ways=16, scm_ratio=0.01, nand="3d_ct_tlc", queue_depth=32, channels=1,
+                    dies_per_channel=8, bus_mts=50.0)
+    hp, lay = build(cols, 200 * n)
+    out = run(hp, lay, lines)
+    assert float(out["iops"][0]) == pytest.approx(50e6 / LINE, rel=0.03)
+    assert float(out["channel_utilisation"][0]) == pytest.approx(1.0, abs=0.03)
+    assert int(out["bottleneck"][0]) == hybrid.RESOURCES.index("channel")
+
+
+def test_scm_banks_serve_hits_in_parallel():
+    """4 KiB read hits over a PCIe 5.0 x4 link (0.29 µs per line): one SCM bank (0.8 µs per line) bounds
+    IOPS at 1 / 0.8 µs; two banks, interleaved by line, double it."""
+    n = 4000
+    line = np.arange(n) % 256
+    lines = hybrid.lines_from_requests(np.where(np.arange(n) < 256, hybrid.WRITE, hybrid.READ), line * LINE,
+                                       np.full(n, LINE), measure_from=1000)
+    cols = concat_columns([cols_for(ways=16, scm_ratio=1.0, interface="pcie5x4", queue_depth=32,
+                                    scm_banks=b) for b in (1, 2)])
+    hp, lay = build(cols, 1024)
+    out = run(hp, lay, lines)
+    assert float(out["scm_read_hit_rate"][0]) == 1.0
+    np.testing.assert_allclose(out["iops"], [1 / 0.8e-6, 2 / 0.8e-6], rtol=0.03)
+    assert int(out["bottleneck"][0]) == hybrid.RESOURCES.index("scm")
+    assert float(out["scm_utilisation"][1]) == pytest.approx(1.0, abs=0.03)
+
+
+def test_steady_state_check_compares_the_halves():
+    """A stationary stream has equal halves (steady); one whose second half turns from SCM hits to read
+    misses does not, and says so."""
+    n = 8000
+    rng = np.random.default_rng(9)
+    warm = np.arange(n) % 128
+    miss = rng.permutation(100 * n)[:n] + 1000
+    for second, steady in ((warm, True), (miss, False)):
+        line = np.concatenate([np.arange(128), warm, second])
+        op = np.concatenate([np.full(128, hybrid.WRITE), np.full(2 * n, hybrid.READ)])
+        lines = hybrid.lines_from_requests(op, line * LINE, np.full(len(op), LINE), measure_from=128 + n // 2)
+        hp, lay = build(cols_for(ways=16, scm_ratio=0.5, queue_depth=8), 1024)
+        out = run(hp, lay, lines)
+        assert bool(out["steady"][0]) == steady
+        if steady:
+            assert abs(float(out["steady_change"][0])) < 0.01
+        else:
+            assert float(out["steady_change"][0]) < -0.5
+
+
+def test_scm_sized_against_the_footprint_or_the_nand():
+    cols = concat_columns([cols_for(scm_ratio=0.1, scm_basis="footprint"),
+                           cols_for(scm_ratio=0.015, scm_basis="nand", nand_capacity_gib=128.0)])
+    cap = hybrid_params.capacity_lines(cols, np.full(2, 2.0**30))
+    assert cap.tolist() == [int(np.ceil(0.1 * 2**30 / LINE / 16)) * 16,
+                            int(np.ceil(0.015 * 128 * 2**30 / LINE / 16)) * 16]
 
 
 def test_read_misses_make_mlc_best():
     """A read-only stream over a footprint far above the SCM: every line misses, the dies bound IOPS at
-    dies / t_R: 2D FG MLC (44 µs) beats 3D CT TLC (76 µs) by their read-time ratio within 3 %."""
+    dies / t_R (one die per 1,600 MT/s channel, so the buses are not the limit): 2D FG MLC (44 µs) beats
+    3D CT TLC (76 µs) by their read-time ratio within 3 %."""
     rng = np.random.default_rng(5)
     n = 20000
     lines = hybrid.lines_from_requests(np.full(n, hybrid.READ), rng.permutation(10 * n)[:n] * 4 * LINE,
                                        np.full(n, 4 * LINE), measure_from=2000)
-    cols = concat_columns([cols_for(ways=16, scm_ratio=0.01, nand=x, queue_depth=64, channels=2,
-                                    dies_per_channel=2) for x in ("2d_fg_mlc", "3d_ct_tlc")])
+    cols = concat_columns([cols_for(ways=16, scm_ratio=0.01, nand=x, queue_depth=64, channels=4,
+                                    dies_per_channel=1, bus_mts=1600.0) for x in ("2d_fg_mlc", "3d_ct_tlc")])
     hp, lay = build(cols, 40 * n)
     out = run(hp, lay, lines, chunk_len=8192)
     assert float(out["scm_read_hit_rate"][0]) < 0.01
+    assert (out["bottleneck"] == hybrid.RESOURCES.index("die")).all()
     assert out["iops"][0] / out["iops"][1] == pytest.approx(76.0 / 44.0, rel=0.03)
 
 
@@ -279,7 +363,14 @@ def test_batch_equals_single_runs():
 
 def test_bad_values_name_the_field():
     with pytest.raises(ConfigError, match="hybrid.scm_ratio"):  # 25 MB blocks cannot gather in 20 % of 8 MB
-        hybrid_params.build(cols_for(nand="3d_fg_tlc", scm_ratio=0.01), [800e6])
+        hybrid_params.build(cols_for(nand="3d_fg_tlc", scm_ratio=0.01, block_staging="whole"), [800e6])
+    hybrid_params.build(cols_for(nand="3d_fg_tlc", scm_ratio=0.01), [800e6])  # word lines do
+    with pytest.raises(ConfigError, match="hybrid.block_staging"):
+        hybrid_params.build(cols_for(block_staging="partial"), [1e9])
+    with pytest.raises(ConfigError, match="hybrid.scm_basis"):
+        hybrid_params.build(cols_for(scm_basis="dram"), [1e9])
+    with pytest.raises(ConfigError, match="hybrid.scm_banks"):
+        hybrid_params.build(cols_for(scm_banks=0), [1e9])
     with pytest.raises(ConfigError, match="hybrid.victim"):
         hybrid_params.build(cols_for(victim="random"), [1e9])
     with pytest.raises(ConfigError, match="hybrid.write_unit_kib"):

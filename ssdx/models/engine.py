@@ -38,7 +38,7 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    the first of its dies is done and serialise.  Requests are issued in order but become ready out of
    order (one waits for a map read or a busy die, the next finds its die idle), and real resources
    serve what is ready: dies book reads with gap filling (:func:`_book`), channels and the link keep a
-   fluid backlog (:func:`_fluid`), so nothing waits behind work that is not ready yet (no head-of-line
+   fluid backlog (:func:`fluid_book`), so nothing waits behind work that is not ready yet (no head-of-line
    blocking) and no resource exceeds its capacity.  Write units: transfer over the channel, then
    program (``t_prog_slc`` while the pSLC cache has room, else native ``t_prog``, else the folding die
    time of ``ssdx.models.fluid.die_time``); one erase (``t_erase``) every ``block_pages`` units on a die.
@@ -158,7 +158,7 @@ class State(NamedTuple):
     free_max: jax.Array  # the latest die_free of an existing die
     die_r: Server  # (D,) reads only
     chan_free: jax.Array  # (C,)
-    chan_r: jax.Array  # (C,) fluid backlog end of read transfers (see _fluid)
+    chan_r: jax.Array  # (C,) fluid backlog end of read transfers (see fluid_book)
     last_arrival: jax.Array
     last_done: jax.Array
     wptr: jax.Array  # int32: die of the next program unit
@@ -318,7 +318,7 @@ def _book(sv: Server, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, Serv
     return start, new
 
 
-def _fluid(end: jax.Array, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, jax.Array]:
+def fluid_book(end: jax.Array, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Book ``dur`` on a short-transfer resource (channel bus, host link) as a fluid backlog: ``end`` is
     when the work booked so far would be done if served from now on, so work ready at ``ready`` starts
     at ``max(ready, end)`` and the backlog grows by ``dur`` from ``max(end, 0)``.  The backlog drains with
@@ -476,11 +476,11 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     first_c = jnp.min(_by_channel(jnp.where(active, r_end, jnp.inf), lay), axis=0)
     last_c = jnp.max(_by_channel(jnp.where(active, r_end + xfer, -jnp.inf), lay), axis=0)
     act_c = x_c > 0
-    c_start, chan_r_new = _fluid(s.chan_r, first_c, x_c)
+    c_start, chan_r_new = fluid_book(s.chan_r, first_c, x_c)
     c_end = jnp.maximum(c_start + x_c, last_c)
     data_first = jnp.min(jnp.where(active, r_end + xfer, jnp.inf), axis=0)
     data_last = jnp.max(jnp.where(act_c, c_end, -jnp.inf), axis=0)
-    link_start, tx_new = _fluid(s.link_tx, data_first, size / p.host_rate)
+    link_start, tx_new = fluid_book(s.link_tx, data_first, size / p.host_rate)
     done = jnp.maximum(link_start + size / p.host_rate,
                        data_last + jnp.minimum(size, p.page_bytes) / p.host_rate)
     die_free = jnp.where(active, jnp.maximum(die_free, r_start) + dur, die_free)
@@ -502,7 +502,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     size = r.size.astype(dt)
     miss = look.miss
     die_r, die_free, busy, _ = _map_read(p, f.t_cmd, look.tpage, miss, s.die_r, s.die_free, acc.busy)
-    h_start, rx_new = _fluid(s.link_rx, f.t_cmd, size / p.host_rate)
+    h_start, rx_new = fluid_book(s.link_rx, f.t_cmd, size / p.host_rate)
     h_end = h_start + size / p.host_rate
     (ds, dn, draw), mode_bytes = _place(p, s.ds, s.dn, s.draw, size)
     t_unit = jnp.where(size > 0, jnp.sum(mode_bytes * p.t_unit, axis=0) / jnp.maximum(size, 1.0),

@@ -58,7 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ssdx.hybrid_params import SECTOR_BYTES, UNIT_BYTES, VICTIMS, HybridParams, Layout
-from ssdx.models.engine import N_BINS, READ, WRITE, kahan_add, latency_bin, percentile_from_hist
+from ssdx.models.engine import N_BINS, READ, WRITE, fluid_book, kahan_add, latency_bin, percentile_from_hist
 
 LRU, FIFO, CFLRU = (VICTIMS.index(v) for v in ("lru", "fifo", "cflru"))
 _HASH = np.uint32(2654435761)  # Knuth's multiplicative hash constant (2^32 / golden ratio)
@@ -73,11 +73,13 @@ class Lines(NamedTuple):
     first: jax.Array  # bool: first line of its request
     last: jax.Array  # bool: last line of its request
     measure: jax.Array  # bool: counted in the metrics (after the warm-up)
+    half: jax.Array  # bool: in the second half of the measured window (steady-state check)
     valid: jax.Array  # bool: False on padding
 
 
 class State(NamedTuple):
-    """SCM table, gathering unit, NAND dies and host slots of one drive (times relative to the last issue)."""
+    """SCM table, gathering unit, NAND dies, channels, SCM banks, host link and host slots of one drive
+    (times relative to the last issue)."""
 
     tag: jax.Array  # (S, A) int32 line held; -1 empty
     stamp: jax.Array  # (S, A) int32 recency (LRU) or insertion (FIFO) clock
@@ -92,8 +94,9 @@ class State(NamedTuple):
     slots: jax.Array  # (Q,) completion times of the host slots; inf = not in use
     die_free: jax.Array  # (D,) end of all booked die work
     die_r: jax.Array  # (D,) end of booked reads (read priority)
-    scm_free: jax.Array
-    link_free: jax.Array
+    chan_free: jax.Array  # (C,) fluid backlog end of each channel bus (``fluid_book``)
+    scm_free: jax.Array  # (K,) fluid backlog end of each SCM bank
+    link_free: jax.Array  # fluid backlog end of the host link
     req_slot: jax.Array  # int32 slot of the request in service
     req_done: jax.Array  # completion of its lines so far
     req_miss: jax.Array  # int32 lines of it read from NAND so far
@@ -102,7 +105,7 @@ class State(NamedTuple):
 
 
 class Acc(NamedTuple):
-    """Sums over the measured lines of a chunk."""
+    """Sums over the measured lines of a chunk (busy times in resource-seconds)."""
 
     elapsed: jax.Array
     elapsed_c: jax.Array
@@ -118,6 +121,11 @@ class Acc(NamedTuple):
     skipped: jax.Array  # insertions over the threshold whose set held nothing to evict
     stall: jax.Array  # s writes waited for SCM space
     busy: jax.Array  # (D,) die-seconds
+    chan_busy: jax.Array  # channel-seconds (all channels)
+    scm_busy: jax.Array  # bank-seconds (all SCM banks)
+    link_busy: jax.Array  # host-link seconds
+    half_count: jax.Array  # (2,) requests completed in the first / second half of the measured window
+    half_elapsed: jax.Array  # (2,) issue-clock seconds of each half
 
 
 def set_index(line: jax.Array, sets: jax.Array) -> jax.Array:
@@ -154,7 +162,7 @@ def space_time(die_free: jax.Array, rate: jax.Array, room: jax.Array) -> jax.Arr
 
 
 def init(p: HybridParams, lay: Layout) -> State:
-    """An empty SCM, idle dies and free host slots at time 0."""
+    """An empty SCM, idle dies, channels, banks and link, and free host slots at time 0."""
     z = jnp.zeros_like(p.t_read)
     i0 = jnp.int32(0)
     sa, sg = (lay.sets, lay.ways), (lay.sets, lay.gways)
@@ -164,7 +172,8 @@ def init(p: HybridParams, lay: Layout) -> State:
         gtag=jnp.full(sg, -1, jnp.int32), gunit=jnp.full(sg, -1, jnp.int32),
         resident=i0, gather=i0, unit_id=i0, clock=i0, wptr=i0,
         slots=jnp.where(jnp.arange(lay.slots) < p.queue_depth, z, jnp.inf),
-        die_free=dies, die_r=dies, scm_free=z, link_free=z,
+        die_free=dies, die_r=dies, chan_free=jnp.zeros((lay.channels,), z.dtype),
+        scm_free=jnp.zeros((lay.banks,), z.dtype), link_free=z,
         req_slot=i0, req_done=z, req_miss=i0, req_read_end=z, req_stall=z,
     )
 
@@ -176,22 +185,32 @@ def zero_acc(p: HybridParams, lay: Layout) -> Acc:
     return Acc(elapsed=z, elapsed_c=z, count=two, lines=two, lat_sum=two,
                hist=jnp.zeros((2, N_BINS), jnp.int32),
                scm_hits=two, nand_reads=z, nand_programs=z, flushes=z, partial_flushes=z, skipped=z, stall=z,
-               busy=jnp.zeros((lay.dies,), z.dtype))
+               busy=jnp.zeros((lay.dies,), z.dtype), chan_busy=z, scm_busy=z, link_busy=z,
+               half_count=two, half_elapsed=two)
 
 
 def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax.Array]:
-    """Serve one line; returns the new state, accumulators and the request's latency when ``u.last``."""
+    """Serve one line; returns the new state, accumulators and the request's latency when ``u.last``.
+
+    The dies are booked as servers (work queues after what is booked on them, reads ahead of programs
+    under ``read_priority``); the channel buses, the SCM banks and the host link are short transfers
+    booked as fluid backlogs (``fluid_book``): work that becomes ready later (a copy-in waiting for its
+    NAND read) adds to the backlog without moving it to that future instant, so a later hit or write
+    does not wait behind a transfer that has not started."""
     dt = p.t_read.dtype
     v = u.valid
     is_r, is_w = v & (u.op == READ), v & (u.op == WRITE)
+    io = is_r | is_w
     nbytes = u.sectors.astype(dt) * SECTOR_BYTES
     die_ok = jnp.arange(s.die_free.shape[0]) < p.n_dies
+    bank_ok = jnp.arange(s.scm_free.shape[0]) < p.n_banks
+    line_s = (UNIT_BYTES // SECTOR_BYTES) * p.t_sector  # SCM seconds per 4 KiB line
 
     # 1. a new request takes the earliest free host slot; rebase every time to its issue
     j = jnp.argmin(s.slots)
     issue = jnp.where(u.first & v, s.slots[j], 0.0)
     slots, die_free, die_r = s.slots - issue, s.die_free - issue, s.die_r - issue
-    scm_free, link_free = s.scm_free - issue, s.link_free - issue
+    chan_free, scm_free, link_free = s.chan_free - issue, s.scm_free - issue, s.link_free - issue
     new_req = u.first & v
     req_slot = jnp.where(new_req, j, s.req_slot)
     req_done = jnp.where(new_req, p.cmd_s, s.req_done - issue)
@@ -208,9 +227,10 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     hit_r = jnp.any(hit_way)
     hit_g = jnp.any(g_live & (g_t == u.line)) & v
     hit = hit_r | hit_g
-    ins = (is_r | is_w) & ~hit
+    ins = io & ~hit
 
-    # 3. read miss: NAND page read (shared by consecutive missing lines of the request), channel
+    # 3. read miss: NAND page read (shared by consecutive missing lines of the request), then the line
+    #    crosses its die's channel (die d sits on channel d mod channels)
     miss_r = is_r & ~hit
     new_page = miss_r & (jnp.mod(req_miss, p.page_units) == 0)
     d = jnp.mod(u.line // p.page_units, p.n_dies)
@@ -223,21 +243,25 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     busy = acc.busy.at[d].add(jnp.where(new_page & u.measure, p.t_read, 0.0))
     read_end = jnp.where(new_page, r_end, read_end)
     req_miss = req_miss + miss_r
-    data_at = read_end + p.chan_unit
+    c = jnp.mod(d, p.n_channels)
+    c_start, c_end = fluid_book(chan_free[c], read_end, p.chan_unit)
+    chan_free = chan_free.at[c].set(jnp.where(miss_r, c_end, chan_free[c]))
+    chan_work = jnp.where(miss_r, p.chan_unit, 0.0)
+    data_at = c_start + p.chan_unit
 
-    # 4. host link and SCM (write: link, then SCM; read hit: SCM, then link; miss: die, channel, link,
-    #    and the copy into SCM)
-    io = is_r | is_w
+    # 4. host link and the line's SCM bank (write: link, then SCM; read hit: SCM, then link; miss: die,
+    #    channel, then the link to the host and the copy into SCM side by side)
     xfer = nbytes / p.host_rate
-    w_link = jnp.maximum(ready, link_free)
+    w_link, w_link_end = fluid_book(link_free, ready, xfer)
+    k = jnp.mod(u.line, p.n_banks)
     scm_ready = jnp.where(is_w, w_link + xfer, jnp.where(miss_r, data_at, ready))
-    sectors = jnp.where(miss_r, UNIT_BYTES // SECTOR_BYTES, u.sectors).astype(dt)
-    scm_start = jnp.maximum(scm_ready, scm_free)
-    scm_end = scm_start + jnp.where(io, sectors * p.t_sector, 0.0)
-    scm_free = jnp.where(io, scm_end, scm_free)
-    r_link = jnp.maximum(jnp.where(miss_r, data_at, scm_end), link_free)
-    lk_start = jnp.where(is_w, w_link, r_link)
-    link_free = jnp.where(io, lk_start + xfer, link_free)
+    scm_dur = jnp.where(io, jnp.where(miss_r, UNIT_BYTES // SECTOR_BYTES, u.sectors).astype(dt) * p.t_sector,
+                        0.0)
+    scm_start, bank_end = fluid_book(scm_free[k], scm_ready, scm_dur)
+    scm_free = scm_free.at[k].set(jnp.where(io, bank_end, scm_free[k]))
+    scm_end = scm_start + scm_dur
+    r_link, r_link_end = fluid_book(link_free, jnp.where(miss_r, data_at, scm_end), xfer)
+    link_free = jnp.where(is_w, w_link_end, jnp.where(is_r, r_link_end, link_free))
     read_done = r_link + xfer
 
     # 5. insertion: a victim leaves when SCM is over its threshold or the set is full
@@ -268,14 +292,23 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     unit_id = unit_id + full
     gather = jnp.where(full, 0, gather)
     flush = force | full
-    pages = jnp.ceil(flushed_lines / p.page_units).astype(dt)
-    # the unit is read out of SCM, then programmed on the next die (after its booked work)
-    out_start = jnp.maximum(scm_free, ready)
-    out_end = out_start + flushed_lines.astype(dt) * (UNIT_BYTES // SECTOR_BYTES) * p.t_sector
-    scm_free = jnp.where(flush, out_end, scm_free)
+    fl = flushed_lines.astype(dt)
+    pages = jnp.ceil(fl / p.page_units).astype(dt)
+    # the unit is read out of SCM (its lines spread over the banks), crosses the target die's channel, then
+    # is programmed there after the die's booked work
+    share = jnp.where(flush & bank_ok, fl / p.n_banks.astype(dt) * line_s, 0.0)
+    o_start, o_end = fluid_book(scm_free, ready, share)
+    scm_free = jnp.where(flush & bank_ok, o_end, scm_free)
+    out_end = jnp.max(jnp.where(bank_ok, o_start + share, 0.0))
     w = s.wptr
+    cw = jnp.mod(w, p.n_channels)
+    x_dur = fl * p.chan_unit
+    x_start, x_end = fluid_book(chan_free[cw], out_end, x_dur)
+    chan_free = chan_free.at[cw].set(jnp.where(flush, x_end, chan_free[cw]))
+    chan_work = chan_work + jnp.where(flush, x_dur, 0.0)
     prog = pages * p.t_page
-    die_free = die_free.at[w].set(jnp.where(flush, jnp.maximum(die_free[w], out_end) + prog, die_free[w]))
+    die_free = die_free.at[w].set(jnp.where(flush, jnp.maximum(die_free[w], x_start + x_dur) + prog,
+                                            die_free[w]))
     busy = busy.at[w].add(jnp.where(flush & u.measure, prog, 0.0))
     wptr = jnp.where(flush, jnp.mod(w + 1, p.n_dies), w)
 
@@ -306,13 +339,14 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
         tag=s.tag.at[st].set(row_t), stamp=s.stamp.at[st].set(row_s), dirty=s.dirty.at[st].set(row_d),
         gtag=s.gtag.at[st].set(g_t), gunit=s.gunit.at[st].set(g_u),
         resident=resident, gather=gather, unit_id=unit_id, clock=clock, wptr=wptr, slots=slots,
-        die_free=die_free, die_r=die_r, scm_free=scm_free, link_free=link_free, req_slot=req_slot,
-        req_done=req_done, req_miss=req_miss, req_read_end=read_end, req_stall=req_stall,
+        die_free=die_free, die_r=die_r, chan_free=chan_free, scm_free=scm_free, link_free=link_free,
+        req_slot=req_slot, req_done=req_done, req_miss=req_miss, req_read_end=read_end, req_stall=req_stall,
     )
     m = (v & u.measure).astype(dt)
     op = jnp.clip(u.op, 0, 1)
     onehot = (jnp.arange(2) == op).astype(dt) * m
     endm = onehot * end
+    half = (jnp.arange(2) == u.half.astype(jnp.int32)).astype(dt) * m
     el, el_c = kahan_add(acc.elapsed, acc.elapsed_c, issue * m)
     new_acc = Acc(
         elapsed=el, elapsed_c=el_c, count=acc.count + endm, lines=acc.lines + onehot,
@@ -322,39 +356,43 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
         nand_programs=acc.nand_programs + pages * flush * m, flushes=acc.flushes + flush * m,
         partial_flushes=acc.partial_flushes + force * m, skipped=acc.skipped + skipped * m,
         stall=acc.stall + endm[1] * req_stall, busy=busy,
+        chan_busy=acc.chan_busy + chan_work * m,
+        scm_busy=acc.scm_busy + (scm_dur + jnp.sum(share)) * m,
+        link_busy=acc.link_busy + jnp.where(io, xfer, 0.0) * m,
+        half_count=acc.half_count + half * end, half_elapsed=acc.half_elapsed + half * issue,
     )
     return new, new_acc, jnp.where(end, lat, jnp.nan)
 
 
-def run_chunk(p: HybridParams, s: State, lines: Lines, lay: Layout) -> tuple[State, Acc]:
-    """Scan one chunk of lines from state ``s``."""
+def _scan(p: HybridParams, s: State, lines: Lines, lay: Layout, record: bool):
     def body(carry, u):
         st, acc = carry
         st, acc, _ = step(p, st, acc, u)
-        return (st, acc), None
-
-    (s, acc), _ = jax.lax.scan(body, (s, zero_acc(p, lay)), lines)
-    return s, acc
-
-
-def trace(p: HybridParams, s: State, lines: Lines, lay: Layout):
-    """Like :func:`run_chunk`, also returning the SCM occupancy after every line (for invariant checks):
-    ``resident`` lines in the table and ``gather`` lines in the gathering unit."""
-    def body(carry, u):
-        st, acc = carry
-        st2, acc2, _ = step(p, st, acc, u)
-        return (st2, acc2), {"resident": st2.resident, "gather": st2.gather}
+        return (st, acc), ({"resident": st.resident, "gather": st.gather} if record else None)
 
     (s, acc), ev = jax.lax.scan(body, (s, zero_acc(p, lay)), lines)
     return s, acc, ev
 
 
+def run_chunk(p: HybridParams, s: State, lines: Lines, lay: Layout) -> tuple[State, Acc]:
+    """Scan one chunk of lines from state ``s``."""
+    s, acc, _ = _scan(p, s, lines, lay, record=False)
+    return s, acc
+
+
+def trace(p: HybridParams, s: State, lines: Lines, lay: Layout) -> tuple[State, Acc, dict[str, jax.Array]]:
+    """Like :func:`run_chunk`, also returning the SCM occupancy after every line (for invariant checks):
+    ``resident`` lines in the table and ``gather`` lines in the gathering unit."""
+    return _scan(p, s, lines, lay, record=True)
+
+
 # ------------------------------------------------------------------------------------------ host side
 
-def lines_from_requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray,
-                        measure_from: int = 0) -> dict[str, np.ndarray]:
+def lines_from_requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray, measure_from: int = 0,
+                        half_from: int | None = None) -> dict[str, np.ndarray]:
     """Cut requests into 4 KiB lines (host arrays).  Zero-size requests and other op codes are dropped;
-    requests with index ``>= measure_from`` are measured."""
+    requests with index ``>= measure_from`` are measured, and those with index ``>= half_from`` (default:
+    the middle of the measured requests) form the second half of the steady-state check."""
     op, offset, size = (np.asarray(a) for a in (op, offset, size))
     keep = ((op == READ) | (op == WRITE)) & (size > 0)
     idx = np.flatnonzero(keep)
@@ -368,9 +406,12 @@ def lines_from_requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray,
     lo = np.maximum(offset[req], line * UNIT_BYTES)
     hi = np.minimum(offset[req] + size[req], (line + 1) * UNIT_BYTES)
     sectors = np.ceil((hi - lo) / SECTOR_BYTES).astype(np.int32)
+    if half_from is None:
+        n_measured = int(np.sum(idx >= measure_from))
+        half_from = int(idx[len(idx) - n_measured + n_measured // 2]) if n_measured else 0
     return {"op": op[req], "line": (line % (1 << 31)).astype(np.int32), "sectors": sectors,
             "first": pos == 0, "last": pos == k[req] - 1, "measure": idx[req] >= measure_from,
-            "valid": np.ones(len(req), bool)}
+            "half": idx[req] >= half_from, "valid": np.ones(len(req), bool)}
 
 
 def pad_lines(chunk: dict[str, np.ndarray], length: int) -> Lines:
@@ -381,20 +422,35 @@ def pad_lines(chunk: dict[str, np.ndarray], length: int) -> Lines:
     f = lambda a, fill: np.concatenate([a, np.full(length - n, fill, a.dtype)])  # noqa: E731
     return Lines(op=f(chunk["op"], 0), line=f(chunk["line"], 0), sectors=f(chunk["sectors"], 0),
                  first=f(chunk["first"], False), last=f(chunk["last"], False),
-                 measure=f(chunk["measure"], False), valid=f(chunk["valid"], False))
+                 measure=f(chunk["measure"], False), half=f(chunk["half"], False),
+                 valid=f(chunk["valid"], False))
 
 
-def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, n_dies: np.ndarray,
+#: resources whose utilisation is reported; ``bottleneck`` names the busiest
+RESOURCES = ("die", "channel", "scm", "link")
+#: largest relative IOPS difference between the halves of the measured window still called steady
+STEADY_TOLERANCE = 0.02
+
+
+def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, counts: Mapping[str, np.ndarray],
             base_pages: np.ndarray, horizon_s: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-configuration figures from summed accumulators (float64, leading axis = configurations).
 
+    ``counts`` holds the active ``dies``, ``channels`` and ``banks`` per configuration.
     ``nand_read_write_ratio`` is NAND page reads for host misses over pages of host data programmed (the
-    x-axis of seeds/001 Fig. 6; NaN when nothing was programmed); ``nand_traffic_reduction`` compares those
-    NAND page operations with ``base_pages``, what a drive without SCM would do under the same charging
-    rules (:func:`no_scm_pages`)."""
+    x-axis of Fig. 6 of Fukuchi et al.; NaN when nothing was programmed); ``nand_traffic_reduction`` compares
+    those NAND page operations with ``base_pages``, what a drive without SCM would do under the same charging
+    rules (:func:`no_scm_pages`).  ``<resource>_utilisation`` is the busy share of each resource over the
+    makespan (dies and channels averaged over their count; dies over ``horizon_s`` when flushed data was
+    still being programmed after the last completion); ``bottleneck`` is the index into
+    :data:`RESOURCES` of the busiest.  ``iops_first_half`` / ``iops_second_half`` are the request rates
+    of the two halves of the measured window on the issue clock, and ``steady`` says whether they agree
+    within :data:`STEADY_TOLERANCE`."""
     count, lines, hits = acc["count"], acc["lines"], acc["scm_hits"]
     n_req = count.sum(1)
     reads, progs = acc["nand_reads"], acc["nand_programs"]
+    span = np.maximum(makespan_s, 1e-30)
+    die_span = np.maximum(span if horizon_s is None else horizon_s, 1e-30)
     out = {
         "requests": n_req, "read_fraction": count[:, 0] / np.maximum(n_req, 1),
         "iops": n_req / makespan_s, "makespan_s": makespan_s,
@@ -408,9 +464,19 @@ def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, n_dies: np.ndarr
         "flushes": acc["flushes"], "partial_flushes": acc["partial_flushes"],
         "skipped_evictions": acc["skipped"], "write_stall_share": acc["stall"] / np.maximum(
             acc["lat_sum"][:, 1], 1e-30),
-        "die_utilisation_mean": acc["busy"].sum(1) / (np.maximum(
-            makespan_s if horizon_s is None else horizon_s, 1e-30) * n_dies),
+        "die_utilisation": acc["busy"].sum(1) / (die_span * counts["dies"]),
+        "die_utilisation_max": acc["busy"].max(1) / die_span,
+        "channel_utilisation": acc["chan_busy"] / (span * counts["channels"]),
+        "scm_utilisation": acc["scm_busy"] / (span * counts["banks"]),
+        "link_utilisation": acc["link_busy"] / span,
     }
+    out["die_utilisation_mean"] = out["die_utilisation"]
+    util = np.stack([out[f"{r}_utilisation"] for r in RESOURCES], axis=1)
+    out["bottleneck"] = np.argmax(util, axis=1).astype(np.float64)
+    halves = acc["half_count"] / np.maximum(acc["half_elapsed"], 1e-30)
+    out["iops_first_half"], out["iops_second_half"] = halves[:, 0], halves[:, 1]
+    out["steady_change"] = halves[:, 1] / np.maximum(halves[:, 0], 1e-30) - 1.0
+    out["steady"] = (np.abs(out["steady_change"]) <= STEADY_TOLERANCE).astype(np.float64)
     for i, name in ((0, "read"), (1, "write")):
         mean = 1e6 * acc["lat_sum"][:, i] / np.maximum(count[:, i], 1)
         out[f"{name}_latency_mean_us"] = np.where(count[:, i] > 0, mean, np.nan)
@@ -469,8 +535,9 @@ def simulate(hp: HybridParams, lay: Layout, lines: dict[str, np.ndarray], chunk_
     # die utilisation over the makespan, or longer where flushed data was still being programmed
     backlog = np.asarray(jnp.max(jnp.where(jnp.arange(lay.dies)[None, :] < hp.n_dies[:, None],
                                            state.die_free, -jnp.inf), axis=1), np.float64)
-    out = metrics(sums, makespan, np.asarray(hp.n_dies, np.float64),
-                  no_scm_pages(lines, np.asarray(hp.page_units, np.float64)),
+    counts = {"dies": np.asarray(hp.n_dies, np.float64), "channels": np.asarray(hp.n_channels, np.float64),
+              "banks": np.asarray(hp.n_banks, np.float64)}
+    out = metrics(sums, makespan, counts, no_scm_pages(lines, np.asarray(hp.page_units, np.float64)),
                   horizon_s=np.maximum(makespan, sums["elapsed"] + backlog))
     out["write_amplification"] = np.asarray(hp.wa, np.float64)
     out["scm_lines"] = np.asarray(hp.sets, np.float64) * lay.ways
