@@ -38,7 +38,7 @@ Fields:
   (``ssdx.models.wa_analytic.greedy_wa``).
 * ``queue_depth`` — closed-loop host queue depth (the trace is replayed as fast as the drive serves it).
 
-The warm-up of the stream (``hybrid.warmup_fills`` and ``hybrid.settle_requests`` in the config, not
+The warm-up of the stream (``hybrid.warmup_fills`` and ``hybrid.settle_fills`` in the config, not
 columns: one stream serves a whole batch) is handled by ``ssdx.tasks_hybrid``.
 """
 
@@ -124,7 +124,7 @@ def defaults() -> dict[str, Any]:
             "interface": "pcie3x4", "scm_ratio": 0.1, "scm_basis": "footprint", "nand_capacity_gib": 256.0,
             "scm_banks": 1, "threshold": 0.2, "ways": 16, "victim": "lru", "read_priority": True,
             "block_staging": "progressive", "nand_utilisation": 0.5, "queue_depth": 32,
-            "warmup_fills": 1.0, "settle_requests": 1.0,
+            "warmup_fills": 1.0, "settle_fills": 1.0,
             "t_prog_us": None, "t_read_us": None, "t_erase_us": None, "block_pages": None,
             "write_unit_kib": None}
 

@@ -1,11 +1,19 @@
-"""Hybrid SCM/NAND jobs behind the CLI: the NAND-per-workload sweep and the sensitivity study (seeds/001).
+"""Hybrid SCM/NAND jobs behind the CLI: the NAND-per-workload sweep, the sensitivity study and the
+validation of the paper's findings (Fukuchi et al., SCM/NAND hybrid SSD with four NAND types; full version
+ISCAS 2018).
 
 Configurations are grouped by workload: one request stream per group is cut into 4 KiB lines and replayed
 through every configuration of the group at once (``ssdx.models.hybrid.simulate``).  A stream is an MSR
 Cambridge volume preset (``ssdx.workloads.msr``) or, when ``workload.trace_path`` names a directory holding
-``<volume>.csv`` files (or one such file), the real trace.  The SCM starts empty: metrics count only after
-the stream has touched ``hybrid.warmup_fills`` × the group's largest SCM capacity in distinct lines
-(:func:`warmup_requests`).
+``<volume>.csv`` files (or one such file), the real trace.
+
+**Warm-up.**  The SCM starts empty and the dies idle.  Metrics count only after (1) the stream has touched
+``hybrid.warmup_fills`` × the group's largest SCM capacity in distinct lines (capped at 90 % of the
+footprint, which a larger SCM never fills; :func:`warmup_requests`) and (2) an LRU SCM of that capacity has
+then taken ``hybrid.settle_fills`` × its capacity of new lines, during which the flush backlog on the dies
+builds up to its steady level (:func:`settle_requests`).
+Each configuration then reports the IOPS of the two halves of its measured window; ``steady`` is false
+where they differ by more than ``ssdx.models.hybrid.STEADY_TOLERANCE`` (summaries list those runs).
 """
 
 from __future__ import annotations
@@ -83,20 +91,56 @@ def trace_file(workload: Mapping[str, Any], name: str) -> Path | None:
     return p
 
 
+def _fill_target(fills: float, capacity_lines: int, footprint_bytes: float) -> float:
+    """Distinct lines the warm-up must touch: ``fills`` SCM capacities, at most 90 % of the footprint."""
+    return fills * min(float(capacity_lines), 0.9 * footprint_bytes / hybrid_params.UNIT_BYTES)
+
+
+def settle_requests(line: np.ndarray, first: np.ndarray, start: int, capacity_lines: int,
+                    settle: float) -> int | None:
+    """Requests after request ``start`` until an LRU SCM of ``capacity_lines`` lines (fully associative)
+    has taken ``settle`` × its capacity of new lines (misses): every such insertion pushes a line out, so
+    the SCM's content has turned over ``settle`` times and the flush backlog on the dies has had the
+    same time to build up to its level.  None if the stream ends first."""
+    from ssdx.workloads import lru
+
+    if settle <= 0:
+        return 0
+    req = np.cumsum(first) - 1
+    at = np.flatnonzero(req >= start)
+    if len(at) == 0:
+        return None
+    d = lru.stack_distances(line)[at[0]:]  # distances over the whole stream: the warm-up's content counts
+    miss = (d < 0) | (d >= capacity_lines)
+    need = int(np.ceil(settle * capacity_lines))
+    cum = np.cumsum(miss)
+    if cum[-1] < need:
+        return None
+    return int(req[at[0] + int(np.searchsorted(cum, need))] - start + 1)
+
+
 def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Callable[[float], int],
-           fills: float, seed: int = 0) -> Stream:
+           fills: float, seed: int = 0, settle: float = 0.0) -> Stream:
     """The line stream of workload ``name`` with its warm-up: ``measure`` requests counted after it.
 
-    ``capacity(footprint_bytes)`` is the largest SCM capacity (lines) the stream serves."""
+    ``capacity(footprint_bytes)`` is the largest SCM capacity (lines) the stream serves; the warm-up fills
+    it (``fills``) then turns it over ``settle`` times (:func:`settle_requests`; module docstring)."""
     from ssdx.workloads import msr
+
+    def warmup(raw: Mapping[str, np.ndarray], cap: int, target: float) -> tuple[int | None, int | None]:
+        warm = warmup_requests(raw["line"], raw["first"], target)
+        if warm is None:
+            return None, None
+        return warm, settle_requests(raw["line"], raw["first"], warm, cap, settle)
 
     path = trace_file(workload, name)
     if path is not None:
-        cap = int(workload.get("max_trace_requests") or 50_000_000)
-        op, off, size, skipped = _requests_from_trace(workload, path, cap)
+        limit = int(workload.get("max_trace_requests") or 50_000_000)
+        op, off, size, skipped = _requests_from_trace(workload, path, limit)
         raw = hybrid.lines_from_requests(op, off, size)
         footprint = float(len(np.unique(raw["line"]))) * hybrid_params.UNIT_BYTES
-        target = fills * capacity(footprint)
+        cap = capacity(footprint)
+        warm, extra = warmup(raw, cap, _fill_target(fills, cap, footprint))
         source = str(path)
     else:
         if name not in msr.VOLUMES:
@@ -104,27 +148,30 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
                                      "(or point workload.trace_path at the real traces)")
         n, skipped = 2 * measure, 0
         footprint = float(msr.volume(name).footprint_bytes)
-        target = fills * capacity(footprint)
+        cap = capacity(footprint)
+        target = _fill_target(fills, cap, footprint)
         while True:
             ch = msr.generate(name, n, seed=seed, timed=False)
             raw = hybrid.lines_from_requests(ch.op, ch.offset, ch.size)
-            warm = warmup_requests(raw["line"], raw["first"], target)
-            if (warm is not None and n - warm >= measure) or n >= MAX_GROWTH * measure:
+            warm, extra = warmup(raw, cap, target)
+            if (extra is not None and n - warm - extra >= measure) or n >= MAX_GROWTH * measure:
                 break
-            n = max(2 * n, (warm or 0) + measure)
+            n = max(2 * n, (warm or 0) + (extra or 0) + measure)
         op, off, size = ch.op, ch.offset, ch.size
         source = f"msr:{name} (synthetic, ssdx.workloads.msr)"
     n = len(op)
-    warm = warmup_requests(raw["line"], raw["first"], target)
-    warmed = warm is not None
-    start = warm if warmed else max(n - measure, 0)
+    warmed = extra is not None and warm + extra + measure <= n
+    start = warm + extra if warmed else max(n - measure, 0)
     stop = min(n, start + measure)
     req_of_line = np.cumsum(raw["first"]) - 1
     keep = req_of_line < stop
     lines = {k: v[keep] for k, v in raw.items()}
     lines["measure"] = req_of_line[keep] >= start
+    lines["half"] = req_of_line[keep] >= start + (stop - start) // 2
     out = Stream(lines)
     out.info = {"workload": name, "source": source, "warmup_requests": int(start),
+                "fill_requests": None if warm is None else int(warm),
+                "settle_requests": None if extra is None else int(extra),
                 "measured_requests": int(stop - start), "warmed": warmed, "skipped_lines": int(skipped),
                 "footprint_bytes": footprint}
     return out
@@ -148,7 +195,7 @@ def sweep_columns(sweep: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str,
 
 
 def group_job(name: str, idx: np.ndarray, sub: Mapping[str, np.ndarray], workload: Mapping[str, Any],
-              measure: int, fills: float, seed: int,
+              measure: int, fills: float, seed: int, settle: float = 0.0,
               device=None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """One workload group of a hybrid sweep: its stream replayed through the configurations ``sub``
     (row numbers ``idx``).  Returns the table columns and the stream's info; module-level, so a Ray
@@ -161,7 +208,7 @@ def group_job(name: str, idx: np.ndarray, sub: Mapping[str, np.ndarray], workloa
         return int(hybrid_params.capacity_lines(sub, np.full(len(sub["hybrid.nand"]), fp)).max())
 
     with jax.default_device(device) if device is not None else contextlib.nullcontext():
-        st = stream(name, workload, measure, capacity, fills, seed=seed)
+        st = stream(name, workload, measure, capacity, fills, seed=seed, settle=settle)
         res = run_group(sub, st.info["footprint_bytes"], st, progress=None)
     data: dict[str, Any] = {"config_id": np.asarray(idx).astype(np.int64)}
     data["footprint_gib"] = np.full(len(idx), st.info["footprint_bytes"] / 2**30)
@@ -186,6 +233,10 @@ def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: i
     if not 0 <= fills <= 100:
         raise params.ConfigError("hybrid.warmup_fills", fills,
                                  "0 <= x <= 100 (SCM capacities of distinct lines)")
+    settle = float(cfg["hybrid"].get("settle_fills", 0.0))
+    if not 0 <= settle <= 100:
+        raise params.ConfigError("hybrid.settle_fills", settle,
+                                 "0 <= x <= 100 (SCM capacities of new lines taken after the SCM fills)")
     names = np.asarray(cols["workload.msr"]).astype(str)
     order = list(dict.fromkeys(names))
     seed = int(cfg.get("seed", 0))
@@ -201,13 +252,14 @@ def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: i
     if workload.get("trace_path"):  # workers may run elsewhere: an absolute path, and its files' identity
         workload["trace_path"] = str(Path(workload["trace_path"]).resolve())
     keys = ("trace_path", "format", "on_error", "max_trace_requests")
-    definition = {"sweep_model": "hybrid", "requests": measure, "warmup_fills": fills, "seed": seed,
+    definition = {"sweep_model": "hybrid", "requests": measure, "warmup_fills": fills,
+                  "settle_fills": settle, "seed": seed,
                   **{f"workload.{k}": workload.get(k) for k in keys},
                   "traces": _trace_identity(workload, order)}
 
     def make_job(g: int):
         idx, sub = groups[g]
-        return executors.Job(g, group_job, (order[g], idx, sub, workload, measure, fills, seed), idx)
+        return executors.Job(g, group_job, (order[g], idx, sub, workload, measure, fills, seed, settle), idx)
 
     out = runner.execute(cols, [idx for idx, _ in groups], make_job, lambda _g, res: res, out_dir, definition,
                          executor, progress, desc)
@@ -279,6 +331,7 @@ def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
     summary = {
         "sweep": sweep.get("name"), "n_configs": len(df), "wall_s": wall, "scm_ratio": ref,
         "relative_iops": rel, "best_nand": by_ratio[f"{ref:g}"]["best_nand"], "nand_counts": counts,
+        "utilisation": utilisation(at), "steady_state": steady_state(df),
         "by_scm_ratio": by_ratio, "findings": {**findings(rel, counts),
                                                "balance_read_write_ratio": balance_ratio(cfg["hybrid"])},
         "streams": infos,
@@ -291,6 +344,32 @@ def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
                                 title=f"IOPS relative to SCM/{BASELINE} (SCM = {ref:g} x footprint)",
                                 paper=PAPER_TABLE2)
     return summary
+
+
+def utilisation(df) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{workload: {nand: {die, channel, scm, link, bottleneck}}}``: busy shares of each resource over the
+    measured window and the busiest one, for rows at one SCM size."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for w, g in df.groupby("workload.msr", sort=False):
+        out[str(w)] = {str(r["hybrid.nand"]): {
+            **{res: float(r[f"{res}_utilisation"]) for res in hybrid.RESOURCES},
+            "bottleneck": hybrid.RESOURCES[int(r["bottleneck"])]} for _, r in g.iterrows()}
+    return out
+
+
+def steady_state(df) -> dict[str, Any]:
+    """Whether every run's two measured halves agree within ``hybrid.STEADY_TOLERANCE`` in IOPS; the runs
+    that do not, with the change from the first half to the second."""
+    bad = df[df["steady"] < 0.5]
+    cols = [c for c in ("workload.msr", "hybrid.nand", "hybrid.scm_ratio", "hybrid.scm_basis") if c in df]
+    return {"tolerance": hybrid.STEADY_TOLERANCE, "all_steady": bool(bad.empty), "runs": len(df),
+            "max_abs_change": float(np.abs(df["steady_change"]).max()) if len(df) else 0.0,
+            "not_steady": [{**{c.split(".")[-1]: _plain(r[c]) for c in cols},
+                            "change": float(r["steady_change"])} for _, r in bad.iterrows()]}
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if hasattr(x, "item") else x
 
 
 def findings(rel: Mapping[str, Mapping[str, float]],
@@ -341,13 +420,8 @@ def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True
     s = dict(cfg.get("sensitivity") or {})
     workloads = list(s.get("workloads") or PAPER_TABLE2)
     measure = int(s.get("requests", 100_000))
-    ct, mlc = catalog.nand("3d_ct_tlc"), catalog.nand(BASELINE)
-    cases = {
-        "base": {},
-        "block_size": {"block_pages": mlc.block_pages},
-        "latency": {"t_prog_us": mlc.t_prog_us, "t_read_us": mlc.t_read_us, "t_erase_us": mlc.t_erase_us},
-        "write_unit": {"write_unit_kib": mlc.write_unit_bytes / 1024},
-    }
+    ct = catalog.nand("3d_ct_tlc")
+    cases = {"base": {}, **sensitivity_cases()}
     base = hybrid_params.columns({**cfg["hybrid"], "nand": ct.name})
     rows = []
     for w in workloads:
@@ -377,4 +451,131 @@ def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True
     from ssdx.report import hybrid as hybrid_report
 
     hybrid_report.plot_sensitivity(change, out_dir / "sensitivity.png")
+    return summary
+
+
+#: Fig. 5 cases of Fukuchi et al.: 3D CT TLC with one characteristic set to 2D FG MLC's
+def sensitivity_cases() -> dict[str, dict[str, float]]:
+    """``{case: {override field: value}}`` for the block-size, latency and write-unit cases."""
+    from ssdx import catalog
+
+    mlc = catalog.nand(BASELINE)
+    return {"block_size": {"block_pages": mlc.block_pages},
+            "latency": {"t_prog_us": mlc.t_prog_us, "t_read_us": mlc.t_read_us, "t_erase_us": mlc.t_erase_us},
+            "write_unit": {"write_unit_kib": mlc.write_unit_bytes / 1024}}
+
+
+#: a characteristic "matters little" when it moves IOPS by at most this many percent
+LITTLE_PERCENT = 3.0
+#: "3D FG TLC falls up to 54 % below 2D FG MLC": held when its largest loss is within this many points
+LOSS_MARGIN = 6.0
+
+
+def validation_findings(rel: Mapping[str, Mapping[str, float]], change: Mapping[str, Mapping[str, float]],
+                        rw_ratio: Mapping[str, float]) -> list[dict[str, Any]]:
+    """The qualitative findings of Fukuchi et al. checked on the model's results: ``rel`` relative IOPS
+    ``{workload: {nand: IOPS / IOPS of 2D FG MLC}}``, ``change`` the sensitivity cases ``{case: {workload:
+    percent}}``, ``rw_ratio`` the NAND page reads per page programmed of each workload (2D FG MLC drive).
+    Each finding: ``{name, holds, detail}``; the thresholds are :data:`LITTLE_PERCENT` and
+    :data:`LOSS_MARGIN`, fixed before any result was seen."""
+    ws = list(rel)
+    wi = [w for w in WRITE_INTENSIVE if w in rel]
+    pct = {w: {n: 100 * (rel[w][n] - 1) for n in rel[w]} for w in ws}
+    best = {w: max(rel[w], key=rel[w].get) for w in ws}
+    worst = {w: min(rel[w], key=rel[w].get) for w in ws}
+    fmt = lambda d: ", ".join(f"{k} {v:+.1f} %" for k, v in d.items())  # noqa: E731
+    out = []
+    out.append({"name": "3d_ct_tlc_best_on_write_intensive", "holds": all(best[w] == "3d_ct_tlc" for w in wi),
+                "detail": "best NAND: " + ", ".join(f"{w} {best[w]}" for w in wi)
+                + "; 3D CT TLC vs 2D FG MLC: " + fmt({w: pct[w]["3d_ct_tlc"] for w in wi})})
+    out.append({"name": "2d_fg_tlc_worst_on_write_intensive",
+                "holds": all(worst[w] == "2d_fg_tlc" for w in wi),
+                "detail": "worst NAND: " + ", ".join(f"{w} {worst[w]}" for w in wi)
+                + "; 2D FG TLC: " + fmt({w: pct[w]["2d_fg_tlc"] for w in wi})})
+    loss = {w: -pct[w]["3d_fg_tlc"] for w in ws}
+    top = max(loss, key=loss.get)
+    out.append({"name": "3d_fg_tlc_loss_at_most_about_54_percent", "holds": loss[top] <= 54.0 + LOSS_MARGIN,
+                "detail": f"largest loss of 3D FG TLC against 2D FG MLC {loss[top]:.1f} % ({top}); paper: up "
+                          f"to 54 %; held within {LOSS_MARGIN:g} points"})
+    ex = lambda c, skip=(): max((abs(v) for w, v in change[c].items() if w not in skip), default=0.0)  # noqa: E731
+    out.append({"name": "block_size_changes_iops_little", "holds": ex("block_size") <= LITTLE_PERCENT,
+                "detail": f"largest |change| {ex('block_size'):.2f} % (little: <= {LITTLE_PERCENT:g} %); "
+                          + fmt(change["block_size"])})
+    out.append({"name": "write_unit_changes_iops_little_except_proj_3",
+                "holds": ex("write_unit", ("proj_3",)) <= LITTLE_PERCENT,
+                "detail": f"largest |change| without proj_3 {ex('write_unit', ('proj_3',)):.2f} %; "
+                          + fmt(change["write_unit"])})
+    out.append({"name": "latency_matters_most",
+                "holds": ex("latency") > max(ex("block_size"), ex("write_unit")),
+                "detail": f"largest |change|: latency {ex('latency'):.2f} %, block size "
+                          f"{ex('block_size'):.2f} %, write unit {ex('write_unit'):.2f} % (paper: latency up "
+                          "to 6.0 %)"})
+    xs = [w for w in ws if np.isfinite(rw_ratio.get(w, np.nan)) and rw_ratio[w] > 0]
+    if len(xs) > 2:
+        x = np.log10([rw_ratio[w] for w in xs])
+        y = np.array([pct[w]["3d_ct_tlc"] for w in xs])
+        r = float(np.corrcoef(x, y)[0, 1]) if np.std(x) > 0 and np.std(y) > 0 else float("nan")
+    else:
+        r = float("nan")
+    out.append({"name": "relative_iops_falls_as_nand_read_write_ratio_rises", "holds": bool(r < 0),
+                "detail": f"Pearson r between log10(NAND reads / programs) and 3D CT TLC's gain = {r:.2f} "
+                          f"over {len(xs)} workloads; ratios: "
+                          + ", ".join(f"{w} {rw_ratio[w]:.3g}" for w in xs)})
+    agree = [w for w in ws if w in PAPER_TABLE2 and np.sign(pct[w]["3d_ct_tlc"]) == np.sign(PAPER_TABLE2[w])]
+    n_paper = sum(w in PAPER_TABLE2 for w in ws)
+    out.append({"name": "table2_signs_agree_on_at_least_6_of_7",
+                "holds": len(agree) >= min(6, n_paper) and n_paper > 0,
+                "detail": f"{len(agree)} of {n_paper} volumes; model vs paper: " + ", ".join(
+                    f"{w} {pct[w]['3d_ct_tlc']:+.1f} / {PAPER_TABLE2[w]:+.1f} %"
+                    for w in ws if w in PAPER_TABLE2)})
+    return out
+
+
+def run_validate(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
+                 executor=None) -> dict[str, Any]:
+    """Every finding of Fukuchi et al. checked at once: the four Table 1 NAND types and the three Fig. 5
+    sensitivity cases over the volumes of ``validate.workloads``; ``summary.json`` with ``findings: [{name,
+    holds, detail}]``, ``relative_iops``, ``sensitivity_percent``, ``utilisation`` and ``steady_state``, and
+    ``validation.png``."""
+    s = dict(cfg.get("validate") or {})
+    workloads = list(s.get("workloads") or PAPER_TABLE2)
+    measure = int(s.get("requests", 100_000))
+    if not 1000 <= measure <= 100_000_000:
+        raise params.ConfigError("validate.requests", measure, "integer 1000 <= x <= 1e8 (measured requests)")
+    cases = sensitivity_cases()
+    base = hybrid_params.columns(cfg["hybrid"])
+    rows, keys = [], []
+    for w in workloads:
+        for nand in TABLE1:
+            rows.append({**base, "workload.msr": np.asarray([w]), "hybrid.nand": np.asarray([nand])})
+            keys.append((w, nand))
+        for case, over in cases.items():
+            row = {**base, "workload.msr": np.asarray([w]), "hybrid.nand": np.asarray(["3d_ct_tlc"])}
+            row.update({f"hybrid.{k}": np.asarray([v], float) for k, v in over.items()})
+            rows.append(row)
+            keys.append((w, case))
+    cols = params.concat_columns(rows)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    table, infos = run_table(cols, cfg, measure, None, progress, desc="validate", executor=executor)
+    df = table.to_pandas().sort_values("config_id").reset_index(drop=True)
+    at = {k: df.iloc[i] for i, k in enumerate(keys)}
+    rel = {w: {n: float(at[(w, n)]["iops"] / at[(w, BASELINE)]["iops"]) for n in TABLE1} for w in workloads}
+    change = {c: {w: float(100 * (at[(w, c)]["iops"] / at[(w, "3d_ct_tlc")]["iops"] - 1)) for w in workloads}
+              for c in cases}
+    rw = {w: float(at[(w, BASELINE)]["nand_read_write_ratio"]) for w in workloads}
+    found = validation_findings(rel, change, rw)
+    nand_rows = df[[k[1] in TABLE1 for k in keys]]
+    summary = {
+        "findings": found, "holds": sum(f["holds"] for f in found), "of": len(found),
+        "relative_iops": rel, "sensitivity_percent": change, "nand_read_write_ratio": rw,
+        "paper_table2_percent": {w: PAPER_TABLE2[w] for w in workloads if w in PAPER_TABLE2},
+        "utilisation": utilisation(nand_rows), "steady_state": steady_state(df),
+        "scm_ratio": float(cfg["hybrid"]["scm_ratio"]), "scm_basis": str(cfg["hybrid"]["scm_basis"]),
+        "requests": measure, "wall_s": time.perf_counter() - t0, "streams": infos,
+    }
+    _write_json(out_dir / "summary.json", summary)
+    from ssdx.report import hybrid as hybrid_report
+
+    hybrid_report.plot_validation(rel, change, rw, out_dir / "validation.png", paper=PAPER_TABLE2)
     return summary

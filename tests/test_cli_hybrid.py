@@ -66,3 +66,25 @@ def test_real_trace_directory_replaces_the_preset(tmp_path):
     r = ssdx("experiment=hybrid_sensitivity", "sensitivity.workloads=[proj_0]",
              f"workload.trace_path={traces}", f"hydra.run.dir={out}")
     assert r.returncode == 2 and "proj_0.csv" in r.stderr
+
+
+def test_hybrid_validate_contract(tmp_path):
+    r = ssdx("experiment=hybrid_validate", "validate.requests=1500", "hybrid.warmup_fills=0.02",
+             "hybrid.settle_fills=0.05", "validate.workloads=[prxy_0,proj_3,src2_1]",
+             f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "summary.json").read_text())
+    names = [f["name"] for f in s["findings"]]
+    assert len(names) == 8 and len(set(names)) == 8
+    for f in s["findings"]:
+        assert isinstance(f["holds"], bool) and f["detail"]
+    assert s["holds"] == sum(f["holds"] for f in s["findings"])
+    assert sorted(s["relative_iops"]) == ["prxy_0", "proj_3", "src2_1"]
+    assert sorted(s["sensitivity_percent"]) == ["block_size", "latency", "write_unit"]
+    for w in ("prxy_0", "proj_3", "src2_1"):
+        u = s["utilisation"][w]["3d_ct_tlc"]
+        assert u["bottleneck"] in ("die", "channel", "scm", "link")
+        assert 0 <= u["die"] <= 1.0 + 1e-6 and 0 < u["link"] <= 1.0 + 1e-6
+    assert s["steady_state"]["runs"] == 3 * 7
+    assert (tmp_path / "validation.png").stat().st_size > 0
+    assert "findings of the hybrid SSD study" in r.stdout

@@ -69,7 +69,7 @@ def run(cfg: DictConfig) -> None:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise ConfigError("seed", seed, "an integer")
         logger = loggers.from_config(container.get("logger"), seed=seed)
-        if cfg.task in ("sweep", "hybrid_sensitivity"):
+        if cfg.task in ("sweep", "hybrid_sensitivity", "hybrid_validate"):
             executor = executors.from_config(container.get("runner"))
         logger.start(container, out)
         if cfg.task == "fill":
@@ -103,6 +103,19 @@ def run(cfg: DictConfig) -> None:
                   + ", ".join(f"{k} {v:.2f} %" for k, v in s["sensitivity"].items())
                   + f'; dominant: {s["dominant"]}')
             print(f"outputs: {out / 'summary.json'}, {out / 'sensitivity.png'}")
+        elif cfg.task == "hybrid_validate":
+            from ssdx import tasks_hybrid
+
+            s = tasks_hybrid.run_validate(container, out, progress=not cfg.get("quiet", False),
+                                          executor=executor)
+            print(f'findings of the hybrid SSD study: {s["holds"]} of {s["of"]} hold '
+                  f'({s["requests"]} measured requests per run, SCM = {s["scm_ratio"]:g} x {s["scm_basis"]})')
+            for f in s["findings"]:
+                print(f'  [{"holds" if f["holds"] else "FAILS"}] {f["name"]}: {f["detail"]}')
+            if not s["steady_state"]["all_steady"]:
+                print(f'  {len(s["steady_state"]["not_steady"])} runs not steady (halves differ > '
+                      f'{100 * s["steady_state"]["tolerance"]:g} %): see summary.json steady_state')
+            print(f"outputs: {out / 'summary.json'}, {out / 'validation.png'}")
         elif cfg.task == "sweep":
             chunk = cfg.runner.get("chunk_size")
             s = tasks.run_sweep(container["sweep"], container, out, chunk_size=chunk,
@@ -207,8 +220,8 @@ def run(cfg: DictConfig) -> None:
             print(f"outputs: {out / 'summary.json'}, {out / 'boot_qd1.png'}")
         else:
             raise ConfigError("task", cfg.task, "must be 'sweep', 'fill', 'thermal', 'tmt_optimize', "
-                              "'fit_rc', 'wa', 'gc_fill', 'analyse', 'replay', 'boot' or "
-                              "'hybrid_sensitivity'")
+                              "'fit_rc', 'wa', 'gc_fill', 'analyse', 'replay', 'boot', "
+                              "'hybrid_sensitivity' or 'hybrid_validate'")
         logger.finish(s, out)
         if logger.name == "wandb":
             where = f"{logger.dir or out}/wandb"

@@ -176,7 +176,7 @@ class HybridConf:
     nand_utilisation: float = 0.5
     queue_depth: int = 32
     warmup_fills: float = 1.0
-    settle_requests: float = 1.0
+    settle_fills: float = 1.0
     t_prog_us: Optional[float] = None  # noqa: UP045
     t_read_us: Optional[float] = None  # noqa: UP045
     t_erase_us: Optional[float] = None  # noqa: UP045

@@ -1,16 +1,17 @@
-"""SCM/NAND hybrid SSD with the NV-WB cache (seeds/001, Fukuchi et al.; NV-WB: Okamoto et al., IMW 2015).
+"""SCM/NAND hybrid SSD with the NV-WB cache (Fukuchi, Sakaki, Matsui, Takeuchi: SCM/NAND hybrid SSD with four
+NAND flash types, Chuo Univ., full version ISCAS 2018 — "Fukuchi et al."; NV-WB: Okamoto et al., IMW 2015).
 
 One drive per call (no vmap inside); a batch ``vmap``s :func:`run_chunk` over stacked
 :class:`~ssdx.hybrid_params.HybridParams` with the request stream broadcast, as the request-level engine
-(``ssdx.models.engine``) does, whose histogram and compensated clock this model shares.
+(``ssdx.models.engine``) does, whose histogram, compensated clock and fluid booking this model shares.
 
 **Stream.**  Requests are cut on the host into 4 KiB *lines* (the SCM line and the FTL's mapping unit);
 the scan takes one line per step (:class:`Lines`: op, logical line, sectors of the request inside it, and
-flags for the request's first and last line and for the measured part of the stream).
+flags for the request's first and last line, for the measured part of the stream and for its second half).
 
-**SCM tier** (100 ns per 512 B sector, read and write: seeds/001 Table 1) holds ``C = sets × ways`` lines
-in a set-associative table: line ``x`` lives in set ``hash(x) mod sets`` (a multiplicative hash, so strided
-addresses spread).  **NV-WB** (seeds/001 §2):
+**SCM tier** (100 ns per 512 B sector, read and write: Fukuchi et al. Table 1) holds ``C = sets × ways``
+lines in a set-associative table: line ``x`` lives in set ``hash(x) mod sets`` (a multiplicative hash, so
+strided addresses spread).  **NV-WB** (Fukuchi et al. §2):
 
 * every write goes to SCM (a hit updates the line in place, a miss inserts it dirty);
 * a read that misses SCM is served from NAND and its line copied into SCM (clean);
@@ -18,10 +19,12 @@ addresses spread).  **NV-WB** (seeds/001 §2):
   ``limit = ⌊(1 − threshold)·C⌋``), or finds its set full, one victim leaves its set: the set's
   least-recently used line (``victim`` policy: :func:`victim_key`).  A clean victim is dropped (NAND holds
   it); a dirty one joins the **gathering unit** — it stays in SCM (readable, writable in place) until a
-  whole NAND **write unit** (page 16 KiB, word line 48 KiB or a whole block: Table 1) has gathered, which
-  is then programmed on the next die in round-robin order.  Gathering lines sit in ``gways`` extra slots of
-  the victim's set; when that set has none left, the partial unit is programmed at once (counted:
-  ``partial_flushes``).
+  whole unit has gathered, which is then programmed on the next die in round-robin order.  The unit is the
+  NAND's write unit (page 16 KiB, word line 48 KiB or a whole block: Table 1) under ``whole`` staging, and
+  one word line (or the write unit if smaller) under ``progressive`` staging, where a block-unit NAND fills
+  an open block on every die word line by word line (``ssdx.hybrid_params.gathering_unit_bytes``).
+  Gathering lines sit in ``gways`` extra slots of the victim's set; when that set has none left, the
+  partial unit is programmed at once (counted: ``partial_flushes``).
 
 *Approximation (documented and tested, ``tests/test_hybrid.py``):* a fully associative LRU would evict the
 globally least-recent line; here the victim is the least-recent line of the set being filled (with 16
@@ -30,22 +33,30 @@ associative and the model equals the exact NV-WB reference (``tests/nvwb_referen
 
 **NAND tier.**  A line read from NAND costs one page read (``t_read``) on die ``(x div page_lines) mod
 dies`` (logical striping, as the engine's reads); consecutive missing lines of one request share a page
-read (a request's lines were written and evicted together, so they sit in one page).  A flushed write unit
-costs ``pages × t_page`` on its die, where ``t_page`` adds greedy GC's copies and the erases to the program
-time (``ssdx.hybrid_params.die_seconds_per_page``: block size and erase latency enter there).  Dies serve
-reads first (program/erase suspension, ``read_priority``) or in FIFO order.
+read (a request's lines were written and evicted together, so they sit in one page).  Each line then
+crosses the die's channel (die ``d`` on channel ``d mod channels``).  A flushed unit is read out of SCM,
+crosses the target die's channel and costs ``pages × t_page`` on the die, where ``t_page`` adds greedy GC's
+copies and the erases to the program time (``ssdx.hybrid_params.die_seconds_per_page``: block size and
+erase latency enter there).  Dies serve reads first (program/erase suspension, ``read_priority``) or in
+FIFO order.
 
 **Timing.**  Closed loop at ``queue_depth``: a request is issued when a host slot frees, pays the
-interface's command overhead, then each of its lines: the host link (one server), the SCM (one server,
-sector time) and, on a read miss, its die and a channel transfer.  A write that inserts a line waits while
+interface's command overhead, then each of its lines: the host link, the line's SCM bank (``scm_banks``,
+interleaved by line address, sector time) and, on a read miss, its die and channel.  Dies are servers;
+the channels, the SCM banks and the link carry short transfers and are booked as fluid backlogs
+(``ssdx.models.engine.fluid_book``): a transfer that becomes ready later (a copy-in waiting for its NAND
+read) adds its time to the backlog without moving the backlog to that instant, so nothing waits behind
+work that has not started and each resource's capacity is kept.  A write that inserts a line waits while
 SCM is full: flushed data stays in SCM until programmed, draining at the array's program rate ``drain``,
 so the write completes at ``max(SCM write end, backlog end − free lines / drain)`` — a fluid form of the
 engine's write buffer.  Times are rebased to each request's issue (float32 keeps sub-µs resolution).
 
 **Outputs** (:class:`Acc`, summed over the measured lines): requests, latency sums and histograms per
 operation, SCM read and write hits, NAND page reads (host misses), NAND pages programmed with host data,
-flushes, partial flushes, skipped evictions, write-stall time and per-die busy time.
-:func:`metrics` turns them into IOPS, SCM hit rate, NAND read/write ratio and traffic reduction.
+flushes, partial flushes, skipped evictions, write-stall time, busy time of the dies, channels, SCM banks
+and link, and requests and issue-clock time of each half of the measured window.  :func:`metrics` turns
+them into IOPS, SCM hit rate, NAND read/write ratio, traffic reduction, utilisations, the bottleneck and
+the steady-state check.
 """
 
 from __future__ import annotations
@@ -433,16 +444,17 @@ STEADY_TOLERANCE = 0.02
 
 
 def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, counts: Mapping[str, np.ndarray],
-            base_pages: np.ndarray, horizon_s: np.ndarray | None = None) -> dict[str, np.ndarray]:
+            base_pages: np.ndarray) -> dict[str, np.ndarray]:
     """Per-configuration figures from summed accumulators (float64, leading axis = configurations).
 
     ``counts`` holds the active ``dies``, ``channels`` and ``banks`` per configuration.
     ``nand_read_write_ratio`` is NAND page reads for host misses over pages of host data programmed (the
     x-axis of Fig. 6 of Fukuchi et al.; NaN when nothing was programmed); ``nand_traffic_reduction`` compares
     those NAND page operations with ``base_pages``, what a drive without SCM would do under the same charging
-    rules (:func:`no_scm_pages`).  ``<resource>_utilisation`` is the busy share of each resource over the
-    makespan (dies and channels averaged over their count; dies over ``horizon_s`` when flushed data was
-    still being programmed after the last completion); ``bottleneck`` is the index into
+    rules (:func:`no_scm_pages`).  ``<resource>_utilisation`` is the work booked on each resource by the
+    measured requests over the makespan (dies, channels and banks averaged over their count): in steady
+    state the rate work is booked equals the rate it is done, and a share above 1 means the backlog grew
+    during the window (flushed data still being programmed at its end); ``bottleneck`` is the index into
     :data:`RESOURCES` of the busiest.  ``iops_first_half`` / ``iops_second_half`` are the request rates
     of the two halves of the measured window on the issue clock, and ``steady`` says whether they agree
     within :data:`STEADY_TOLERANCE`."""
@@ -450,7 +462,6 @@ def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, counts: Mapping[
     n_req = count.sum(1)
     reads, progs = acc["nand_reads"], acc["nand_programs"]
     span = np.maximum(makespan_s, 1e-30)
-    die_span = np.maximum(span if horizon_s is None else horizon_s, 1e-30)
     out = {
         "requests": n_req, "read_fraction": count[:, 0] / np.maximum(n_req, 1),
         "iops": n_req / makespan_s, "makespan_s": makespan_s,
@@ -464,8 +475,8 @@ def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, counts: Mapping[
         "flushes": acc["flushes"], "partial_flushes": acc["partial_flushes"],
         "skipped_evictions": acc["skipped"], "write_stall_share": acc["stall"] / np.maximum(
             acc["lat_sum"][:, 1], 1e-30),
-        "die_utilisation": acc["busy"].sum(1) / (die_span * counts["dies"]),
-        "die_utilisation_max": acc["busy"].max(1) / die_span,
+        "die_utilisation": acc["busy"].sum(1) / (span * counts["dies"]),
+        "die_utilisation_max": acc["busy"].max(1) / span,
         "channel_utilisation": acc["chan_busy"] / (span * counts["channels"]),
         "scm_utilisation": acc["scm_busy"] / (span * counts["banks"]),
         "link_utilisation": acc["link_busy"] / span,
@@ -532,13 +543,9 @@ def simulate(hp: HybridParams, lay: Layout, lines: dict[str, np.ndarray], chunk_
     slots = np.asarray(state.slots, np.float64)
     last = np.where(np.isfinite(slots), slots, -np.inf).max(axis=1)
     makespan = sums["elapsed"] + last
-    # die utilisation over the makespan, or longer where flushed data was still being programmed
-    backlog = np.asarray(jnp.max(jnp.where(jnp.arange(lay.dies)[None, :] < hp.n_dies[:, None],
-                                           state.die_free, -jnp.inf), axis=1), np.float64)
     counts = {"dies": np.asarray(hp.n_dies, np.float64), "channels": np.asarray(hp.n_channels, np.float64),
               "banks": np.asarray(hp.n_banks, np.float64)}
-    out = metrics(sums, makespan, counts, no_scm_pages(lines, np.asarray(hp.page_units, np.float64)),
-                  horizon_s=np.maximum(makespan, sums["elapsed"] + backlog))
+    out = metrics(sums, makespan, counts, no_scm_pages(lines, np.asarray(hp.page_units, np.float64)))
     out["write_amplification"] = np.asarray(hp.wa, np.float64)
     out["scm_lines"] = np.asarray(hp.sets, np.float64) * lay.ways
     return {**out, "compile_s": compile_s, "run_s": run_s}

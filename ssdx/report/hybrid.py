@@ -1,4 +1,4 @@
-"""Plots of the hybrid SCM/NAND studies (seeds/001 Figures 3 and 5), host side."""
+"""Plots of the hybrid SCM/NAND studies (Fukuchi et al., SCM/NAND hybrid SSD: Figs. 3, 5, 6), host side."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ NAND_ORDER = catalog.TABLE1_NAND
 
 def plot_relative(rel: Mapping[str, Mapping[str, float]], path: Path, title: str,
                   paper: Mapping[str, float] | None = None) -> None:
-    """Grouped bars of IOPS relative to the baseline NAND per workload (Fig. 3); ``paper`` marks seeds/001
+    """Grouped bars of IOPS relative to the baseline NAND per workload (Fig. 3); ``paper`` marks the paper's
     Table 2's 3D CT TLC figures (percent)."""
     import matplotlib
 
@@ -64,4 +64,58 @@ def plot_sensitivity(change: Mapping[str, Mapping[str, float]], path: Path) -> N
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str, Mapping[str, float]],
+                    rw_ratio: Mapping[str, float], path: Path,
+                    paper: Mapping[str, float] | None = None) -> None:
+    """Three panels: relative IOPS per NAND (Fig. 3, with Table 2's 3D CT TLC marks), the sensitivity
+    cases (Fig. 5), and 3D CT TLC's gain against the NAND read/write ratio of each workload (Fig. 6)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ws = list(rel)
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [3, 3, 2]})
+    x = np.arange(len(ws))
+    nands = [n for n in NAND_ORDER if all(n in rel[w] for w in ws)]
+    width = 0.8 / len(nands)
+    ax = axes[0]
+    for i, n in enumerate(nands):
+        ax.bar(x + (i - (len(nands) - 1) / 2) * width, [rel[w][n] for w in ws], width, label=n)
+    if paper and "3d_ct_tlc" in nands:
+        i = nands.index("3d_ct_tlc")
+        px = [x[k] + (i - (len(nands) - 1) / 2) * width for k, w in enumerate(ws) if w in paper]
+        ax.scatter(px, [1 + paper[w] / 100 for w in ws if w in paper], marker="_", s=200, color="k", zorder=3,
+                   label="paper Table 2")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xticks(x, ws, fontsize=8)
+    ax.set_ylabel("IOPS / IOPS of 2D FG MLC")
+    ax.set_title("NAND type behind the SCM")
+    ax.legend(fontsize=7, ncols=2)
+    ax = axes[1]
+    cases = list(change)
+    width = 0.8 / len(cases)
+    for i, c in enumerate(cases):
+        ax.bar(x + (i - (len(cases) - 1) / 2) * width, [change[c][w] for w in ws], width, label=c)
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xticks(x, ws, fontsize=8)
+    ax.set_ylabel("IOPS change, %")
+    ax.set_title("3D CT TLC with one 2D FG MLC characteristic")
+    ax.legend(fontsize=7)
+    ax = axes[2]
+    pts = [(rw_ratio[w], 100 * (rel[w]["3d_ct_tlc"] - 1), w) for w in ws
+           if np.isfinite(rw_ratio.get(w, np.nan)) and rw_ratio[w] > 0]
+    for r, g, w in pts:
+        ax.scatter(r, g, color="C3")
+        ax.annotate(w, (r, g), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.set_xlabel("NAND page reads / pages programmed (2D FG MLC drive)")
+    ax.set_ylabel("3D CT TLC vs 2D FG MLC, %")
+    ax.set_title("Gain against the NAND read/write ratio")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
     plt.close(fig)
