@@ -107,7 +107,7 @@ def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str,
     ax.legend(fontsize=7)
     ax = axes[2]
     pts = [(rw_ratio[w], 100 * (rel[w]["3d_ct_tlc"] - 1), w) for w in ws
-           if np.isfinite(rw_ratio.get(w, np.nan)) and rw_ratio[w] > 0]
+           if rw_ratio.get(w) is not None and np.isfinite(rw_ratio[w]) and rw_ratio[w] > 0]
     for r, g, w in pts:
         ax.scatter(r, g, color="C3")
         ax.annotate(w, (r, g), fontsize=7, xytext=(3, 3), textcoords="offset points")
