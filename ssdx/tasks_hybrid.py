@@ -320,26 +320,39 @@ def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
                              executor=executor)
     wall = time.perf_counter() - t0
     df = table.to_pandas()
-    ratios = sorted(set(df["hybrid.scm_ratio"].astype(float)))
-    ref = float((sweep.get("report") or {}).get("scm_ratio") or ratios[len(ratios) // 2])
+    basis = df["hybrid.scm_basis"].astype(str)
+    sizes = sorted(set(zip(basis, df["hybrid.scm_ratio"].astype(float), strict=True)))
+    rep = sweep.get("report") or {}
+    want_basis = str(rep.get("scm_basis") or ("footprint" if "footprint" in set(basis) else sizes[0][0]))
+    ratios = [r for b, r in sizes if b == want_basis]
+    ref = float(rep.get("scm_ratio") or ratios[len(ratios) // 2])
     ref = min(ratios, key=lambda r: abs(r - ref))
+
+    def size_key(b: str, r: float) -> str:  # "0.1" for the footprint basis (as before), "0.015 x nand" else
+        return f"{r:g}" if b == "footprint" else f"{r:g} x {b}"
+
+    def rows_at(b: str, r: float):
+        return df[(basis == b) & (df["hybrid.scm_ratio"].astype(float) == r)]
+
     by_ratio = {}
-    for r in ratios:
-        at = df[df["hybrid.scm_ratio"].astype(float) == r]
+    for b, r in sizes:
+        at = rows_at(b, r)
         rel = relative(at)
-        by_ratio[f"{r:g}"] = {"relative_iops": rel,
-                              "best_nand": {w: max(v, key=v.get) for w, v in rel.items()},
-                              "scm_hit_rate": {str(w): float(g["scm_hit_rate"].mean())
-                                               for w, g in at.groupby("workload.msr", sort=False)}}
-    at = df[df["hybrid.scm_ratio"].astype(float) == ref]
-    rel = by_ratio[f"{ref:g}"]["relative_iops"]
+        by_ratio[size_key(b, r)] = {"relative_iops": rel,
+                                    "best_nand": {w: max(v, key=v.get) for w, v in rel.items()},
+                                    "scm_hit_rate": {str(w): float(g["scm_hit_rate"].mean())
+                                                     for w, g in at.groupby("workload.msr", sort=False)},
+                                    "utilisation": utilisation(at)}
+    at = rows_at(want_basis, ref)
+    rel = by_ratio[size_key(want_basis, ref)]["relative_iops"]
     counts = {str(w): {str(r["hybrid.nand"]): {"nand_reads": float(r["nand_reads"]),
                                                "nand_writes": float(r["nand_writes"]),
                                                "read_write_ratio": float(r["nand_read_write_ratio"])}
                        for _, r in g.iterrows()} for w, g in at.groupby("workload.msr", sort=False)}
     summary = {
         "sweep": sweep.get("name"), "n_configs": len(df), "wall_s": wall, "scm_ratio": ref,
-        "relative_iops": rel, "best_nand": by_ratio[f"{ref:g}"]["best_nand"], "nand_counts": counts,
+        "scm_basis": want_basis, "relative_iops": rel,
+        "best_nand": by_ratio[size_key(want_basis, ref)]["best_nand"], "nand_counts": counts,
         "utilisation": utilisation(at), "steady_state": steady_state(df),
         "by_scm_ratio": by_ratio, "findings": {**findings(rel, counts),
                                                "balance_read_write_ratio": balance_ratio(cfg["hybrid"])},
@@ -350,7 +363,7 @@ def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
     from ssdx.report import hybrid as hybrid_report
 
     hybrid_report.plot_relative(rel, out_dir / "relative_iops.png",
-                                title=f"IOPS relative to SCM/{BASELINE} (SCM = {ref:g} x footprint)",
+                                title=f"IOPS relative to SCM/{BASELINE} (SCM = {ref:g} x {want_basis})",
                                 paper=PAPER_TABLE2)
     return summary
 

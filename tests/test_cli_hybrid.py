@@ -79,7 +79,7 @@ def test_hybrid_validate_contract(tmp_path):
     for f in s["findings"]:
         assert isinstance(f["holds"], bool) and f["detail"]
     assert s["holds"] == sum(f["holds"] for f in s["findings"])
-    assert sorted(s["relative_iops"]) == ["prxy_0", "proj_3", "src2_1"]
+    assert sorted(s["relative_iops"]) == ["proj_3", "prxy_0", "src2_1"]
     assert sorted(s["sensitivity_percent"]) == ["block_size", "latency", "write_unit"]
     for w in ("prxy_0", "proj_3", "src2_1"):
         u = s["utilisation"][w]["3d_ct_tlc"]
@@ -88,3 +88,26 @@ def test_hybrid_validate_contract(tmp_path):
     assert s["steady_state"]["runs"] == 3 * 7
     assert (tmp_path / "validation.png").stat().st_size > 0
     assert "findings of the hybrid SSD study" in r.stdout
+
+
+def test_sweep_sizes_scm_by_footprint_and_by_nand(tmp_path):
+    """One sweep with both SCM bases: results are grouped per (basis, ratio), the NAND basis sizes the SCM
+    from hybrid.nand_capacity_gib (3 % of 16 GiB = 0.48 GiB, above 10 % of web_1's 1.5 GiB footprint)."""
+    from ssdx import hybrid_params, tasks_hybrid
+
+    cfg = {"hybrid": {**hybrid_params.defaults(), "warmup_fills": 0.05, "settle_fills": 0.0,
+                      "nand_capacity_gib": 16.0}, "workload": {}, "seed": 0}
+    sweep = {"name": "bases", "model": "hybrid", "requests": 1000,
+             "space": [{"grid": {"workload.msr": ["web_1"], "hybrid.nand": ["2d_fg_mlc", "3d_ct_tlc"],
+                                 "hybrid.scm_ratio": [0.1]}},
+                       {"grid": {"workload.msr": ["web_1"], "hybrid.nand": ["2d_fg_mlc", "3d_ct_tlc"],
+                                 "hybrid.scm_basis": ["nand"], "hybrid.scm_ratio": [0.03]}}]}
+    s = tasks_hybrid.run_sweep(sweep, cfg, tmp_path, progress=False)
+    assert sorted(s["by_scm_ratio"]) == ["0.03 x nand", "0.1"]
+    assert s["scm_basis"] == "footprint" and s["scm_ratio"] == 0.1
+    df = pd.read_parquet(tmp_path / "results.parquet")
+    lines = df.set_index("hybrid.scm_basis")["scm_lines"]
+    assert lines["nand"].iloc[0] == pytest.approx(0.03 * 16 * 2**30 / 4096, rel=1e-3)
+    assert lines["footprint"].iloc[0] < lines["nand"].iloc[0]
+    for key in s["by_scm_ratio"]:
+        assert s["by_scm_ratio"][key]["relative_iops"]["web_1"]["2d_fg_mlc"] == 1.0

@@ -87,7 +87,7 @@ def run(cfg: DictConfig) -> None:
                                        progress=not cfg.get("quiet", False), executor=executor)
             print(f'sweep {s["sweep"]}: {s["n_configs"]} hybrid drives in {s["wall_s"]:.1f} s; '
                   f'IOPS relative to '
-                  f'{tasks_hybrid.BASELINE} at SCM = {s["scm_ratio"]:g} x footprint:')
+                  f'{tasks_hybrid.BASELINE} at SCM = {s["scm_ratio"]:g} x {s["scm_basis"]}:')
             nands = list(tasks_hybrid.TABLE1)
             print(f'  {"workload":<8} ' + " ".join(f"{n:>10}" for n in nands) + "  best")
             for w, rel in s["relative_iops"].items():
