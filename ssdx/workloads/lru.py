@@ -19,15 +19,27 @@ import pandas as pd
 
 
 @numba.njit(cache=True)
-def _build(tree: np.ndarray, used: np.ndarray) -> None:  # pragma: no cover - compiled
-    """Fenwick tree (1-based) of the 0/1 array ``used`` in O(len)."""
-    m = used.shape[0]
-    for i in range(1, m + 1):
-        tree[i] = used[i - 1]
-    for i in range(1, m + 1):
-        j = i + (i & -i)
-        if j <= m:
-            tree[j] += tree[i]
+def compact_slots(tree: np.ndarray, slot_key: np.ndarray, slot: np.ndarray) -> int:  # pragma: no cover
+    """Renumber the live slots (``slot_key >= 0``) to ``0 .. j-1`` keeping their order, point ``slot`` of
+    each key at its new slot and rebuild the Fenwick tree (1-based) with one mark per live slot in O(len);
+    returns ``j``, the next free slot.  Shared by :func:`stack_distances` and the LRU stack generator of
+    ``ssdx.workloads.msr``."""
+    cap = slot_key.shape[0]
+    j = 0
+    for i in range(cap):
+        k = slot_key[i]
+        if k >= 0:
+            slot_key[i] = -1
+            slot_key[j] = k
+            slot[k] = j
+            j += 1
+    for i in range(1, cap + 1):
+        tree[i] = 1 if i <= j else 0
+    for i in range(1, cap + 1):
+        m = i + (i & -i)
+        if m <= cap:
+            tree[m] += tree[i]
+    return j
 
 
 @numba.njit(cache=True)
@@ -38,7 +50,6 @@ def _distances(dense: np.ndarray, n_keys: int) -> np.ndarray:  # pragma: no cove
     n = dense.shape[0]
     cap = max(4 * n_keys, 1024)
     tree = np.zeros(cap + 1, np.int64)
-    used = np.zeros(cap, np.int64)
     slot_key = np.full(cap, -1, np.int64)
     slot = np.full(n_keys, -1, np.int64)
     out = np.empty(n, np.int64)
@@ -46,18 +57,7 @@ def _distances(dense: np.ndarray, n_keys: int) -> np.ndarray:  # pragma: no cove
     nxt = 0  # next free slot (the newest)
     for t in range(n):
         if nxt == cap:  # renumber the live slots 0 .. marks-1 in their order
-            j = 0
-            for i in range(cap):
-                k = slot_key[i]
-                if k >= 0:
-                    slot_key[i] = -1
-                    slot_key[j] = k
-                    slot[k] = j
-                    j += 1
-            used[:] = 0
-            used[:j] = 1
-            _build(tree, used)
-            nxt = j
+            nxt = compact_slots(tree, slot_key, slot)
         k = dense[t]
         p = slot[k]
         if p < 0:

@@ -93,6 +93,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from ssdx.workloads.lru import compact_slots
 from ssdx.workloads.traces import READ, WRITE, Chunk
 
 PAGE = 4096
@@ -316,21 +317,7 @@ def _walk(order: np.ndarray, head_depth: np.ndarray, run_len: np.ndarray, is_hea
     prev = 0
     for t in range(n):
         if nxt == cap:
-            j = 0
-            for i in range(cap):
-                key = slot_key[i]
-                if key >= 0:
-                    slot_key[i] = -1
-                    slot_key[j] = key
-                    slot[key] = j
-                    j += 1
-            for i in range(1, cap + 1):
-                tree[i] = 1 if i <= j else 0
-            for i in range(1, cap + 1):
-                m = i + (i & -i)
-                if m <= cap:
-                    tree[m] += tree[i]
-            nxt = j
+            nxt = compact_slots(tree, slot_key, slot)
         if is_head[t]:
             rank = k_obj - min(head_depth[t], k_obj - 1)  # 1-based rank from the least recent
             pos = 0
