@@ -637,5 +637,7 @@ def run_validate(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
     _write_json(out_dir / "summary.json", summary)
     from ssdx.report import hybrid as hybrid_report
 
-    hybrid_report.plot_validation(rel, change, rw, out_dir / "validation.png", paper=PAPER_TABLE2)
+    hybrid_report.plot_validation(rel, change, rw, out_dir / "validation.png", paper=PAPER_TABLE2,
+                                  bottleneck={w: d["3d_ct_tlc"]["bottleneck"]
+                                              for w, d in summary["utilisation"].items()})
     return summary

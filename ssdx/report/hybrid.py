@@ -68,10 +68,11 @@ def plot_sensitivity(change: Mapping[str, Mapping[str, float]], path: Path) -> N
 
 
 def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str, Mapping[str, float]],
-                    rw_ratio: Mapping[str, float], path: Path,
-                    paper: Mapping[str, float] | None = None) -> None:
+                    rw_ratio: Mapping[str, float], path: Path, paper: Mapping[str, float] | None = None,
+                    bottleneck: Mapping[str, str] | None = None) -> None:
     """Three panels: relative IOPS per NAND (Fig. 3, with Table 2's 3D CT TLC marks), the sensitivity
-    cases (Fig. 5), and 3D CT TLC's gain against the NAND read/write ratio of each workload (Fig. 6)."""
+    cases (Fig. 5), and 3D CT TLC's gain against the NAND read/write ratio of each workload (Fig. 6);
+    ``bottleneck`` (workload → resource) labels the points and leaves those not bound by the dies hollow."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -94,7 +95,8 @@ def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str,
     ax.set_xticks(x, ws, fontsize=8)
     ax.set_ylabel("IOPS / IOPS of 2D FG MLC")
     ax.set_title("NAND type behind the SCM")
-    ax.legend(fontsize=7, ncols=2)
+    ax.set_ylim(0, 1.35)
+    ax.legend(fontsize=7, ncols=3, loc="upper center")
     ax = axes[1]
     cases = list(change)
     width = 0.8 / len(cases)
@@ -109,8 +111,10 @@ def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str,
     pts = [(rw_ratio[w], 100 * (rel[w]["3d_ct_tlc"] - 1), w) for w in ws
            if rw_ratio.get(w) is not None and np.isfinite(rw_ratio[w]) and rw_ratio[w] > 0]
     for r, g, w in pts:
-        ax.scatter(r, g, color="C3")
-        ax.annotate(w, (r, g), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        b = (bottleneck or {}).get(w, "die")
+        ax.scatter(r, g, color="C3" if b == "die" else "none", edgecolors="C3")
+        ax.annotate(w if b == "die" else f"{w} ({b}-bound)", (r, g), fontsize=7, xytext=(3, 3),
+                    textcoords="offset points")
     ax.set_xscale("log")
     ax.axhline(0.0, color="grey", lw=0.8)
     ax.set_xlabel("NAND page reads / pages programmed (2D FG MLC drive)")
