@@ -39,7 +39,7 @@ PAPER_TABLE2 = {"prxy_0": 6.7, "proj_0": 7.1, "hm_0": 5.3, "web_1": 6.4, "prxy_1
                 "src2_1": 3.6}
 WRITE_INTENSIVE = ("prxy_0", "proj_0", "hm_0", "web_1")
 #: a synthetic stream grows to at most max(MAX_GROWTH × measured requests, MAX_STREAM) requests to warm up
-MAX_GROWTH, MAX_STREAM = 10, 2_000_000
+MAX_GROWTH, MAX_STREAM = 10, 200_000
 MAX_SETTLE = 4  # the settling part of the warm-up lasts at most this many times the measured requests
 
 

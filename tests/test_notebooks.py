@@ -26,8 +26,9 @@ NOTEBOOKS = {
     "03_steady_state.ipynb": "N_BLOCKS = 256; ROUNDS = 6; SPARES = [0.1, 0.2, 0.3]; PAGES = [16, 64]; "
                              "FILL_SETS = 24",
     "04_qd1_boot.ipynb": "PROBE = 200; QD_REQUESTS = 2000",
-    "05_hybrid_nand.ipynb": "REQUESTS = 3000; WORKLOADS = ['prxy_0', 'web_1', 'proj_3']; LAT_GRID = 3; "
-                            "MAP_WORKLOADS = ['web_1']",
+    # a small SCM (2 % / 4 % of the footprint) fills and turns over within a few thousand requests
+    "05_hybrid_nand.ipynb": "REQUESTS = 3000; WORKLOADS = ['proj_0', 'web_1', 'proj_3']; LAT_GRID = 3; "
+                            "MAP_WORKLOADS = ['web_1']; SCM_RATIOS = [0.02, 0.04]",
 }
 
 
