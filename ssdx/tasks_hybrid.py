@@ -352,7 +352,11 @@ def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
     summary = {
         "sweep": sweep.get("name"), "n_configs": len(df), "wall_s": wall, "scm_ratio": ref,
         "scm_basis": want_basis, "relative_iops": rel,
-        "best_nand": by_ratio[size_key(want_basis, ref)]["best_nand"], "nand_counts": counts,
+        "best_nand": by_ratio[size_key(want_basis, ref)]["best_nand"],
+        "best_nand_ties": {w: sorted(n for n, x in v.items()
+                                     if x >= max(v.values()) * (1 - TIE_PERCENT / 100))
+                           for w, v in rel.items()},
+        "nand_counts": counts,
         "utilisation": utilisation(at), "steady_state": steady_state(df),
         "by_scm_ratio": by_ratio, "findings": {**findings(rel, counts),
                                                "balance_read_write_ratio": balance_ratio(cfg["hybrid"])},

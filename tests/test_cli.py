@@ -9,6 +9,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from ssdx.params import ConfigError
+
 REVIEW = [("pslc", 691.0, 6579.0), ("direct_native", 868.0, 2159.0), ("folding", 2000.0, 863.0)]
 
 
@@ -101,3 +103,25 @@ def test_nand_override_is_reported_and_review_curve_not_drawn_over_it(tmp_path):
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["nand"] == "qlc"
     assert s["phases"][0]["end_gb"] == pytest.approx(2000 / 4, rel=1e-3)  # QLC: pSLC holds U/4
+
+
+def test_a_mistyped_config_name_is_refused_in_every_group(tmp_path):
+    """``experiment`` is optional in the defaults list, so Hydra ignored a wrong name there and ran the
+    default sweep; now every group refuses one with its valid names, exit 2, before any compute."""
+    r = ssdx("experiment=aldrin_fill", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2
+    assert "'experiment'" in r.stderr and "aldrin_fill" in r.stderr and "aldrin_pro_fill" in r.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_check_choices_reads_group_overrides():
+    from ssdx.cli.main import check_choices, group_options
+
+    opts = group_options()
+    assert "aldrin_pro_fill" in opts["experiment"] and "nand_per_workload" in opts["sweep"]
+    check_choices(["experiment=aldrin_pro_fill", "drive.channels=4", "+thermal=heatsink", "-m",
+                   "sweep=quick,slc_design", "experiment=null", "hydra.run.dir=x=y"], opts)
+    for bad in ("sweep=quick,slc_desing", "+thermal=heatsnk", "nand=qcl", "runner=rayy"):
+        with pytest.raises(ConfigError) as e:
+            check_choices([bad], opts)
+        assert bad.split("=")[0].lstrip("+") in str(e.value)

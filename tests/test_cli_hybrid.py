@@ -24,6 +24,7 @@ def test_nand_per_workload_sweep_contract(tmp_path):
         assert sorted(s["relative_iops"][w]) == sorted(NANDS)
         assert s["relative_iops"][w]["2d_fg_mlc"] == 1.0
         assert s["best_nand"][w] in NANDS
+        assert s["best_nand"][w] in s["best_nand_ties"][w] and set(s["best_nand_ties"][w]) <= set(NANDS)
         for n in NANDS:
             c = s["nand_counts"][w][n]
             assert c["nand_reads"] > 0 and c["nand_writes"] >= 0  # a cold SCM misses its first reads

@@ -18,11 +18,14 @@ Contract (kept stable for checks):
   (``relative_iops``, ``best_nand``, ``nand_counts``, per SCM ratio), ``relative_iops.png``.
 * ``ssdx experiment=hybrid_sensitivity hydra.run.dir=DIR`` — ``summary.json`` (``sensitivity``),
   ``sensitivity.png``.
+* ``ssdx experiment=hybrid_validate hydra.run.dir=DIR`` — ``summary.json`` (``findings: [{name, holds,
+  detail}]``, ``relative_iops``, ``utilisation``, ``steady_state``), ``validation.png``.
 * ``ssdx sweep=NAME runner=ray [runner.address=auto] hydra.run.dir=DIR`` — the same outputs through Ray.
 * ``ssdx sweep=NAME logger=wandb hydra.run.dir=DIR`` — the same outputs and an offline W&B run in DIR/wandb.
 * Re-running ``ssdx sweep=NAME hydra.run.dir=DIR`` on a finished or interrupted DIR resumes; a changed
   sweep there exits with status 2 naming what changed.  Chunks that fail after their retries exit 1.
-* A bad value exits with status 2 and a one-paragraph message naming field, value and rule.
+* A bad value exits with status 2 and a one-paragraph message naming field, value and rule; so does a
+  config name that no group holds (``experiment=aldrin_fill``), with the group's valid names.
 """
 
 from __future__ import annotations
@@ -48,6 +51,31 @@ def register_sweeps() -> None:
     cs = ConfigStore.instance()
     for path in sorted(sweeps_dir().glob("*.yaml")):
         cs.store(group="sweep", name=path.stem, node=OmegaConf.load(path))
+
+
+def group_options() -> dict[str, list[str]]:
+    """Every config group of ``conf/`` (and ``sweep``) with the names it holds (its YAML files)."""
+    out = {d.name: sorted(p.stem for p in d.glob("*.yaml")) for d in conf_dir().iterdir() if d.is_dir()}
+    out["sweep"] = sorted(p.stem for p in sweeps_dir().glob("*.yaml"))
+    return out
+
+
+def check_choices(argv: list[str], options: dict[str, list[str]] | None = None) -> None:
+    """Refuse a command-line choice of a config group that names none of its options (``group=NAME`` or
+    ``+group=NAME``; comma-separated names under ``-m``).  Hydra refuses most, but ignores a wrong name in
+    an optional group (``experiment``), which would then run the default job."""
+    options = group_options() if options is None else options
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, value = arg.split("=", 1)
+        group = key.lstrip("+")
+        if group not in options or value in ("", "null"):
+            continue
+        for name in value.split(","):
+            if name not in options[group]:
+                raise ConfigError(group, name, f"must name a config of the '{group}' group: "
+                                  f"{', '.join(options[group])}")
 
 
 def _out_dir(cfg: DictConfig) -> Path:
@@ -91,8 +119,9 @@ def run(cfg: DictConfig) -> None:
             nands = list(tasks_hybrid.TABLE1)
             print(f'  {"workload":<8} ' + " ".join(f"{n:>10}" for n in nands) + "  best")
             for w, rel in s["relative_iops"].items():
+                ties = s["best_nand_ties"][w]
                 print(f"  {w:<8} " + " ".join(f"{rel.get(n, float('nan')):10.3f}" for n in nands)
-                      + f'  {s["best_nand"][w]}')
+                      + f'  {s["best_nand"][w] if len(ties) == 1 else "tie: " + ", ".join(ties)}')
             print(f"outputs: {out / 'results.parquet'}, {out / 'summary.json'}, {out / 'relative_iops.png'}")
         elif cfg.task == "hybrid_sensitivity":
             from ssdx import tasks_hybrid
@@ -264,6 +293,11 @@ def host_devices(env: dict | None = None, cores: int | None = None) -> None:
 def main() -> None:
     """Console script ``ssdx``."""
     host_devices()
+    try:
+        check_choices(sys.argv[1:])
+    except ConfigError as e:
+        print(f"ssdx: {e}", file=sys.stderr)
+        sys.exit(2)
     schema.register()
     register_sweeps()
     hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(run)()
