@@ -34,7 +34,7 @@ from ssdx.tasks import _write_json, trace_reader
 
 TABLE1 = catalog.TABLE1_NAND
 BASELINE = "2d_fg_mlc"
-#: seeds/001 Table 2: IOPS of SCM/3D CT TLC relative to SCM/2D FG MLC, percent
+#: Fukuchi et al. Table 2: IOPS of SCM/3D CT TLC relative to SCM/2D FG MLC, percent
 PAPER_TABLE2 = {"prxy_0": 6.7, "proj_0": 7.1, "hm_0": 5.3, "web_1": 6.4, "prxy_1": -0.1, "proj_3": 1.9,
                 "src2_1": 3.6}
 WRITE_INTENSIVE = ("prxy_0", "proj_0", "hm_0", "web_1")
@@ -400,7 +400,8 @@ def _plain(x: Any) -> Any:
 
 def findings(rel: Mapping[str, Mapping[str, float]],
              counts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The paper's findings checked on ``rel`` (seeds/001 §3, REFERENCE §2)."""
+    """The paper's findings as summary figures of ``rel`` (Fukuchi et al. §3; :func:`validation_findings`
+    checks them)."""
     ws = [w for w in rel if all(n in rel[w] for n in TABLE1)]
     if not ws:
         return {}
@@ -438,7 +439,7 @@ def balance_ratio(h: Mapping[str, Any], a: str = "3d_ct_tlc", b: str = BASELINE)
 
 def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
                     executor=None) -> dict[str, Any]:
-    """seeds/001 Fig. 5: change one 3D CT TLC characteristic at a time to 2D FG MLC's; ``summary.json``
+    """Fukuchi et al. Fig. 5: change one 3D CT TLC characteristic at a time to 2D FG MLC's; ``summary.json``
     with ``sensitivity`` (largest absolute IOPS change, percent, over the workloads) and
     ``sensitivity.png``."""
     from ssdx import catalog
