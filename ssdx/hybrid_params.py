@@ -18,7 +18,8 @@ Fields:
   rate and command overhead).
 * ``scm_ratio`` and ``scm_basis`` — SCM capacity as a fraction of the workload's footprint (distinct bytes
   it touches; ``scm_basis: footprint``) or of the NAND tier's capacity ``nand_capacity_gib``
-  (``scm_basis: nand``; hybrid SSD studies of the same group put SCM at 1.5-10 % of the NAND).
+  (``scm_basis: nand``; 1.5-10 % of the NAND is a range other SCM/NAND hybrid SSD studies of the same
+  group are said to use, not checked here against a specific paper).
 * ``scm_banks`` — independently busy SCM banks; 4 KiB lines interleave over them by address.  Table 1
   gives one access time (100 ns per 512 B sector) and no organisation: one bank is the assumption.
 * ``threshold`` — NV-WB trigger: data moves from SCM to NAND while free SCM space is at or below this
@@ -186,12 +187,13 @@ def validate(cols: Mapping, footprint_bytes: np.ndarray, report: list | None = N
                           "one value per batch (it sizes the SCM table)")
     if not np.isin(names, list(catalog.NAND)).all():
         return
-    wu = np.array([nand_values(cols, i)["write_unit_kib"] * KIB for i in range(n)])
+    nv = [nand_values(cols, i) for i in range(n)]
+    wu = np.array([v["write_unit_kib"] * KIB for v in nv])
     _check(cols, "hybrid.write_unit_kib", wu % UNIT_BYTES == 0,
            f"the write unit must be a whole number of {UNIT_BYTES // KIB} KiB lines", wu / KIB, report)
     if not np.isin(np.asarray(cols["hybrid.block_staging"]).astype(str), STAGING).all():
         return
-    unit = gathering_unit_bytes(cols)
+    unit = gathering_unit_bytes(cols, nv)
     cap = capacity_lines(cols, footprint_bytes)
     _check(cols, "hybrid.scm_ratio", thr * cap * UNIT_BYTES >= unit,
            "the SCM's threshold space (threshold x capacity) must hold one gathering unit (the write unit, "
@@ -199,19 +201,15 @@ def validate(cols: Mapping, footprint_bytes: np.ndarray, report: list | None = N
            report=report)
 
 
-def gathering_unit_bytes(cols: Mapping) -> np.ndarray:
-    """Bytes gathered in SCM before one NAND program, per configuration: the write unit under ``whole``
-    staging; under ``progressive`` one word line (``bits_per_cell`` pages: one-shot programming) or the
-    write unit if smaller — a block-unit NAND fills an open block per die word line by word line."""
-    n = len(cols["hybrid.nand"])
-    staging = np.asarray(cols["hybrid.block_staging"]).astype(str)
-    out = np.empty(n)
-    for i in range(n):
-        v = nand_values(cols, i)
-        wu = v["write_unit_kib"] * KIB
-        wl = v["bits_per_cell"] * v["page_bytes"]
-        out[i] = min(wu, max(wl, UNIT_BYTES)) if staging[i] == "progressive" else wu
-    return out
+def gathering_unit_bytes(cols: Mapping, nv: Sequence[Mapping[str, float]]) -> np.ndarray:
+    """Bytes gathered in SCM before one NAND program, per configuration (``nv``: :func:`nand_values` of each):
+    the write unit under ``whole`` staging; under ``progressive`` one word line (``bits_per_cell`` pages:
+    one-shot programming) or the write unit if smaller — a block-unit NAND fills an open block per die word
+    line by word line."""
+    wu = np.array([v["write_unit_kib"] * KIB for v in nv])
+    wl = np.array([max(v["bits_per_cell"] * v["page_bytes"], UNIT_BYTES) for v in nv])
+    progressive = np.asarray(cols["hybrid.block_staging"]).astype(str) == "progressive"
+    return np.where(progressive, np.minimum(wu, wl), wu)
 
 
 def capacity_lines(cols: Mapping, footprint_bytes: np.ndarray) -> np.ndarray:
@@ -259,7 +257,7 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], dtype=np.float32) -> 
     cap = capacity_lines(cols, footprint_bytes)
     sets = cap // ways
     page_units = np.array([v["page_bytes"] / UNIT_BYTES for v in nv])
-    unit = gathering_unit_bytes(cols) / UNIT_BYTES
+    unit = gathering_unit_bytes(cols, nv) / UNIT_BYTES
     dies = _num(cols, "hybrid.channels") * _num(cols, "hybrid.dies_per_channel")
     t_page = np.array([t for t, _ in tp])
     ifaces = [catalog.interface(str(x)) for x in np.asarray(cols["hybrid.interface"])]

@@ -481,9 +481,9 @@ def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True
     return summary
 
 
-#: Fig. 5 cases of Fukuchi et al.: 3D CT TLC with one characteristic set to 2D FG MLC's
 def sensitivity_cases() -> dict[str, dict[str, float]]:
-    """``{case: {override field: value}}`` for the block-size, latency and write-unit cases."""
+    """Fukuchi et al.'s Fig. 5 cases, 3D CT TLC with one characteristic set to 2D FG MLC's: ``{case:
+    {override field: value}}`` for block size, latency (program, read, erase) and write unit."""
     from ssdx import catalog
 
     mlc = catalog.nand(BASELINE)

@@ -481,7 +481,6 @@ def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, counts: Mapping[
         "scm_utilisation": acc["scm_busy"] / (span * counts["banks"]),
         "link_utilisation": acc["link_busy"] / span,
     }
-    out["die_utilisation_mean"] = out["die_utilisation"]
     util = np.stack([out[f"{r}_utilisation"] for r in RESOURCES], axis=1)
     out["bottleneck"] = np.argmax(util, axis=1).astype(np.float64)
     halves = acc["half_count"] / np.maximum(acc["half_elapsed"], 1e-30)

@@ -19,6 +19,25 @@ import pandas as pd
 
 
 @numba.njit(cache=True)
+def fenwick_prefix(tree: np.ndarray, i: int) -> int:  # pragma: no cover - compiled
+    """Sum of the first ``i`` entries of the Fenwick tree (1-based) ``tree``."""
+    s = 0
+    while i > 0:
+        s += tree[i]
+        i -= i & -i
+    return s
+
+
+@numba.njit(cache=True)
+def fenwick_add(tree: np.ndarray, i: int, delta: int) -> None:  # pragma: no cover - compiled
+    """Add ``delta`` to entry ``i`` (1-based) of the Fenwick tree ``tree``."""
+    cap = tree.shape[0] - 1
+    while i <= cap:
+        tree[i] += delta
+        i += i & -i
+
+
+@numba.njit(cache=True)
 def compact_slots(tree: np.ndarray, slot_key: np.ndarray, slot: np.ndarray) -> int:  # pragma: no cover
     """Renumber the live slots (``slot_key >= 0``) to ``0 .. j-1`` keeping their order, point ``slot`` of
     each key at its new slot and rebuild the Fenwick tree (1-based) with one mark per live slot in O(len);
@@ -63,22 +82,11 @@ def _distances(dense: np.ndarray, n_keys: int) -> np.ndarray:  # pragma: no cove
         if p < 0:
             out[t] = -1
         else:
-            s = 0  # marks in slots <= p
-            i = p + 1
-            while i > 0:
-                s += tree[i]
-                i -= i & -i
-            out[t] = marks - s  # marks after p: distinct keys requested since
-            i = p + 1
-            while i <= cap:
-                tree[i] -= 1
-                i += i & -i
+            out[t] = marks - fenwick_prefix(tree, p + 1)  # marks after p: distinct keys requested since
+            fenwick_add(tree, p + 1, -1)
             slot_key[p] = -1
             marks -= 1
-        i = nxt + 1
-        while i <= cap:
-            tree[i] += 1
-            i += i & -i
+        fenwick_add(tree, nxt + 1, 1)
         slot_key[nxt] = k
         slot[k] = nxt
         nxt += 1

@@ -93,7 +93,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ssdx.workloads.lru import compact_slots
+from ssdx.workloads.lru import compact_slots, fenwick_add, fenwick_prefix
 from ssdx.workloads.traces import READ, WRITE, Chunk
 
 PAGE = 4096
@@ -302,16 +302,10 @@ def _walk(order: np.ndarray, head_depth: np.ndarray, run_len: np.ndarray, is_hea
     slot = np.empty(k_obj, np.int64)
     for i in range(k_obj):
         slot_key[i] = order[i]
-        slot[order[i]] = i
-        tree[i + 1] = 1
-    for i in range(1, cap + 1):
-        j = i + (i & -i)
-        if j <= cap:
-            tree[j] += tree[i]
     top = 1
     while top * 2 <= cap:
         top *= 2
-    nxt = k_obj
+    nxt = compact_slots(tree, slot_key, slot)  # slots 0 .. k_obj-1 in the initial order, one mark each
     obj = np.empty(n, np.int64)
     depth = np.empty(n, np.int64)
     prev = 0
@@ -335,21 +329,10 @@ def _walk(order: np.ndarray, head_depth: np.ndarray, run_len: np.ndarray, is_hea
         else:
             o = prev + 1
         p = slot[o]
-        s = 0
-        i = p + 1
-        while i > 0:
-            s += tree[i]
-            i -= i & -i
-        depth[t] = k_obj - s
-        i = p + 1
-        while i <= cap:
-            tree[i] -= 1
-            i += i & -i
+        depth[t] = k_obj - fenwick_prefix(tree, p + 1)
+        fenwick_add(tree, p + 1, -1)
         slot_key[p] = -1
-        i = nxt + 1
-        while i <= cap:
-            tree[i] += 1
-            i += i & -i
+        fenwick_add(tree, nxt + 1, 1)
         slot_key[nxt] = o
         slot[o] = nxt
         nxt += 1
