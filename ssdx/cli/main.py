@@ -53,18 +53,52 @@ def register_sweeps() -> None:
         cs.store(group="sweep", name=path.stem, node=OmegaConf.load(path))
 
 
-def group_options() -> dict[str, list[str]]:
-    """Every config group of ``conf/`` (and ``sweep``) with the names it holds (its YAML files)."""
-    out = {d.name: sorted(p.stem for p in d.glob("*.yaml")) for d in conf_dir().iterdir() if d.is_dir()}
-    out["sweep"] = sorted(p.stem for p in sweeps_dir().glob("*.yaml"))
-    return out
+def user_config_dirs(argv: list[str]) -> list[Path]:
+    """The user's own config directories named on the command line, in order: ``--config-dir DIR``
+    (``-cd DIR``, ``--config-dir=DIR``) and the ``file://`` entries (or plain paths) of
+    ``hydra.searchpath=[...]``.  Each holds groups as ``conf/`` does (``DIR/drive/NAME.yaml``,
+    ``DIR/sweep/NAME.yaml``, ...); ``pkg://`` entries name packages, not directories, and are skipped."""
+    dirs: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg in ("--config-dir", "-cd"):
+            dirs.append(next(it, ""))
+        elif arg.startswith("--config-dir="):
+            dirs.append(arg.split("=", 1)[1])
+        elif arg.lstrip("+").startswith("hydra.searchpath="):
+            value = arg.split("=", 1)[1].strip().strip("[]")
+            for entry in (e.strip().strip("'\"") for e in value.split(",")):
+                if entry and not entry.startswith("pkg://"):
+                    dirs.append(entry.removeprefix("file://"))
+    return [Path(d).expanduser() for d in dirs if d]
+
+
+def group_options(extra_dirs: list[Path] | None = None) -> dict[str, list[str]]:
+    """Every config group of ``conf/`` (and ``sweep``) with the names it holds (its YAML files), together
+    with those of the user's config directories ``extra_dirs``."""
+    out: dict[str, set[str]] = {}
+    roots = [conf_dir(), *(extra_dirs or [])]
+    for root in roots:
+        if root.is_dir():
+            for d in root.iterdir():
+                if d.is_dir():
+                    out.setdefault(d.name, set()).update(p.stem for p in d.glob("*.yaml"))
+    out.setdefault("sweep", set()).update(p.stem for p in sweeps_dir().glob("*.yaml"))
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def check_choices(argv: list[str], options: dict[str, list[str]] | None = None) -> None:
     """Refuse a command-line choice of a config group that names none of its options (``group=NAME`` or
     ``+group=NAME``; comma-separated names under ``-m``).  Hydra refuses most, but ignores a wrong name in
-    an optional group (``experiment``), which would then run the default job."""
-    options = group_options() if options is None else options
+    an optional group (``experiment``), which would then run the default job.  The user's config
+    directories (:func:`user_config_dirs`) count as the package's; one that does not exist is refused."""
+    if options is None:
+        extra = user_config_dirs(argv)
+        for d in extra:
+            if not d.is_dir():
+                raise ConfigError("hydra.searchpath", str(d), "must name an existing config directory "
+                                  "(file://DIR or --config-dir DIR, holding e.g. DIR/drive/NAME.yaml)")
+        options = group_options(extra)
     for arg in argv:
         if arg.startswith("-") or "=" not in arg:
             continue
