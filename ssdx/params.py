@@ -11,6 +11,28 @@ Two representations of a configuration:
 
 Validation runs once, on the host, on the columns, before any compute.  A violation raises
 :class:`ConfigError`, whose message names the field, the offending value and the rule.
+
+pSLC write-cache fields (the accounting of each mode is in ``ssdx.models.fluid``):
+
+* ``drive.slc_mode`` — one of :data:`SLC_MODES`: ``dynamic`` (pSLC lent from free user space),
+  ``static`` (a fixed pSLC region outside the native region), ``pure_slc``, ``pure_native`` and
+  ``hybrid`` (a static region plus a dynamic one: Samsung's Intelligent TurboWrite, a fixed 6 GB
+  buffer and, on the 4 TB 870 QVO, up to 72 GB more when needed — Samsung's figures as quoted by
+  KitGuru, "Samsung SSD 870 QVO 4TB Review", 2020; the extra region is used once the fixed one is
+  exceeded, per The SSD Review, "Samsung 860 QVO SSD Review (1TB/2TB) – Every Little Bit Counts",
+  2018, on the same scheme of the 860 QVO).  The integer code of a mode is its index in
+  :data:`SLC_MODES`; ``hybrid`` was appended last so older codes are unchanged.
+* ``drive.static_slc_gb`` — host GB (1e9 bytes) the static region holds (``static`` and ``hybrid``;
+  it costs ``bits x`` as much raw NAND, which must fit next to the user capacity).
+* ``drive.max_dynamic_slc_gb`` — host GB the *dynamic* pSLC region may hold at most (``dynamic`` and
+  ``hybrid``; the firmware never lends more than ``bits x`` this much raw space); ``0`` = uncapped,
+  the default.  Ignored by the modes without a dynamic region, as ``static_slc_gb`` is by ``dynamic``.
+* ``drive.idle_fold_mb_s`` — MB/s (1e6 bytes/s) of pSLC data the firmware folds to native blocks
+  while the host is idle (cache recovery); ``0`` = the die- and bus-limited rate
+  ``ssdx.models.fluid.rates`` derives, the default.  A set rate is taken as given.
+
+The last two are optional in a config mapping (:data:`DRIVE_DEFAULTS`), so older presets and
+configs load unchanged.
 """
 
 from __future__ import annotations
@@ -24,9 +46,10 @@ import jax
 import numpy as np
 
 from ssdx import catalog
-from ssdx.units import GB, KIB, gbit_die_to_bytes
+from ssdx.units import GB, KIB, MB, gbit_die_to_bytes
 
-SLC_MODES = ("dynamic", "static", "pure_slc", "pure_native")
+#: pSLC cache policies; a mode's integer code is its index (append new modes at the end)
+SLC_MODES = ("dynamic", "static", "pure_slc", "pure_native", "hybrid")
 PATTERNS = ("sequential", "random")
 NAND_OVERRIDES = ("t_prog_us", "t_read_us", "t_erase_us", "t_prog_slc_us", "t_read_slc_us")
 
@@ -72,7 +95,10 @@ class Drive:
 
     ``slc_mode`` is an integer code into :data:`SLC_MODES`; ``dram`` is 1.0 or 0.0.
     ``host_bytes_per_s`` is the interface's usable payload rate; ``bus_bytes_per_s`` the summed
-    NAND channel rate after ``bus_efficiency``.
+    NAND channel rate after ``bus_efficiency``.  ``static_slc_bytes``: host bytes of the static pSLC
+    region; ``max_dynamic_slc_bytes``: host bytes the dynamic pSLC region may hold (0 = uncapped);
+    ``idle_fold_bytes_per_s``: idle cache-recovery rate, bytes/s (0 = derived,
+    ``ssdx.models.fluid.rates``).  All plain float leaves (differentiable).
     """
 
     nand: Nand
@@ -89,6 +115,8 @@ class Drive:
     slc_mode: Any
     static_slc_bytes: Any
     fold_efficiency: Any
+    max_dynamic_slc_bytes: Any
+    idle_fold_bytes_per_s: Any
 
 
 @_pytree
@@ -108,8 +136,10 @@ class Workload:
 DRIVE_FIELDS = (
     "nand", "interface", "user_capacity_gb", "die_gbit", "channels", "dies_per_channel",
     "planes_per_die", "bus_mts", "bus_efficiency", "dram", "slc_mode", "static_slc_gb",
-    "reserve_fraction", "fold_efficiency",
+    "reserve_fraction", "fold_efficiency", "max_dynamic_slc_gb", "idle_fold_mb_s",
 )
+#: Drive fields a config mapping may omit, with the value they then take (older presets lack them).
+DRIVE_DEFAULTS: dict[str, Any] = {"max_dynamic_slc_gb": 0.0, "idle_fold_mb_s": 0.0}
 WORKLOAD_FIELDS = (
     "pattern", "block_kib", "queue_depth", "prefill_fraction", "fill_fraction", "burst_gb", "idle_s",
 )
@@ -122,6 +152,8 @@ BOUNDS: dict[str, tuple[float, float, bool, str]] = {
     "drive.die_gbit": (1.0, 1e5, False, "die density, binary Gbit"),
     "drive.bus_mts": (10.0, 1e5, False, "NAND bus transfer rate, MT/s"),
     "drive.static_slc_gb": (0.0, 1e6, False, "static pSLC size, GB"),
+    "drive.max_dynamic_slc_gb": (0.0, 1e6, False, "cap on the dynamic pSLC region, GB; 0 = uncapped"),
+    "drive.idle_fold_mb_s": (0.0, 1e6, False, "idle cache-recovery rate, MB/s; 0 = derived"),
     "workload.block_kib": (0.5, 1e6, False, "host command size, KiB"),
     "workload.queue_depth": (1, 65536, True, "outstanding commands"),
     "workload.burst_gb": (0.0, 1e6, False, "GB between idle gaps; 0 = none"),
@@ -130,10 +162,16 @@ BOUNDS: dict[str, tuple[float, float, bool, str]] = {
 
 
 def columns_from_config(drive: Mapping, workload: Mapping, nand: Mapping | None = None) -> dict:
-    """Flatten config mappings (Hydra nodes or dicts) into one-row columns."""
+    """Flatten config mappings (Hydra nodes or dicts) into one-row columns.
+
+    Every field is required except the drive fields of :data:`DRIVE_DEFAULTS`, which take their default.
+    """
     cols: dict[str, np.ndarray] = {}
     for prefix, node, fields in (("drive", drive, DRIVE_FIELDS), ("workload", workload, WORKLOAD_FIELDS)):
         for f in fields:
+            if prefix == "drive" and f not in node and f in DRIVE_DEFAULTS:
+                cols[f"{prefix}.{f}"] = np.asarray([DRIVE_DEFAULTS[f]])
+                continue
             if f not in node:
                 raise ConfigError(f"{prefix}.{f}", None, "the field is required")
             cols[f"{prefix}.{f}"] = np.asarray([node[f]])
@@ -249,16 +287,17 @@ def validate(cols: Mapping, report: list | None = None) -> None:
            report=report)
 
     bits = Codes(nand_names(cols)).map(lambda x: getattr(catalog.NAND.get(x), "bits_per_cell", 0))
-    needs_multibit = np.isin(mode, ["dynamic", "static", "pure_slc"])
+    needs_multibit = np.isin(mode, ["dynamic", "static", "pure_slc", "hybrid"])
     _check(cols, "drive.slc_mode", ~needs_multibit | (bits >= 2),
            "pSLC modes need a multi-bit NAND (bits per cell >= 2); use pure_native for SLC", mode, report)
     static = _num(cols, "drive.static_slc_gb")
-    _check(cols, "drive.static_slc_gb", (mode != "static") | (static > 0), "static mode needs a size > 0",
-           report=report)
+    has_static = np.isin(mode, ["static", "hybrid"])
+    _check(cols, "drive.static_slc_gb", ~has_static | (static > 0),
+           "static and hybrid modes need a static pSLC size > 0", report=report)
     raw = _raw_bytes(cols)
     usable = raw * (1 - _num(cols, "drive.reserve_fraction"))
     user = _num(cols, "drive.user_capacity_gb") * GB
-    static_raw = np.where(mode == "static", static * GB * bits, 0.0)
+    static_raw = np.where(has_static, static * GB * bits, 0.0)
     _check(cols, "drive.user_capacity_gb", user + static_raw <= usable * (1 + 1e-9),
            "user capacity (+ bits x static pSLC size) must fit in raw NAND x (1 - reserve); raw = "
            "channels x dies_per_channel x die_gbit", report=report)
@@ -329,6 +368,8 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
         slc_mode=c(mode.map(SLC_MODES.index)),
         static_slc_bytes=c(_num(cols, "drive.static_slc_gb") * GB),
         fold_efficiency=c(_num(cols, "drive.fold_efficiency")),
+        max_dynamic_slc_bytes=c(_num(cols, "drive.max_dynamic_slc_gb") * GB),
+        idle_fold_bytes_per_s=c(_num(cols, "drive.idle_fold_mb_s") * MB),
     )
     workload = Workload(
         random=c(np.asarray(cols["workload.pattern"]).astype(str) == "random"),

@@ -85,6 +85,8 @@ class DriveConf:
     static_slc_gb: float = 0.0
     reserve_fraction: float = 0.005
     fold_efficiency: float = 0.6
+    max_dynamic_slc_gb: float = 0.0  # GB the dynamic pSLC region may hold (dynamic, hybrid); 0 = uncapped
+    idle_fold_mb_s: float = 0.0  # idle cache-recovery rate, MB/s; 0 = derived from the dies and bus
     power: PowerConf = field(default_factory=PowerConf)
 
 

@@ -8,8 +8,9 @@ One drive per call; sweeps ``vmap`` :func:`metrics`.  Each step of ``dt`` second
    a power-state limit (``ssdx.models.power.rate_under_cap``);
 3. the host writes for ``dt``: the time is spent in pSLC while the cache has room, then in direct
    native writes while free blocks remain, then folding — the same capacity accounting as the fluid
-   engine (``ssdx.models.fluid.Plan``), integrated over time instead of over bytes — until the run's
-   bytes (``fluid.total_bytes``) are written, after which the drive idles;
+   engine (``ssdx.models.fluid.slc_room``/``native_room``: every pSLC mode, the dynamic-region cap),
+   integrated over time instead of over bytes — until the run's bytes (``fluid.total_bytes``) are
+   written, after which the drive idles;
 4. the step's mean power per node heats the RC network (``ssdx.models.thermal.advance``, exact for
    power constant over the step).
 
@@ -98,12 +99,12 @@ def write_for(p: fluid.Plan, rates: tuple, s, n, raw, dt, remaining):
     Returns new ``(s, n, raw)``, the bytes of each mode (3-tuple) and the busy seconds.
     """
     zero = jnp.zeros_like(dt)
-    room_slc = jnp.maximum(p.slc_a - p.slc_cs * s - p.slc_craw * raw, zero)
+    room_slc = jnp.maximum(fluid.slc_room(p, s, raw), zero)
     a_slc = jnp.minimum(jnp.minimum(room_slc, rates[0] * dt), remaining)
     raw = raw + p.bits * a_slc
     left = jnp.maximum(dt - a_slc / rates[0], zero)
     remaining = remaining - a_slc
-    room_nat = jnp.maximum(p.nat_c - p.nat_dn * n - p.nat_draw * raw, zero)
+    room_nat = jnp.maximum(fluid.native_room(p, n, raw), zero)
     a_dir = jnp.minimum(jnp.minimum(room_nat, rates[1] * left), remaining)
     left = jnp.maximum(left - a_dir / rates[1], zero)
     remaining = remaining - a_dir

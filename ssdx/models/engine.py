@@ -50,12 +50,14 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    backlog − buffer/ρ)``, i.e. once the data ahead of it fits in the buffer (FIFO fluid buffer).
 
 **pSLC accounting** reuses the fluid engine's (``ssdx.models.fluid.plan``/``init``): the rooms of the
-pSLC cache and of direct native writes at the start, and the same affine room coefficients as bytes are
-written, so a replayed write stream switches program timing exactly where a fill would.  Idle time
-(all dies idle before an arrival) folds pSLC data back at ``fluid.rates().idle_fold``.  pure_slc drives
-keep pSLC timing and pure_native drives native timing when their room runs out (overwrites; garbage
-collection is the GC model's concern, ``ssdx.models.gc`` — this engine replays a drive whose free blocks
-the accounting provides).  Reads cost native ``t_read`` (preconditioned data sits in native blocks).
+pSLC cache (and its dynamic-region cap, ``room_cap0``) and of direct native writes at the start, and the
+same affine room coefficients as bytes are written, so a replayed write stream switches program timing
+exactly where a fill would, in every pSLC mode (``hybrid`` and a capped ``dynamic`` included).  Idle time
+(all dies idle before an arrival) folds pSLC data back at ``fluid.rates().idle_fold`` (the drive's
+``idle_fold_bytes_per_s`` when set).  pure_slc drives keep pSLC timing and pure_native drives native
+timing when their room runs out (overwrites; garbage collection is the GC model's concern,
+``ssdx.models.gc`` — this engine replays a drive whose free blocks the accounting provides).  Reads
+cost native ``t_read`` (preconditioned data sits in native blocks).
 
 **Outputs** per configuration (:class:`Acc`, summed per chunk): requests, bytes, latency sums and a
 latency histogram (log-spaced, :data:`BINS_PER_DECADE` bins per decade from 0.1 µs to 100 s) per
@@ -125,6 +127,7 @@ class Plan(NamedTuple):
     t_unit: jax.Array  # (3,) s per program unit in pSLC / direct native / folding mode
     idle_fold_rate: jax.Array  # bytes/s
     room_slc0: jax.Array
+    room_cap0: jax.Array  # pSLC room under the dynamic-region cap at the start, bytes; +inf when uncapped
     room_nat0: jax.Array
     s0: jax.Array
     coef: fluid.Plan
@@ -220,6 +223,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         t_unit=jnp.stack([die.slc * per_unit, die.native * per_unit, t_fold]),
         idle_fold_rate=fluid.rates(drive, workload).idle_fold * (mode != fluid.PURE_SLC),
         room_slc0=fp.slc_a - fp.slc_cs * st.slc_bytes - fp.slc_craw * st.raw_used_bytes,
+        room_cap0=fp.cap_a - fp.cap_cs * st.slc_bytes,
         room_nat0=fp.nat_c - fp.nat_dn * st.native_bytes - fp.nat_draw * st.raw_used_bytes,
         s0=st.slc_bytes, coef=fp, buffer_bytes=eng.write_buffer_bytes,
         open_loop=eng.open_loop > 0.5, time_scale=eng.time_scale, duplex=eng.duplex > 0.5,
@@ -272,9 +276,11 @@ def _per_die(p: Plan, start: jax.Array, count: jax.Array) -> jax.Array:
 
 def _place(p: Plan, ds: jax.Array, dn: jax.Array, draw: jax.Array, amount: jax.Array):
     """Split ``amount`` host bytes into pSLC, direct native and folding bytes with the fluid engine's
-    room coefficients; returns the new accounting changes ``(ds, dn, draw)`` and the three byte counts."""
+    room coefficients (``fluid.slc_room``/``native_room`` relative to the start); returns the new
+    accounting changes ``(ds, dn, draw)`` and the three byte counts."""
     f = p.coef
-    room_slc = jnp.maximum(p.room_slc0 - f.slc_cs * ds - f.slc_craw * draw, 0.0)
+    room_slc = jnp.maximum(jnp.minimum(p.room_slc0 - f.slc_cs * ds - f.slc_craw * draw,
+                                       p.room_cap0 - f.cap_cs * ds), 0.0)
     a_slc = jnp.minimum(room_slc, amount)
     draw = draw + f.bits * a_slc
     room_nat = jnp.maximum(p.room_nat0 - f.nat_dn * dn - f.nat_draw * draw, 0.0)

@@ -55,7 +55,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "map_always_hit", "unit_bytes", "units_per_block", "chan_rate", "host_rate", "cmd_s", "ctrl_s",
         "map_hit_s", "t_read", "t_map_read", "t_erase", "t_unit0", "t_unit1", "t_unit2", "idle_fold_rate",
         "room_slc0", "room_nat0", "s0", "slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw", "fold",
-        "buffer_bytes", "open_loop", "time_scale", "duplex")
+        "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw")
@@ -69,7 +69,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
 (N_DIES, N_CH, PLANES, PAGE_BYTES, PAGE_4K, CAP_4K, TPAGE_4K, MAP_SETS, ALWAYS_HIT, UNIT_BYTES, UPB,
  CHAN_RATE, HOST_RATE, CMD_S, CTRL_S, MAP_HIT_S, T_READ, T_MAP_READ, T_ERASE, T_UNIT0, T_UNIT1, T_UNIT2,
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
- OPEN_LOOP, TIME_SCALE, DUPLEX) = range(len(PLAN))
+ OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW) = range(
     len(SCALARS))
 DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS = range(len(DIES))
@@ -85,7 +85,7 @@ def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
     cols = {
         "n_ch": mask.any(1).sum(1), **{f"t_unit{i}": t_unit[:, i] for i in range(3)},
         **{k: to_host(getattr(p.coef, k), None) for k in ("slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw",
-                                                            "fold")},
+                                                            "fold", "cap_cs")},
     }
     return np.stack([cols[k] if k in cols else to_host(getattr(p, k), None) for k in PLAN], axis=1)
 
@@ -265,7 +265,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 link_tx = link_rx
             h_end = h_start + t_host
             # pSLC accounting (engine._place)
-            room_slc = max(f[ROOM_SLC0] - f[SLC_CS] * ds - f[SLC_CRAW] * draw, 0.0)
+            room_slc = max(min(f[ROOM_SLC0] - f[SLC_CS] * ds - f[SLC_CRAW] * draw,
+                               f[ROOM_CAP0] - f[CAP_CS] * ds), 0.0)
             a_slc = min(room_slc, sz)
             draw += f[BITS] * a_slc
             room_nat = max(f[ROOM_NAT0] - f[NAT_DN] * dn - f[NAT_DRAW] * draw, 0.0)

@@ -8,28 +8,53 @@ so phase boundaries fall where the capacity accounting puts them, independent of
 
 1. **pSLC** — while the cache has room (below), at ``min(host, bus, dies·planes·page / t_prog_slc)``.
 2. **direct native** — while free native blocks remain, at ``min(host, bus, dies·planes·page / t_prog)``.
-3. **folding** (dynamic mode only) — no free blocks: each host byte is programmed natively and the
-   firmware folds ``f = 1/(b-1)`` bytes of pSLC data into native blocks to free the raw space it
+3. **folding** (dynamic and hybrid modes) — no free blocks: each host byte is programmed natively and
+   the firmware folds ``f = 1/(b-1)`` bytes of pSLC data into native blocks to free the raw space it
    needs (a pSLC byte occupies ``b`` raw bytes of a ``b``-bit die, so folding ``f`` frees
    ``(b-1)·f``).  Die time per host byte is ``(1+f)/(die_native·η_fold) + f·t_read + b·f·t_erase``
    per byte, the bus carries ``1 + 2f`` bytes (fold data goes out through the controller's ECC and
    back).  ``η_fold`` (``drive.fold_efficiency``) lumps fold scheduling and controller re-encoding
    overheads we do not model one by one.
 
-Capacity accounting (``b`` = bits per cell, ``U`` = user capacity, ``R`` = raw NAND,
-``ρ`` = reserve fraction, ``s``/``n`` = host bytes held in pSLC / native blocks; raw use = ``b·s + n``):
+Capacity accounting (all in bytes: ``b`` = bits per cell, ``U`` = user capacity, ``R`` = raw NAND,
+``ρ`` = reserve fraction, ``A = R(1-ρ)`` usable raw, ``s``/``n`` = host bytes held in pSLC / native
+blocks; raw use = ``b·s + n``; ``S`` = ``drive.static_slc_bytes``; ``C`` =
+``drive.max_dynamic_slc_bytes``, host bytes the dynamic pSLC region may hold, ``+inf`` when 0):
 
 * ``dynamic``: pSLC blocks are lent from the user-capacity zone only — a pSLC write is admitted while
-  ``b·s + n + b·Δ <= U``; the over-provisioning ``R(1-ρ) - U`` is kept for native writes.  An empty
-  drive therefore caches ``U/b``; at pre-fill ``p`` it caches ``(1-p)·U/b``.  Direct native writes
-  continue while ``b·s + n < R(1-ρ)``; after that every write folds.
-* ``static``: a fixed pSLC region of ``S`` bytes (``b·S`` raw) outside the native region.
+  ``b·s + n + b·Δ <= U`` and ``s + Δ <= C``; the over-provisioning ``A - U`` is kept for native
+  writes.  pSLC room ``min((U - b·s - n)/b, C - s)``.  An empty drive therefore caches ``min(U/b, C)``;
+  at pre-fill ``p`` it caches ``min((1-p)·U/b, C)``.  Direct native writes continue while
+  ``b·s + n < A`` (room ``A - b·s - n``); after that every write folds.  With a cap that binds the
+  cache ends at ``C`` and direct native writes take the raw space the firmware did not lend
+  (``A - pU - b·C`` from pre-fill ``p``); a cap ``C <= (A - U)/(b-1)`` means the drive never folds.
+* ``static``: a fixed pSLC region of ``S`` bytes (``b·S`` raw) outside the native region: pSLC room
+  ``S - s``, native room ``A - b·S - n``; never folds (``U + b·S <= A``).
 * ``pure_slc``: the whole drive formatted as pSLC; capacity ``U/b``; never folds.
 * ``pure_native``: no pSLC; capacity ``U``.
+* ``hybrid`` (static + dynamic, e.g. Samsung's Intelligent TurboWrite; see ``ssdx.params``): a static
+  region of ``S`` bytes (``b·S`` raw outside the native region, as ``static``) plus a dynamic region
+  lent from the user-capacity zone (as ``dynamic``), holding at most ``C``.  With ``s_st = min(s, S)``
+  static and ``s_dyn = s - s_st`` dynamic pSLC data, the native zone's raw use is
+  ``n + b·s_dyn = b·s + n - b·s_st``.  The static region is filled first and emptied last: writes go
+  to it while it has room, and folding (under a full drive or while idle) empties the dynamic region
+  first — it is borrowed user space, and only folding it frees native-zone raw.  So the split follows
+  from ``s`` alone and the room is again affine under a cap: pSLC room
+  ``(S - s_st) + min((U - n - b·s_dyn)/b, C - s_dyn) = min(S + (U - b·s - n)/b, S + C - s)`` (the
+  dynamic term is >= 0 while ``s < S``, since ``n <= U - s``).  Cache at pre-fill ``p``:
+  ``S + min((1-p)·U/b, C)`` — the dynamic part shrinks with ``p``, the static part stays.  Direct
+  native writes then use the native zone's remaining raw, ``A - b·S - (n + b·s_dyn) = A - b·s - n``
+  (once the static region is full; while it is not, the pSLC room is at least ``S - s`` and no byte
+  goes native).  When that runs out every write folds ``f`` bytes of *dynamic* pSLC data, the only
+  folding that frees native-zone raw; the accounting always leaves enough (while folding, raw use is
+  ``A`` and host data at most ``U``, so ``(b-1)·s_dyn >= A - U - (b-1)·S >= S``, from
+  ``U + b·S <= A``).  The static region's data is folded only while the host is idle.
 
 Idle gaps: after every ``burst_bytes`` of host writes the host is idle ``idle_s``; the firmware folds
-pSLC data to native at the idle fold rate, which frees pSLC room (cache recovery).  Idle time is
-applied at the end of the step in which the burst boundary falls.
+pSLC data to native at the idle fold rate (``drive.idle_fold_bytes_per_s`` when set, else the die-
+and bus-limited rate of :func:`rates`), which frees pSLC room (cache recovery): an idle gap of ``t``
+seconds recovers ``min(s, rate·t)`` bytes (in ``hybrid``: from the dynamic region first, then the
+static one).  Idle time is applied at the end of the step in which the burst boundary falls.
 
 Host ceiling: ``min(usable link rate, QD · block / t_cmd)``, ``t_cmd = overhead + block/link
 (+ one pSLC map-page read for random writes on a DRAM-less drive)`` (Little's law).
@@ -46,12 +71,13 @@ import jax.numpy as jnp
 
 from ssdx.params import Drive, Workload
 
-DYNAMIC, STATIC, PURE_SLC, PURE_NATIVE = 0, 1, 2, 3
+DYNAMIC, STATIC, PURE_SLC, PURE_NATIVE, HYBRID = 0, 1, 2, 3, 4  # indices into params.SLC_MODES
 PHASES = ("pslc", "direct_native", "folding")
 
 
 class Rates(NamedTuple):
-    """Sustained rates, bytes/s.  ``fold`` is in host bytes/s; ``idle_fold`` in folded bytes/s."""
+    """Sustained rates, bytes/s.  ``fold`` is in host bytes/s; ``idle_fold`` in folded bytes/s (the
+    drive's ``idle_fold_bytes_per_s`` when set, else the die- and bus-limited rate)."""
 
     host: jax.Array
     slc: jax.Array
@@ -120,7 +146,11 @@ def die_time(drive: Drive) -> DieTime:
 
 
 def rates(drive: Drive, workload: Workload) -> Rates:
-    """Host-visible write rates of each mode from NAND timing, parallelism and ceilings."""
+    """Host-visible write rates of each mode from NAND timing, parallelism and ceilings, bytes/s.
+
+    ``idle_fold``: a set ``drive.idle_fold_bytes_per_s`` (> 0) is taken as given (firmware recovers its
+    cache at a rate of its choosing); 0 selects the limit of the dies and the bus.
+    """
     nand = drive.nand
     bs = workload.block_bytes
     t_cmd = (drive.cmd_overhead_s + bs / drive.host_bytes_per_s
@@ -134,7 +164,8 @@ def rates(drive: Drive, workload: Workload) -> Rates:
         slc=jnp.minimum(jnp.minimum(host, bus), 1.0 / die.slc),
         native=jnp.minimum(jnp.minimum(host, bus), 1.0 / die.native),
         fold=jnp.minimum(jnp.minimum(host, bus / (1.0 + 2.0 * f)), 1.0 / die.fold),
-        idle_fold=jnp.minimum(bus / 2.0, 1.0 / die.idle_fold),
+        idle_fold=jnp.where(drive.idle_fold_bytes_per_s > 0, drive.idle_fold_bytes_per_s,
+                            jnp.minimum(bus / 2.0, 1.0 / die.idle_fold)),
     )
 
 
@@ -168,9 +199,11 @@ def total_bytes(drive: Drive, workload: Workload) -> jax.Array:
 class Plan(NamedTuple):
     """Per-drive constants of a run, computed once outside the scan.
 
-    Rooms are affine in the state: ``room_slc = slc_a - slc_cs·s - slc_craw·raw`` and
-    ``room_native = nat_c - nat_dn·n - nat_draw·raw`` (``raw = b·s + n``); the coefficients encode
-    the pSLC mode (module docstring), so the scan body has no per-mode branches.
+    Rooms (bytes) are affine in the state, under a cap: ``room_slc = min(slc_a - slc_cs·s -
+    slc_craw·raw, cap_a - cap_cs·s)`` and ``room_native = nat_c - nat_dn·n - nat_draw·raw``
+    (``raw = b·s + n``); the coefficients encode the pSLC mode (module docstring), so the scan body has
+    no per-mode branches.  ``cap_a`` is ``+inf`` without a dynamic-region cap, which keeps the ``min``
+    exact (see :func:`slc_room`, :func:`native_room`).
     """
 
     rates: Rates
@@ -181,6 +214,8 @@ class Plan(NamedTuple):
     slc_a: jax.Array
     slc_cs: jax.Array
     slc_craw: jax.Array
+    cap_a: jax.Array  # host bytes; +inf when the dynamic region is uncapped (or absent)
+    cap_cs: jax.Array
     nat_c: jax.Array
     nat_dn: jax.Array
     nat_draw: jax.Array
@@ -203,7 +238,11 @@ def plan(drive: Drive, workload: Workload, n_steps: int) -> Plan:
     b, u, mode = drive.nand.bits_per_cell, drive.user_bytes, drive.slc_mode
     usable, static = usable_raw_bytes(drive), drive.static_slc_bytes
     dyn, sta, psl, pna = (mode == DYNAMIC), (mode == STATIC), (mode == PURE_SLC), (mode == PURE_NATIVE)
+    hyb = mode == HYBRID
     one, zero = jnp.ones_like(u), jnp.zeros_like(u)
+    cap = drive.max_dynamic_slc_bytes
+    lends = dyn | hyb  # modes with a dynamic region
+    capped = lends & (cap > 0)
     delta = total_bytes(drive, workload) / n_steps
     return Plan(
         rates=rates(drive, workload),
@@ -211,14 +250,28 @@ def plan(drive: Drive, workload: Workload, n_steps: int) -> Plan:
         tol=rounding_tolerance(drive, delta),
         bits=b,
         fold=fold_ratio(drive),
-        slc_a=jnp.select([dyn | psl, sta], [u / b, static], zero),
+        slc_a=jnp.select([dyn | psl, sta, hyb], [u / b, static, static + u / b], zero),
         slc_cs=jnp.where(sta | psl, one, zero),
-        slc_craw=jnp.where(dyn, 1.0 / b, zero),
-        nat_c=jnp.select([dyn | pna, sta], [usable, usable - b * static], zero),
+        slc_craw=jnp.where(lends, 1.0 / b, zero),
+        cap_a=jnp.where(capped, jnp.where(hyb, static, zero) + cap, jnp.inf),
+        cap_cs=jnp.where(lends, one, zero),
+        nat_c=jnp.select([dyn | pna | hyb, sta], [usable, usable - b * static], zero),
         nat_dn=jnp.where(sta | pna, one, zero),
-        nat_draw=jnp.where(dyn, one, zero),
-        can_idle_fold=jnp.where(dyn | sta, one, zero),
+        nat_draw=jnp.where(lends, one, zero),
+        can_idle_fold=jnp.where(dyn | sta | hyb, one, zero),
     )
+
+
+def slc_room(p: Plan, s: jax.Array, raw: jax.Array) -> jax.Array:
+    """Host bytes the pSLC cache can still take, from pSLC data ``s`` and raw use ``raw`` (bytes; may be
+    negative: full).  ``min`` with the cap term, ``+inf`` when uncapped, is exact (no rounding)."""
+    return jnp.minimum(p.slc_a - p.slc_cs * s - p.slc_craw * raw, p.cap_a - p.cap_cs * s)
+
+
+def native_room(p: Plan, n: jax.Array, raw: jax.Array) -> jax.Array:
+    """Host bytes direct native writes can still take, from native data ``n`` and raw use ``raw``
+    (bytes; may be negative: full)."""
+    return p.nat_c - p.nat_dn * n - p.nat_draw * raw
 
 
 def _admit(room: jax.Array, amount: jax.Array, tol: jax.Array) -> jax.Array:
@@ -233,10 +286,10 @@ def _write(p: Plan, s: jax.Array, n: jax.Array, raw: jax.Array, amount: jax.Arra
     Returns the new ``(s, n, raw_used)`` and the bytes and busy seconds of each mode, shape (3,).
     Folding ``f = 1/(b-1)`` bytes per host byte leaves raw use unchanged: ``1 + f - b·f = 0``.
     """
-    a_slc = _admit(p.slc_a - p.slc_cs * s - p.slc_craw * raw, amount, p.tol)
+    a_slc = _admit(slc_room(p, s, raw), amount, p.tol)
     raw = raw + p.bits * a_slc  # the pSLC bytes just placed use raw space too
     rest = amount - a_slc
-    a_dir = _admit(p.nat_c - p.nat_dn * n - p.nat_draw * raw, rest, p.tol)
+    a_dir = _admit(native_room(p, n, raw), rest, p.tol)
     a_fold = rest - a_dir
     folded = jnp.minimum(p.fold * a_fold, s + a_slc)  # the accounting guarantees enough pSLC data
     s = s + a_slc - folded
