@@ -57,8 +57,21 @@ def _n_steps(value: Any, field: str) -> int:
 
 
 def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
-    """Whole-drive fill of one configuration: ``summary.json``, ``fill_curve.png``, ``fill_curve.csv``."""
+    """Whole-drive fill of one configuration: ``summary.json``, ``fill_curve.png``, ``fill_curve.csv``.
+
+    ``workload.fio`` (a fio write job; ``workload.fio_job``, ``workload.fio_unknown``) sets ``pattern``,
+    ``block_kib``, ``queue_depth``, ``fill_fraction``, ``burst_gb`` and ``idle_s``
+    (``ssdx.workloads.fio.FioWorkload.fill``, which refuses what the fluid model cannot represent); the
+    summary then names them under ``fio_workload`` with ``fio_job`` and ``fio_ignored``."""
     dtype = _dtype(cfg.get("precision", "float32"))
+    jobs = None
+    if cfg["workload"].get("fio"):
+        from ssdx import tasks_engine
+
+        jobs = tasks_engine.fio_workload(cfg)
+        assert jobs is not None
+        fields = jobs.fill(tasks_engine.capacity_bytes(cfg), float(cfg["workload"]["prefill_fraction"]))
+        cfg = dict(cfg, workload=dict(cfg["workload"], **fields))
     cols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
     drive, workload = params.build(cols, dtype=dtype)
     drive, workload = params.index(drive, 0), params.index(workload, 0)
@@ -79,6 +92,10 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         "raw_gb": float(drive.raw_bytes) / 1e9,
         "n_steps": n_steps,
     })
+    if jobs is not None:
+        summary.update({"fio_job": jobs.name, "fio_ignored": jobs.ignored,
+                        "fio_ignored_by_design": jobs.ignored_by_design,
+                        "fio_workload": {k: cfg["workload"][k] for k in params.WORKLOAD_FIELDS}})
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_json(out_dir / "summary.json", summary)
     np.savetxt(out_dir / "fill_curve.csv",

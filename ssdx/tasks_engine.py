@@ -2,6 +2,21 @@
 
 Each takes a composed config as plain mappings and an output directory, writes its files there and
 returns the summary it wrote (as ``ssdx.tasks`` does).
+
+A replay's workload is, first match: ``workload.fio`` (a fio job file, ``ssdx.workloads.fio``: it also
+sets ``workload.queue_depth`` and ``engine.loop``), ``workload.trace_path``, ``workload.synthetic``.
+
+Besides ssdx's own figures a replay's ``summary.json`` carries fio's names (fio's JSON output and its
+HOWTO): ``bw`` in KiB/s (fio's JSON ``bw``; 1 KiB = 1024 bytes) and ``bw_bytes`` in bytes/s, ``iops``,
+and ``clat_us`` — ``mean``, ``p50``, ``p99``, ``p99.9`` in µs (fio's "clat percentiles (usec)"); the same
+per direction under ``read`` and ``write`` with ``io_bytes``.  All are over the makespan.  ``clat_us``
+is the engine's latency: issue to completion in the closed loop (fio's clat, its submission latency
+being ~0 for an asynchronous engine); in the open loop it counts from the arrival time, so it also holds
+any wait for a free queue slot, which fio's clat leaves out (fio falls behind its rate instead).
+``fio_job`` (the job's name, merged jobs joined by '+'; null without ``workload.fio``) and
+``fio_ignored`` (the options skipped under ``workload.fio_unknown=warn``; empty otherwise) are always
+there; a fio run (``format`` ``"fio"``) adds ``fio_jobs`` (per job: loop, depth, what ends it),
+``fio_ignored_by_design`` and ``fio_truncated`` (the jobs held more than ``workload.requests`` requests).
 """
 
 from __future__ import annotations
@@ -13,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from ssdx import engine_params, params, presets, replay
-from ssdx.models import engine
+from ssdx.models import engine, fluid
 from ssdx.tasks import _dtype, _write_json, trace_reader
-from ssdx.workloads import synthetic
+from ssdx.workloads import fio, synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError
 
 BOOT_DRIVES = ("sata_tlc_500", "generic_tlc_1tb", "sn8e_1920", "aldrin_pro_2tb")
@@ -39,11 +54,46 @@ def _requests(w: Mapping[str, Any]) -> int:
     return n
 
 
-def stream(cfg: Mapping[str, Any]) -> tuple[Iterable[Chunk], Any, str]:
-    """The configured request stream: ``workload.trace_path`` (streamed), else ``workload.synthetic``
-    (``windows11_boot``, ``msr:<volume>`` or ``profile:<summary.json>``, a stream fitted to an analysed
-    trace, ``ssdx.workloads.profile``).  Returns (chunks, reader or None, label)."""
+def fio_workload(cfg: Mapping[str, Any]) -> fio.FioWorkload | None:
+    """The jobs of ``workload.fio`` (``workload.fio_job``, ``workload.fio_unknown``), or None."""
     w = cfg["workload"]
+    if not w.get("fio"):
+        return None
+    job = w.get("fio_job")
+    return fio.load(str(w["fio"]), job=None if job is None else str(job),
+                    unknown=w.get("fio_unknown") or "raise")
+
+
+def with_fio(cfg: Mapping[str, Any], jobs: fio.FioWorkload) -> dict[str, Any]:
+    """``cfg`` with the fio jobs' queue depth (every clone's iodepth, summed) and loop (open when they are
+    timed by rate, rate_iops or thinktime)."""
+    return dict(cfg, workload=dict(cfg["workload"], queue_depth=jobs.queue_depth),
+                engine=dict(cfg["engine"], loop="open" if jobs.open_loop else "closed"))
+
+
+def capacity_bytes(cfg: Mapping[str, Any]) -> float:
+    """User-visible capacity of the configured drive, bytes: ``fluid.capacity_bytes`` in float64 on the
+    host (the size fio's ``size=N%`` and a job without ``size`` refer to)."""
+    cols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
+    drive, _ = params.build(cols, dtype=np.float64)
+    user = np.asarray(drive.user_bytes, np.float64)
+    pure_slc = np.asarray(drive.slc_mode) == fluid.PURE_SLC
+    return float(np.where(pure_slc, user / np.asarray(drive.nand.bits_per_cell, np.float64), user)[0])
+
+
+def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
+           capacity: float | None = None) -> tuple[Iterable[Chunk], Any, str]:
+    """The configured request stream: ``workload.fio`` (``fio_jobs`` if already loaded; ``capacity`` of
+    the drive in bytes for its % sizes, else computed), else ``workload.trace_path`` (streamed), else
+    ``workload.synthetic`` (``windows11_boot``, ``msr:<volume>`` or ``profile:<summary.json>``, a stream
+    fitted to an analysed trace, ``ssdx.workloads.profile``).  Returns (chunks, reader or None, label); a
+    fio stream is a ``fio.FioStream``.  A fio job's queue depth and loop are :func:`with_fio`'s."""
+    w = cfg["workload"]
+    if w.get("fio"):
+        jobs = fio_jobs or fio_workload(cfg)
+        assert jobs is not None
+        cap = capacity_bytes(cfg) if capacity is None else capacity
+        return jobs.stream(cap, _requests(w), seed=int(cfg.get("seed", 0))), None, str(w["fio"])
     if w.get("trace_path"):
         reader = trace_reader(w)
         return reader, reader, str(reader.path)
@@ -72,7 +122,7 @@ def stream(cfg: Mapping[str, Any]) -> tuple[Iterable[Chunk], Any, str]:
             raise params.ConfigError("workload.synthetic", name, str(e)) from None
         return [profile.generate(fitted, _requests(w), seed=seed, timed=open_loop)], None, name
     raise params.ConfigError("workload.trace_path", None, "a trace file is required (or workload.synthetic: "
-                             "windows11_boot | msr:<volume> | profile:<summary.json>)")
+                             "windows11_boot | msr:<volume> | profile:<summary.json>; or workload.fio)")
 
 
 def _latency_block(m: Mapping[str, np.ndarray], i: int, prefix: str = "") -> dict[str, float]:
@@ -80,22 +130,47 @@ def _latency_block(m: Mapping[str, np.ndarray], i: int, prefix: str = "") -> dic
             "p99": float(m[f"{prefix}latency_p99_us"][i]), "p999": float(m[f"{prefix}latency_p999_us"][i])}
 
 
+def fio_figures(m: Mapping[str, np.ndarray], sums: Mapping[str, np.ndarray], i: int = 0) -> dict[str, Any]:
+    """fio's names for configuration ``i``'s figures (module docstring): ``bw`` (KiB/s), ``bw_bytes``,
+    ``clat_us`` and per direction ``read``/``write`` (``io_bytes``, ``bw``, ``bw_bytes``, ``iops``,
+    ``clat_us``), over the makespan."""
+    span = float(m["makespan_s"][i])
+
+    def clat(prefix: str) -> dict[str, float]:
+        lat = _latency_block(m, i, prefix)
+        return {"mean": lat["mean"], "p50": lat["p50"], "p99": lat["p99"], "p99.9": lat["p999"]}
+
+    def direction(op: int, prefix: str) -> dict[str, Any]:
+        nbytes = float(sums["bytes"][i, op])
+        return {"io_bytes": int(nbytes), "bw": nbytes / span / 1024, "bw_bytes": nbytes / span,
+                "iops": float(sums["count"][i, op]) / span, "clat_us": clat(prefix)}
+
+    total = float(sums["bytes"][i, READ] + sums["bytes"][i, WRITE])
+    return {"bw": total / span / 1024, "bw_bytes": total / span, "clat_us": clat(""),
+            "read": direction(READ, "read_"), "write": direction(WRITE, "write_")}
+
+
 def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> dict[str, Any]:
-    """Replay a trace (or synthetic stream) through the configured drive: ``summary.json`` and
-    ``latency_cdf.png``.  A malformed trace line stops with the file and the line (exit 2), or with
-    ``workload.on_error=skip`` is skipped and counted."""
+    """Replay a fio job file, a trace or a synthetic stream through the configured drive: ``summary.json``
+    (module docstring for the fio fields) and ``latency_cdf.png``.  A malformed trace line stops with the
+    file and the line (exit 2), or with ``workload.on_error=skip`` is skipped and counted; a problem of a
+    fio job file stops with the file and the line (``ssdx.workloads.fio.FioError``, exit 2)."""
+    jobs = fio_workload(cfg)
+    if jobs is not None:
+        cfg = with_fio(cfg, jobs)
     dtype = _dtype(cfg.get("precision", "float32"))
     cols = _columns(cfg)
     trees = engine_params.build(cols, dtype=dtype)
     backend = engine_params.backend(cfg["engine"])
-    chunks, reader, label = stream(cfg)
+    chunks, reader, label = stream(cfg, jobs, capacity_bytes(cfg) if jobs is not None else None)
     try:
         res = replay.replay(trees, chunks, progress=progress, desc="replay", backend=backend)
     except TraceError as e:
         raise params.ConfigError("workload.trace_path", label, f"malformed trace: {e}") from None
     m = res.metrics
     summary = {
-        "trace": label, "format": cfg["workload"].get("format") if reader else "synthetic",
+        "trace": label,
+        "format": "fio" if jobs else cfg["workload"].get("format") if reader else "synthetic",
         "drive": cfg["drive"].get("name", "custom"), "loop": cfg["engine"]["loop"], "backend": backend,
         "queue_depth": int(cfg["workload"]["queue_depth"]),
         "requests": int(m["requests"][0]), "read_fraction": float(m["read_fraction"][0]),
@@ -111,7 +186,12 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
         "skipped_examples": reader.skipped_examples if reader else [],
         "unsorted_requests": reader.unsorted if reader else 0,
         "compile_s": res.compile_s, "run_s": res.run_s,
+        **fio_figures(m, res.extra["sums"]),
+        "fio_job": jobs.name if jobs else None, "fio_ignored": jobs.ignored if jobs else [],
     }
+    if jobs is not None:
+        summary.update({"fio_jobs": jobs.describe(), "fio_ignored_by_design": jobs.ignored_by_design,
+                        "fio_truncated": bool(getattr(chunks, "truncated", False))})
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_json(out_dir / "summary.json", summary)
     _plot_cdf({summary["drive"]: res.extra["sums"]["hist"][0]}, out_dir / "latency_cdf.png",

@@ -270,6 +270,15 @@ def run(cfg: DictConfig) -> None:
                   f'{s["mb_s"]:.1f} MB/s; latency mean {lat["mean"]:.1f} us, p99 {lat["p99"]:.1f} us; '
                   f'queue share {s["queue_share"]:.2f}'
                   + (f'; {s["skipped_lines"]} malformed lines skipped' if s["skipped_lines"] else ""))
+            if s.get("fio_job") is not None:
+                c = s["clat_us"]
+                print(f'fio job {s["fio_job"]}: IOPS={s["iops"]:.0f}, BW={s["bw"]:.0f}KiB/s; clat (usec) '
+                      f'p50 {c["p50"]:.1f}, p99 {c["p99"]:.1f}, p99.9 {c["p99.9"]:.1f}'
+                      + (f'; the first {s["requests"]} requests of the job (workload.requests)'
+                         if s["fio_truncated"] else ""))
+                if s["fio_ignored"]:
+                    print("fio options ignored (workload.fio_unknown=warn): "
+                          + ", ".join(f'{i["option"]} ({i["where"]})' for i in s["fio_ignored"]))
             print(f"outputs: {out / 'summary.json'}, {out / 'latency_cdf.png'}")
         elif cfg.task == "boot":
             from ssdx import tasks_engine

@@ -113,9 +113,12 @@ class WorkloadConf:
     format: str = "msr"  # msr | blkparse | fio2 | fio3 | disksim | mqsim
     on_error: str = "raise"  # raise | skip (malformed trace lines)
     synthetic: Optional[str] = None  # noqa: UP045 (windows11_boot | msr:<volume> | profile:<summary.json>, when no trace_path)
-    requests: int = 100_000  # requests of a synthetic MSR stream
+    requests: int = 100_000  # requests of a synthetic stream; at most this many of a fio job's
     msr: str = "prxy_0"  # MSR Cambridge volume of the hybrid studies (preset, or <trace_path>/<msr>.csv)
     max_trace_requests: int = 50_000_000  # hybrid studies read at most this many requests of a real trace
+    fio: Optional[str] = None  # noqa: UP045 (a fio job file, ssdx.workloads.fio; before trace_path and synthetic)
+    fio_job: Optional[str] = None  # noqa: UP045 (the job [section] to run; default: every job, merged on the drive)
+    fio_unknown: str = "raise"  # raise | warn (an option ssdx does not model)
 
 
 @dataclass
