@@ -10,9 +10,18 @@ Contract (kept stable for checks):
   evaluation counts, the nvme-cli command), ``tmt_landscape.png``.
 * ``ssdx experiment=fit_rc fit.series=FILE hydra.run.dir=DIR`` — ``summary.json`` (fitted RC values, RMSE,
   the ``thermal.rc.*`` overrides that apply them), ``fit_rc.png``.
+* ``ssdx experiment=fit_fill fit.curve=FILE [drive=NAME drive.*=...] hydra.run.dir=DIR`` — ``summary.json``
+  (``phases``, ``measured_phases``, ``rmse_mb_s``, ``overrides`` for ``experiment=aldrin_pro_fill``,
+  ``preset_path``), the fitted presets ``DIR/conf/{drive,nand}/NAME.yaml``, ``fit_curve.png``; an
+  unreadable curve exits 2 naming the file and line.
 * ``ssdx experiment=wa_uniform gc.spare_factor=S gc.policy=greedy|fifo gc.pages_per_block=N
   hydra.run.dir=DIR`` — ``summary.json`` (``write_amplification`` at steady state,
   ``steady_state_round``), ``wa_rounds.png``.
+* ``ssdx experiment=trace_replay workload.fio=JOB.fio [workload.fio_job=NAME] [workload.fio_unknown=warn]
+  hydra.run.dir=DIR`` — ``summary.json`` as for a trace (``iops``, ``mb_s``, ``latency_us``) plus fio's
+  names (``fio_job``, ``fio_ignored``, ``bw`` KiB/s, ``clat_us`` percentiles); an option ssdx does not
+  model exits 2 naming it and its line (a warning with ``warn``).  ``experiment=aldrin_pro_fill
+  workload.fio=JOB.fio`` takes a write job as the fill's workload.
 * ``ssdx experiment=trace_analyse workload.trace_path=FILE workload.format=msr`` — ``summary.json``.
 * ``ssdx sweep=nand_per_workload hydra.run.dir=DIR`` — ``results.parquet``, ``summary.json``
   (``relative_iops``, ``best_nand``, ``nand_counts``, per SCM ratio), ``relative_iops.png``.
@@ -227,6 +236,21 @@ def run(cfg: DictConfig) -> None:
                   f'(preset {s["preset_rmse_k"]:.2f} K), {s["iterations"]} iterations')
             print(f'apply: {s["overrides"]}')
             print(f"outputs: {out / 'summary.json'}, {out / 'fit_rc.png'}")
+        elif cfg.task == "fit_fill":
+            from ssdx import tasks_fit
+
+            s = tasks_fit.run_fit_fill(container, out)
+            print(f'fit of {s["curve"]} ({s["format"]}, {s["n_samples"]} samples) on {s["drive"]}: '
+                  f'rule {s["rule"]}, RMSE {s["rmse_mb_s"]:.1f} MB/s ({100 * s["rmse_fraction"]:.1f} % of '
+                  f'the mean {s["mean_measured_mb_s"]:.0f} MB/s; preset {s["preset_rmse_mb_s"]:.1f} MB/s)')
+            for p in s["phases"]:
+                print(f'  {p["name"]:<14} {p["start_gb"]:8.1f} -> {p["end_gb"]:8.1f} GB  '
+                      f'{p["mean_mb_s"]:8.1f} MB/s')
+            for note in ([s["warning"]] if s["warning"] else []) + s["notes"]:
+                print(f"  note: {note}")
+            print(f'apply: {s["command"]}')
+            print(f'preset: {s["preset_path"]} (+ {s["nand_preset_path"]}): {s["preset_command"]}')
+            print(f"outputs: {out / 'summary.json'}, {out / 'fit_curve.png'}, {out / 'fit_curve.csv'}")
         elif cfg.task == "wa":
             from ssdx import tasks_gc
 
@@ -292,7 +316,7 @@ def run(cfg: DictConfig) -> None:
             print(f"outputs: {out / 'summary.json'}, {out / 'boot_qd1.png'}")
         else:
             raise ConfigError("task", cfg.task, "must be 'sweep', 'fill', 'thermal', 'tmt_optimize', "
-                              "'fit_rc', 'wa', 'gc_fill', 'analyse', 'replay', 'boot', "
+                              "'fit_rc', 'fit_fill', 'wa', 'gc_fill', 'analyse', 'replay', 'boot', "
                               "'hybrid_sensitivity' or 'hybrid_validate'")
         logger.finish(s, out)
         if logger.name == "wandb":

@@ -189,8 +189,28 @@ class HybridConf:
     write_unit_kib: Optional[float] = None  # noqa: UP045
 
 
+@dataclass
+class FitFillConf:
+    """Fit of the fluid model to a measured fill curve (``ssdx experiment=fit_fill``; ``ssdx.tasks_fit``,
+    ``ssdx.optimize.fit_fill``): stored as ``fit/fill_base``, which that experiment loads at ``fit``."""
+
+    curve: Optional[str] = None  # noqa: UP045 (the measured curve; ssdx.workloads.fill_curve)
+    format: str = "auto"  # auto | csv | fio_bw_log | per_second
+    rules: list[str] = field(default_factory=lambda: ["dynamic", "capped", "static", "hybrid"])
+    n_steps: int = 512  # fluid scan steps of each model evaluation
+    adam_steps: int = 200
+    lbfgs_steps: int = 100
+    learning_rate: float = 0.05  # Adam step in the bounded log parameters
+    grid_points: int = 32  # coordinate-search values per parameter before Adam (0: none)
+    max_samples: int = 20_000  # longer curves are merged in runs of consecutive samples (bytes over time)
+    rule_tolerance: float = 0.02  # the simplest rule within this fraction of the best RMSE is kept
+    poor_fit_fraction: float = 0.1  # warn when RMSE > this x the mean measured speed
+    residual_fraction: float = 0.05  # residual regions: running-mean residual > this x the mean speed
+    name: Optional[str] = None  # noqa: UP045 (preset name; None: <base drive>_fit)
+
+
 def register() -> None:
-    """Store the schemas as ``<group>/base``."""
+    """Store the schemas as ``<group>/base`` (and the fill-curve fit's as ``fit/fill_base``)."""
     cs = ConfigStore.instance()
     cs.store(group="drive", name="base", node=DriveConf)
     cs.store(group="nand", name="base", node=NandConf)
@@ -200,3 +220,4 @@ def register() -> None:
     cs.store(group="gc", name="base", node=GcConf)
     cs.store(group="engine", name="base", node=EngineConf)
     cs.store(group="hybrid", name="base", node=HybridConf)
+    cs.store(group="fit", name="fill_base", node=FitFillConf)

@@ -1,0 +1,259 @@
+"""Fitting a drive to its measured fill curve: readers, recovery of known parameters, the CLI contract."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from ssdx import params, presets
+from ssdx.models import fluid
+from ssdx.optimize import fit_fill
+from ssdx.report import fill as fill_report
+from ssdx.workloads import fill_curve
+from tests.test_cli import ssdx
+
+# A small die-limited TLC drive: 8 dies x 4 planes x 16 KiB, PCIe 4.0 x4 and a 4.3 GB/s bus above the
+# 1.87 GB/s pSLC die rate, so every fitted speed is the dies' (and so determined by the curve).
+SMALL = {"user_capacity_gb": 500.0, "channels": 4, "dies_per_channel": 2, "interface": "pcie4x4",
+         "bus_mts": 1200}
+SMALL_ARGS = ["drive=generic_tlc_1tb", *(f"drive.{k}={v}" for k, v in SMALL.items())]
+N_STEPS = 128
+FIT = {"adam_steps": 200, "lbfgs_steps": 100, "grid_points": 32}
+LO = np.arange(0.0, 500.0, 2.0)  # samples every 2 GB, 250 of them
+HI = LO + 2.0
+BASE = {"t_prog_slc_us": 280.0, "t_prog_us": 1200.0, "fold_efficiency": 0.55}
+TRUTHS = {
+    "dynamic": {**BASE, "reserve_fraction": 0.02},
+    "capped": {**BASE, "reserve_fraction": 0.02, "max_dynamic_slc_gb": 60.0},
+    "static": {**BASE, "slc_mode": "static", "static_slc_gb": 10.0},
+    "hybrid": {**BASE, "slc_mode": "hybrid", "static_slc_gb": 6.0},  # + the uncapped U/b dynamic region
+}
+
+
+def build(**over):
+    nand = {k: over.pop(k) for k in list(over) if k.startswith("t_")}
+    d = presets.drive("generic_tlc_1tb", **{**SMALL, **over})
+    drive, workload = params.build(params.columns_from_config(d, presets.workload("seq_fill"), nand))
+    return params.index(drive, 0), params.index(workload, 0)
+
+
+def truth_curve(truth):
+    """The model's own curve for ``truth``, as a measurement averaging over each 2 GB sample reports it."""
+    drive, workload = build(**truth)
+    return np.array(fit_fill._speed(drive, workload, np.stack([LO, HI]), N_STEPS))
+
+
+def fill_phases(**cfg):
+    drive, workload = build(**cfg)
+    out = jax.tree_util.tree_map(np.asarray, fluid.simulate(drive, workload, N_STEPS))
+    return fill_report.phases(out)
+
+
+def write_curve(path, mb_s):
+    return fill_curve.write_csv(path, 0.5 * (LO + HI), mb_s)
+
+
+# --------------------------------------------------------------------------------------------- readers
+
+
+def test_fio_bw_log_integrates_the_bandwidth(tmp_path):
+    p = tmp_path / "job_bw.1.log"
+    p.write_text("1000, 1024000, 1, 131072, 0\n"
+                 "1000, 2048, 0, 4096, 0\n"  # a read: ignored
+                 "2000, 1024000, 1, 131072, 0\n"
+                 "3000, 512000, 1, 131072, 0, 0\n"  # with the priority column
+                 "4000, 512000, 1, 131072, 0\n"
+                 + "".join(f"{t}, 256000, 1, 131072, 0\n" for t in (5000, 6000, 7000, 8000)))
+    c = fill_curve.read(p)
+    assert c.format == "fio_bw_log" and len(c) == 8 and c.line.tolist() == [1, 3, 4, 5, 6, 7, 8, 9]
+    # 1,024,000 KiB/s = 1,048.576 MB/s for 1 s = 1.048576 GB; then 2 x 0.524288 GB, 4 x 0.262144 GB
+    np.testing.assert_allclose(c.mb_s, [1048.576] * 2 + [524.288] * 2 + [262.144] * 4)
+    np.testing.assert_allclose(c.gb_hi, [1.048576, 2.097152, 2.62144, 3.145728, 3.407872, 3.670016,
+                                         3.93216, 4.194304])
+    np.testing.assert_allclose(c.gb[0], 0.524288)
+    np.testing.assert_allclose(c.time_s, 1.0)
+    assert "1 read" in c.notes[0]
+
+
+def test_per_second_and_csv_readers(tmp_path):
+    p = tmp_path / "speed.txt"
+    p.write_text("mb_s\n1000\n1000\n500\n500\n" + "250\n" * 4)
+    c = fill_curve.read(p)
+    assert c.format == "per_second"
+    np.testing.assert_allclose(c.gb_hi, [1.0, 2.0, 2.5, 3.0, 3.25, 3.5, 3.75, 4.0])  # MB/s x 1 s / 1000
+    np.testing.assert_allclose(c.gb, [0.5, 1.5, 2.25, 2.75, 3.125, 3.375, 3.625, 3.875])
+    m = c.merged(4)  # pairs: 2 GB in 2 s, 1 GB in 2 s, 0.5 GB in 2 s twice
+    np.testing.assert_allclose(m.gb_hi, [2.0, 3.0, 3.5, 4.0])
+    np.testing.assert_allclose(m.mb_s, [1000.0, 500.0, 250.0, 250.0])
+    assert m.line.tolist() == [2, 4, 6, 8] and "merged every 2" in m.notes[-1] and c.merged(8) is c
+    q = tmp_path / "no_header.txt"
+    q.write_text("# one value a second\n" + "100\n" * 8)
+    assert fill_curve.read(q).format == "per_second" and fill_curve.read(q).gb_hi[-1] == pytest.approx(0.8)
+    r = tmp_path / "curve.csv"
+    r.write_text("gb,mb_s\n" + "".join(f"{g},{v}\n" for g, v in zip(range(1, 9), [900] * 4 + [300] * 4)))
+    c = fill_curve.read(r)
+    assert c.format == "csv"
+    np.testing.assert_allclose(c.gb_lo, [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5])
+    np.testing.assert_allclose(c.gb_hi, c.gb_lo + 1.0)
+    np.testing.assert_allclose(c.time_s, [1e3 / 900] * 4 + [1e3 / 300] * 4)
+
+
+GOOD_FIO = "".join(f"{t}, 1000, 1, 4096, 0\n" for t in range(1000, 9000, 1000))
+
+
+@pytest.mark.parametrize("fmt, text, line, problem", [
+    ("auto", "gb,mb_s\n1,100\n2,abc\n", 3, "mb_s is not a number"),
+    ("auto", "gb,mb_s\n1,100\n2,100,5\n", 3, "expected 2 comma-separated fields"),
+    ("auto", "gb,mb_s\n1,100\n2,-5\n", 3, "mb_s is negative"),
+    ("auto", "gb,mb_s\n1,100\n2,nan\n", 3, "mb_s is not finite"),
+    ("auto", "gb,mb_s\n1,100\ninf,5\n", 3, "gb is not finite"),
+    ("auto", "gb,mb_s\n1,100\n2,100\n2,100\n", 4, "gb must increase"),
+    ("auto", "gb,mb_s\n", 1, "no samples"),
+    ("auto", "", 1, "the file is empty"),
+    ("auto", "# nothing\n\n", 2, "the file is empty"),
+    ("auto", "1,100\n2,100\n", 1, "cannot tell the format"),
+    ("csv", "1,100\n", 1, "needs the header 'gb,mb_s'"),
+    ("auto", "gb,mb_s\n" + "".join(f"{g},100\n" for g in range(1, 4)), 4, "too few samples"),
+    ("auto", "mb_s\n100\nfast\n", 3, "mb_s is not a number"),
+    ("per_second", "100\n100,5\n", 2, "expected one speed"),
+    ("fio_bw_log", "1000, 5, 1\n", 1, "expected 4 to 7 comma-separated fields"),
+    ("auto", "1000, 5, 1, 4096, 0\n2000, 5, 3, 4096, 0\n", 2, "data direction must be"),
+    ("auto", "1000, 5, 1, 4096, 0\n3000, 5, 1, 4096, 0\n2000, 5, 1, 4096, 0\n", 3, "time must increase"),
+    ("auto", "1000, 5, 1, 4096, 0\n2000, -5, 1, 4096, 0\n", 2, "bandwidth (KiB/s) is negative"),
+    ("auto", GOOD_FIO.replace("1, 4096, 0", "0, 4096, 0"), 8, "no write entries"),
+    ("auto", GOOD_FIO.replace("7000, 1000,", "7000, x,"), 7, "bandwidth (KiB/s) is not a number"),
+])
+def test_malformed_curves_name_the_file_and_line(tmp_path, fmt, text, line, problem):
+    p = tmp_path / "bad_curve.txt"
+    p.write_text(text)
+    with pytest.raises(fill_curve.CurveError) as e:
+        fill_curve.read(p, fmt)
+    assert e.value.path == str(p) and e.value.line == line
+    assert str(p) in str(e.value) and f"line {line}:" in str(e.value) and problem in str(e.value)
+
+
+# ------------------------------------------------------------------------------------ fit on the model
+
+
+@pytest.fixture(scope="module")
+def base():
+    return build()
+
+
+@pytest.mark.parametrize("rule", list(TRUTHS))
+def test_fit_recovers_the_models_own_parameters(base, rule):
+    truth = TRUTHS[rule]
+    mb_s = truth_curve(truth)
+    phases = fit_fill.segment(LO, HI, mb_s, (HI - LO) * 1e3 / mb_s)
+    fitter = fit_fill.Fitter(LO, HI, mb_s, *base, N_STEPS, phases)
+    fits = {r: fitter.fit(fit_fill.RULES[r], **FIT) for r in fit_fill.RULES}
+    assert fit_fill.choose(fits, 0.02, fit_fill.RMSE_FLOOR * np.mean(mb_s)) == rule
+    f = fits[rule]
+    assert f.rmse_mb_s < 0.01 * np.mean(mb_s) and f.rmse_mb_s <= f.initial_rmse_mb_s + 1e-6
+    # program times, fold efficiency, reserve, cache sizes: within 2 % (hybrid: a single fill determines
+    # only its cache, static + dynamic part, checked through the phases below)
+    checked = [k for k in f.values if k.split(".", 1)[1] in truth
+               and not (rule == "hybrid" and k in (fit_fill.STATIC, fit_fill.CAP))]
+    assert len(checked) >= 3
+    for key in checked:
+        assert f.values[key] == pytest.approx(truth[key.split(".", 1)[1]], rel=0.02), key
+    # the fitted drive's phases (cache size, direct-native end) match the truth's within 2 %
+    got = fill_phases(**{k.split(".", 1)[1]: v for k, v in {**f.fixed, **f.values}.items()},
+                      slc_mode=f.slc_mode)
+    want = fill_phases(**truth)
+    assert [p["name"] for p in got] == [p["name"] for p in want]
+    for g, w in zip(got, want):
+        assert g["end_gb"] == pytest.approx(w["end_gb"], rel=0.02)
+        assert g["mean_mb_s"] == pytest.approx(w["mean_mb_s"], rel=0.02)
+    # the measured plateaus are found where the truth's phases are
+    assert len(phases) == len(want)
+    for m, w in zip(phases, want):
+        assert abs(m["end_gb"] - w["end_gb"]) <= 2.0
+        assert m["mean_mb_s"] == pytest.approx(w["mean_mb_s"], rel=0.02)
+
+
+def test_a_curve_the_model_cannot_follow_is_flagged(tmp_path):
+    from ssdx.tasks_fit import run_fit_fill
+
+    mb_s = truth_curve(TRUTHS["capped"])
+    bump = (LO >= 200) & (LO < 300)
+    mb_s[bump] = 1000.0  # a mid-fill speed-up no cache rule produces
+    path = write_curve(tmp_path / "bump.csv", mb_s)
+    cfg = {"drive": presets.drive("generic_tlc_1tb", **SMALL), "workload": presets.workload("seq_fill"),
+           "nand": {}, "precision": "float32",
+           "fit": {"curve": str(path), "rules": ["dynamic", "capped"], "n_steps": N_STEPS, **FIT}}
+    s = run_fit_fill(cfg, tmp_path / "out")
+    assert s["poor_fit"] and "poor fit" in s["warning"]
+    assert s["rmse_mb_s"] > 0.1 * s["mean_measured_mb_s"]
+    top = s["residual_regions"][0]
+    assert 190 <= top["start_gb"] <= 210 and 290 <= top["end_gb"] <= 310 and top["mean_residual_mb_s"] < 0
+
+
+# ------------------------------------------------------------------------------------------------- CLI
+
+
+def test_fit_fill_cli_contract_reproduction_and_preset(tmp_path):
+    truth = TRUTHS["capped"]
+    curve = write_curve(tmp_path / "measured.csv", truth_curve(truth))
+    out = tmp_path / "fit"
+    r = ssdx("experiment=fit_fill", f"fit.curve={curve}", *SMALL_ARGS, f"fit.n_steps={N_STEPS}",
+             "fit.rules=[dynamic,capped]", "fit.name=my_fit", f"hydra.run.dir={out}")
+    assert r.returncode == 0, r.stderr
+    assert "rule capped" in r.stdout and "apply: ssdx experiment=aldrin_pro_fill" in r.stdout
+    s = json.loads((out / "summary.json").read_text())
+    assert set(s) >= {"phases", "measured_phases", "rmse_mb_s", "overrides", "preset_path"}
+    assert s["rule"] == "capped" and not s["poor_fit"] and s["rmse_mb_s"] < 5.0
+    assert s["fitted"]["drive.max_dynamic_slc_gb"] == pytest.approx(60.0, rel=0.02)
+    assert s["fitted"]["nand.t_prog_us"] == pytest.approx(1200.0, rel=0.02)
+    assert [p["name"] for p in s["phases"]] == ["pslc", "direct_native", "folding"]
+    assert (out / "fit_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert s["preset_path"] == str((out / "conf" / "drive" / "my_fit.yaml").resolve())
+    text = (out / "conf" / "drive" / "my_fit.yaml").read_text()
+    assert text.startswith("# Fitted by `ssdx experiment=fit_fill`") and str(curve) in text and "RMSE" in text
+    assert "defaults:\n- base\n- _self_" in text
+
+    # the overrides appended to the fill experiment on the base drive give the fitted phases
+    rep = tmp_path / "reproduce"
+    r = ssdx("experiment=aldrin_pro_fill", "drive=generic_tlc_1tb", *s["overrides"], f"hydra.run.dir={rep}")
+    assert r.returncode == 0, r.stderr
+    phases = json.loads((rep / "summary.json").read_text())["phases"]
+    assert [p["name"] for p in phases] == [p["name"] for p in s["phases"]]
+    for a, b in zip(phases, s["phases"]):
+        for k in ("start_gb", "end_gb", "mean_mb_s"):
+            assert a[k] == pytest.approx(b[k], rel=1e-4, abs=1e-3)
+
+    # the presets load from the run's conf directory as a user's own config directory
+    pre = tmp_path / "preset"
+    r = ssdx("experiment=aldrin_pro_fill", f"hydra.searchpath=[file://{out / 'conf'}]", "drive=my_fit",
+             "nand=my_fit", f"hydra.run.dir={pre}")
+    assert r.returncode == 0, r.stderr
+    p = json.loads((pre / "summary.json").read_text())
+    assert p["drive"] == "my_fit" and p["slc_mode"] == "dynamic"
+    for a, b in zip(p["phases"], s["phases"]):
+        assert a["end_gb"] == pytest.approx(b["end_gb"], rel=1e-4) and a["mean_mb_s"] == pytest.approx(
+            b["mean_mb_s"], rel=1e-4)
+
+
+def test_fit_fill_cli_refuses_a_bad_curve(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("gb,mb_s\n1,100\n2,oops\n")
+    r = ssdx("experiment=fit_fill", f"fit.curve={bad}", f"hydra.run.dir={tmp_path / 'out'}")
+    assert r.returncode == 2
+    assert "fit.curve" in r.stderr and f"{bad}, line 3: mb_s is not a number" in r.stderr
+    r = ssdx("experiment=fit_fill", f"hydra.run.dir={tmp_path / 'out'}")
+    assert r.returncode == 2 and "fit.curve" in r.stderr and "required" in r.stderr
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_fit_settings_are_checked(tmp_path):
+    from ssdx.tasks_fit import fit_settings
+
+    curve = tmp_path / "c.txt"
+    curve.write_text("100\n" * 8)
+    for bad, field in (({"rules": ["nope"]}, "fit.rules"), ({"format": "xlsx"}, "fit.format"),
+                       ({"n_steps": 4}, "fit.n_steps"), ({"name": "a/b"}, "fit.name"),
+                       ({"poor_fit_fraction": 0}, "fit.poor_fit_fraction")):
+        with pytest.raises(params.ConfigError) as e:
+            fit_settings({"fit": {"curve": str(curve), **bad}})
+        assert e.value.field == field
