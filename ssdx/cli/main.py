@@ -147,6 +147,14 @@ def run(cfg: DictConfig) -> None:
             s = tasks.run_fill(container, out)
             print(f'{s["drive"]} ({s["slc_mode"]}, pre-fill {s["prefill_gb"]:.0f} GB): '
                   f'{s["written_gb"]:.0f} GB in {s["time_s"]:.0f} s, mean {s["mean_mb_s"]:.0f} MB/s')
+            if s.get("fio_job") is not None:
+                w = s["fio_workload"]
+                print(f'fio job {s["fio_job"]}: {w["pattern"]} {w["block_kib"]:g} KiB writes at QD '
+                      f'{w["queue_depth"]}, {100 * w["fill_fraction"]:.0f} % of the drive'
+                      + (f', {w["burst_gb"]:g} GB bursts with {w["idle_s"]:g} s idle'
+                         if w["burst_gb"] else "")
+                      + ('; ignored (workload.fio_unknown=warn): '
+                         + ", ".join(i["option"] for i in s["fio_ignored"]) if s["fio_ignored"] else ""))
             for p in s["phases"]:
                 print(f'  {p["name"]:<14} {p["start_gb"]:8.1f} -> {p["end_gb"]:8.1f} GB  '
                       f'{p["mean_mb_s"]:8.1f} MB/s')
