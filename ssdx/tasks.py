@@ -56,6 +56,22 @@ def _n_steps(value: Any, field: str) -> int:
     return int(value)
 
 
+def with_fio_fill(cfg: Mapping[str, Any]) -> tuple[Mapping[str, Any], Any]:
+    """``cfg`` with the fluid workload a fio write job sets (``workload.fio``; ``workload.fio_job``,
+    ``workload.fio_unknown``): ``pattern``, ``block_kib``, ``queue_depth``, ``fill_fraction``,
+    ``burst_gb`` and ``idle_s`` (``ssdx.workloads.fio.FioWorkload.fill``, which refuses what the fluid
+    model cannot represent), and the parsed jobs; ``(cfg, None)`` without ``workload.fio``."""
+    if not cfg["workload"].get("fio"):
+        return cfg, None
+    from ssdx import tasks_engine
+
+    jobs = tasks_engine.fio_workload(cfg)
+    if jobs is None:
+        return cfg, None
+    fields = jobs.fill(tasks_engine.capacity_bytes(cfg), float(cfg["workload"]["prefill_fraction"]))
+    return dict(cfg, workload=dict(cfg["workload"], **fields)), jobs
+
+
 def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     """Whole-drive fill of one configuration: ``summary.json``, ``fill_curve.png``, ``fill_curve.csv``.
 
@@ -64,14 +80,7 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     (``ssdx.workloads.fio.FioWorkload.fill``, which refuses what the fluid model cannot represent); the
     summary then names them under ``fio_workload`` with ``fio_job`` and ``fio_ignored``."""
     dtype = _dtype(cfg.get("precision", "float32"))
-    jobs = None
-    if cfg["workload"].get("fio"):
-        from ssdx import tasks_engine
-
-        jobs = tasks_engine.fio_workload(cfg)
-        assert jobs is not None
-        fields = jobs.fill(tasks_engine.capacity_bytes(cfg), float(cfg["workload"]["prefill_fraction"]))
-        cfg = dict(cfg, workload=dict(cfg["workload"], **fields))
+    cfg, jobs = with_fio_fill(cfg)
     cols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
     drive, workload = params.build(cols, dtype=dtype)
     drive, workload = params.index(drive, 0), params.index(workload, 0)

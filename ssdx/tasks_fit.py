@@ -3,7 +3,9 @@
 ``run_fit_fill(cfg, out_dir)`` reads ``fit.curve`` (``ssdx.workloads.fill_curve``), fits the fluid
 model's free parameters under each cache-size rule of ``fit.rules`` (``ssdx.optimize.fit_fill``),
 starting from the composed drive (``drive=...`` and any ``drive.*``/``nand.*`` overrides: the known
-hardware), keeps the best rule, and writes into ``out_dir``:
+hardware), keeps the best rule, and writes into ``out_dir``.  The fill runs under the composed workload
+(``workload=seq_fill``), or under the fio write job that measured the curve (``workload.fio``, as
+``ssdx.tasks.with_fio_fill`` reads it: its pattern, block size and depth set the host ceiling):
 
 * ``summary.json`` — ``phases`` (the fitted drive's fill, as ``experiment=aldrin_pro_fill`` writes
   them), ``measured_phases`` (plateaus of the measured curve), ``rmse_mb_s``, ``residual_regions``
@@ -35,7 +37,7 @@ from ssdx.models import fluid
 from ssdx.optimize import fit_fill
 from ssdx.paths import replace_atomic
 from ssdx.report import fill as fill_report
-from ssdx.tasks import _dtype, _n_steps, _write_json
+from ssdx.tasks import _dtype, _n_steps, _write_json, with_fio_fill
 from ssdx.workloads import fill_curve
 
 #: The experiment the ``overrides`` are written for (sequential fill, ``workload=seq_fill``).
@@ -190,6 +192,7 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         curve = fill_curve.read(s["curve"], s["format"]).merged(s["max_samples"])
     except fill_curve.CurveError as e:
         raise params.ConfigError("fit.curve", s["curve"], f"unreadable fill curve: {e}") from None
+    cfg, jobs = with_fio_fill(cfg)  # the fio job that measured the curve, when given (workload.fio)
     cols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
     drive, workload = params.build(cols, dtype=dtype)
     drive, workload = params.index(drive, 0), params.index(workload, 0)
@@ -296,6 +299,8 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         "capacity_gb": float(fluid.capacity_bytes(f_drive)) / 1e9,
         "written_gb": float(out.written_bytes[-1]) / 1e9,
         "n_steps": s["n_steps"],
+        "fio_job": None if jobs is None else jobs.name,
+        "fio_ignored": [] if jobs is None else jobs.ignored,
     }
     _write_json(out_dir / "summary.json", summary)
     np.savetxt(out_dir / "fit_curve.csv", np.c_[curve.gb, curve.mb_s, fitted, residual], delimiter=",",

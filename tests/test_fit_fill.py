@@ -257,3 +257,21 @@ def test_fit_settings_are_checked(tmp_path):
         with pytest.raises(params.ConfigError) as e:
             fit_settings({"fit": {"curve": str(curve), **bad}})
         assert e.value.field == field
+
+
+def test_the_fio_job_that_measured_the_curve_sets_the_fits_workload(tmp_path):
+    """``workload.fio``: the fit runs the fluid fill under the job's pattern, block size and depth (a 1 MiB
+    QD1 job, as TechPowerUp's single-thread file-copy fill), and its overrides carry them."""
+    from ssdx.tasks_fit import run_fit_fill
+
+    job = tmp_path / "fill.fio"
+    job.write_text("[copy]\nioengine=libaio\ndirect=1\nrw=write\nbs=1m\niodepth=1\n")
+    path = write_curve(tmp_path / "m.csv", truth_curve(TRUTHS["capped"]))
+    cfg = {"drive": presets.drive("generic_tlc_1tb", **SMALL),
+           "workload": {**presets.workload("seq_fill"), "fio": str(job), "fio_job": None,
+                        "fio_unknown": "raise", "requests": 100_000},
+           "nand": {}, "precision": "float32", "seed": 0,
+           "fit": {"curve": str(path), "rules": ["capped"], "n_steps": N_STEPS, **FIT}}
+    s = run_fit_fill(cfg, tmp_path / "out")
+    assert s["fio_job"] == "copy" and s["fio_ignored"] == []
+    assert "workload.block_kib=1024" in s["overrides"] and "workload.queue_depth=1" in s["overrides"]

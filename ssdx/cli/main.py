@@ -10,10 +10,10 @@ Contract (kept stable for checks):
   evaluation counts, the nvme-cli command), ``tmt_landscape.png``.
 * ``ssdx experiment=fit_rc fit.series=FILE hydra.run.dir=DIR`` — ``summary.json`` (fitted RC values, RMSE,
   the ``thermal.rc.*`` overrides that apply them), ``fit_rc.png``.
-* ``ssdx experiment=fit_fill fit.curve=FILE [drive=NAME drive.*=...] hydra.run.dir=DIR`` — ``summary.json``
-  (``phases``, ``measured_phases``, ``rmse_mb_s``, ``overrides`` for ``experiment=aldrin_pro_fill``,
-  ``preset_path``), the fitted presets ``DIR/conf/{drive,nand}/NAME.yaml``, ``fit_curve.png``; an
-  unreadable curve exits 2 naming the file and line.
+* ``ssdx experiment=fit_fill fit.curve=FILE [drive=NAME drive.*=...] [workload.fio=JOB.fio]
+  hydra.run.dir=DIR`` — ``summary.json`` (``phases``, ``measured_phases``, ``rmse_mb_s``, ``overrides``
+  for ``experiment=aldrin_pro_fill``, ``preset_path``), the fitted presets
+  ``DIR/conf/{drive,nand}/NAME.yaml``, ``fit_curve.png``; an unreadable curve exits 2 naming file and line.
 * ``ssdx experiment=wa_uniform gc.spare_factor=S gc.policy=greedy|fifo gc.pages_per_block=N
   hydra.run.dir=DIR`` — ``summary.json`` (``write_amplification`` at steady state,
   ``steady_state_round``), ``wa_rounds.png``.
