@@ -56,6 +56,13 @@ def _n_steps(value: Any, field: str) -> int:
     return int(value)
 
 
+#: Why ``workload.fio`` is refused by a job that does not take it (never silently ignored).
+FIO_NOT_HERE = ("a fio job is a workload of experiment=trace_replay, the fluid fills, the thermal runs "
+                "(thermal, tmt_optimize), fit_fill and fluid or thermal sweeps; this job replays its own "
+                "workload (boot: the Windows boot trace and QD1 probes; GC: its fill sets; hybrid: MSR "
+                "streams) — unset workload.fio")
+
+
 def with_fio_fill(cfg: Mapping[str, Any]) -> tuple[Mapping[str, Any], Any]:
     """``cfg`` with the fluid workload a fio write job sets (``workload.fio``; ``workload.fio_job``,
     ``workload.fio_unknown``): ``pattern``, ``block_kib``, ``queue_depth``, ``fill_fraction``,
@@ -189,6 +196,10 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     checkpointed as they finish; running the same sweep again on the same ``out_dir`` resumes (a
     finished sweep is merged again without compute), a different sweep there is refused."""
     dtype = _dtype(base_cfg.get("precision", "float32"))
+    if base_cfg.get("workload", {}).get("fio"):
+        if sweep.get("model") == "gc":
+            raise params.ConfigError("workload.fio", base_cfg["workload"]["fio"], FIO_NOT_HERE)
+        base_cfg, _ = with_fio_fill(base_cfg)  # the base workload of a fluid or thermal sweep
     cols, dropped, n_defined = sweep_columns(sweep, base_cfg)
     if _is_thermal(sweep):
         from ssdx import api

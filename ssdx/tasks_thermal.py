@@ -18,11 +18,12 @@ from ssdx import api, params
 from ssdx.models import coupled, hctm
 from ssdx.optimize import tmt
 from ssdx.report import thermal as thermal_report
-from ssdx.tasks import _dtype, _write_json
+from ssdx.tasks import _dtype, _write_json, with_fio_fill
 from ssdx.units import ZERO_C_IN_K
 
 
 def _single(cfg: Mapping[str, Any], dtype) -> tuple[tuple, int]:
+    cfg, _ = with_fio_fill(cfg)  # a fio write job as the run's workload (workload.fio)
     cols = api.thermal_columns(cfg["drive"], cfg["workload"], cfg["thermal"], cfg.get("nand"))
     trees, n_steps = api.build_thermal(cols, dtype=dtype)
     return tuple(params.index(x, 0) for x in trees), n_steps

@@ -420,6 +420,31 @@ def test_fill_with_a_fio_write_job_equals_the_plain_overrides(tmp_path):
     assert curve[0] == curve[1]
 
 
+def test_thermal_run_takes_the_fio_write_job_as_its_workload(tmp_path):
+    """The coupled thermal run's fluid workload is the job's, as a fill's is (``tasks.with_fio_fill``)."""
+    from ssdx import api
+    from ssdx.tasks_thermal import _single
+
+    path = tmp_path / "w.fio"
+    path.write_text("[w]\nrw=randwrite\nbs=64k\niodepth=4\nsize=10%\n")
+    base = {"drive": presets.drive("sn8e_1920"), "thermal": api.thermal_preset("bare")}
+    fio_cfg = {**base, "workload": presets.workload("seq_fill", fio=str(path))}
+    (_, w_fio, _, _), _ = _single(fio_cfg, np.float32)
+    (_, w_plain, _, _), _ = _single({**base, "workload": presets.workload(
+        "seq_fill", pattern="random", block_kib=64, queue_depth=4, fill_fraction=0.1)}, np.float32)
+    for k in ("random", "block_bytes", "queue_depth", "fill_fraction"):
+        assert float(getattr(w_fio, k)) == pytest.approx(float(getattr(w_plain, k))), k
+
+
+@pytest.mark.parametrize("args", [("experiment=boot_qd1",), ("experiment=wa_uniform",)])
+def test_a_job_with_its_own_workload_refuses_a_fio_job(tmp_path, args):
+    job = tmp_path / "r.fio"
+    job.write_text("[r]\nrw=randread\nbs=4k\n")
+    r = ssdx(*args, f"workload.fio={job}", f"hydra.run.dir={tmp_path / 'out'}")
+    assert r.returncode == 2 and "workload.fio" in r.stderr and "unset workload.fio" in r.stderr
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
 # ------------------------------------------------------------------------------------------------- CLI
 
 def test_trace_replay_cli_contract(tmp_path):

@@ -140,6 +140,10 @@ def run(cfg: DictConfig) -> None:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise ConfigError("seed", seed, "an integer")
         logger = loggers.from_config(container.get("logger"), seed=seed)
+        fio_job = (container.get("workload") or {}).get("fio")
+        if fio_job and (cfg.task not in ("fill", "thermal", "tmt_optimize", "fit_fill", "replay", "sweep")
+                        or (cfg.task == "sweep" and container["sweep"].get("model") == "hybrid")):
+            raise ConfigError("workload.fio", fio_job, tasks.FIO_NOT_HERE)
         if cfg.task in ("sweep", "hybrid_sensitivity", "hybrid_validate"):
             executor = executors.from_config(container.get("runner"))
         logger.start(container, out)
