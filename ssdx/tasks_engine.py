@@ -234,6 +234,9 @@ def qd1_probe(op: int, n: int, seed: int) -> Chunk:
 def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> dict[str, Any]:
     """QD1 latencies and the Windows 11 boot replay per preset drive (seeds/003, REFERENCE §4).
 
+    With ``workload.fio`` the study also replays the fio job on every drive (``_boot_fio``): each drive's
+    ``fio`` block holds fio's figures (``iops``, ``bw``, ``clat_us``) at the job's own depth and loop.
+
     Every drive runs in one batch (one compiled kernel, padded die layout).  ``boot_storage_time_s`` is
     the time the storage needs for the boot log at QD1: the makespan of the closed-loop replay, i.e.
     the sum of the 45,491 latencies.  ``model_difference_s`` is SATA minus PCIe 4.0.
@@ -278,6 +281,12 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
             "boot_read_latency_mean_us": float(m["read_latency_mean_us"][i]),
             "boot_write_latency_mean_us": float(m["write_latency_mean_us"][i]),
         }
+    fio_summary = None
+    jobs = fio_workload(cfg)
+    if jobs is not None:  # the same QD study on a fio job of the user's
+        fio_summary = _boot_fio(cfg, jobs, drives, names, dtype, backend, progress)
+        for name in names:
+            per[name]["fio"] = fio_summary.pop(name)
     s, p = per[sata], per[pcie4]
     read_diff = s["qd1_read_4k_us"] - p["qd1_read_4k_us"]
     write_diff = s["qd1_write_4k_us"] - p["qd1_write_4k_us"]
@@ -295,11 +304,37 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
             read_diff_us=read_diff, write_diff_us=write_diff),
         "model_qd1_read_4k_difference_us": read_diff, "model_qd1_write_4k_difference_us": write_diff,
         "press_measurement": "less than 2 s difference SATA vs PCIe (seeds/003)",
+        "fio_job": jobs.name if jobs is not None else None,
+        "fio_ignored": jobs.ignored if jobs is not None else [],
+        **(fio_summary or {}),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_json(out_dir / "summary.json", summary)
     _plot_boot(per, out_dir / "boot_qd1.png")
     return summary
+
+
+def _boot_fio(cfg: Mapping[str, Any], jobs: fio.FioWorkload, drives: list[dict], names: list[str], dtype,
+              backend: str, progress: bool) -> dict[str, Any]:
+    """Replay the fio jobs on every drive of the boot study, in one batch: per drive fio's figures
+    (:func:`fio_figures`) and ``latency_us``; plus ``fio_capacity_gb``, ``fio_truncated`` and
+    ``fio_jobs``.  One stream for all drives: the job's ``N%`` sizes and a job without ``size`` refer to
+    the smallest drive's capacity, so every drive sees the same requests (a comparison of drives)."""
+    caps = [capacity_bytes(dict(cfg, drive=d)) for d in drives]
+    run_cfg = with_fio(dict(cfg, drive=drives[0]), jobs)
+    trees = engine_params.build(_columns(run_cfg, drives), dtype=dtype)
+    chunks = jobs.stream(min(caps), _requests(cfg["workload"]), seed=int(cfg.get("seed", 0)))
+    res = replay.replay(trees, chunks, progress=progress, desc="fio", backend=backend)
+    m = res.metrics
+    out: dict[str, Any] = {name: {**fio_figures(m, res.extra["sums"], i), "latency_us": _latency_block(m, i),
+                                  "requests": int(m["requests"][i]), "iops": float(m["iops"][i]),
+                                  "mb_s": float(m["mb_s"][i])}
+                           for i, name in enumerate(names)}
+    out.update({"fio_capacity_gb": min(caps) / 1e9, "fio_loop": run_cfg["engine"]["loop"],
+                "fio_queue_depth": int(run_cfg["workload"]["queue_depth"]), "fio_jobs": jobs.describe(),
+                "fio_ignored_by_design": jobs.ignored_by_design,
+                "fio_truncated": bool(getattr(chunks, "truncated", False))})
+    return out
 
 
 def _plot_boot(per: Mapping[str, Mapping[str, float]], path: Path) -> None:

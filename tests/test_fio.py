@@ -436,7 +436,32 @@ def test_thermal_run_takes_the_fio_write_job_as_its_workload(tmp_path):
         assert float(getattr(w_fio, k)) == pytest.approx(float(getattr(w_plain, k))), k
 
 
-@pytest.mark.parametrize("args", [("experiment=boot_qd1",), ("experiment=wa_uniform",)])
+def test_boot_qd_study_replays_the_fio_job_on_every_drive(tmp_path):
+    """``experiment=boot_qd1 workload.fio=...``: each drive's ``fio`` block is what a replay of the same job
+    on that drive alone gives (one stream for all: an absolute ``size``, so the capacities do not matter)."""
+    job = tmp_path / "rr.fio"
+    job.write_text("[rr]\nioengine=libaio\nrw=randread\nbs=4k\niodepth=8\nsize=8g\n")
+    r = ssdx("experiment=boot_qd1", f"workload.fio={job}", "workload.requests=3000",
+             "boot.probe_requests=200", f"hydra.run.dir={tmp_path / 'boot'}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "boot" / "summary.json").read_text())
+    assert s["fio_job"] == "rr" and s["fio_queue_depth"] == 8 and s["fio_loop"] == "closed"
+    assert "fio job rr (QD 8, closed loop)" in r.stdout
+    r = ssdx("experiment=trace_replay", "drive=aldrin_pro_2tb", f"workload.fio={job}",
+             "workload.requests=3000", f"hydra.run.dir={tmp_path / 'one'}")
+    assert r.returncode == 0, r.stderr
+    one = json.loads((tmp_path / "one" / "summary.json").read_text())
+    boot = s["drives"]["aldrin_pro_2tb"]["fio"]
+    assert boot["requests"] == one["requests"] == 3000
+    for k in ("iops", "bw"):
+        assert boot[k] == pytest.approx(one[k], rel=1e-5), k
+    for q in ("mean", "p99"):
+        assert boot["clat_us"][q] == pytest.approx(one["clat_us"][q], rel=1e-5), q
+    # a SATA link is slower than PCIe 4.0 for the same job
+    assert s["drives"]["sata_tlc_500"]["fio"]["iops"] < boot["iops"]
+
+
+@pytest.mark.parametrize("args", [("experiment=wa_uniform",), ("experiment=trace_analyse",)])
 def test_a_job_with_its_own_workload_refuses_a_fio_job(tmp_path, args):
     job = tmp_path / "r.fio"
     job.write_text("[r]\nrw=randread\nbs=4k\n")

@@ -141,7 +141,8 @@ def run(cfg: DictConfig) -> None:
             raise ConfigError("seed", seed, "an integer")
         logger = loggers.from_config(container.get("logger"), seed=seed)
         fio_job = (container.get("workload") or {}).get("fio")
-        if fio_job and (cfg.task not in ("fill", "thermal", "tmt_optimize", "fit_fill", "replay", "sweep")
+        if fio_job and (cfg.task not in ("fill", "thermal", "tmt_optimize", "fit_fill", "replay", "boot",
+                                         "sweep")
                         or (cfg.task == "sweep" and container["sweep"].get("model") == "hybrid")):
             raise ConfigError("workload.fio", fio_job, tasks.FIO_NOT_HERE)
         if cfg.task in ("sweep", "hybrid_sensitivity", "hybrid_validate"):
@@ -323,6 +324,11 @@ def run(cfg: DictConfig) -> None:
             for name, d in s["drives"].items():
                 print(f'{name:<16} {d["interface"]:<8} QD1 4K read {d["qd1_read_4k_us"]:6.1f} us, write '
                       f'{d["qd1_write_4k_us"]:6.1f} us; boot storage time {d["boot_storage_time_s"]:.2f} s')
+                if "fio" in d:
+                    f = d["fio"]
+                    print(f'{"":<16} fio job {s["fio_job"]} (QD {s["fio_queue_depth"]}, {s["fio_loop"]} '
+                          f'loop): IOPS={f["iops"]:.0f}, BW={f["bw"]:.0f}KiB/s, '
+                          f'clat p99 {f["clat_us"]["p99"]:.1f} us')
             print(f'SATA - PCIe 4.0: model {s["model_difference_s"]:.2f} s; seed method '
                   f'{s["seed_method_difference_s"]:.2f} s; press: < 2 s')
             print(f"outputs: {out / 'summary.json'}, {out / 'boot_qd1.png'}")
