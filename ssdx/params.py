@@ -33,6 +33,24 @@ pSLC write-cache fields (the accounting of each mode is in ``ssdx.models.fluid``
 
 The last two are optional in a config mapping (:data:`DRIVE_DEFAULTS`), so older presets and
 configs load unchanged.
+
+NAND overrides (config group ``nand:``, columns ``nand.<field>``; null / NaN = the catalog value of the
+configuration's NAND type, ``nand.name`` where set, else ``drive.nand``):
+
+* timings (:data:`NAND_TIMINGS`), us: ``t_prog_us`` and ``t_read_us`` per page, ``t_erase_us`` per block,
+  ``t_prog_slc_us`` and ``t_read_slc_us`` per page in pSLC mode;
+* geometry (:data:`NAND_GEOMETRY`): ``bits_per_cell`` (integer 1-4), ``page_kib`` (page size, KiB: 1024
+  bytes), ``block_pages`` (pages per block) and ``write_unit_kib`` (KiB one program operation of a plane
+  takes at once — a page, a word line of ``bits_per_cell`` pages or a whole block: Fukuchi et al.'s
+  Table 1 "write unit", ``ssdx.catalog.NandType.write_unit_bytes``).  The fluid and request-level models
+  program page by page (one page per plane of a die); the write unit sizes the SCM gathering of
+  ``ssdx.hybrid_params`` and is recorded.
+
+Together with ``drive.channels``, ``drive.dies_per_channel``, ``drive.planes_per_die`` and
+``drive.die_gbit`` they express a drive from a datasheet or from MQSim's ``ssdconfig.xml``.
+:func:`nand_value` gives the effective value of a field for every configuration; every model reads its
+NAND numbers through it (:func:`build` and the ``*_params`` modules), and :func:`effective_columns`
+replaces the NaN of the override columns with it for the record of a run.
 """
 
 from __future__ import annotations
@@ -51,7 +69,29 @@ from ssdx.units import GB, KIB, MB, gbit_die_to_bytes
 #: pSLC cache policies; a mode's integer code is its index (append new modes at the end)
 SLC_MODES = ("dynamic", "static", "pure_slc", "pure_native", "hybrid")
 PATTERNS = ("sequential", "random")
-NAND_OVERRIDES = ("t_prog_us", "t_read_us", "t_erase_us", "t_prog_slc_us", "t_read_slc_us")
+#: NAND timings a config may override, us: program and read per page, erase per block
+NAND_TIMINGS = ("t_prog_us", "t_read_us", "t_erase_us", "t_prog_slc_us", "t_read_slc_us")
+#: NAND geometry a config may override: bits per cell, page KiB, pages per block, write unit KiB
+NAND_GEOMETRY = ("bits_per_cell", "page_kib", "block_pages", "write_unit_kib")
+#: every ``nand.<field>`` override column (null / NaN = the catalog value)
+NAND_OVERRIDES = NAND_TIMINGS + NAND_GEOMETRY
+#: override field -> (low, high, integer, meaning); both inclusive
+NAND_BOUNDS: dict[str, tuple[float, float, bool, str]] = {
+    **{f: (0.01, 1e6, False, "us") for f in NAND_TIMINGS},  # the rule text of check_nand_overrides
+    "bits_per_cell": (1, 4, True, "bits per cell"),
+    "page_kib": (0.5, 1024.0, False, "page size, KiB, a whole number of bytes"),
+    "block_pages": (1, 65536, True, "pages per block"),
+    "write_unit_kib": (0.5, 65536.0 * 1024.0, False, "program unit of a plane, KiB"),
+}
+#: override field -> (catalog attribute of ``ssdx.catalog.NandType``, attribute units per field unit)
+_NAND_COLUMN: dict[str, tuple[str, float]] = {
+    **{f: (f, 1.0) for f in NAND_TIMINGS},
+    "bits_per_cell": ("bits_per_cell", 1.0), "page_kib": ("page_bytes", KIB),
+    "block_pages": ("block_pages", 1.0), "write_unit_kib": ("write_unit_bytes", KIB),
+}
+#: catalog byte size -> (its override field, bytes per field unit)
+_BYTES_COLUMN: dict[str, tuple[str, float]] = {"page_bytes": ("page_kib", KIB),
+                                               "write_unit_bytes": ("write_unit_kib", KIB)}
 
 
 class ConfigError(ValueError):
@@ -175,8 +215,15 @@ def columns_from_config(drive: Mapping, workload: Mapping, nand: Mapping | None 
             if f not in node:
                 raise ConfigError(f"{prefix}.{f}", None, "the field is required")
             cols[f"{prefix}.{f}"] = np.asarray([node[f]])
+    cols.update(nand_columns(nand))
+    return cols
+
+
+def nand_columns(nand: Mapping | None = None) -> dict[str, np.ndarray]:
+    """One-row ``nand.name`` and ``nand.<field>`` override columns of a ``nand:`` config mapping
+    (a missing or null field is NaN: the catalog value)."""
     nand = nand or {}
-    cols["nand.name"] = np.asarray([nand.get("name") or ""])
+    cols = {"nand.name": np.asarray([nand.get("name") or ""])}
     for f in NAND_OVERRIDES:
         v = nand.get(f)
         cols[f"nand.{f}"] = np.asarray([np.nan if v is None else v], dtype=float)
@@ -278,18 +325,26 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     ):
         a = _num(cols, key)
         _check(cols, key, (a > 0) & (a <= 1), what, report=report)
-    for f in NAND_OVERRIDES:
-        a = _num(cols, f"nand.{f}")
-        _check(cols, f"nand.{f}", np.isnan(a) | ((a >= 0.01) & (a <= 1e6)),
-               "0.01 <= x <= 1e6 us, or null for the catalog value", report=report)
+    check_nand_overrides(cols, "nand.", report)
     dram = np.asarray(cols["drive.dram"])
     _check(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false",
            report=report)
+    page, unit = nand_value(cols, "page_bytes"), nand_value(cols, "write_unit_bytes")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pages = unit / page
+    _check(cols, "nand.write_unit_kib",
+           (np.abs(pages - np.round(pages)) <= 1e-9 * pages) & (pages >= 1)
+           & (unit <= nand_value(cols, "block_bytes")),
+           "the write unit (one program operation of a plane: a page, a word line or a block) must be a "
+           "whole number of pages (nand.page_kib) and at most one block (nand.block_pages pages); null keeps "
+           "the catalog type's, so set it when a page or block override no longer fits that",
+           unit / KIB, report)
 
-    bits = Codes(nand_names(cols)).map(lambda x: getattr(catalog.NAND.get(x), "bits_per_cell", 0))
+    bits = np.nan_to_num(nand_value(cols, "bits_per_cell"), nan=0.0)  # 0: an unknown type (reported above)
     needs_multibit = np.isin(mode, ["dynamic", "static", "pure_slc", "hybrid"])
     _check(cols, "drive.slc_mode", ~needs_multibit | (bits >= 2),
-           "pSLC modes need a multi-bit NAND (bits per cell >= 2); use pure_native for SLC", mode, report)
+           "pSLC modes need a multi-bit NAND (bits per cell >= 2, nand.bits_per_cell or the catalog "
+           "type's); use pure_native for SLC", mode, report)
     static = _num(cols, "drive.static_slc_gb")
     has_static = np.isin(mode, ["static", "hybrid"])
     _check(cols, "drive.static_slc_gb", ~has_static | (static > 0),
@@ -318,6 +373,76 @@ def valid_rows(cols: Mapping,
     return ok, broken
 
 
+def check_nand_overrides(cols: Mapping, prefix: str = "nand.", report: list | None = None) -> None:
+    """Range rules of the NAND override columns ``<prefix><field>`` present in ``cols`` (NaN = the catalog
+    value, always allowed): :data:`NAND_BOUNDS`, and a page of a whole number of bytes."""
+    for f, (lo, hi, integer, what) in NAND_BOUNDS.items():
+        key = prefix + f
+        if key not in cols:
+            continue
+        a = _num(cols, key)
+        ok = (a >= lo) & (a <= hi)
+        if integer:
+            ok &= a == np.round(a)
+        if f == "page_kib":
+            ok &= a * KIB == np.round(a * KIB)
+        rule = ("0.01 <= x <= 1e6 us" if f in NAND_TIMINGS
+                else f"{'integer ' if integer else ''}{lo:.10g} <= x <= {hi:.10g} ({what})")
+        _check(cols, key, np.isnan(a) | ok, f"{rule}, or null for the catalog value", report=report)
+
+
+def nand_value(cols: Mapping, field: str, names: Any = None, prefix: str = "nand.") -> np.ndarray:
+    """Every configuration's effective NAND value of ``field`` (float64, shape ``(n,)``): the override
+    column ``<prefix><field>`` where set (not NaN), else the catalog value of its NAND type.
+
+    ``field`` is an override field (:data:`NAND_OVERRIDES`, in its own units: us, KiB, pages, bits), a
+    byte size — ``page_bytes``, ``write_unit_bytes`` (from ``page_kib``/``write_unit_kib``) or
+    ``block_bytes`` (effective ``block_pages`` x effective ``page_bytes``) — or any other attribute of
+    ``ssdx.catalog.NandType`` (catalog only, e.g. ``die_active_w``, W).  ``names`` are the NAND types (default
+    :func:`nand_names`: ``nand.name`` where set, else ``drive.nand``); an unknown name gives NaN.  The
+    hybrid model passes ``hybrid.nand`` and ``prefix="hybrid."``.  One catalog look-up per distinct name.
+    """
+    raw = nand_names(cols) if names is None else np.asarray(names).astype(str)
+    if field == "block_bytes":
+        return nand_value(cols, "block_pages", raw, prefix) * nand_value(cols, "page_bytes", raw, prefix)
+    if field in _NAND_COLUMN:  # an override field, in its own units
+        attr, per = _NAND_COLUMN[field]
+        column, scale = field, 1.0
+    else:  # a catalog attribute; the byte sizes have a KiB override
+        attr, per = field, 1.0
+        column, scale = _BYTES_COLUMN.get(field, (None, 1.0))
+    base = Codes(raw).map(lambda x: getattr(catalog.NAND.get(x), attr, np.nan))
+    if per != 1.0:
+        base = base / per
+    if column is not None and prefix + column in cols:
+        over = _num(cols, prefix + column) * scale
+        base = np.where(np.isnan(over), base, over)
+    return base
+
+
+def effective_columns(cols: Mapping) -> dict[str, np.ndarray]:
+    """``cols`` with every NAND override column holding the value a run used instead of NaN: the
+    ``nand.<field>`` columns (:data:`NAND_OVERRIDES`) where ``drive.nand`` is a column, the ``hybrid.<field>``
+    ones where ``hybrid.nand`` is (:func:`nand_value`).  What a results table records; the models read the
+    original columns, so no metric changes.  Other columns are the same arrays."""
+    out = dict(cols)
+    families = (("nand.", "drive.nand" in cols and "nand.name" in cols), ("hybrid.", "hybrid.nand" in cols))
+    for prefix, present in families:
+        if not present:
+            continue
+        names = nand_names(cols) if prefix == "nand." else np.asarray(cols["hybrid.nand"]).astype(str)
+        for f in NAND_OVERRIDES:
+            if prefix + f in cols:
+                out[prefix + f] = nand_value(cols, f, names, prefix)
+    return out
+
+
+def nand_record(cols: Mapping, i: int = 0) -> dict[str, float]:
+    """The effective NAND values of configuration ``i`` (:data:`NAND_OVERRIDES`, their units), for a
+    summary: ``{"t_prog_us": ..., "page_kib": ..., ...}``."""
+    return {f: float(nand_value(cols, f)[i]) for f in NAND_OVERRIDES}
+
+
 def nand_names(cols: Mapping) -> np.ndarray:
     """Every configuration's NAND type: ``nand.name`` where set, else ``drive.nand``."""
     override = np.asarray(cols["nand.name"]).astype(str)
@@ -332,22 +457,15 @@ def _raw_bytes(cols: Mapping) -> np.ndarray:
 def build(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
     """Validate columns and turn them into (Drive, Workload) pytrees of ``dtype`` arrays, shape (n,)."""
     validate(cols)
-    names = Codes(nand_names(cols))
-
-    def med(attr: str) -> np.ndarray:
-        base = names.map(lambda x: getattr(catalog.nand(x), attr))
-        if f"nand.{attr}" in cols:
-            over = _num(cols, f"nand.{attr}")
-            base = np.where(np.isnan(over), base, over)
-        return base
-
+    names = nand_names(cols)
+    med = lambda f: nand_value(cols, f, names)  # noqa: E731
     iface = Codes(np.asarray(cols["drive.interface"]).astype(str))
     mode = Codes(np.asarray(cols["drive.slc_mode"]).astype(str))
     c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
     nand = Nand(
         bits_per_cell=c(med("bits_per_cell")), page_bytes=c(med("page_bytes")),
         t_prog_us=c(med("t_prog_us")), t_read_us=c(med("t_read_us")), t_erase_us=c(med("t_erase_us")),
-        block_bytes=c(names.map(lambda x: catalog.nand(x).block_bytes)),
+        block_bytes=c(med("block_bytes")),
         write_unit_bytes=c(med("write_unit_bytes")),
         t_prog_slc_us=c(med("t_prog_slc_us")), t_read_slc_us=c(med("t_read_slc_us")),
     )

@@ -92,12 +92,19 @@ class DriveConf:
 
 @dataclass
 class NandConf:
+    """NAND type and overrides of its catalog values (``ssdx.params``: ``nand.*`` columns; None keeps the
+    catalog value).  Timings in us (program/read per page, erase per block); geometry in bits, KiB, pages."""
+
     name: Optional[str] = None  # noqa: UP045 (OmegaConf needs typing.Optional)
     t_prog_us: Optional[float] = None  # noqa: UP045
     t_read_us: Optional[float] = None  # noqa: UP045
     t_erase_us: Optional[float] = None  # noqa: UP045
     t_prog_slc_us: Optional[float] = None  # noqa: UP045
     t_read_slc_us: Optional[float] = None  # noqa: UP045
+    bits_per_cell: Optional[int] = None  # noqa: UP045 (1 SLC .. 4 QLC)
+    page_kib: Optional[float] = None  # noqa: UP045 (page size, KiB)
+    block_pages: Optional[int] = None  # noqa: UP045 (pages per block)
+    write_unit_kib: Optional[float] = None  # noqa: UP045 (program unit of a plane: page, word line or block, KiB)
 
 
 @dataclass
