@@ -119,11 +119,15 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     qd = _num(cols, "workload.queue_depth")
     _check(cols, "workload.queue_depth", qd <= MAX_SLOTS,
            f"the request-level engine tracks at most {MAX_SLOTS} outstanding commands", report=report)
+    page = params.nand_value(cols, "page_bytes")  # effective: nand.page_kib or the catalog's
+    _check(cols, "nand.page_kib", (page >= MAP_UNIT_BYTES) & (np.mod(page, MAP_UNIT_BYTES) == 0),
+           f"the request-level engine maps {MAP_UNIT_BYTES // 1024} KiB units: the page must be a whole "
+           f"number of them (>= {MAP_UNIT_BYTES // 1024} KiB)", page / 1024, report)
 
 
 def map_pages(cols: Mapping) -> np.ndarray:
-    """Translation pages a DRAM-less map cache holds: cache bytes / NAND page bytes (>= 1)."""
-    page = params.lookup(params.nand_names(cols), lambda x: params.catalog.nand(x).page_bytes)
+    """Translation pages a DRAM-less map cache holds: cache bytes / effective NAND page bytes (>= 1)."""
+    page = params.nand_value(cols, "page_bytes")
     return np.maximum(np.floor(_num(cols, "engine.map_cache_mib") * MIB / page), 1).astype(np.int32)
 
 

@@ -12,7 +12,9 @@ Fields:
 * ``nand`` — catalog NAND type of the array (Fukuchi et al. Table 1 types: ``2d_fg_mlc``, ``2d_fg_tlc``,
   ``3d_fg_tlc``, ``3d_ct_tlc``).  ``t_prog_us``, ``t_read_us``, ``t_erase_us`` (µs per page, per page, per
   block), ``block_pages`` and ``write_unit_kib`` replace the catalog value when set (NaN/null keeps it):
-  the sensitivity study changes one of them at a time.
+  the sensitivity study changes one of them at a time.  ``page_kib`` (a whole number of 4 KiB lines) and
+  ``bits_per_cell`` (1-4) may be added the same way (optional columns; absent or null = the catalog value).
+  Effective values come from ``ssdx.params.nand_value``, the helper every model shares.
 * ``channels``, ``dies_per_channel``, ``bus_mts`` (MT/s of an 8-bit ONFI/Toggle bus, so MB/s per
   channel; die ``d`` sits on channel ``d mod channels``), ``interface`` (catalog host interface: usable
   rate and command overhead).
@@ -51,7 +53,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ssdx import catalog
+from ssdx import catalog, params
 from ssdx.params import ConfigError, _check, _num, _pytree
 from ssdx.units import KIB
 
@@ -65,6 +67,8 @@ FIELDS = ("nand", "channels", "dies_per_channel", "bus_mts", "interface", "scm_r
           "nand_utilisation", "queue_depth", "t_prog_us", "t_read_us", "t_erase_us", "block_pages",
           "write_unit_kib")
 OVERRIDES = ("t_prog_us", "t_read_us", "t_erase_us", "block_pages", "write_unit_kib")
+#: NAND geometry overrides a config may add (absent or null = the catalog value)
+OPTIONAL_OVERRIDES = ("page_kib", "bits_per_cell")
 #: field -> (low, high, integer, meaning); both inclusive
 BOUNDS: dict[str, tuple[float, float, bool, str]] = {
     "hybrid.channels": (1, 64, True, "NAND channels"),
@@ -78,7 +82,11 @@ BOUNDS: dict[str, tuple[float, float, bool, str]] = {
     "hybrid.queue_depth": (1, 1024, True, "outstanding host commands"),
 }
 OVERRIDE_BOUNDS = {"t_prog_us": (0.01, 1e6), "t_read_us": (0.01, 1e6), "t_erase_us": (0.01, 1e7),
-                   "block_pages": (2, 65536), "write_unit_kib": (4, 1 << 20)}
+                   "block_pages": (2, 65536), "write_unit_kib": (4, 1 << 20), "page_kib": (4, 1024),
+                   "bits_per_cell": (1, 4)}
+#: NAND numbers of a configuration (:func:`nand_values`): us, pages, KiB, bytes, bits
+NAND_FIELDS = ("t_prog_us", "t_read_us", "t_erase_us", "block_pages", "write_unit_kib", "page_bytes",
+               "bits_per_cell")
 
 
 @_pytree
@@ -138,25 +146,33 @@ def columns(hybrid: Mapping) -> dict[str, np.ndarray]:
             raise ConfigError(f"hybrid.{f}", None, "the field is required (see conf/hybrid/default.yaml)")
         v = hybrid[f]
         cols[f"hybrid.{f}"] = np.asarray([np.nan if v is None and f in OVERRIDES else v])
+    for f in OPTIONAL_OVERRIDES:
+        if f in hybrid:
+            v = hybrid[f]
+            cols[f"hybrid.{f}"] = np.asarray([np.nan if v is None else v], dtype=float)
     return cols
+
+
+def nand_table(cols: Mapping) -> dict[str, np.ndarray]:
+    """Every configuration's NAND numbers (:data:`NAND_FIELDS`; us, pages, KiB, bytes, bits): the catalog
+    values of ``hybrid.nand`` with the ``hybrid.*`` overrides applied (``ssdx.params.nand_value``)."""
+    names = np.asarray(cols["hybrid.nand"]).astype(str)
+    return {f: params.nand_value(cols, f, names, prefix="hybrid.") for f in NAND_FIELDS}
 
 
 def nand_values(cols: Mapping, i: int) -> dict[str, float]:
     """The NAND numbers of configuration ``i``: catalog values with the overrides applied."""
-    m = catalog.nand(str(np.asarray(cols["hybrid.nand"])[i]))
-    base = {"t_prog_us": m.t_prog_us, "t_read_us": m.t_read_us, "t_erase_us": m.t_erase_us,
-            "block_pages": float(m.block_pages), "write_unit_kib": m.write_unit_bytes / KIB,
-            "page_bytes": m.page_bytes, "bits_per_cell": float(m.bits_per_cell)}
-    for f in OVERRIDES:
-        v = float(np.asarray(cols[f"hybrid.{f}"], float)[i])
-        if not np.isnan(v):
-            base[f] = v
-    return base
+    return {f: float(v[i]) for f, v in nand_table(cols).items()}
+
+
+def _nand_rows(cols: Mapping) -> list[dict[str, float]]:
+    """:func:`nand_values` of every configuration (one catalog look-up per distinct NAND type)."""
+    table = nand_table(cols)
+    return [{f: float(v[i]) for f, v in table.items()} for i in range(len(cols["hybrid.nand"]))]
 
 
 def validate(cols: Mapping, footprint_bytes: np.ndarray, report: list | None = None) -> None:
     """Check every ``hybrid.*`` rule (``footprint_bytes`` per configuration sizes the SCM)."""
-    n = len(cols["hybrid.nand"])
     names = np.asarray(cols["hybrid.nand"]).astype(str)
     _check(cols, "hybrid.nand", np.isin(names, list(catalog.NAND)), f"must be one of {sorted(catalog.NAND)}",
            names, report)
@@ -179,18 +195,26 @@ def validate(cols: Mapping, footprint_bytes: np.ndarray, report: list | None = N
     _check(cols, "hybrid.threshold", (thr > 0) & (thr < 1), "0 < x < 1 (free-space fraction of the SCM)",
            report=report)
     for f, (lo, hi) in OVERRIDE_BOUNDS.items():
+        if f"hybrid.{f}" not in cols:  # an optional override left out
+            continue
         a = _num(cols, f"hybrid.{f}")
-        _check(cols, f"hybrid.{f}", np.isnan(a) | ((a >= lo) & (a <= hi)),
-               f"{lo:g} <= x <= {hi:g}, or null for the catalog value", report=report)
+        integer = f == "bits_per_cell"
+        ok = (a >= lo) & (a <= hi) & ((a == np.round(a)) if integer else True)
+        _check(cols, f"hybrid.{f}", np.isnan(a) | ok,
+               f"{'integer ' if integer else ''}{lo:g} <= x <= {hi:g}, or null for the catalog value",
+               report=report)
     if report is None and (np.unique(_num(cols, "hybrid.ways")).size != 1):
         raise ConfigError("hybrid.ways", np.unique(_num(cols, "hybrid.ways")).tolist(),
                           "one value per batch (it sizes the SCM table)")
     if not np.isin(names, list(catalog.NAND)).all():
         return
-    nv = [nand_values(cols, i) for i in range(n)]
+    nv = _nand_rows(cols)
     wu = np.array([v["write_unit_kib"] * KIB for v in nv])
     _check(cols, "hybrid.write_unit_kib", wu % UNIT_BYTES == 0,
            f"the write unit must be a whole number of {UNIT_BYTES // KIB} KiB lines", wu / KIB, report)
+    page = np.array([v["page_bytes"] for v in nv])
+    _check(cols, "hybrid.page_kib", page % UNIT_BYTES == 0,
+           f"the page must be a whole number of {UNIT_BYTES // KIB} KiB lines", page / KIB, report)
     if not np.isin(np.asarray(cols["hybrid.block_staging"]).astype(str), STAGING).all():
         return
     unit = gathering_unit_bytes(cols, nv)
@@ -249,7 +273,7 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], dtype=np.float32) -> 
     footprint_bytes = np.asarray(footprint_bytes, float)
     validate(cols, footprint_bytes)
     n = len(cols["hybrid.nand"])
-    nv = [nand_values(cols, i) for i in range(n)]
+    nv = _nand_rows(cols)
     util = _num(cols, "hybrid.nand_utilisation")
     tp = [die_seconds_per_page(v["t_prog_us"], v["t_read_us"], v["t_erase_us"], int(v["block_pages"]),
                                util[i]) for i, v in enumerate(nv)]

@@ -181,7 +181,6 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[Power, Thermal]:
     """Validate and turn ``power.*``/``thermal.*`` columns into (Power, Thermal) pytrees, shape (n,)."""
     validate(cols)
     c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
-    media = params.Codes(params.nand_names(cols))  # one catalog lookup per distinct value
     links = params.Codes(np.asarray(cols["drive.interface"]).astype(str))
     cool = params.Codes(np.asarray(cols["thermal.cooling"]).astype(str))
     num = lambda k: _num(cols, k)  # noqa: E731
@@ -191,7 +190,7 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[Power, Thermal]:
         host_j_per_byte=c(num("power.datapath_nj_per_byte") * 1e-9
                           + links.map(lambda x: catalog.interface(x).link_pj_per_bit) * 8e-12),
         io_j_per_byte=c(num("power.nand_io_pj_per_bit") * 8e-12),
-        die_w=c(media.map(lambda x: catalog.nand(x).die_active_w)),
+        die_w=c(params.nand_value(cols, "die_active_w")),  # the configuration's NAND type (catalog)
         policy=c(params.lookup(np.asarray(cols["power.policy"]).astype(str), POLICIES.index)),
         light_rate=c(num("power.light_rate_fraction")),
         light_ctrl=c(num("power.light_ctrl_fraction")),
