@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -10,6 +13,29 @@ import pytest
 
 from ssdx import params, presets
 from ssdx.models import fluid
+
+
+# Persistent JAX compilation cache shared by the test processes: xdist workers and the CLI subprocesses
+# (``ssdx ...``, which inherit the environment) compile many of the same kernels; a kernel compiled once
+# is loaded from disk by the others and by later runs.  Loaded executables are the compiled binaries
+# themselves, so results do not change.  A directory set by the user (JAX_COMPILATION_CACHE_DIR) wins.
+def pytest_configure(config):
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
+    path = cache.mkdir("jax-compilation-cache") if cache is not None \
+        else Path(tempfile.gettempdir()) / f"ssdx-tests-jax-cache-{os.getuid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    settings = {"jax_compilation_cache_dir": str(path), "jax_persistent_cache_min_compile_time_secs": 0.2,
+                "jax_persistent_cache_min_entry_size_bytes": -1}
+    try:  # with filelock, JAX locks the directory (processes write and read it concurrently) and bounds it
+        import filelock  # noqa: F401
+        settings["jax_compilation_cache_max_size"] = 4 * 2**30
+    except ImportError:  # pragma: no cover
+        pass
+    for name, value in settings.items():
+        jax.config.update(name, value)
+        os.environ[name.upper()] = str(value)  # for the subprocesses
 
 
 def x64():
