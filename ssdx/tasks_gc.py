@@ -20,13 +20,12 @@ from ssdx.tasks import _dtype, _write_json
 
 
 def gc_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``gc`` block with ``pages_per_block`` resolved (null: the drive NAND's block / page)."""
+    """The ``gc`` block with ``pages_per_block`` resolved (null: the drive NAND's effective pages per block,
+    ``nand.block_pages`` where overridden, else the catalog's)."""
     g = dict(cfg["gc"])
     if g.get("pages_per_block") is None:
-        from ssdx import catalog
-
-        nand = catalog.nand(cfg["drive"]["nand"])
-        g["pages_per_block"] = int(round(nand.block_bytes / nand.page_bytes))
+        cols = {"drive.nand": np.asarray([cfg["drive"]["nand"]]), **params.nand_columns(cfg.get("nand"))}
+        g["pages_per_block"] = int(round(params.nand_value(cols, "block_pages")[0]))
     return g
 
 

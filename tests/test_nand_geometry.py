@@ -222,8 +222,6 @@ def test_gc_timing_and_block_size_use_the_effective_geometry():
     assert int(round(float(d.nand.block_bytes) / float(d.nand.page_bytes))) == 1024
 
 
-@pytest.mark.xfail(strict=True, reason="ssdx.tasks_gc.gc_config reads drive.nand's catalog block, not the "
-                                       "effective one (params.nand_value)")
 def test_gc_pages_per_block_default_is_the_effective_block():
     from ssdx import tasks_gc
 
@@ -349,8 +347,6 @@ def test_sweep_over_geometry_runs_with_the_effective_values():
     assert slc[2] == pytest.approx(slc[0] / 2, rel=1e-6)  # die-bound pSLC halves with the page
 
 
-@pytest.mark.xfail(strict=True, reason="the results table records the columns as given (NaN = catalog); "
-                                       "ssdx.sweep.store.assemble should record params.effective_columns")
 def test_sweep_results_record_effective_nand_values(tmp_path):
     from ssdx.tasks import run_sweep
 

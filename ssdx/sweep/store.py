@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ssdx import params
 from ssdx.params import ConfigError
 from ssdx.paths import replace_atomic
 
@@ -150,7 +151,8 @@ def assemble(cols: Mapping[str, Any], pieces: list[pa.Table]) -> pa.Table:
     """The results table: ``config_id``, every configuration column of ``cols``, then the other columns of
     the chunk tables ``pieces`` (``config_id`` + metrics each), one row per configuration in id order.
     The configuration columns come from ``cols`` (fingerprinted), never from the files, so a resumed
-    sweep's table has this run's column types."""
+    sweep's table has this run's column types.  NAND override columns record the value each
+    configuration ran with (``params.effective_columns``), not NaN for "the catalog's"."""
     metrics = pa.concat_tables([p.replace_schema_metadata(None) for p in pieces]).sort_by("config_id")
     ids = metrics.column("config_id").to_numpy()
     n = len(next(iter(cols.values())))
@@ -158,7 +160,7 @@ def assemble(cols: Mapping[str, Any], pieces: list[pa.Table]) -> pa.Table:
         raise RuntimeError(f"the chunks hold {len(ids)} rows for {n} configurations "
                            "(missing or repeated ids)")
     data = {"config_id": metrics.column("config_id")}
-    data.update({k: np.asarray(v) for k, v in cols.items()})
+    data.update({k: np.asarray(v) for k, v in params.effective_columns(cols).items()})
     data.update({k: metrics.column(k) for k in metrics.column_names if k != "config_id"})
     return pa.table(data)
 
