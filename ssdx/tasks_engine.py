@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ssdx import engine_params, params, presets, replay
+from ssdx import engine_params, params, presets, replay, report
 from ssdx.models import engine, fluid
 from ssdx.tasks import _dtype, _write_json, trace_reader
 from ssdx.workloads import fio, synthetic
@@ -201,13 +201,9 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
 
 def _plot_cdf(hists: Mapping[str, np.ndarray], path: Path, title: str) -> None:
     """Latency CDFs (read and write) from the engine's log histograms."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     edges = 10.0 ** (engine.LOG_MIN + np.arange(engine.N_BINS + 1) / engine.BINS_PER_DECADE) * 1e6
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = report.subplots(figsize=(7, 4))
     for name, h in hists.items():
         for op, style in ((READ, "-"), (WRITE, "--")):
             c = np.cumsum(h[op])
@@ -221,7 +217,6 @@ def _plot_cdf(hists: Mapping[str, np.ndarray], path: Path, title: str) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 # ------------------------------------------------------------------------------------------- boot
@@ -338,13 +333,8 @@ def _boot_fio(cfg: Mapping[str, Any], jobs: fio.FioWorkload, drives: list[dict],
 
 
 def _plot_boot(per: Mapping[str, Mapping[str, float]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     names = list(per)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (a1, a2) = report.subplots(1, 2, figsize=(10, 4))
     x = np.arange(len(names))
     r = [per[n]["boot_read_time_s"] for n in names]
     w = [per[n]["boot_write_time_s"] for n in names]
@@ -361,4 +351,3 @@ def _plot_boot(per: Mapping[str, Mapping[str, float]], path: Path) -> None:
     fig.suptitle("Windows 11 boot log (seeds/003) replayed at QD1")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)

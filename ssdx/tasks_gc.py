@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ssdx import gc_params, params
+from ssdx import gc_params, params, report
 from ssdx.models import gc, wa_analytic
 from ssdx.tasks import _dtype, _write_json
 
@@ -143,13 +143,8 @@ def run_wa(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
 
 
 def _plot_rounds(s: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     r = np.arange(1, len(s["wa_rounds"]) + 1)
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True, layout="constrained")
+    fig, (a1, a2) = report.subplots(2, 1, figsize=(8, 5.5), sharex=True, layout="constrained")
     a1.plot(r, s["wa_rounds"], "o-", ms=3, label="simulated, per round")
     if s["analytic_write_amplification"]:
         a1.axhline(s["analytic_write_amplification"], color="k", ls="--", lw=1,
@@ -167,7 +162,6 @@ def _plot_rounds(s: dict[str, Any], path: Path) -> None:
     a1.set_title(f'{s["policy"]}, {s["pattern"]}, S_f = {s["spare_factor"]:g}, b = {s["pages_per_block"]}, '
                  f'{s["n_blocks"]} blocks')
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 # ---------------------------------------------------------------------------------------------- fill
@@ -304,14 +298,9 @@ def run_gc_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
 
 
 def _plot_sets(s: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     n = len(s["set_mb_s"])
     t = (np.arange(n) + 1) * s["set_s"]
-    fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
+    fig, ax = report.subplots(figsize=(9, 4.5), layout="constrained")
     ax.plot(t, s["set_mb_s"], "o-", ms=3, color="tab:blue", label="write speed (per set)")
     ax.set_ylabel("write speed (MB/s)", color="tab:blue")
     ax.set_xlabel("time (s)")
@@ -329,4 +318,3 @@ def _plot_sets(s: dict[str, Any], path: Path) -> None:
     pre = f', after a {s["random_fill"]:g}x random fill' if s["random_fill"] else ""
     ax.set_title(f'{s["drive"]}: {s["block_kib"]:g} KiB {s["pattern"]} writes, {s["set_s"]:g}-s sets{pre}')
     fig.savefig(path, dpi=120)
-    plt.close(fig)

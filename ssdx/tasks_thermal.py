@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ssdx import api, params
+from ssdx import api, params, report
 from ssdx.models import coupled, hctm
 from ssdx.optimize import tmt
 from ssdx.report import thermal as thermal_report
@@ -151,10 +151,6 @@ def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = Tru
 
 def _plot_landscape(grid: dict, res: dict, limit_k: float, path: Path) -> None:
     """Heatmap of the exact objective over the grid, infeasible points hatched, with the Optax path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     tab = grid["table"]
     t1, t2 = tab["tmt1_k"], tab["tmt2_k"]
@@ -163,7 +159,7 @@ def _plot_landscape(grid: dict, res: dict, limit_k: float, path: Path) -> None:
     feas = np.zeros_like(z, bool)
     z[np.searchsorted(b, t2), np.searchsorted(a, t1)] = tab["written_gb"]
     feas[np.searchsorted(b, t2), np.searchsorted(a, t1)] = grid["feasible"]
-    fig, ax = plt.subplots(figsize=(7, 5.5))
+    fig, ax = report.subplots(figsize=(7, 5.5))
     m = ax.pcolormesh(a, b, z, shading="nearest", cmap="viridis")
     ax.contourf(a, b, (~feas & np.isfinite(z)).astype(float), levels=[0.5, 1.5], hatches=["//"],
                 colors="none")
@@ -179,7 +175,6 @@ def _plot_landscape(grid: dict, res: dict, limit_k: float, path: Path) -> None:
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 
@@ -252,12 +247,7 @@ def run_fit_rc(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
 
 def _plot_fit(t: np.ndarray, measured: np.ndarray, before: np.ndarray, after: np.ndarray,
               s: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax, ax_r) = plt.subplots(2, 1, figsize=(9, 6), sharex=True, height_ratios=[3, 1],
+    fig, (ax, ax_r) = report.subplots(2, 1, figsize=(9, 6), sharex=True, height_ratios=[3, 1],
                                    layout="constrained")
     ax.plot(t, measured - ZERO_C_IN_K, ".", ms=2, color="0.5", label="measured")
     ax.plot(t, before - ZERO_C_IN_K, "--", color="tab:blue",
@@ -271,4 +261,3 @@ def _plot_fit(t: np.ndarray, measured: np.ndarray, before: np.ndarray, after: np
     ax_r.set_ylabel("residual (K)")
     ax_r.set_xlabel("time (s)")
     fig.savefig(path, dpi=120)
-    plt.close(fig)

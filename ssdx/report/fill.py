@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ssdx import report
 from ssdx.models.fluid import PHASES, StepOut
 
 #: Review figures of seeds/002 (REFERENCE §1): (name, start GB, end GB, mean MB/s).
@@ -60,14 +61,10 @@ def plot_fill(out: StepOut, path, title: str = "", reference=None) -> None:
 
     The x axis counts from the start of the run (pre-filled data excluded), as ``phases`` does.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     gb = np.asarray(out.written_bytes, dtype=np.float64) / 1e9
     mbs = np.asarray(out.speed, dtype=np.float64) / 1e6
-    fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+    fig, ax = report.subplots(figsize=(8, 4.2), layout="constrained")
     ax.step(gb, mbs, where="pre", color="k", lw=1.4, label="ssdx fluid model")
     colors = {"pslc": "#4c9be8", "direct_native": "#f2b134", "folding": "#e8574c"}
     for p in phases(out):
@@ -85,4 +82,3 @@ def plot_fill(out: StepOut, path, title: str = "", reference=None) -> None:
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(alpha=0.3)
     fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from ssdx import report
+
 #: Phase colours, as ``ssdx.report.fill.plot_fill`` shades them.
 PHASE_COLORS = {"pslc": "#4c9be8", "direct_native": "#f2b134", "folding": "#e8574c"}
 
@@ -18,15 +20,11 @@ def plot_fit(gb: np.ndarray, measured_mb_s: np.ndarray, fitted_mb_s: np.ndarray,
     interval against GB written (GB = 1e9 B, MB/s = 1e6 B/s), the fitted phases shaded and the
     measured plateaus dashed; below, the residual (model - measured) with the regions where the curve
     leaves the model hatched."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     gb = np.asarray(gb, float)
     y = np.asarray(measured_mb_s, float)
     m = np.asarray(fitted_mb_s, float)
-    fig, (ax, ax_r) = plt.subplots(2, 1, figsize=(9, 6), sharex=True, height_ratios=[3, 1],
+    fig, (ax, ax_r) = report.subplots(2, 1, figsize=(9, 6), sharex=True, height_ratios=[3, 1],
                                    layout="constrained")
     for p in phases:
         ax.axvspan(p["start_gb"], p["end_gb"], color=PHASE_COLORS.get(p["name"], "0.8"), alpha=0.18, lw=0,
@@ -55,4 +53,3 @@ def plot_fit(gb: np.ndarray, measured_mb_s: np.ndarray, fitted_mb_s: np.ndarray,
     ax_r.grid(alpha=0.3)
     ax_r.set_xlim(0, max(float(gb[-1]) if len(gb) else 1.0, max((p["end_gb"] for p in phases), default=1.0)))
     fig.savefig(path, dpi=110)
-    plt.close(fig)

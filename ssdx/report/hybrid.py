@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ssdx import catalog
+from ssdx import catalog, report
 
 NAND_ORDER = catalog.TABLE1_NAND
 
@@ -16,16 +16,12 @@ def plot_relative(rel: Mapping[str, Mapping[str, float]], path: Path, title: str
                   paper: Mapping[str, float] | None = None) -> None:
     """Grouped bars of IOPS relative to the baseline NAND per workload (Fig. 3); ``paper`` marks the paper's
     Table 2's 3D CT TLC figures (percent)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     ws = list(rel)
     nands = [n for n in NAND_ORDER if all(n in rel[w] for w in ws)] or sorted(next(iter(rel.values())))
     x = np.arange(len(ws))
     width = 0.8 / len(nands)
-    fig, ax = plt.subplots(figsize=(9, 4))
+    fig, ax = report.subplots(figsize=(9, 4))
     for i, n in enumerate(nands):
         ax.bar(x + (i - (len(nands) - 1) / 2) * width, [rel[w][n] for w in ws], width, label=n)
     if paper and "3d_ct_tlc" in nands:
@@ -40,21 +36,16 @@ def plot_relative(rel: Mapping[str, Mapping[str, float]], path: Path, title: str
     ax.legend(fontsize=8, ncols=3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def plot_sensitivity(change: Mapping[str, Mapping[str, float]], path: Path) -> None:
     """IOPS change (percent) when one 3D CT TLC characteristic takes 2D FG MLC's value (Fig. 5)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     cases = list(change)
     ws = list(next(iter(change.values())))
     x = np.arange(len(ws))
     width = 0.8 / len(cases)
-    fig, ax = plt.subplots(figsize=(9, 4))
+    fig, ax = report.subplots(figsize=(9, 4))
     for i, c in enumerate(cases):
         ax.bar(x + (i - (len(cases) - 1) / 2) * width, [change[c][w] for w in ws], width, label=c)
     ax.axhline(0.0, color="grey", lw=0.8)
@@ -64,7 +55,6 @@ def plot_sensitivity(change: Mapping[str, Mapping[str, float]], path: Path) -> N
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str, Mapping[str, float]],
@@ -73,13 +63,9 @@ def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str,
     """Three panels: relative IOPS per NAND (Fig. 3, with Table 2's 3D CT TLC marks), the sensitivity
     cases (Fig. 5), and 3D CT TLC's gain against the NAND read/write ratio of each workload (Fig. 6);
     ``bottleneck`` (workload → resource) labels the points and leaves those not bound by the dies hollow."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     ws = list(rel)
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [3, 3, 2]})
+    fig, axes = report.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [3, 3, 2]})
     x = np.arange(len(ws))
     nands = [n for n in NAND_ORDER if all(n in rel[w] for w in ws)]
     width = 0.8 / len(nands)
@@ -122,4 +108,3 @@ def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str,
     ax.set_title("Gain against the NAND read/write ratio")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)

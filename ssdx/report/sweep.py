@@ -1,7 +1,6 @@
 """Plots of a sweep's results table: a Pareto front of two metrics and a heatmap over two parameters.
 
 Sweeps ask for them in their ``report`` block::
-
     report:
       pareto:  {x: time_s, x_better: min, y: pslc_mb_s, y_better: max, color: drive.slc_mode}
       heatmap: {x: thermal.tmt1_k, y: thermal.tmt2_k, value: written_gb, better: max,
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ssdx import report
 from ssdx.params import ConfigError
 
 
@@ -64,9 +64,7 @@ def pareto(df: pd.DataFrame, spec: Mapping[str, Any], path: Path | None = None,
     mask = pareto_mask(df[x].to_numpy(float), df[y].to_numpy(float), x_max, y_max)
     front = df[mask].sort_values(x)
     if path is not None:
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        fig, ax = report.subplots(figsize=(7, 4.5))
         color = spec.get("color")
         if color in df.columns:
             for name, g in df.groupby(color, sort=True):
@@ -81,7 +79,6 @@ def pareto(df: pd.DataFrame, spec: Mapping[str, Any], path: Path | None = None,
         ax.grid(alpha=0.3)
         fig.tight_layout()
         fig.savefig(path, dpi=110)
-        plt.close(fig)
     return front
 
 
@@ -91,7 +88,6 @@ def _plain(v: Any) -> Any:
 
 def heatmap(df: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str = "") -> dict[str, Any]:
     """Best ``value`` per (x, y) cell over everything else, one panel per ``facet`` value; the grid too."""
-    import matplotlib.pyplot as plt
 
     x, y = _column(df, spec, "x", "heatmap"), _column(df, spec, "y", "heatmap")
     value = _column(df, spec, "value", "heatmap")
@@ -100,7 +96,7 @@ def heatmap(df: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str = 
     if facet is not None and facet not in df.columns:
         raise ConfigError("sweep.report.heatmap.facet", facet, "must name a result column or be null")
     panels = list(df.groupby(facet, sort=True)) if facet else [("all", df)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    fig, axes = report.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
     grids = {}
     for ax, (name, g) in zip(axes[0], panels, strict=True):
         tab = g.pivot_table(index=y, columns=x, values=value, aggfunc=agg)
@@ -119,5 +115,4 @@ def heatmap(df: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str = 
     fig.suptitle(title or f"{agg} {value} over the other parameters", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return grids

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ssdx import report
 from ssdx.units import ZERO_C_IN_K
 
 
@@ -36,15 +37,11 @@ def write_csv(out, path: Path, dt_s: float, window_s: float = 4.0) -> None:
 def plot(out, path: Path, title: str, tmt1_k: float, tmt2_k: float, dt_s: float,
          window_s: float = 4.0) -> None:
     """Write throughput (moving average) and composite temperature (deg C) against time, as in seeds/000."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     t = np.asarray(out.time_s)
     speed = moving_average(np.asarray(out.speed) / 1e6, round(window_s / dt_s))
     temp_c = np.asarray(out.composite_k) - ZERO_C_IN_K
-    fig, ax = plt.subplots(figsize=(9, 4.5))
+    fig, ax = report.subplots(figsize=(9, 4.5))
     ax.plot(t, speed, color="tab:blue", lw=1.2, label=f"write speed ({window_s:g} s moving average)")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("write speed (MB/s)", color="tab:blue")
@@ -67,4 +64,3 @@ def plot(out, path: Path, title: str, tmt1_k: float, tmt2_k: float, dt_s: float,
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
