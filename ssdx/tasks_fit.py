@@ -249,7 +249,7 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     header = "\n".join([
         f"Fitted by `ssdx experiment=fit_fill` (ssdx.optimize.fit_fill) to the fill curve {curve.path}",
         f"({curve.format}, {len(curve)} samples), starting from the drive preset {base}: rule {best.rule}",
-        f"(drive.slc_mode={best.slc_mode}), RMSE {rmse:.1f} MB/s = {100 * rmse / mean:.1f} % of the mean "
+        f"(drive.slc_mode={best.slc_mode}), RMSE {rmse:.3g} MB/s = {100 * rmse / mean:.2g} % of the mean "
         f"measured speed ({mean:.0f} MB/s).",
         "Fitted: " + ", ".join(f"{k}={_fmt(v)}" for k, v in best.values.items()) + ".",
         f"A drive preset holds no NAND timings: the fitted program times are in nand/{name}.yaml",

@@ -158,6 +158,9 @@ def test_fit_recovers_the_models_own_parameters(base, rule):
     assert len(checked) >= 3
     for key in checked:
         assert f.values[key] == pytest.approx(truth[key.split(".", 1)[1]], rel=0.02), key
+    # each of them is determined by the curve: a standard error, however the phase boundaries land on
+    # the scan's steps (a zero automatic derivative there is replaced by a finite difference)
+    assert all(f.std_error_pct[k] is not None for k in checked), f.std_error_pct
     # the fitted drive's phases (cache size, direct-native end) match the truth's within 2 %
     got = fill_phases(**{k.split(".", 1)[1]: v for k, v in {**f.fixed, **f.values}.items()},
                       slc_mode=f.slc_mode)
@@ -171,6 +174,35 @@ def test_fit_recovers_the_models_own_parameters(base, rule):
     for m, w in zip(phases, want):
         assert abs(m["end_gb"] - w["end_gb"]) <= 2.0
         assert m["mean_mb_s"] == pytest.approx(w["mean_mb_s"], rel=0.02)
+
+
+def test_a_zero_derivative_column_becomes_a_central_difference(base):
+    """Where a fitted parameter's automatic derivative is zero (a phase boundary snapped to a scan step),
+    the Jacobian column comes from a central difference: checked against the automatic column of
+    parameters whose derivative is smooth, and a parameter the curve never reaches stays at zero."""
+    truth = TRUTHS["capped"]
+    mb_s = truth_curve(truth)
+    phases = fit_fill.segment(LO, HI, mb_s, (HI - LO) * 1e3 / mb_s)
+    fitter = fit_fill.Fitter(LO, HI, mb_s, *base, N_STEPS, phases)
+    pb, _, _ = fitter.problem(fit_fill.RULES["capped"])
+    args = fitter._args(pb)
+    values = {k: truth[k.split(".", 1)[1]] for k in fitter.keys if pb.mask[fitter.keys.index(k)] > 0}
+    th, _, jac, _ = fitter._assess(pb, args, values)
+    for key in ("nand.t_prog_us", "nand.t_prog_slc_us"):  # plateau speeds: smooth in the parameter
+        i = fitter.keys.index(key)
+        zeroed = jac.copy()
+        zeroed[:, i] = 0.0
+        col = fitter._difference_columns(pb, args, th, zeroed)[:, i]
+        assert np.linalg.norm(col) > 0
+        assert np.linalg.norm(col - jac[:, i]) < 0.02 * np.linalg.norm(jac[:, i]), key
+    # a curve that ends inside the pSLC phase does not reach the folding efficiency: still zero
+    short = LO < 40.0
+    fitter = fit_fill.Fitter(LO[short], HI[short], mb_s[short], *base, N_STEPS,
+                             fit_fill.segment(LO[short], HI[short], mb_s[short], 2e3 / mb_s[short]))
+    pb, _, _ = fitter.problem(fit_fill.RULES["capped"])
+    args = fitter._args(pb)
+    th, _, jac, se = fitter._assess(pb, args, values)
+    assert np.all(jac[:, fitter.keys.index(fit_fill.FOLD)] == 0.0) and se[fit_fill.FOLD] is None
 
 
 def test_a_curve_the_model_cannot_follow_is_flagged(tmp_path):

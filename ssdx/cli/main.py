@@ -254,7 +254,7 @@ def run(cfg: DictConfig) -> None:
 
             s = tasks_fit.run_fit_fill(container, out)
             print(f'fit of {s["curve"]} ({s["format"]}, {s["n_samples"]} samples) on {s["drive"]}: '
-                  f'rule {s["rule"]}, RMSE {s["rmse_mb_s"]:.1f} MB/s ({100 * s["rmse_fraction"]:.1f} % of '
+                  f'rule {s["rule"]}, RMSE {s["rmse_mb_s"]:.3g} MB/s ({100 * s["rmse_fraction"]:.2g} % of '
                   f'the mean {s["mean_measured_mb_s"]:.0f} MB/s; preset {s["preset_rmse_mb_s"]:.1f} MB/s)')
             for p in s["phases"]:
                 print(f'  {p["name"]:<14} {p["start_gb"]:8.1f} -> {p["end_gb"]:8.1f} GB  '

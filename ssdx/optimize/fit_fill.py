@@ -70,8 +70,10 @@ bring no lower loss; the best point visited is kept — as ``ssdx.optimize.fit_r
 
 **Uncertainty.**  Relative standard errors from the Gauss-Newton approximation at the optimum:
 ``cov(log v) = s²·(JᵀJ)⁻¹`` with ``J`` the Jacobian of the residuals in ``log v`` and ``s²`` the
-residual variance.  A parameter the curve does not reach (the folding efficiency of a curve that
-stops before folding) has a zero column and no standard error (``None``, reported as undetermined);
+residual variance.  Where a fitted parameter's automatic derivative is zero because the scan snaps a
+phase boundary to whole steps, its column is a central difference instead (relative steps
+:data:`FD_LOG_STEPS`).  A parameter the curve does not reach (the folding efficiency of a curve that
+stops before folding) has a zero column even so and no standard error (``None``, reported as undetermined);
 it is set back to the base drive's value when that fits as well (within its bounds).
 
 **Measured phases** (:func:`segment`): a running median (window :data:`SMOOTH_FRACTION` of the samples,
@@ -113,6 +115,9 @@ SMOOTH_FRACTION = 0.01
 MIN_PHASE_FRACTION = 0.01
 MIN_STEP_FRACTION = 0.1
 MAX_PHASES = 8
+#: Steps in ``log v`` (relative changes of a parameter) tried, smallest first, for a central difference
+#: where a fitted parameter's automatic derivative is zero (:meth:`Fitter._difference_columns`).
+FD_LOG_STEPS = (1e-3, 1e-2, 5e-2)
 #: Rules whose RMSEs differ by less than this fraction of the mean measured speed tie (:func:`choose`).
 RMSE_FLOOR = 1e-3
 #: A fitted value within this relative distance (log) of a bound is reported at the bound.
@@ -355,6 +360,9 @@ def _lbfgs(theta, mask, fixed, lo, hi, drive, workload, gb, mb_s, scale, tol, le
     x, _, k, _, _, best_x, best_v = jax.lax.while_loop(cond, body, c)
     v_last = fun(x)
     return jnp.where(v_last < best_v, x, best_x), k
+
+
+_residuals = jax.jit(_residual, static_argnames=_STATIC)
 
 
 @partial(jax.jit, static_argnames=_STATIC)
@@ -722,7 +730,34 @@ class Fitter:
         r, jac = _residuals_and_jacobian(jnp.asarray(th, self.dtype), *args, leaves=self.leaves,
                                          n_steps=self.n_steps)
         r, jac = np.asarray(r, float), np.asarray(jac, float)
+        jac = self._difference_columns(pb, args, th, jac)
         return th, r, jac, self.std_errors(pb, th, r, jac)
+
+    def _difference_columns(self, pb: Problem, args: tuple, th: np.ndarray, jac: np.ndarray) -> np.ndarray:
+        """``jac`` with each fitted parameter's zero column replaced by a central difference over the
+        smallest of :data:`FD_LOG_STEPS` (in ``log v``) that moves a residual.  The scan places a phase
+        boundary on whole steps (``fluid._admit`` snaps a room within its rounding slack), so a
+        parameter that sets a boundary can have a zero derivative at the optimum although the curve
+        determines it; a parameter the curve does not reach keeps its zero column (undetermined)."""
+        jac = jac.copy()
+        norm = max(float(np.linalg.norm(jac)), 1e-30)
+        u = 1.0 / (1.0 + np.exp(-th))
+        dlogv = np.log(pb.hi / pb.lo) * u * (1 - u)
+        for i in range(len(self.keys)):
+            if pb.mask[i] <= 0 or np.linalg.norm(jac[:, i]) > 1e-9 * norm or dlogv[i] <= 1e-12:
+                continue
+            for step in FD_LOG_STEPS:
+                h = step / dlogv[i]
+                lo, hi = th.copy(), th.copy()
+                lo[i] -= h
+                hi[i] += h
+                r_lo, r_hi = (np.asarray(_residuals(jnp.asarray(t, self.dtype), *args, leaves=self.leaves,
+                                                    n_steps=self.n_steps), float) for t in (lo, hi))
+                col = (r_hi - r_lo) / (2 * h)
+                if np.linalg.norm(col) > 1e-9 * norm:
+                    jac[:, i] = col
+                    break
+        return jac
 
     def std_errors(self, pb: Problem, theta: np.ndarray, r: np.ndarray,
                    jac: np.ndarray) -> dict[str, float | None]:
