@@ -18,6 +18,17 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
 * ``map_hit_us`` — lookup time of a cached mapping entry, µs (DRAM, SRAM or HMB across PCIe).
 * ``ctrl_kiops`` — commands per second the controller's front end can process, thousands.
 * ``time_scale`` — open loop: trace time is divided by it (2 = replay twice as fast).
+* ``suspension`` — which die operations a host read may suspend (step 5 of ``ssdx.models.engine``):
+  ``program_erase`` (default) programs and erases, ``program`` programs only, ``erase`` erases only,
+  ``none`` neither: the read waits for the operation in progress, then goes ahead of the queued ones.
+  MQSim's ``CMD_Suspension_Support`` (``PROGRAM_ERASE``, ``PROGRAM``, ``ERASE``, ``NONE``; Tavakkol et
+  al., FAST 2018); program/erase suspension after Wu & He, FAST 2012.
+* ``suspend_program_us``, ``suspend_erase_us`` — time a read that suspends a program / an erase takes
+  longer, µs (MQSim's ``Suspend_Program_Time`` / ``Suspend_Erase_Time``; 0 here: the presets assume
+  suspension at no cost).
+* ``suspend_min_program_us``, ``suspend_min_erase_us`` — a program / an erase with less than this left
+  is not suspended: the read waits for it, µs (MQSim's ``Preferred_suspend_write_time_for_read`` /
+  ``Preferred_suspend_erase_time_for_read``; 0 here).
 * ``backend`` — how the engine runs, not what it computes (so not a column): ``jax`` the batched
   ``lax.scan`` of ``ssdx.models.engine`` (every configuration of a batch stepped together; the GPU
   path), ``cpu`` the compiled per-configuration loop of ``ssdx.models.engine_cpu`` (the same model,
@@ -39,8 +50,13 @@ from ssdx.params import ConfigError, _check, _num, _pytree
 from ssdx.units import MIB
 
 LOOPS = ("closed", "open")
+#: engine.suspension -> (a read may suspend a program, an erase); MQSim's CMD_Suspension_Support values
+SUSPENSIONS = {"program_erase": (1, 1), "program": (1, 0), "erase": (0, 1), "none": (0, 0)}
 BACKENDS = ("auto", "jax", "cpu", "cuda")
 FIELDS = ("loop", "write_buffer_mib", "map_cache_mib", "map_hit_us", "ctrl_kiops", "time_scale")
+#: fields a config may leave out, with the defaults that keep the engine's original behaviour
+OPTIONAL: dict[str, Any] = {"suspension": "program_erase", "suspend_program_us": 0.0, "suspend_erase_us": 0.0,
+                            "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0}
 #: field -> (low, high, meaning); both inclusive
 BOUNDS: dict[str, tuple[float, float, str]] = {
     "engine.write_buffer_mib": (0.0, 65536.0, "write-back buffer, MiB"),
@@ -48,6 +64,10 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "engine.map_hit_us": (0.0, 1e4, "lookup time of a cached mapping entry, us"),
     "engine.ctrl_kiops": (1.0, 1e6, "controller command rate, thousands per second"),
     "engine.time_scale": (1e-6, 1e9, "open-loop time compression"),
+    "engine.suspend_program_us": (0.0, 1e5, "overhead of a read that suspends a program, us"),
+    "engine.suspend_erase_us": (0.0, 1e5, "overhead of a read that suspends an erase, us"),
+    "engine.suspend_min_program_us": (0.0, 1e6, "least program time left for a read to suspend it, us"),
+    "engine.suspend_min_erase_us": (0.0, 1e6, "least erase time left for a read to suspend it, us"),
 }
 MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
 MAP_UNIT_BYTES = 4096
@@ -66,6 +86,12 @@ class EngineParams:
     ctrl_s: Any  # controller front-end seconds per command
     time_scale: Any
     duplex: Any
+    suspend_program: Any  # 1 where a host read may suspend a program (engine.suspension), else 0
+    suspend_erase: Any  # 1 where it may suspend an erase
+    suspend_program_s: Any
+    suspend_erase_s: Any
+    suspend_min_program_s: Any
+    suspend_min_erase_s: Any
 
 
 class Layout(NamedTuple):
@@ -78,12 +104,16 @@ class Layout(NamedTuple):
 
 
 def columns(engine: Mapping) -> dict[str, np.ndarray]:
-    """One-row ``engine.*`` columns from a config mapping (every field required)."""
+    """One-row ``engine.*`` columns from a config mapping (every field of :data:`FIELDS` required, those
+    of :data:`OPTIONAL` defaulted)."""
     cols = {}
     for f in FIELDS:
         if f not in engine:
             raise ConfigError(f"engine.{f}", None, "the field is required (see conf/engine/default.yaml)")
         cols[f"engine.{f}"] = np.asarray([engine[f]])
+    for f, default in OPTIONAL.items():
+        v = engine.get(f, default)
+        cols[f"engine.{f}"] = np.asarray([default if v is None else v])
     return cols
 
 
@@ -113,7 +143,12 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     """Check the engine fields and the queue depth the engine can track."""
     a = np.asarray(cols["engine.loop"]).astype(str)
     _check(cols, "engine.loop", np.isin(a, LOOPS), f"must be one of {list(LOOPS)}", a, report)
+    sus = _suspension(cols)
+    _check(cols, "engine.suspension", np.isin(sus, list(SUSPENSIONS)), f"must be one of {list(SUSPENSIONS)}",
+           sus, report)
     for key, (lo, hi, what) in BOUNDS.items():
+        if key not in cols and key.split(".", 1)[1] in OPTIONAL:
+            continue
         v = _num(cols, key)
         _check(cols, key, (v >= lo) & (v <= hi), f"{lo:g} <= x <= {hi:g} ({what})", report=report)
     qd = _num(cols, "workload.queue_depth")
@@ -123,6 +158,21 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     _check(cols, "nand.page_kib", (page >= MAP_UNIT_BYTES) & (np.mod(page, MAP_UNIT_BYTES) == 0),
            f"the request-level engine maps {MAP_UNIT_BYTES // 1024} KiB units: the page must be a whole "
            f"number of them (>= {MAP_UNIT_BYTES // 1024} KiB)", page / 1024, report)
+
+
+def _suspension(cols: Mapping) -> np.ndarray:
+    """``engine.suspension`` of every configuration (the default where a batch leaves it out)."""
+    n = len(np.atleast_1d(cols["engine.loop"]))
+    value = np.asarray(cols.get("engine.suspension", OPTIONAL["suspension"])).astype(str)
+    return np.broadcast_to(value, (n,))
+
+
+def _opt(cols: Mapping, key: str) -> np.ndarray:
+    """A numeric optional ``engine.*`` column (its default where a batch leaves it out)."""
+    if key in cols:
+        return _num(cols, key)
+    n = len(np.atleast_1d(cols["engine.loop"]))
+    return np.broadcast_to(float(OPTIONAL[key.split(".", 1)[1]]), (n,))
 
 
 def map_pages(cols: Mapping) -> np.ndarray:
@@ -157,6 +207,12 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         ctrl_s=c(1.0 / (_num(cols, "engine.ctrl_kiops") * 1e3)),
         time_scale=c(_num(cols, "engine.time_scale")),
         duplex=c(~np.char.startswith(iface, "sata")),
+        suspend_program=c([SUSPENSIONS[v][0] for v in _suspension(cols)]),
+        suspend_erase=c([SUSPENSIONS[v][1] for v in _suspension(cols)]),
+        suspend_program_s=c(_opt(cols, "engine.suspend_program_us") * 1e-6),
+        suspend_erase_s=c(_opt(cols, "engine.suspend_erase_us") * 1e-6),
+        suspend_min_program_s=c(_opt(cols, "engine.suspend_min_program_us") * 1e-6),
+        suspend_min_erase_s=c(_opt(cols, "engine.suspend_min_erase_us") * 1e-6),
     )
     return drive, workload, eng, layout(cols)
 

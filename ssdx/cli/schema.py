@@ -145,6 +145,11 @@ class EngineConf:
     ctrl_kiops: float = 1000.0
     time_scale: float = 1.0
     backend: str = "auto"
+    suspension: str = "program_erase"
+    suspend_program_us: float = 0.0
+    suspend_erase_us: float = 0.0
+    suspend_min_program_us: float = 0.0
+    suspend_min_erase_us: float = 0.0
 
 
 @dataclass

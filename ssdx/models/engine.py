@@ -136,6 +136,12 @@ class Plan(NamedTuple):
     time_scale: jax.Array
     duplex: jax.Array
     queue_depth: jax.Array
+    suspend_program: jax.Array  # 1 where a read may suspend a program (engine.suspension)
+    suspend_erase: jax.Array  # 1 where a read may suspend an erase
+    suspend_program_s: jax.Array  # overhead of suspending a program, added to the read that does
+    suspend_erase_s: jax.Array
+    suspend_min_program_s: jax.Array  # a program with less left than this is not suspended
+    suspend_min_erase_s: jax.Array
 
 
 class Server(NamedTuple):
@@ -147,6 +153,19 @@ class Server(NamedTuple):
     win: jax.Array
     work: jax.Array
     gap: jax.Array
+
+
+class PE(NamedTuple):
+    """Where a die's programs and erases lie in its backlog (see :func:`_suspend`), times relative to the
+    origin like ``die_free``: the current run of back-to-back program/erase work spans ``[start, end]``;
+    its latest erase ends at ``er_end`` and lasts ``er_len`` (0: none booked yet); a program operation
+    (one multi-plane program unit) lasts ``t_op``."""
+
+    start: jax.Array
+    end: jax.Array
+    er_end: jax.Array
+    er_len: jax.Array
+    t_op: jax.Array
 
 
 class State(NamedTuple):
@@ -171,6 +190,7 @@ class State(NamedTuple):
     dn: jax.Array
     draw: jax.Array
     tags: jax.Array  # (M,) int32 translation page held by each cache set; -1 empty
+    pe: PE  # (D,) the program/erase run of each die (read suspension, _suspend)
 
 
 class Acc(NamedTuple):
@@ -190,6 +210,7 @@ class Acc(NamedTuple):
     map_misses: jax.Array
     mode_bytes: jax.Array  # (3,) host write bytes placed as pSLC / direct native / folding
     idle_folded: jax.Array
+    suspensions: jax.Array  # (2,) reads (data or translation) that suspended a program / an erase
 
 
 def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Plan:
@@ -228,6 +249,9 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         s0=st.slc_bytes, coef=fp, buffer_bytes=eng.write_buffer_bytes,
         open_loop=eng.open_loop > 0.5, time_scale=eng.time_scale, duplex=eng.duplex > 0.5,
         queue_depth=workload.queue_depth,
+        suspend_program=eng.suspend_program, suspend_erase=eng.suspend_erase,
+        suspend_program_s=eng.suspend_program_s, suspend_erase_s=eng.suspend_erase_s,
+        suspend_min_program_s=eng.suspend_min_program_s, suspend_min_erase_s=eng.suspend_min_erase_s,
     )
 
 
@@ -250,7 +274,7 @@ def init(p: Plan, lay: Layout) -> State:
                  die_r=Server(dies, dies, dies, dies), chan_free=chans, chan_r=chans,
                  last_arrival=z, last_done=z, wptr=jnp.zeros(z.shape, jnp.int32), wpartial=z,
                  die_units=dies, ds=z, dn=z, draw=z,
-                 tags=jnp.full((lay.map_sets,) + z.shape, -1, jnp.int32))
+                 tags=jnp.full((lay.map_sets,) + z.shape, -1, jnp.int32), pe=PE(dies, dies, dies, dies, dies))
 
 
 def zero_acc(p: Plan, lay: Layout) -> Acc:
@@ -259,7 +283,8 @@ def zero_acc(p: Plan, lay: Layout) -> Acc:
     three = jnp.zeros((3,) + z.shape, z.dtype)
     return Acc(elapsed=z, elapsed_c=z, count=three, bytes=three, lat_sum=three, queue_sum=z,
                hist=jnp.zeros((3, N_BINS) + z.shape, jnp.int32), busy=jnp.zeros(p.mask.shape, z.dtype),
-               read_pages=z, prog_pages=z, erases=z, map_misses=z, mode_bytes=three, idle_folded=z)
+               read_pages=z, prog_pages=z, erases=z, map_misses=z, mode_bytes=three, idle_folded=z,
+               suspensions=jnp.zeros((2,) + z.shape, z.dtype))
 
 
 def _per_die(p: Plan, start: jax.Array, count: jax.Array) -> jax.Array:
@@ -324,6 +349,51 @@ def _book(sv: Server, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, Serv
     return start, new
 
 
+def _suspend(p: Plan, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
+    """Book a read of ``dur`` s ready at ``ready`` on a die with the suspension policy (step 5):
+    returns its start, the new read booking, its die time (``dur`` plus any suspend overhead) and
+    whether it suspended a program or an erase (masks).
+
+    A read that would start at once (:func:`_book`: no read of the die in its way) looks at the die's
+    program/erase run (:class:`PE`): is an operation in progress at ``ready``, which kind, and how long
+    is left.  The run is back-to-back operations ending at ``pe.end``: the latest erase
+    ``[er_end - er_len, er_end]``, program operations of ``t_op`` before and after it, so a program in
+    progress has ``(boundary - ready) mod t_op`` left, the boundary being ``pe.end`` or the erase's
+    start (a read inserted in the run pushes everything after it, keeping the grid; a read that cannot
+    suspend waits for a boundary).  Within :data:`FIT_SLACK` of a boundary nothing is in progress.  If
+    the policy lets the read suspend that kind and at least ``suspend_min_*_s`` is left, the read starts
+    at once and takes ``suspend_*_s`` longer (MQSim's ``Suspend_Program_Time``/``Suspend_Erase_Time``
+    added before the read command, NVM_PHY_ONFI_NVDDR2; the thresholds are its TSU's
+    ``Preferred_suspend_*_time_for_read``); otherwise it waits for the operation to end, then goes
+    ahead of the queued programs (reads first, MQSim's TSU_OutOfOrder).  Where a read of the die is in
+    the way, the read follows it (the die is not programming then) and nothing changes."""
+    s0, _ = _book(sv, ready, dur)
+    t = jnp.broadcast_to(ready, s0.shape)
+    e0 = pe.er_end - pe.er_len
+    in_erase = (pe.er_len > 0) & (t >= e0) & (t < pe.er_end)
+    base = jnp.where(t < e0, e0, pe.end)
+    t_op = jnp.where(pe.t_op > 0, pe.t_op, 1.0)
+    r = jnp.mod(jnp.maximum(base - t, 0.0), t_op)
+    r = jnp.where((r < FIT_SLACK * t_op) | (r > (1.0 - FIT_SLACK) * t_op), 0.0, r)
+    left = jnp.where(in_erase, pe.er_end - t, r)
+    slack = FIT_SLACK * jnp.where(in_erase, pe.er_len, t_op)
+    running = (s0 <= t) & (t >= pe.start) & (t < pe.end) & (left > slack)
+    can = jnp.where(in_erase, (p.suspend_erase[None] > 0.5) & (left >= p.suspend_min_erase_s[None]),
+                    (p.suspend_program[None] > 0.5) & (left >= p.suspend_min_program_s[None]))
+    sus = running & can
+    wait = jnp.where(running & ~can, left, 0.0)
+    dur = dur + jnp.where(sus, jnp.where(in_erase, p.suspend_erase_s[None], p.suspend_program_s[None]), 0.0)
+    start, new = _book(sv, t + wait, dur)
+    return start, new, dur, sus & ~in_erase, sus & in_erase
+
+
+def _pe_push(pe: PE, on: jax.Array, start: jax.Array, dur: jax.Array) -> PE:
+    """A read of ``dur`` s starting at ``start`` on the dies ``on`` pushes the program/erase work booked
+    after its start back by its duration (as it pushes ``die_free``)."""
+    push = lambda x: jnp.where(on & (x > start), x + dur, x)  # noqa: E731
+    return pe._replace(start=push(pe.start), end=push(pe.end), er_end=push(pe.er_end))
+
+
 def fluid_book(end: jax.Array, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Book ``dur`` on a short-transfer resource (channel bus, host link) as a fluid backlog: ``end`` is
     when the work booked so far would be done if served from now on, so work ready at ``ready`` starts
@@ -385,7 +455,8 @@ def _front(p: Plan, s: State, r: Requests) -> tuple[Front, State]:
         slots=s.slots - t, ctrl_free=s.ctrl_free - issue, link_rx=s.link_rx - issue,
         link_tx=s.link_tx - issue, die_free=s.die_free - t, free_max=s.free_max - issue,
         die_r=_shift(s.die_r, issue), chan_free=s.chan_free - t, chan_r=s.chan_r - t,
-        last_done=s.last_done - issue, ds=s.ds - fold_x, dn=s.dn + fold_x,
+        last_done=s.last_done - issue, ds=s.ds - fold_x,
+        pe=s.pe._replace(start=s.pe.start - t, end=s.pe.end - t, er_end=s.pe.er_end - t), dn=s.dn + fold_x,
         draw=s.draw - (p.coef.bits - 1.0) * fold_x)
     return f, rebased
 
@@ -420,15 +491,19 @@ def _lookup(p: Plan, tags: jax.Array, r: Requests) -> Look:
     return Look(off4k, tpage, miss, tags.at[cset, cols].set(jnp.where(miss, tpage, held)))
 
 
-def _map_read(p: Plan, t_cmd, tpage, miss, die_r: Server, die_free, busy):
+def _map_read(p: Plan, t_cmd, tpage, miss, die_r: Server, die_free, busy, pe: PE):
     """3: a missed translation page is read from die ``tpage mod dies`` (SLC timing), booked with read
-    priority; returns the die state, busy time and the read's start (-inf where none)."""
+    priority under the suspension policy (:func:`_suspend`); returns the die state, busy time, the
+    program/erase runs, the read's start and its end (-inf where none) and the suspensions (2, B)."""
     on = (p.die_id == jnp.mod(tpage, p.n_dies)[None]) & p.mask & miss[None]
-    ms, die_r_m = _book(die_r, t_cmd[None], p.t_map_read[None])
+    ms, die_r_m, m_dur, s_p, s_e = _suspend(p, pe, die_r, t_cmd[None], p.t_map_read[None])
     m_start = jnp.max(jnp.where(on, ms, -jnp.inf), axis=0)
+    m_end = jnp.max(jnp.where(on, ms + m_dur, -jnp.inf), axis=0)
     die_r = _pick(on, die_r_m, die_r)
-    die_free = jnp.where(on, jnp.maximum(die_free, m_start[None]) + p.t_map_read[None], die_free)
-    return die_r, die_free, busy + on * p.t_map_read[None], m_start
+    die_free = jnp.where(on, jnp.maximum(die_free, m_start[None]) + m_dur, die_free)
+    sus = jnp.stack([jnp.sum(on & s_p, axis=0), jnp.sum(on & s_e, axis=0)]).astype(busy.dtype)
+    return (die_r, die_free, busy + on * m_dur, _pe_push(pe, on, m_start[None], m_dur), m_start, m_end,
+            sus)
 
 
 def _by_channel(x: jax.Array, lay: Layout) -> jax.Array:
@@ -464,8 +539,9 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     dt = f.issue.dtype
     size = r.size.astype(dt)
     off4k, tpage, miss = look.off4k, look.tpage, look.miss
-    die_r, die_free, busy, m_start = _map_read(p, f.t_cmd, tpage, miss, s.die_r, s.die_free, acc.busy)
-    t_map = jnp.where(miss, m_start + p.t_map_read + MAP_UNIT_BYTES / p.chan_rate, f.t_cmd + p.map_hit_s)
+    die_r, die_free, busy, pe, m_start, m_end, sus_m = _map_read(p, f.t_cmd, tpage, miss, s.die_r,
+                                                                  s.die_free, acc.busy, s.pe)
+    t_map = jnp.where(miss, m_end + MAP_UNIT_BYTES / p.chan_rate, f.t_cmd + p.map_hit_s)
     q_map = jnp.where(miss, m_start - f.t_cmd, 0.0)
 
     first = off4k // p.page_4k
@@ -475,7 +551,7 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     active = n_d > 0
     n_f = n_d.astype(dt)
     dur = jnp.ceil(n_f / p.planes[None]) * p.t_read[None]
-    r_start, die_r_new = _book(die_r, t_map[None], dur)
+    r_start, die_r_new, dur, s_p, s_e = _suspend(p, pe, die_r, t_map[None], dur)
     r_end = r_start + dur
     xfer = n_f * (size / k.astype(dt) / p.chan_rate)[None]
     x_c = jnp.sum(_by_channel(xfer, lay), axis=0)
@@ -495,10 +571,14 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     return _finish(
         p, s, acc, r, f, READ, done, -f.arrival + f.ctrl_start + q_map + q_read,
         state=dict(die_r=_pick(active, die_r_new, die_r), die_free=die_free, free_max=_max_free(p, die_free),
+                   pe=_pe_push(pe, active, r_start, dur),
                    chan_r=jnp.where(act_c, chan_r_new, s.chan_r),
                    chan_free=jnp.where(act_c, jnp.maximum(s.chan_free, c_start) + x_c, s.chan_free),
                    link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx, tx_new)),
-        add=dict(busy=busy + dur, read_pages=jnp.sum(n_f, axis=0), map_misses=miss.astype(dt)))
+        add=dict(busy=busy + jnp.where(active, dur, 0.0), read_pages=jnp.sum(n_f, axis=0),
+                 map_misses=miss.astype(dt),
+                 suspensions=sus_m + jnp.stack([jnp.sum(active & s_p, axis=0),
+                                                jnp.sum(active & s_e, axis=0)]).astype(dt)))
 
 
 def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
@@ -507,7 +587,8 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     dt = f.issue.dtype
     size = r.size.astype(dt)
     miss = look.miss
-    die_r, die_free, busy, _ = _map_read(p, f.t_cmd, look.tpage, miss, s.die_r, s.die_free, acc.busy)
+    die_r, die_free, busy, pe, _, _, sus_m = _map_read(p, f.t_cmd, look.tpage, miss, s.die_r, s.die_free,
+                                                        acc.busy, s.pe)
     h_start, rx_new = fluid_book(s.link_rx, f.t_cmd, size / p.host_rate)
     h_end = h_start + size / p.host_rate
     (ds, dn, draw), mode_bytes = _place(p, s.ds, s.dn, s.draw, size)
@@ -524,6 +605,15 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     n_erase = jnp.floor(die_units / upb) - jnp.floor(s.die_units / upb)
     p_start = jnp.maximum(_by_channel(die_free, lay), w_cend[None]).reshape(die_free.shape)
     p_dur = u_f * t_unit[None] + n_erase * p.t_erase[None]
+    # the program/erase run (_suspend): the erases first (they free the block the units go to), then the
+    # units; a run that starts after the die's backlog has ended starts a new run
+    on = u_d > 0
+    er_len = n_erase * p.t_erase[None]
+    pe = PE(start=jnp.where(on & (p_start > pe.end), p_start, pe.start),
+            end=jnp.where(on, p_start + p_dur, pe.end),
+            er_end=jnp.where(on & (n_erase > 0), p_start + er_len, pe.er_end),
+            er_len=jnp.where(on & (n_erase > 0), er_len, pe.er_len),
+            t_op=jnp.where(on, jnp.broadcast_to(t_unit[None], on.shape), pe.t_op))
     die_free = jnp.where(u_d > 0, p_start + p_dur, die_free)
     backlog_end = _max_free(p, die_free)
     drain = p.n_dies.astype(dt) * p.unit_bytes / t_unit
@@ -534,9 +624,10 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         state=dict(die_r=die_r, die_free=die_free, free_max=backlog_end, chan_free=w_cend,
                    link_rx=rx_new, link_tx=jnp.where(p.duplex, s.link_tx, rx_new),
                    wptr=jnp.mod(s.wptr + n_units.astype(jnp.int32), p.n_dies),
-                   wpartial=total - n_units * p.unit_bytes, die_units=die_units, ds=ds, dn=dn, draw=draw),
+                   wpartial=total - n_units * p.unit_bytes, die_units=die_units, ds=ds, dn=dn, draw=draw,
+                   pe=pe),
         add=dict(busy=busy + p_dur, prog_pages=n_units * p.planes, erases=jnp.sum(n_erase, axis=0),
-                 map_misses=miss.astype(dt), mode_bytes=mode_bytes))
+                 map_misses=miss.astype(dt), mode_bytes=mode_bytes, suspensions=sus_m))
 
 
 def _trim(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests):

@@ -38,6 +38,7 @@ from ssdx.models.engine import (
     FIT_SLACK,
     LOG_MIN,
     N_BINS,
+    PE,
     READ,
     TRIM,
     WRITE,
@@ -55,27 +56,32 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "map_always_hit", "unit_bytes", "units_per_block", "chan_rate", "host_rate", "cmd_s", "ctrl_s",
         "map_hit_s", "t_read", "t_map_read", "t_erase", "t_unit0", "t_unit1", "t_unit2", "idle_fold_rate",
         "room_slc0", "room_nat0", "s0", "slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw", "fold",
-        "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs")
+        "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs", "suspend_program",
+        "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
+        "suspend_min_erase_s")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw")
 #: per-die state, rows of (B, len(DIES), D)
-DIES = ("die_free", "r_end", "r_win", "r_work", "r_gap", "die_units")
+DIES = ("die_free", "r_end", "r_win", "r_work", "r_gap", "die_units", "pe_start", "pe_end", "er_end",
+        "er_len", "t_op")
 #: per-configuration accumulator scalars, columns of (B, len(SUMS))
 SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat1", "lat2", "queue_sum",
         "read_pages", "prog_pages", "erases", "map_misses", "mode0", "mode1", "mode2", "idle_folded",
-        "elapsed")
+        "elapsed", "susp_program", "susp_erase")
 
 (N_DIES, N_CH, PLANES, PAGE_BYTES, PAGE_4K, CAP_4K, TPAGE_4K, MAP_SETS, ALWAYS_HIT, UNIT_BYTES, UPB,
  CHAN_RATE, HOST_RATE, CMD_S, CTRL_S, MAP_HIT_S, T_READ, T_MAP_READ, T_ERASE, T_UNIT0, T_UNIT1, T_UNIT2,
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
- OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS) = range(len(PLAN))
+ OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
+ SUS_MIN_E) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW) = range(
     len(SCALARS))
-DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS = range(len(DIES))
+DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
 (COUNT, BYTES, LAT, QUEUE_SUM, READ_PAGES, PROG_PAGES, ERASES, MAP_MISSES, MODE, IDLE_FOLDED,
- ELAPSED) = (SUMS.index(k) for k in ("count0", "bytes0", "lat0", "queue_sum", "read_pages", "prog_pages",
-                                     "erases", "map_misses", "mode0", "idle_folded", "elapsed"))
+ ELAPSED, SUSP) = (SUMS.index(k) for k in ("count0", "bytes0", "lat0", "queue_sum", "read_pages",
+                                           "prog_pages", "erases", "map_misses", "mode0", "idle_folded",
+                                           "elapsed", "susp_program"))
 
 
 def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
@@ -120,14 +126,51 @@ def _nth_die(start, j, n_dies):
 
 
 @numba.njit(cache=True, inline="always")
-def _read_on_die(die, busy, pd, ready, dur):
-    """Book a read of ``dur`` s ready at ``ready`` on the die at position ``pd`` with read priority
-    (engine._book on its read booking, then its all-work backlog and busy time); returns its start."""
-    start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
-        die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd], ready, dur)
+def _read_on_die(f, die, busy, a, pd, ready, dur):
+    """Book a read of ``dur`` s ready at ``ready`` on the die at position ``pd`` with read priority under
+    the suspension policy (engine._suspend on its read booking, then its all-work backlog, its
+    program/erase run and busy time); returns its start and its die time (``dur`` plus any suspend
+    overhead)."""
+    start, end, win, work, gap = _book(die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd],
+                                       ready, dur)
+    if start <= ready and die[PE_START, pd] <= ready < die[PE_END, pd]:
+        # a program or an erase may be in progress: which, and how long is left (engine._suspend)
+        er_end, er_len = die[ER_END, pd], die[ER_LEN, pd]
+        e0 = er_end - er_len
+        in_erase = er_len > 0 and e0 <= ready < er_end
+        if in_erase:
+            left = er_end - ready
+            slack = FIT_SLACK * er_len
+        else:
+            t_op = die[T_OP, pd] if die[T_OP, pd] > 0 else 1.0
+            base = e0 if ready < e0 else die[PE_END, pd]
+            left = max(base - ready, 0.0) % t_op
+            if left < FIT_SLACK * t_op or left > (1.0 - FIT_SLACK) * t_op:
+                left = 0.0
+            slack = FIT_SLACK * t_op
+        if left > slack:
+            if in_erase:
+                can = f[SUS_E] > 0.5 and left >= f[SUS_MIN_E]
+            else:
+                can = f[SUS_P] > 0.5 and left >= f[SUS_MIN_P]
+            wait = 0.0
+            extra = 0.0
+            if can:
+                extra = f[SUS_E_S] if in_erase else f[SUS_P_S]
+                a[SUSP + (1 if in_erase else 0)] += 1.0
+            else:
+                wait = left
+            if wait > 0.0 or extra > 0.0:
+                dur += extra
+                start, end, win, work, gap = _book(die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd],
+                                                   die[R_GAP, pd], ready + wait, dur)
+    die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = end, win, work, gap
     die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
+    for r in (PE_START, PE_END, ER_END):  # the program/erase work booked after the read moves back
+        if die[r, pd] > start:
+            die[r, pd] += dur
     busy[pd] += dur
-    return start
+    return start, dur
 
 
 @numba.njit(cache=True)
@@ -202,12 +245,12 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         done = t_cmd
         if miss:  # 3. translation page read from die tpage mod dies, read priority
             pm = _pos(tpage % n_dies, n_ch, C)
-            m_start = _read_on_die(die, busy, pm, t_cmd, t_map)
+            m_start, m_dur = _read_on_die(f, die, busy, a, pm, t_cmd, t_map)
             free_max = max(free_max, die[DIE_FREE, pm])
             a[MAP_MISSES] += 1.0
         if o == READ:
             if miss:
-                ready = m_start + t_map + t_map_xfer
+                ready = m_start + m_dur + t_map_xfer
                 queue += m_start - t_cmd
             else:
                 ready = t_cmd + f[MAP_HIT_S]
@@ -229,7 +272,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 n = q + (1 if j < m else 0)
                 pd = _pos(d, n_ch, C)
                 dur = math.ceil(n / planes) * t_read
-                r_start = _read_on_die(die, busy, pd, ready, dur)
+                r_start, dur = _read_on_die(f, die, busy, a, pd, ready, dur)
                 r_end = r_start + dur
                 xfer = n * per_page
                 c = d % n_ch
@@ -299,7 +342,16 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 die[DIE_UNITS, pd] = old + u
                 n_erase = math.floor((old + u) / upb) - math.floor(old / upb)
                 p_dur = u * t_unit + n_erase * f[T_ERASE]
-                die[DIE_FREE, pd] = max(die[DIE_FREE, pd], chan[0, d % n_ch]) + p_dur
+                p_start = max(die[DIE_FREE, pd], chan[0, d % n_ch])
+                # the program/erase run (engine._write): erases first, then the units
+                if p_start > die[PE_END, pd]:
+                    die[PE_START, pd] = p_start
+                die[PE_END, pd] = p_start + p_dur
+                if n_erase > 0:
+                    die[ER_LEN, pd] = n_erase * f[T_ERASE]
+                    die[ER_END, pd] = p_start + die[ER_LEN, pd]
+                die[T_OP, pd] = t_unit
+                die[DIE_FREE, pd] = p_start + p_dur
                 free_max = max(free_max, die[DIE_FREE, pd])
                 busy[pd] += p_dur
                 a[ERASES] += n_erase
@@ -330,7 +382,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     # back to times relative to the last issue instant, as the JAX engine keeps them
     for j in range(nq):
         slots[j] -= now
-    for r in (DIE_FREE, R_END, R_WIN, R_GAP):
+    for r in (DIE_FREE, R_END, R_WIN, R_GAP, PE_START, PE_END, ER_END):
         for d in range(die.shape[1]):
             die[r, d] -= now
     for r in range(2):
@@ -357,7 +409,7 @@ def pack_state(s: State) -> tuple[np.ndarray, ...]:
     f = lambda x: np.asarray(x, np.float64)  # noqa: E731
     r = s.die_r
     return (np.stack([f(getattr(s, k)) for k in SCALARS]),
-            np.stack([f(x) for x in (s.die_free, r.end, r.win, r.work, r.gap, s.die_units)]),
+            np.stack([f(x) for x in (s.die_free, r.end, r.win, r.work, r.gap, s.die_units, *s.pe)]),
             np.stack([f(s.chan_free), f(s.chan_r)]), np.array(s.slots, np.float64),
             np.array(s.tags, np.int64))
 
@@ -384,12 +436,13 @@ def unpack(sc, die, chan, slots, tags, a, hist, busy, dt) -> tuple[State, Acc]:
         die_r=Server(*(c(die[k]) for k in (R_END, R_WIN, R_WORK, R_GAP))),
         chan_free=c(chan[0]), chan_r=c(chan[1]), last_arrival=c(sc[LAST_ARRIVAL]), last_done=c(sc[LAST_DONE]),
         wptr=c(sc[WPTR], np.int32), wpartial=c(sc[WPARTIAL]), die_units=c(die[DIE_UNITS]), ds=c(sc[DS]),
-        dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags, np.int32))
+        dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags, np.int32),
+        pe=PE(*(c(die[k]) for k in (PE_START, PE_END, ER_END, ER_LEN, T_OP))))
     acc = Acc(elapsed=c(a[ELAPSED]), elapsed_c=np.zeros(a.shape[1], dt), count=c(a[COUNT:COUNT + 3]),
               bytes=c(a[BYTES:BYTES + 3]), lat_sum=c(a[LAT:LAT + 3]), queue_sum=c(a[QUEUE_SUM]),
               hist=c(hist, np.int32), busy=c(busy), read_pages=c(a[READ_PAGES]), prog_pages=c(a[PROG_PAGES]),
               erases=c(a[ERASES]), map_misses=c(a[MAP_MISSES]), mode_bytes=c(a[MODE:MODE + 3]),
-              idle_folded=c(a[IDLE_FOLDED]))
+              idle_folded=c(a[IDLE_FOLDED]), suspensions=c(a[SUSP:SUSP + 2]))
     return state, acc
 
 
