@@ -1,0 +1,172 @@
+"""Optional mechanisms of the request-level engine against hand-computed timelines, in both back ends
+(the batched JAX scan and the CPU loop): read suspension (``engine.suspension`` and its overheads and
+thresholds, MQSim's ``CMD_Suspension_Support``, ``Suspend_*_Time``, ``Preferred_suspend_*_time_for_read``).
+
+The drive is the DRAM preset ``aldrin_pro_2tb`` (32 dies on 8 channels, 4 planes of 16 KiB: a program
+unit is 64 KiB; the map never misses) with its program time set to 750 µs (and, where said, an erase of
+3 ms before every unit), so the timelines are easy to follow.  A write of one unit at time 0 goes to
+die 0; its program starts once the data is in: command (controller + interface overhead), the host
+transfer and the channel transfer.  A 4 KiB read of logical page 0 (die 0) is then timed to be ready on
+the die a given time into that program.  On an idle die that read takes ``L_idle`` = command + map hit
++ ``t_read`` + its channel transfer + its host transfer; every expectation below is ``L_idle`` plus what
+the timeline adds."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from conftest import x64
+
+from ssdx import engine_params, params, presets
+from ssdx.models import engine, engine_cpu
+
+ENGINE = {"loop": "open", "write_buffer_mib": 16, "map_cache_mib": 2, "map_hit_us": 0.5, "ctrl_kiops": 1000,
+          "time_scale": 1.0}
+WORK = {"pattern": "random", "block_kib": 4, "queue_depth": 8, "prefill_fraction": 0.5, "fill_fraction": 1.0,
+        "burst_gb": 0.0, "idle_s": 0.0}
+T_PROG = 750e-6
+T_ERASE = 3000e-6
+US = 1e-6
+
+
+def _plan(erase_every_unit: bool = False, **eng):
+    """The float64 batched plan of one configuration with the program time set to :data:`T_PROG` (and an
+    erase of :data:`T_ERASE` with every unit), and its layout."""
+    cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
+    cols |= engine_params.columns(ENGINE | eng)
+    drive, workload, e, lay = engine_params.build(cols, dtype=np.float64)
+    with x64():
+        p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(drive, workload, e, lay))
+    p = p._replace(t_unit=np.full(np.shape(p.t_unit), T_PROG))
+    if erase_every_unit:
+        p = p._replace(t_erase=np.full(np.shape(p.t_erase), T_ERASE),
+                       units_per_block=np.ones(np.shape(p.units_per_block)))
+    return p, lay
+
+
+def _const(p, name: str) -> float:
+    return float(np.asarray(getattr(p, name)).ravel()[0])
+
+
+def _times(p) -> tuple[float, float, float]:
+    """(start of the program of a one-unit write issued at 0, command-to-die time of a read, ``L_idle``)."""
+    cmd = _const(p, "ctrl_s") + _const(p, "cmd_s")
+    unit, host, chan = _const(p, "unit_bytes"), _const(p, "host_rate"), _const(p, "chan_rate")
+    p_start = cmd + unit / host + unit / chan
+    to_die = cmd + _const(p, "map_hit_s")
+    l_idle = to_die + _const(p, "t_read") + 4096 / chan + 4096 / host
+    return p_start, to_die, l_idle
+
+
+def _run(p, lay, ops, offsets, sizes, times):
+    """Latencies (s) and accumulators of the stream in both back ends (asserted equal)."""
+    with x64():
+        req, _ = engine.requests(np.asarray(ops), np.asarray(offsets, np.int64), np.asarray(sizes, np.int64),
+                                 np.asarray(times, np.float64), None, len(ops), np.float64)
+        s0 = engine.init(p, lay)
+        _, acc, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, s0, req, lay, True)
+        np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+        _, acc_c, lat_c = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
+                                               np_tree(req), lay, True)
+    lat = np.asarray(lat)[:, 0]
+    np.testing.assert_allclose(lat_c[:, 0], lat, rtol=1e-12, atol=1e-15)
+    sus = np.asarray(acc.suspensions)[:, 0]
+    np.testing.assert_array_equal(acc_c.suspensions[:, 0], sus)
+    return lat, sus
+
+
+def _read_into_program(into: float, units: int = 1, erase_every_unit: bool = False, **eng):
+    """A write of ``units`` program units at 0, then a 4 KiB read of die 0 ready ``into`` s after the
+    program run on die 0 starts; returns the read's latency, its ``L_idle`` and the suspensions."""
+    p, lay = _plan(erase_every_unit, **eng)
+    p_start, to_die, l_idle = _times(p)
+    unit, chan = _const(p, "unit_bytes"), _const(p, "chan_rate")
+    if units > 1:  # units dealt over the 32 dies from die 0; channel 0 carries those of dies 0, 8, 16, 24
+        n_ch0 = sum(units // 32 + (d < units % 32) for d in (0, 8, 16, 24))
+        p_start += (units - 1) * unit / _const(p, "host_rate") + (n_ch0 - 1) * unit / chan
+    lat, sus = _run(p, lay, [1, 0], [1 << 30, 0], [units * unit, 4096], [0.0, p_start + into - to_die])
+    return lat[1], l_idle, sus
+
+
+@pytest.mark.parametrize(("policy", "extra"), [
+    ("program_erase", 0.0), ("program", 0.0),  # suspends the program at no cost (the presets' default)
+    ("erase", T_PROG - 100 * US), ("none", T_PROG - 100 * US),  # waits for the 650 us left
+])
+def test_read_100us_into_a_750us_program(policy, extra):
+    lat, l_idle, sus = _read_into_program(100 * US, suspension=policy)
+    assert lat == pytest.approx(l_idle + extra, rel=1e-9)
+    assert list(sus) == [1.0 if extra == 0 else 0.0, 0.0]
+
+
+def test_suspending_a_program_costs_mqsims_suspend_time():
+    # MQSim's Suspend_Program_Time (100 us) added to the read that suspends
+    lat, l_idle, sus = _read_into_program(100 * US, suspend_program_us=100)
+    assert lat == pytest.approx(l_idle + 100 * US, rel=1e-9)
+    assert list(sus) == [1.0, 0.0]
+    # with a 700 us threshold (MQSim's Preferred_suspend_write_time_for_read) the 650 us left are waited
+    lat, l_idle, sus = _read_into_program(100 * US, suspend_program_us=100, suspend_min_program_us=700)
+    assert lat == pytest.approx(l_idle + 650 * US, rel=1e-9)
+    assert list(sus) == [0.0, 0.0]
+    # and with 640 us it suspends again
+    lat, _, _ = _read_into_program(100 * US, suspend_program_us=100, suspend_min_program_us=640)
+    assert lat == pytest.approx(l_idle + 100 * US, rel=1e-9)
+
+
+def test_a_read_that_cannot_suspend_waits_only_for_the_operation_in_progress():
+    # 33 units: die 0 programs two back to back (1500 us); 100 us into the first a read waits 650 us for
+    # it, then goes ahead of the queued second (MQSim's TSU serves reads first), not 1400 us
+    lat, l_idle, _ = _read_into_program(100 * US, units=33, suspension="none")
+    assert lat == pytest.approx(l_idle + 650 * US, rel=1e-9)
+    # 850 us into the run: 100 us into the second program
+    lat, l_idle, _ = _read_into_program(850 * US, units=33, suspension="none")
+    assert lat == pytest.approx(l_idle + 650 * US, rel=1e-9)
+
+
+@pytest.mark.parametrize(("policy", "into", "extra", "sus"), [
+    ("program_erase", 100 * US, 700 * US, [0, 1]),  # suspends the erase, MQSim's 700 us Suspend_Erase_Time
+    ("erase", 100 * US, 700 * US, [0, 1]),
+    ("program", 100 * US, T_ERASE - 100 * US, [0, 0]),  # waits for the 2.9 ms of erase left
+    ("none", 100 * US, T_ERASE - 100 * US, [0, 0]),
+    # 100 us into the program that follows the erase
+    ("program", T_ERASE + 100 * US, 100 * US, [1, 0]),  # suspends it at the 100 us program overhead
+    ("erase", T_ERASE + 100 * US, T_PROG - 100 * US, [0, 0]),
+])
+def test_erase_before_the_unit(policy, into, extra, sus):
+    lat, l_idle, got = _read_into_program(into, erase_every_unit=True, suspension=policy,
+                                          suspend_program_us=100, suspend_erase_us=700)
+    assert lat == pytest.approx(l_idle + extra, rel=1e-9)
+    assert list(got) == sus
+
+
+def test_a_read_behind_a_suspending_read_follows_it_without_a_second_suspension():
+    p, lay = _plan(suspend_program_us=100)
+    p_start, to_die, l_idle = _times(p)
+    t = p_start + 100 * US - to_die
+    # two 4 KiB reads of die 0 (logical pages 0 and 32) arriving together, 100 us into the program
+    lat, sus = _run(p, lay, [1, 0, 0], [1 << 30, 0, 32 * 16384], [65536, 4096, 4096], [0.0, t, t])
+    t_read = _const(p, "t_read")
+    assert lat[1] == pytest.approx(l_idle + 100 * US, rel=1e-9)
+    assert lat[2] == pytest.approx(l_idle + 100 * US + t_read, rel=1e-9)  # after the first, no overhead
+    assert list(sus) == [1.0, 0.0]
+
+
+def test_a_read_on_an_idle_die_or_at_a_boundary_waits_for_nothing():
+    # after the program has ended, and exactly at its end
+    for into in (T_PROG + 50 * US, T_PROG):
+        lat, l_idle, sus = _read_into_program(into, suspension="none", suspend_program_us=100)
+        assert lat == pytest.approx(l_idle, rel=1e-9) and list(sus) == [0.0, 0.0]
+
+
+def test_suspension_fields_are_checked():
+    cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
+    with pytest.raises(params.ConfigError, match="engine.suspension.*program_erase"):
+        engine_params.build(cols | engine_params.columns(ENGINE | {"suspension": "always"}))
+    with pytest.raises(params.ConfigError, match="engine.suspend_erase_us"):
+        engine_params.build(cols | engine_params.columns(ENGINE | {"suspend_erase_us": -1}))
+    # left out: the original behaviour (programs and erases suspended at no cost)
+    _, _, e, _ = engine_params.build(cols | engine_params.columns(ENGINE))
+    got = (float(e.suspend_program[0]), float(e.suspend_erase[0]), float(e.suspend_program_s[0]))
+    assert got == (1, 1, 0)
+    _, _, e, _ = engine_params.build(cols | engine_params.columns(ENGINE | {"suspension": "erase"}))
+    assert (float(e.suspend_program[0]), float(e.suspend_erase[0])) == (0, 1)
