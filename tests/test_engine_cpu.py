@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 from conftest import x64
@@ -39,10 +40,11 @@ def mixed(n: int, seed: int = 3, timed: bool = False) -> Chunk:
     return Chunk(time_s=t, op=op, offset=ch.offset, size=ch.size, line=ch.line)
 
 
-def erasing_plan(qds, room_bytes: float):
-    """The batched plan of :func:`batch` with blocks of 3 program units, so writes erase, and pSLC and
-    native rooms cut to ``room_bytes``, so writes end up folding (float64); returns ``(plan, layout)``."""
-    drive, workload, eng, lay = engine_params.build(batch(qds=qds), dtype=np.float64)
+def erasing_plan(qds, room_bytes: float, **eng):
+    """The batched plan of :func:`batch` (engine fields ``eng``) with blocks of 3 program units, so writes
+    erase, and pSLC and native rooms cut to ``room_bytes``, so writes end up folding (float64); returns
+    ``(plan, layout)``."""
+    drive, workload, eng, lay = engine_params.build(batch(qds=qds, **eng), dtype=np.float64)
     p = engine.plan_batch(drive, workload, eng, lay)
     return p._replace(units_per_block=np.full(np.shape(p.units_per_block), 3.0),
                       room_slc0=np.minimum(p.room_slc0, room_bytes),
@@ -104,6 +106,48 @@ def test_erases_folding_and_chunk_state_match_between_backends():
         np.testing.assert_allclose(getattr(a_cpu, k), np.asarray(getattr(a_ref, k)), rtol=1e-9, err_msg=k)
     elapsed = np.asarray(a_ref.elapsed) - np.asarray(a_ref.elapsed_c)
     np.testing.assert_allclose(a_cpu.elapsed, elapsed, rtol=1e-12)
+
+
+SUSPENSION_CASES = [
+    {"suspension": "none"},
+    {"suspension": "erase", "suspend_program_us": 100, "suspend_erase_us": 700},
+    {"suspension": "program", "suspend_program_us": 100, "suspend_erase_us": 700},
+    {"suspension": "program_erase", "suspend_program_us": 100, "suspend_erase_us": 700,
+     "suspend_min_program_us": 100, "suspend_min_erase_us": 700},
+]
+
+
+@pytest.mark.parametrize("eng", SUSPENSION_CASES, ids=[c["suspension"] for c in SUSPENSION_CASES])
+def test_suspension_policies_match_between_backends(eng):
+    # the raw chunk functions on drives that erase every 3 units, under each read-suspension policy with
+    # MQSim's overheads and thresholds: latencies, suspensions and state request by request
+    with x64():
+        p, lay = erasing_plan((2, 16), 10e6, loop="open", **eng)
+        ch = mixed(900, seed=11, timed=True)
+        req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 1000, np.float64)
+        s0 = engine.init(p, lay)
+        run = jax.jit(engine.run_chunk, static_argnums=(3, 4))
+        s_ref, a_ref, l_ref = run(p, s0, req, lay, True)
+        np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+        s_cpu, a_cpu, l_cpu = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
+                                                   np_tree(req), lay, True)
+        p_def, _ = erasing_plan((2, 16), 10e6, loop="open")
+        _, _, l_def = run(p_def, s0, req, lay, True)
+    np.testing.assert_allclose(l_cpu, np.asarray(l_ref), rtol=1e-9, atol=1e-15)
+    for k in ("suspensions", "busy", "lat_sum", "queue_sum", "erases"):
+        np.testing.assert_allclose(getattr(a_cpu, k), np.asarray(getattr(a_ref, k)), rtol=1e-9, err_msg=k)
+    mask = np.asarray(p.mask) > 0.5
+    for k in ("start", "end", "er_end", "er_len", "t_op"):
+        np.testing.assert_allclose(np.where(mask, getattr(s_cpu.pe, k), 0),
+                                   np.where(mask, np.asarray(getattr(s_ref.pe, k)), 0), rtol=1e-9, atol=1e-12,
+                                   err_msg=k)
+    sus = np.asarray(a_ref.suspensions).sum(1)  # (program, erase) over the batch
+    assert sus[0] > 0 if eng["suspension"] in ("program", "program_erase") else sus[0] == 0
+    assert sus[1] > 0 if eng["suspension"] in ("erase", "program_erase") else sus[1] == 0
+    reads = np.asarray(ch.op)[:900] == 0
+    # the policy changed the reads' latencies (waits or overheads), and only ever lengthened them on average
+    assert not np.allclose(np.asarray(l_ref)[:900][reads], np.asarray(l_def)[:900][reads])
+    assert np.asarray(l_ref)[:900][reads].mean() > np.asarray(l_def)[:900][reads].mean()
 
 
 def test_cpu_loop_matches_the_float32_scan_to_rounding():

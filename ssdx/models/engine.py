@@ -360,7 +360,8 @@ def _suspend(p: Plan, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
     ``[er_end - er_len, er_end]``, program operations of ``t_op`` before and after it, so a program in
     progress has ``(boundary - ready) mod t_op`` left, the boundary being ``pe.end`` or the erase's
     start (a read inserted in the run pushes everything after it, keeping the grid; a read that cannot
-    suspend waits for a boundary).  Within :data:`FIT_SLACK` of a boundary nothing is in progress.  If
+    suspend waits for a boundary).  Within :data:`FIT_SLACK` of an operation's start or end nothing is in
+    progress (the read goes first), so ties do not hang on rounding.  If
     the policy lets the read suspend that kind and at least ``suspend_min_*_s`` is left, the read starts
     at once and takes ``suspend_*_s`` longer (MQSim's ``Suspend_Program_Time``/``Suspend_Erase_Time``
     added before the read command, NVM_PHY_ONFI_NVDDR2; the thresholds are its TSU's
@@ -375,9 +376,12 @@ def _suspend(p: Plan, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
     t_op = jnp.where(pe.t_op > 0, pe.t_op, 1.0)
     r = jnp.mod(jnp.maximum(base - t, 0.0), t_op)
     r = jnp.where((r < FIT_SLACK * t_op) | (r > (1.0 - FIT_SLACK) * t_op), 0.0, r)
-    left = jnp.where(in_erase, pe.er_end - t, r)
+    left_e = pe.er_end - t
+    left_e = jnp.where(left_e > (1.0 - FIT_SLACK) * pe.er_len, 0.0, left_e)  # the erase is only starting
+    left = jnp.where(in_erase, left_e, r)
     slack = FIT_SLACK * jnp.where(in_erase, pe.er_len, t_op)
-    running = (s0 <= t) & (t >= pe.start) & (t < pe.end) & (left > slack)
+    fresh = s0 <= t + FIT_SLACK * dur  # no read of the die in the way (one ending just now is not)
+    running = fresh & (t >= pe.start) & (t < pe.end) & (left > slack)
     can = jnp.where(in_erase, (p.suspend_erase[None] > 0.5) & (left >= p.suspend_min_erase_s[None]),
                     (p.suspend_program[None] > 0.5) & (left >= p.suspend_min_program_s[None]))
     sus = running & can

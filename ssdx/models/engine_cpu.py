@@ -133,13 +133,15 @@ def _read_on_die(f, die, busy, a, pd, ready, dur):
     overhead)."""
     start, end, win, work, gap = _book(die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd],
                                        ready, dur)
-    if start <= ready and die[PE_START, pd] <= ready < die[PE_END, pd]:
+    if start <= ready + FIT_SLACK * dur and die[PE_START, pd] <= ready < die[PE_END, pd]:
         # a program or an erase may be in progress: which, and how long is left (engine._suspend)
         er_end, er_len = die[ER_END, pd], die[ER_LEN, pd]
         e0 = er_end - er_len
         in_erase = er_len > 0 and e0 <= ready < er_end
         if in_erase:
             left = er_end - ready
+            if left > (1.0 - FIT_SLACK) * er_len:  # the erase is only starting
+                left = 0.0
             slack = FIT_SLACK * er_len
         else:
             t_op = die[T_OP, pd] if die[T_OP, pd] > 0 else 1.0
