@@ -39,6 +39,21 @@ def main(out: str) -> None:
         for k, v in a._asdict().items():
             res[f"{b}/chunk/acc/{k}"] = np.asarray(v)
         res[f"{b}/chunk/lat"] = lat
+    # the raw chunk under read suspension of erases only, with MQSim's overheads (the engine's options)
+    p, lay = erasing_plan((2,), 2.5e6, loop="open", suspension="erase", suspend_program_us=100,
+                          suspend_erase_us=700)
+    ch = mixed(150, seed=5, timed=True)
+    req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 160, np.float64)
+    s0 = engine.init(p, lay)
+    pf = engine_cpu.pack_plan(p, lay)
+    outs = {"cpu": engine_cpu.run_chunk(pf, s0, req, lay, True),
+            "cuda": engine_cuda.run_chunk(engine_cuda.device_plan(pf), s0, req, lay, True, threads=3)}
+    for b, (s, a, lat) in outs.items():
+        res[f"{b}/suspension/lat"] = lat
+        for k in ("suspensions", "busy", "queue_sum", "lat_sum"):
+            res[f"{b}/suspension/{k}"] = np.asarray(getattr(a, k))
+        for k, v in s.pe._asdict().items():
+            res[f"{b}/suspension/pe_{k}"] = np.asarray(v)
     np.savez(out, **res)
 
 

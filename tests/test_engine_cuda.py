@@ -60,6 +60,15 @@ def test_kernel_chunk_state_matches_field_by_field(simulated):
     assert (simulated["cpu/chunk/acc/erases"] > 0).all()
 
 
+def test_kernel_suspends_reads_like_the_cpu_loop(simulated):
+    # engine.suspension = erase with MQSim's suspend overheads: the kernel shares the loop's code
+    pairs = _pairs(simulated, "suspension/")
+    assert len(pairs) == 1 + 4 + 5
+    assert simulated["cpu/suspension/suspensions"][1].sum() > 0  # reads suspended erases
+    for k, a, b in pairs:
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
+
+
 def test_kernel_compiles_to_ptx_for_the_h100():
     # no GPU needed: the dev extra installs numba-cuda with CUDA 13's NVVM, so a change to the loop shared
     # with the CPU back end that CUDA cannot compile fails here
