@@ -22,7 +22,10 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   ``program_erase`` (default) programs and erases, ``program`` programs only, ``erase`` erases only,
   ``none`` neither: the read waits for the operation in progress, then goes ahead of the queued ones.
   MQSim's ``CMD_Suspension_Support`` (``PROGRAM_ERASE``, ``PROGRAM``, ``ERASE``, ``NONE``; Tavakkol et
-  al., FAST 2018); program/erase suspension after Wu & He, FAST 2012.
+  al., FAST 2018); program/erase suspension after Wu & He, FAST 2012.  In MQSim's source (2022) the
+  out-of-order scheduler's ``service_read_transaction`` falls through from its ``WRITING`` and
+  ``ERASING`` cases to ``default: return false``, so it never issues a read to a busy chip whatever
+  ``CMD_Suspension_Support`` says: ``none`` is what MQSim computes.
 * ``suspend_program_us``, ``suspend_erase_us`` — time a read that suspends a program / an erase takes
   longer, µs (MQSim's ``Suspend_Program_Time`` / ``Suspend_Erase_Time``; 0 here: the presets assume
   suspension at no cost).

@@ -42,6 +42,25 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    blocking) and no resource exceeds its capacity.  Write units: transfer over the channel, then
    program (``t_prog_slc`` while the pSLC cache has room, else native ``t_prog``, else the folding die
    time of ``ssdx.models.fluid.die_time``); one erase (``t_erase``) every ``block_pages`` units on a die.
+
+   *Read suspension* (``engine.suspension``; MQSim's ``CMD_Suspension_Support``, Tavakkol et al., FAST
+   2018).  ``program_erase`` (the default) is the model above: a read suspends whatever program or erase
+   the die is running, at no cost unless ``suspend_program_s``/``suspend_erase_s`` are set.  Under
+   ``program``, ``erase`` or ``none`` a read that finds an operation it may not suspend in progress waits
+   for that operation to end, then goes ahead of the die's queued programs and erases (MQSim's
+   out-of-order transaction scheduler serves a die's reads first, TSU_OutOfOrder); it does not wait for
+   the queue.  Each die keeps where its programs and erases lie (:class:`PE`): the current run of
+   back-to-back work, its latest erase and the program operation's length ``t_op`` (one multi-plane
+   unit); a write's erases come first in its run (they free the block its units go to).  A read that
+   suspends takes ``suspend_*_s`` longer on the die (MQSim adds ``Suspend_Program_Time`` or
+   ``Suspend_Erase_Time`` before the read command, NVM_PHY_ONFI_NVDDR2), and only suspends an operation
+   with at least ``suspend_min_*_s`` left (MQSim's ``Preferred_suspend_write_time_for_read`` /
+   ``Preferred_suspend_erase_time_for_read``), else it waits.  A read that follows another read of the
+   die pays nothing more: the die is not programming then.  Translation-page reads (step 3) follow the
+   same rule.  Reads that suspended are counted (``suspensions``: program, erase).  Approximations: the
+   operations of a run are taken to be of equal length ``t_op`` (a write switching program mode mid-run
+   shifts the grid), only the latest erase of a die is placed exactly, and one read suspends one
+   operation (MQSim suspends at most one command per chip).
 6. *Host link* — reads stream out cut-through (the first die's data starts the transfer, the last page
    ends it); writes come in before anything else.  PCIe is full duplex (one link resource per direction);
    SATA is half duplex (one shared).
@@ -62,9 +81,9 @@ cost native ``t_read`` (preconditioned data sits in native blocks).
 **Outputs** per configuration (:class:`Acc`, summed per chunk): requests, bytes, latency sums and a
 latency histogram (log-spaced, :data:`BINS_PER_DECADE` bins per decade from 0.1 µs to 100 s) per
 operation type (read, write, trim), queue time (time spent waiting for a busy resource along the
-request's path, including the host queue), per-die busy time, NAND page reads and programs, erases and
-mapping-cache misses.  :func:`metrics` turns them into IOPS, bandwidth, mean and percentile latency,
-queue-time share and per-die utilisation.
+request's path, including the host queue), per-die busy time, NAND page reads and programs, erases,
+mapping-cache misses and reads that suspended a program or an erase.  :func:`metrics` turns them into
+IOPS, bandwidth, mean and percentile latency, queue-time share and per-die utilisation.
 """
 
 from __future__ import annotations
