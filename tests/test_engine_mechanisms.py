@@ -96,7 +96,9 @@ def _read_into_program(into: float, units: int = 1, erase_every_unit: bool = Fal
 def test_read_100us_into_a_750us_program(policy, extra):
     lat, l_idle, sus = _read_into_program(100 * US, suspension=policy)
     assert lat == pytest.approx(l_idle + extra, rel=1e-9)
-    assert list(sus) == [1.0 if extra == 0 else 0.0, 0.0]
+    # suspensions are counted where a suspension option is away from its default (the default engine
+    # does not track programs and erases: it is the original model, bit for bit)
+    assert list(sus) == [1.0 if extra == 0 and policy != "program_erase" else 0.0, 0.0]
 
 
 def test_suspending_a_program_costs_mqsims_suspend_time():

@@ -57,7 +57,9 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    with at least ``suspend_min_*_s`` left (MQSim's ``Preferred_suspend_write_time_for_read`` /
    ``Preferred_suspend_erase_time_for_read``), else it waits.  A read that follows another read of the
    die pays nothing more: the die is not programming then.  Translation-page reads (step 3) follow the
-   same rule.  Reads that suspended are counted (``suspensions``: program, erase).  Approximations: the
+   same rule.  Reads that suspended are counted (``suspensions``: program, erase).  Under the defaults
+   (``program_erase`` at no cost, no thresholds) the runs are not tracked (``suspend_on`` false): the
+   engine is the model above, bit for bit, and counts no suspensions.  Approximations: the
    operations of a run are taken to be of equal length ``t_op`` (a write switching program mode mid-run
    shifts the grid), only the latest erase of a die is placed exactly, and one read suspends one
    operation (MQSim suspends at most one command per chip).
@@ -161,6 +163,7 @@ class Plan(NamedTuple):
     suspend_erase_s: jax.Array
     suspend_min_program_s: jax.Array  # a program with less left than this is not suspended
     suspend_min_erase_s: jax.Array
+    suspend_on: jax.Array  # any suspension option away from its default: track the program/erase runs
 
 
 class Server(NamedTuple):
@@ -271,6 +274,8 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         suspend_program=eng.suspend_program, suspend_erase=eng.suspend_erase,
         suspend_program_s=eng.suspend_program_s, suspend_erase_s=eng.suspend_erase_s,
         suspend_min_program_s=eng.suspend_min_program_s, suspend_min_erase_s=eng.suspend_min_erase_s,
+        suspend_on=(eng.suspend_program < 0.5) | (eng.suspend_erase < 0.5) | (eng.suspend_program_s > 0)
+        | (eng.suspend_erase_s > 0) | (eng.suspend_min_program_s > 0) | (eng.suspend_min_erase_s > 0),
     )
 
 
@@ -400,7 +405,7 @@ def _suspend(p: Plan, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
     left = jnp.where(in_erase, left_e, r)
     slack = FIT_SLACK * jnp.where(in_erase, pe.er_len, t_op)
     fresh = s0 <= t + FIT_SLACK * dur  # no read of the die in the way (one ending just now is not)
-    running = fresh & (t >= pe.start) & (t < pe.end) & (left > slack)
+    running = p.suspend_on[None] & fresh & (t >= pe.start) & (t < pe.end) & (left > slack)
     can = jnp.where(in_erase, (p.suspend_erase[None] > 0.5) & (left >= p.suspend_min_erase_s[None]),
                     (p.suspend_program[None] > 0.5) & (left >= p.suspend_min_program_s[None]))
     sus = running & can
@@ -410,9 +415,11 @@ def _suspend(p: Plan, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
     return start, new, dur, sus & ~in_erase, sus & in_erase
 
 
-def _pe_push(pe: PE, on: jax.Array, start: jax.Array, dur: jax.Array) -> PE:
+def _pe_push(p: Plan, pe: PE, on: jax.Array, start: jax.Array, dur: jax.Array) -> PE:
     """A read of ``dur`` s starting at ``start`` on the dies ``on`` pushes the program/erase work booked
-    after its start back by its duration (as it pushes ``die_free``)."""
+    after its start back by its duration (as it pushes ``die_free``); only tracked where a suspension
+    option is in effect (``suspend_on``)."""
+    on = on & p.suspend_on[None]
     push = lambda x: jnp.where(on & (x > start), x + dur, x)  # noqa: E731
     return pe._replace(start=push(pe.start), end=push(pe.end), er_end=push(pe.er_end))
 
@@ -525,7 +532,7 @@ def _map_read(p: Plan, t_cmd, tpage, miss, die_r: Server, die_free, busy, pe: PE
     die_r = _pick(on, die_r_m, die_r)
     die_free = jnp.where(on, jnp.maximum(die_free, m_start[None]) + m_dur, die_free)
     sus = jnp.stack([jnp.sum(on & s_p, axis=0), jnp.sum(on & s_e, axis=0)]).astype(busy.dtype)
-    return (die_r, die_free, busy + on * m_dur, _pe_push(pe, on, m_start[None], m_dur), m_start, m_end,
+    return (die_r, die_free, busy + on * m_dur, _pe_push(p, pe, on, m_start[None], m_dur), m_start, m_end,
             sus)
 
 
@@ -594,7 +601,7 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     return _finish(
         p, s, acc, r, f, READ, done, -f.arrival + f.ctrl_start + q_map + q_read,
         state=dict(die_r=_pick(active, die_r_new, die_r), die_free=die_free, free_max=_max_free(p, die_free),
-                   pe=_pe_push(pe, active, r_start, dur),
+                   pe=_pe_push(p, pe, active, r_start, dur),
                    chan_r=jnp.where(act_c, chan_r_new, s.chan_r),
                    chan_free=jnp.where(act_c, jnp.maximum(s.chan_free, c_start) + x_c, s.chan_free),
                    link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx, tx_new)),
@@ -630,7 +637,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     p_dur = u_f * t_unit[None] + n_erase * p.t_erase[None]
     # the program/erase run (_suspend): the erases first (they free the block the units go to), then the
     # units; a run that starts after the die's backlog has ended starts a new run
-    on = u_d > 0
+    on = (u_d > 0) & p.suspend_on[None]
     er_len = n_erase * p.t_erase[None]
     pe = PE(start=jnp.where(on & (p_start > pe.end), p_start, pe.start),
             end=jnp.where(on, p_start + p_dur, pe.end),

@@ -58,7 +58,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "room_slc0", "room_nat0", "s0", "slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw", "fold",
         "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs", "suspend_program",
         "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
-        "suspend_min_erase_s")
+        "suspend_min_erase_s", "suspend_on")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw")
@@ -74,7 +74,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  CHAN_RATE, HOST_RATE, CMD_S, CTRL_S, MAP_HIT_S, T_READ, T_MAP_READ, T_ERASE, T_UNIT0, T_UNIT1, T_UNIT2,
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
- SUS_MIN_E) = range(len(PLAN))
+ SUS_MIN_E, SUS_ON) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW) = range(
     len(SCALARS))
 DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -125,16 +125,14 @@ def _nth_die(start, j, n_dies):
     return d - n_dies if d >= n_dies else d
 
 
-@numba.njit(cache=True, inline="always")
-def _read_on_die(f, die, busy, a, pd, ready, dur):
-    """Book a read of ``dur`` s ready at ``ready`` on the die at position ``pd`` with read priority under
-    the suspension policy (engine._suspend on its read booking, then its all-work backlog, its
-    program/erase run and busy time); returns its start and its die time (``dur`` plus any suspend
-    overhead)."""
-    start, end, win, work, gap = _book(die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd],
-                                       ready, dur)
+@numba.njit(cache=True)
+def _suspend(f, die, a, pd, ready, dur, start, end, win, work, gap):
+    """engine._suspend for a read of ``dur`` s ready at ``ready`` on the die at position ``pd``, booked to
+    start at ``start`` (the read booking before it was ``end, win, work, gap``): where it would start at
+    once inside the die's program/erase run, how long it waits for the operation in progress or how much
+    longer it takes to suspend it (counted in ``a``), booked again; then the run is pushed back.  Returns
+    the read's start and die time."""
     if start <= ready + FIT_SLACK * dur and die[PE_START, pd] <= ready < die[PE_END, pd]:
-        # a program or an erase may be in progress: which, and how long is left (engine._suspend)
         er_end, er_len = die[ER_END, pd], die[ER_LEN, pd]
         e0 = er_end - er_len
         in_erase = er_len > 0 and e0 <= ready < er_end
@@ -156,21 +154,31 @@ def _read_on_die(f, die, busy, a, pd, ready, dur):
             else:
                 can = f[SUS_P] > 0.5 and left >= f[SUS_MIN_P]
             wait = 0.0
-            extra = 0.0
             if can:
-                extra = f[SUS_E_S] if in_erase else f[SUS_P_S]
+                dur += f[SUS_E_S] if in_erase else f[SUS_P_S]
                 a[SUSP + (1 if in_erase else 0)] += 1.0
             else:
                 wait = left
-            if wait > 0.0 or extra > 0.0:
-                dur += extra
-                start, end, win, work, gap = _book(die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd],
-                                                   die[R_GAP, pd], ready + wait, dur)
-    die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = end, win, work, gap
-    die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
+            start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
+                end, win, work, gap, ready + wait, dur)
     for r in (PE_START, PE_END, ER_END):  # the program/erase work booked after the read moves back
         if die[r, pd] > start:
             die[r, pd] += dur
+    return start, dur
+
+
+@numba.njit(cache=True, inline="always")
+def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
+    """Book a read of ``dur`` s ready at ``ready`` on the die at position ``pd`` with read priority
+    (engine._book on its read booking; where ``sus_on``, a suspension option, :func:`_suspend`), then
+    its all-work backlog and busy time; returns its start and its die time (``dur`` plus any suspend
+    overhead)."""
+    end, win, work, gap = die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd]
+    start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
+        end, win, work, gap, ready, dur)
+    if sus_on:
+        start, dur = _suspend(f, die, a, pd, ready, dur, start, end, win, work, gap)
+    die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
     busy[pd] += dur
     return start, dur
 
@@ -202,6 +210,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     t_map = f[T_MAP_READ]
     open_loop = f[OPEN_LOOP] > 0.5
     duplex = f[DUPLEX] > 0.5
+    sus_on = f[SUS_ON] > 0.5  # a suspension option in effect: track the program/erase runs
     t_map_xfer = MAP_UNIT_BYTES / chan_rate
     ctrl_free, link_rx, link_tx = sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX]
     free_max, last_arrival, last_done = sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE]
@@ -247,7 +256,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         done = t_cmd
         if miss:  # 3. translation page read from die tpage mod dies, read priority
             pm = _pos(tpage % n_dies, n_ch, C)
-            m_start, m_dur = _read_on_die(f, die, busy, a, pm, t_cmd, t_map)
+            m_start, m_dur = _read_on_die(f, sus_on, die, busy, a, pm, t_cmd, t_map)
             free_max = max(free_max, die[DIE_FREE, pm])
             a[MAP_MISSES] += 1.0
         if o == READ:
@@ -274,7 +283,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 n = q + (1 if j < m else 0)
                 pd = _pos(d, n_ch, C)
                 dur = math.ceil(n / planes) * t_read
-                r_start, dur = _read_on_die(f, die, busy, a, pd, ready, dur)
+                r_start, dur = _read_on_die(f, sus_on, die, busy, a, pd, ready, dur)
                 r_end = r_start + dur
                 xfer = n * per_page
                 c = d % n_ch
@@ -345,14 +354,14 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 n_erase = math.floor((old + u) / upb) - math.floor(old / upb)
                 p_dur = u * t_unit + n_erase * f[T_ERASE]
                 p_start = max(die[DIE_FREE, pd], chan[0, d % n_ch])
-                # the program/erase run (engine._write): erases first, then the units
-                if p_start > die[PE_END, pd]:
-                    die[PE_START, pd] = p_start
-                die[PE_END, pd] = p_start + p_dur
-                if n_erase > 0:
-                    die[ER_LEN, pd] = n_erase * f[T_ERASE]
-                    die[ER_END, pd] = p_start + die[ER_LEN, pd]
-                die[T_OP, pd] = t_unit
+                if sus_on:  # the program/erase run (engine._write): erases first, then the units
+                    if p_start > die[PE_END, pd]:
+                        die[PE_START, pd] = p_start
+                    die[PE_END, pd] = p_start + p_dur
+                    if n_erase > 0:
+                        die[ER_LEN, pd] = n_erase * f[T_ERASE]
+                        die[ER_END, pd] = p_start + die[ER_LEN, pd]
+                    die[T_OP, pd] = t_unit
                 die[DIE_FREE, pd] = p_start + p_dur
                 free_max = max(free_max, die[DIE_FREE, pd])
                 busy[pd] += p_dur
