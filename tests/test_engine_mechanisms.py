@@ -13,6 +13,8 @@ the timeline adds."""
 
 from __future__ import annotations
 
+import json
+
 import jax
 import numpy as np
 import pytest
@@ -172,3 +174,38 @@ def test_suspension_fields_are_checked():
     assert got == (1, 1, 0)
     _, _, e, _ = engine_params.build(cols | engine_params.columns(ENGINE | {"suspension": "erase"}))
     assert (float(e.suspend_program[0]), float(e.suspend_erase[0])) == (0, 1)
+
+
+def test_policies_side_by_side_in_one_batch():
+    # engine.suspension is a numeric leaf: the four policies as four configurations of one batch give
+    # what each gives alone (a read 100 us into a 750 us program)
+    policies = ("program_erase", "program", "erase", "none")
+    cols = params.concat_columns([
+        params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
+        | engine_params.columns(ENGINE | {"suspension": pol}) for pol in policies])
+    drive, workload, e, lay = engine_params.build(cols, dtype=np.float64)
+    with x64():
+        p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(drive, workload, e, lay))
+    p = p._replace(t_unit=np.full(np.shape(p.t_unit), T_PROG))
+    p_start, to_die, l_idle = _times(p)
+    with x64():
+        req, _ = engine.requests(np.array([1, 0]), np.array([1 << 30, 0]), np.array([65536, 4096]),
+                                 np.array([0.0, p_start + 100 * US - to_die]), None, 2, np.float64)
+        _, _, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, engine.init(p, lay), req, lay, True)
+    want = [l_idle, l_idle, l_idle + 650 * US, l_idle + 650 * US]
+    np.testing.assert_allclose(np.asarray(lat)[1], want, rtol=1e-9)
+
+
+def test_cli_takes_the_suspension_options_and_refuses_bad_ones(tmp_path):
+    from test_cli import ssdx
+
+    base = ("experiment=trace_replay", "workload.synthetic=msr:hm_0", "workload.requests=3000",
+            "engine.loop=open", "engine.time_scale=1000")
+    means = {}
+    for name, extra in (("default", ()), ("none", ("engine.suspension=none",))):
+        r = ssdx(*base, *extra, f"hydra.run.dir={tmp_path / name}")
+        assert r.returncode == 0, r.stderr
+        means[name] = json.loads((tmp_path / name / "summary.json").read_text())["latency_us"]["mean"]
+    assert means["none"] > means["default"]  # reads now wait for programs in progress
+    r = ssdx(*base, "engine.suspension=sometimes", f"hydra.run.dir={tmp_path / 'bad'}")
+    assert r.returncode == 2 and "engine.suspension" in r.stderr and "program_erase" in r.stderr
