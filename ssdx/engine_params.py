@@ -32,6 +32,14 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
 * ``suspend_min_program_us``, ``suspend_min_erase_us`` — a program / an erase with less than this left
   is not suspended: the read waits for it, µs (MQSim's ``Preferred_suspend_write_time_for_read`` /
   ``Preferred_suspend_erase_time_for_read``; 0 here).
+* ``map_cache`` — the mapping cache (step 3 of ``ssdx.models.engine``): ``auto`` (default) a drive with
+  ``drive.dram: true`` holds the whole table, a DRAM-less drive caches translation pages direct-mapped
+  in ``map_cache_mib``; ``direct`` and ``lru`` keep the table in flash on every drive and cache
+  ``map_cache_mib`` of translation pages (MQSim's cached mapping table, ``CMT_Capacity``, whatever the
+  DRAM; Tavakkol et al., FAST 2018), direct-mapped or fully associative with least-recently-used
+  replacement (MQSim's ``Cached_Mapping_Table``), and write a dirty translation page back when it is
+  evicted (DFTL's batch update, Gupta et al., ASPLOS 2009).  MQSim's ``Ideal_Mapping_Table: true`` is
+  ``auto`` on a drive with DRAM (no mapping traffic).
 * ``backend`` — how the engine runs, not what it computes (so not a column): ``jax`` the batched
   ``lax.scan`` of ``ssdx.models.engine`` (every configuration of a batch stepped together; the GPU
   path), ``cpu`` the compiled per-configuration loop of ``ssdx.models.engine_cpu`` (the same model,
@@ -53,13 +61,15 @@ from ssdx.params import ConfigError, _check, _num, _pytree
 from ssdx.units import MIB
 
 LOOPS = ("closed", "open")
+#: engine.map_cache -> the numeric leaf ``map_policy``
+MAP_CACHES = {"auto": 0, "direct": 1, "lru": 2}
 #: engine.suspension -> (a read may suspend a program, an erase); MQSim's CMD_Suspension_Support values
 SUSPENSIONS = {"program_erase": (1, 1), "program": (1, 0), "erase": (0, 1), "none": (0, 0)}
 BACKENDS = ("auto", "jax", "cpu", "cuda")
 FIELDS = ("loop", "write_buffer_mib", "map_cache_mib", "map_hit_us", "ctrl_kiops", "time_scale")
 #: fields a config may leave out, with the defaults that keep the engine's original behaviour
 OPTIONAL: dict[str, Any] = {"suspension": "program_erase", "suspend_program_us": 0.0, "suspend_erase_us": 0.0,
-                            "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0}
+                            "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0, "map_cache": "auto"}
 #: field -> (low, high, meaning); both inclusive
 BOUNDS: dict[str, tuple[float, float, str]] = {
     "engine.write_buffer_mib": (0.0, 65536.0, "write-back buffer, MiB"),
@@ -95,6 +105,7 @@ class EngineParams:
     suspend_erase_s: Any
     suspend_min_program_s: Any
     suspend_min_erase_s: Any
+    map_policy: Any  # engine.map_cache: 0 auto, 1 direct-mapped, 2 LRU (MAP_CACHES)
 
 
 class Layout(NamedTuple):
@@ -146,6 +157,9 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     """Check the engine fields and the queue depth the engine can track."""
     a = np.asarray(cols["engine.loop"]).astype(str)
     _check(cols, "engine.loop", np.isin(a, LOOPS), f"must be one of {list(LOOPS)}", a, report)
+    mc = _categorical(cols, "map_cache")
+    _check(cols, "engine.map_cache", np.isin(mc, list(MAP_CACHES)), f"must be one of {list(MAP_CACHES)}", mc,
+           report)
     sus = _suspension(cols)
     _check(cols, "engine.suspension", np.isin(sus, list(SUSPENSIONS)), f"must be one of {list(SUSPENSIONS)}",
            sus, report)
@@ -163,11 +177,22 @@ def validate(cols: Mapping, report: list | None = None) -> None:
            f"number of them (>= {MAP_UNIT_BYTES // 1024} KiB)", page / 1024, report)
 
 
+def _categorical(cols: Mapping, field: str) -> np.ndarray:
+    """A categorical optional ``engine.*`` field of every configuration (its default where a batch
+    leaves it out)."""
+    n = len(np.atleast_1d(cols["engine.loop"]))
+    value = np.asarray(cols.get(f"engine.{field}", OPTIONAL[field])).astype(str)
+    return np.broadcast_to(value, (n,))
+
+
 def _suspension(cols: Mapping) -> np.ndarray:
     """``engine.suspension`` of every configuration (the default where a batch leaves it out)."""
-    n = len(np.atleast_1d(cols["engine.loop"]))
-    value = np.asarray(cols.get("engine.suspension", OPTIONAL["suspension"])).astype(str)
-    return np.broadcast_to(value, (n,))
+    return _categorical(cols, "suspension")
+
+
+def map_policy(cols: Mapping) -> np.ndarray:
+    """``engine.map_cache`` of every configuration as its numeric leaf (:data:`MAP_CACHES`)."""
+    return np.array([MAP_CACHES[v] for v in _categorical(cols, "map_cache")], np.int32)
 
 
 def _opt(cols: Mapping, key: str) -> np.ndarray:
@@ -186,13 +211,13 @@ def map_pages(cols: Mapping) -> np.ndarray:
 
 def layout(cols: Mapping) -> Layout:
     """The batch's static sizes (largest of every configuration)."""
-    dram = np.asarray(cols["drive.dram"]).astype(bool)
+    cached = ~np.asarray(cols["drive.dram"]).astype(bool) | (map_policy(cols) > 0)  # configs with a cache
     sets = map_pages(cols)
     return Layout(
         ways=int(_num(cols, "drive.dies_per_channel").max()),
         channels=int(_num(cols, "drive.channels").max()),
         slots=int(_num(cols, "workload.queue_depth").max()),
-        map_sets=int(sets[~dram].max()) if (~dram).any() else 1,
+        map_sets=int(sets[cached].max()) if cached.any() else 1,
     )
 
 
@@ -216,6 +241,7 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         suspend_erase_s=c(_opt(cols, "engine.suspend_erase_us") * 1e-6),
         suspend_min_program_s=c(_opt(cols, "engine.suspend_min_program_us") * 1e-6),
         suspend_min_erase_s=c(_opt(cols, "engine.suspend_min_erase_us") * 1e-6),
+        map_policy=c(map_policy(cols)),
     )
     return drive, workload, eng, layout(cols)
 

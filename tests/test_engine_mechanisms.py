@@ -209,3 +209,83 @@ def test_cli_takes_the_suspension_options_and_refuses_bad_ones(tmp_path):
     assert means["none"] > means["default"]  # reads now wait for programs in progress
     r = ssdx(*base, "engine.suspension=sometimes", f"hydra.run.dir={tmp_path / 'bad'}")
     assert r.returncode == 2 and "engine.suspension" in r.stderr and "program_erase" in r.stderr
+
+
+# ------------------------------------------------------------------------------------ mapping cache
+TPAGE = 16 << 20  # logical bytes one translation page maps: a 16 KiB page of 4-byte entries, each 4 KiB
+
+
+def _map_stream(policy: str, ops, tpages, pages: int = 4):
+    """4 KiB requests ``ops`` to the translation pages ``tpages``, 10 ms apart (nothing overlaps), on the
+    drive with ``engine.map_cache = policy`` and a cache of ``pages`` translation pages; returns the
+    latencies, the accumulators of the JAX scan and the plan (both back ends asserted equal)."""
+    p, lay = _plan(map_cache=policy, map_cache_mib=pages * 16 / 1024)
+    n = len(ops)
+    with x64():
+        req, _ = engine.requests(np.asarray(ops), np.asarray(tpages, np.int64) * TPAGE, np.full(n, 4096),
+                                 np.arange(n) * 10e-3, None, n, np.float64)
+        s0 = engine.init(p, lay)
+        _, acc, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, s0, req, lay, True)
+        np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+        _, acc_c, lat_c = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
+                                               np_tree(req), lay, True)
+    np.testing.assert_allclose(lat_c, np.asarray(lat), rtol=1e-12, atol=1e-15)
+    for k in ("map_misses", "map_writebacks", "busy", "read_pages"):
+        np.testing.assert_allclose(getattr(acc_c, k), np.asarray(getattr(acc, k)), rtol=1e-12, err_msg=k)
+    return np.asarray(lat)[:, 0], jax.tree_util.tree_map(lambda x: np.asarray(x)[..., 0], acc), p
+
+
+def test_lru_cache_of_n_pages_misses_every_time_on_n_plus_1_pages_round_robin():
+    tp = np.tile(np.arange(5), 5)  # 5 translation pages, 5 rounds, through a cache of 4
+    _, acc, _ = _map_stream("lru", np.zeros(25, int), tp)
+    assert acc.map_misses == 25 and acc.map_writebacks == 0  # reads leave the pages clean
+    # direct-mapped, 4 sets: pages 0 and 4 share set 0 and evict each other, 1-3 stay: 5 + 4 x 2 misses
+    _, acc, _ = _map_stream("direct", np.zeros(25, int), tp)
+    assert acc.map_misses == 5 + 4 * 2
+    # the default on a drive with DRAM: the whole table in DRAM, no misses
+    _, acc, _ = _map_stream("auto", np.zeros(25, int), tp)
+    assert acc.map_misses == 0
+
+
+def test_a_stream_inside_the_cache_misses_once_per_page():
+    tp = np.tile(np.arange(4), 5)
+    for policy in ("lru", "direct"):
+        _, acc, _ = _map_stream(policy, np.zeros(20, int), tp)
+        assert acc.map_misses == 4, policy
+
+
+def test_lru_keeps_the_recently_used_page():
+    # 0 1 2 3, then 0 again (now the most recent), then 4 evicts 1 (the least recent), so 0 still hits
+    # and 1 misses
+    tp = [0, 1, 2, 3, 0, 4, 0, 1]
+    _, acc, _ = _map_stream("lru", np.zeros(8, int), tp)
+    assert acc.map_misses == 4 + 1 + 1
+
+
+def test_a_miss_reads_the_translation_page_before_the_data():
+    lat, _, p = _map_stream("lru", [0], [7])
+    cmd = _const(p, "ctrl_s") + _const(p, "cmd_s")
+    chan, host = _const(p, "chan_rate"), _const(p, "host_rate")
+    want = cmd + _const(p, "t_map_read") + 4096 / chan + _const(p, "t_read") + 4096 / chan + 4096 / host
+    assert lat[0] == pytest.approx(want, rel=1e-9)
+
+
+def test_dirty_translation_pages_are_written_back_on_eviction():
+    tp = np.tile(np.arange(5), 5)
+    _, acc, p = _map_stream("lru", np.ones(25, int), tp)  # writes: every page they touch turns dirty
+    assert acc.map_misses == 25 and acc.map_writebacks == 25 - 4  # every eviction after the first 4
+    # each write-back reads the page (SLC) and programs it on its die; the 25 writes of 4 KiB fill one
+    # 64 KiB program unit; the 25 misses read translation pages
+    t_map, t_prog = _const(p, "t_map_read"), T_PROG
+    assert acc.busy.sum() == pytest.approx(t_prog + 25 * t_map + 21 * (t_map + t_prog), rel=1e-9)
+    _, acc, _ = _map_stream("direct", np.ones(25, int), tp)
+    assert acc.map_writebacks == 13 - 4  # the evictions in set 0
+    # reads after one write: page 0 is written back once, then comes back clean
+    _, acc, _ = _map_stream("lru", np.r_[1, np.zeros(24, int)], tp)
+    assert acc.map_misses == 25 and acc.map_writebacks == 1
+
+
+def test_map_cache_is_checked():
+    cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
+    with pytest.raises(params.ConfigError, match="engine.map_cache.*lru"):
+        engine_params.build(cols | engine_params.columns(ENGINE | {"map_cache": "arc"}))

@@ -150,6 +150,7 @@ class EngineConf:
     suspend_erase_us: float = 0.0
     suspend_min_program_us: float = 0.0
     suspend_min_erase_us: float = 0.0
+    map_cache: str = "auto"
 
 
 @dataclass

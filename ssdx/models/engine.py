@@ -164,6 +164,8 @@ class Plan(NamedTuple):
     suspend_min_program_s: jax.Array  # a program with less left than this is not suspended
     suspend_min_erase_s: jax.Array
     suspend_on: jax.Array  # any suspension option away from its default: track the program/erase runs
+    map_lru: jax.Array  # engine.map_cache = lru: fully associative, least recently used replaced
+    map_writeback: jax.Array  # engine.map_cache = direct or lru: dirty translation pages written back
 
 
 class Server(NamedTuple):
@@ -212,6 +214,8 @@ class State(NamedTuple):
     dn: jax.Array
     draw: jax.Array
     tags: jax.Array  # (M,) int32 translation page held by each cache set; -1 empty
+    map_age: jax.Array  # (M,) int32 when each slot was last used (LRU clock; -1 empty)
+    map_dirty: jax.Array  # (M,) int32 1 where the cached translation page holds updated entries
     pe: PE  # (D,) the program/erase run of each die (read suspension, _suspend)
 
 
@@ -233,6 +237,7 @@ class Acc(NamedTuple):
     mode_bytes: jax.Array  # (3,) host write bytes placed as pSLC / direct native / folding
     idle_folded: jax.Array
     suspensions: jax.Array  # (2,) reads (data or translation) that suspended a program / an erase
+    map_writebacks: jax.Array  # dirty translation pages written back on eviction
 
 
 def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Plan:
@@ -257,7 +262,8 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         page_bytes=nand.page_bytes, page_4k=i32(nand.page_bytes / MAP_UNIT_BYTES),
         cap_4k=i32(jnp.floor(fluid.capacity_bytes(drive) / MAP_UNIT_BYTES)),
         tpage_4k=i32(nand.page_bytes / MAP_ENTRY_BYTES),
-        map_sets=jnp.asarray(eng.map_cache_pages, jnp.int32), map_always_hit=drive.dram > 0.5,
+        map_sets=jnp.asarray(eng.map_cache_pages, jnp.int32),
+        map_always_hit=(drive.dram > 0.5) & (eng.map_policy < 0.5),
         unit_bytes=unit, units_per_block=nand.block_bytes / nand.page_bytes,
         chan_rate=drive.bus_bytes_per_s / drive.channels, host_rate=drive.host_bytes_per_s,
         cmd_s=drive.cmd_overhead_s, ctrl_s=eng.ctrl_s, map_hit_s=eng.map_hit_s,
@@ -276,6 +282,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         suspend_min_program_s=eng.suspend_min_program_s, suspend_min_erase_s=eng.suspend_min_erase_s,
         suspend_on=(eng.suspend_program < 0.5) | (eng.suspend_erase < 0.5) | (eng.suspend_program_s > 0)
         | (eng.suspend_erase_s > 0) | (eng.suspend_min_program_s > 0) | (eng.suspend_min_erase_s > 0),
+        map_lru=eng.map_policy > 1.5, map_writeback=eng.map_policy > 0.5,
     )
 
 
@@ -298,7 +305,10 @@ def init(p: Plan, lay: Layout) -> State:
                  die_r=Server(dies, dies, dies, dies), chan_free=chans, chan_r=chans,
                  last_arrival=z, last_done=z, wptr=jnp.zeros(z.shape, jnp.int32), wpartial=z,
                  die_units=dies, ds=z, dn=z, draw=z,
-                 tags=jnp.full((lay.map_sets,) + z.shape, -1, jnp.int32), pe=PE(dies, dies, dies, dies, dies))
+                 tags=jnp.full((lay.map_sets,) + z.shape, -1, jnp.int32),
+                 map_age=jnp.full((lay.map_sets,) + z.shape, -1, jnp.int32),
+                 map_dirty=jnp.zeros((lay.map_sets,) + z.shape, jnp.int32),
+                 pe=PE(dies, dies, dies, dies, dies))
 
 
 def zero_acc(p: Plan, lay: Layout) -> Acc:
@@ -308,7 +318,7 @@ def zero_acc(p: Plan, lay: Layout) -> Acc:
     return Acc(elapsed=z, elapsed_c=z, count=three, bytes=three, lat_sum=three, queue_sum=z,
                hist=jnp.zeros((3, N_BINS) + z.shape, jnp.int32), busy=jnp.zeros(p.mask.shape, z.dtype),
                read_pages=z, prog_pages=z, erases=z, map_misses=z, mode_bytes=three, idle_folded=z,
-               suspensions=jnp.zeros((2,) + z.shape, z.dtype))
+               suspensions=jnp.zeros((2,) + z.shape, z.dtype), map_writebacks=z)
 
 
 def _per_die(p: Plan, start: jax.Array, count: jax.Array) -> jax.Array:
@@ -508,17 +518,38 @@ class Look(NamedTuple):
     tpage: jax.Array
     miss: jax.Array
     tags: jax.Array  # the cache with the missed sets refilled
+    age: jax.Array
+    dirty: jax.Array
+    writeback: jax.Array  # a dirty translation page was evicted: its number, else -1
 
 
-def _lookup(p: Plan, tags: jax.Array, r: Requests) -> Look:
-    """3: probe the direct-mapped translation-page cache; only reads and writes look up (and miss)."""
+def _lookup(p: Plan, s: State, r: Requests) -> Look:
+    """3: probe the translation-page cache (direct-mapped, or LRU with ``map_lru``); only reads and writes
+    look up (and miss).  With ``map_writeback`` a write marks its translation page dirty, and a miss that
+    evicts a dirty page writes it back (see :func:`step`)."""
+    tags = s.tags
     off4k = jnp.mod(r.off4k, p.cap_4k)
     tpage = off4k // p.tpage_4k
     cset = jnp.mod(tpage, p.map_sets)
     cols = jnp.arange(tpage.shape[0])
+    # LRU: the slot holding the page, else the least recently used (an empty one first) of this
+    # configuration's map_sets slots
+    in_cfg = jnp.arange(tags.shape[0])[:, None] < p.map_sets[None]
+    match = (tags == tpage[None]) & in_cfg
+    hit_lru = jnp.any(match, axis=0)
+    victim = jnp.argmin(jnp.where(in_cfg, s.map_age, jnp.iinfo(jnp.int32).max), axis=0)
+    cset = jnp.where(p.map_lru, jnp.where(hit_lru, jnp.argmax(match, axis=0), victim), cset)
     held = tags[cset, cols]
+    looked = r.valid & (r.op != TRIM) & ~p.map_always_hit
     miss = ~(p.map_always_hit | (held == tpage)) & r.valid & (r.op != TRIM)
-    return Look(off4k, tpage, miss, tags.at[cset, cols].set(jnp.where(miss, tpage, held)))
+    was_dirty = s.map_dirty[cset, cols] > 0
+    writeback = jnp.where(p.map_writeback & miss & (held >= 0) & was_dirty, held, -1)
+    clock = jnp.max(s.map_age, axis=0) + 1
+    age = jnp.where(p.map_lru & looked, s.map_age.at[cset, cols].set(clock), s.map_age)
+    dirty_new = ((r.op == WRITE) | (~miss & was_dirty)).astype(jnp.int32)
+    dirty = jnp.where(p.map_writeback & looked, s.map_dirty.at[cset, cols].set(dirty_new), s.map_dirty)
+    return Look(off4k, tpage, miss, tags.at[cset, cols].set(jnp.where(miss, tpage, held)), age, dirty,
+                writeback)
 
 
 def _map_read(p: Plan, t_cmd, tpage, miss, die_r: Server, die_free, busy, pe: PE):
@@ -671,10 +702,11 @@ def step(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests) -> tuple[State, 
     returns the new state, accumulators and the latencies (s, (B,)).  The request's type picks one
     branch (``lax.switch`` on a value shared by the batch: only that path is computed); padding changes
     nothing."""
-    look = _lookup(p, s.tags, r)
+    look = _lookup(p, s, r)
     idx = jnp.where(r.valid, jnp.clip(r.op, 0, 2), 3)
     # the cache and the histogram stay outside the branches (no copies of them through the switch)
-    inner_s, inner_acc = s._replace(tags=None), acc._replace(hist=None)
+    inner_s = s._replace(tags=None, map_age=None, map_dirty=None)
+    inner_acc = acc._replace(hist=None)
     branches = (lambda s, acc: _read(p, lay, s, acc, r, look),
                 lambda s, acc: _write(p, lay, s, acc, r, look),
                 lambda s, acc: _trim(p, lay, s, acc, r),
@@ -683,7 +715,19 @@ def step(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests) -> tuple[State, 
     cols = jnp.arange(lat.shape[0])
     hist = acc.hist.at[jnp.minimum(idx, 2), latency_bin(jnp.where(r.valid, lat, 1.0)), cols].add(
         r.valid.astype(jnp.int32))
-    return new._replace(tags=look.tags), new_acc._replace(hist=hist), lat
+    # 3: a dirty translation page evicted by this request's miss is written back on its die (tpage mod
+    # dies) from the request's issue on: the rest of the page read (SLC) and programmed (a pSLC page
+    # program), as background work behind the die's backlog; the request does not wait for it
+    wb = look.writeback >= 0
+    on = (p.die_id == jnp.mod(look.writeback, p.n_dies)[None]) & p.mask & wb[None]
+    t_wb = p.t_map_read + p.t_unit[0]
+    die_free = jnp.where(on, jnp.maximum(new.die_free, 0.0) + t_wb[None], new.die_free)
+    free_max = jnp.where(wb, jnp.maximum(new.free_max, _max_free(p, die_free)), new.free_max)
+    new = new._replace(tags=look.tags, map_age=look.age, map_dirty=look.dirty, die_free=die_free,
+                       free_max=free_max)
+    new_acc = new_acc._replace(busy=new_acc.busy + on * t_wb[None],
+                               map_writebacks=new_acc.map_writebacks + wb.astype(new_acc.busy.dtype))
+    return new, new_acc._replace(hist=hist), lat
 
 
 def run_chunk(p: Plan, s: State, req: Requests, lay: Layout,

@@ -58,7 +58,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "room_slc0", "room_nat0", "s0", "slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw", "fold",
         "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs", "suspend_program",
         "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
-        "suspend_min_erase_s", "suspend_on")
+        "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw")
@@ -68,20 +68,21 @@ DIES = ("die_free", "r_end", "r_win", "r_work", "r_gap", "die_units", "pe_start"
 #: per-configuration accumulator scalars, columns of (B, len(SUMS))
 SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat1", "lat2", "queue_sum",
         "read_pages", "prog_pages", "erases", "map_misses", "mode0", "mode1", "mode2", "idle_folded",
-        "elapsed", "susp_program", "susp_erase")
+        "elapsed", "susp_program", "susp_erase", "map_writebacks")
 
 (N_DIES, N_CH, PLANES, PAGE_BYTES, PAGE_4K, CAP_4K, TPAGE_4K, MAP_SETS, ALWAYS_HIT, UNIT_BYTES, UPB,
  CHAN_RATE, HOST_RATE, CMD_S, CTRL_S, MAP_HIT_S, T_READ, T_MAP_READ, T_ERASE, T_UNIT0, T_UNIT1, T_UNIT2,
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
- SUS_MIN_E, SUS_ON) = range(len(PLAN))
+ SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW) = range(
     len(SCALARS))
 DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
 (COUNT, BYTES, LAT, QUEUE_SUM, READ_PAGES, PROG_PAGES, ERASES, MAP_MISSES, MODE, IDLE_FOLDED,
- ELAPSED, SUSP) = (SUMS.index(k) for k in ("count0", "bytes0", "lat0", "queue_sum", "read_pages",
-                                           "prog_pages", "erases", "map_misses", "mode0", "idle_folded",
-                                           "elapsed", "susp_program"))
+ ELAPSED, SUSP, MAP_WBS) = (SUMS.index(k) for k in (
+     "count0", "bytes0", "lat0", "queue_sum", "read_pages", "prog_pages", "erases", "map_misses", "mode0",
+     "idle_folded", "elapsed", "susp_program", "map_writebacks"))
+TAG, AGE, DIRTY = range(3)  # rows of a configuration's mapping cache (3, M): page held, last use, dirty
 
 
 def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
@@ -189,10 +190,10 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     """Run one configuration through the chunk (``engine.step`` request by request).
 
     Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die`` (len(DIES), D),
-    ``chan`` (2, C), ``slots``, ``tags``, accumulators ``a``, ``hist`` (3, N_BINS), ``busy`` (D,)), written
-    in place; ``x_c``, ``first_c``, ``last_c`` are scratch of at least ``C`` entries; ``lat[i, b]`` gets
-    request ``i``'s latency when ``keep``.  No allocation and no numpy calls: the same source is compiled
-    as a CUDA device function by :mod:`ssdx.models.engine_cuda`."""
+    ``chan`` (2, C), ``slots``, ``tags`` (3, M), accumulators ``a``, ``hist`` (3, N_BINS), ``busy``
+    (D,)), written in place; ``x_c``, ``first_c``, ``last_c`` are scratch of at least ``C`` entries;
+    ``lat[i, b]`` gets request ``i``'s latency when ``keep``.  No allocation and no numpy calls: the
+    same source is compiled as a CUDA device function by :mod:`ssdx.models.engine_cuda`."""
     n_dies = int(f[N_DIES])
     n_ch = int(f[N_CH])
     planes = f[PLANES]
@@ -211,6 +212,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     open_loop = f[OPEN_LOOP] > 0.5
     duplex = f[DUPLEX] > 0.5
     sus_on = f[SUS_ON] > 0.5  # a suspension option in effect: track the program/erase runs
+    map_lru = f[MAP_LRU] > 0.5
+    map_wb = f[MAP_WB] > 0.5
     t_map_xfer = MAP_UNIT_BYTES / chan_rate
     ctrl_free, link_rx, link_tx = sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX]
     free_max, last_arrival, last_done = sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE]
@@ -232,12 +235,41 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         tpage = 0
         m_start = 0.0
         o4 = off4k[i] % cap_4k
+        wb_page = -1
         if o != TRIM:
             tpage = o4 // tpage_4k
-            cset = tpage % map_sets
-            if not always_hit and tags[cset] != tpage:
-                miss = True
-                tags[cset] = tpage
+            if not map_lru and not map_wb:  # the original direct-mapped cache (engine.map_cache = auto)
+                cset = tpage % map_sets
+                if not always_hit and tags[TAG, cset] != tpage:
+                    miss = True
+                    tags[TAG, cset] = tpage
+            elif not always_hit:  # engine._lookup: direct-mapped or LRU, dirty pages written back
+                if map_lru:
+                    cset = -1
+                    victim = 0
+                    oldest = tags[AGE, 0]
+                    clock = tags[AGE, 0]
+                    for c in range(map_sets):
+                        if tags[TAG, c] == tpage:
+                            cset = c
+                        if tags[AGE, c] < oldest:
+                            oldest = tags[AGE, c]
+                            victim = c
+                        clock = max(clock, tags[AGE, c])
+                    if cset < 0:
+                        cset = victim
+                    tags[AGE, cset] = clock + 1
+                else:
+                    cset = tpage % map_sets
+                held = tags[TAG, cset]
+                dirty = tags[DIRTY, cset] > 0
+                if held != tpage:
+                    miss = True
+                    if held >= 0 and dirty:
+                        wb_page = held
+                    tags[TAG, cset] = tpage
+                    dirty = False
+                tags[DIRTY, cset] = 1 if (o == WRITE or dirty) else 0
         # 1-2. issue, idle folding, controller
         arrival = last_arrival + gap_s[i] / f[TIME_SCALE]
         issue = max(arrival, slots[0]) if open_loop else slots[0]
@@ -371,6 +403,13 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             wptr = (wptr + n_units) % n_dies
             wpartial = total - n_units * unit
             a[PROG_PAGES] += n_units * planes
+        if wb_page >= 0:  # 3. the evicted dirty translation page written back behind the die's backlog
+            pw = _pos(wb_page % n_dies, n_ch, C)
+            t_wb = t_map + f[T_UNIT0]
+            die[DIE_FREE, pw] = max(die[DIE_FREE, pw], issue) + t_wb
+            free_max = max(free_max, die[DIE_FREE, pw])
+            busy[pw] += t_wb
+            a[MAP_WBS] += 1.0
         # completion: slot, clocks, accumulators
         j = 1
         while j < nq and slots[j] < done:
@@ -416,13 +455,13 @@ def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, 
 def pack_state(s: State) -> tuple[np.ndarray, ...]:
     """The state as the loop's arrays, configurations last (fresh copies: the loop writes them):
     scalars ``(len(SCALARS), B)``, dies ``(len(DIES), D, B)``, channels ``(2, C, B)`` (all work, reads),
-    slots ``(S, B)`` float64 and cache tags ``(M, B)`` int64."""
+    slots ``(S, B)`` float64 and the mapping cache ``(3, M, B)`` int64 (page held, last use, dirty)."""
     f = lambda x: np.asarray(x, np.float64)  # noqa: E731
     r = s.die_r
     return (np.stack([f(getattr(s, k)) for k in SCALARS]),
             np.stack([f(x) for x in (s.die_free, r.end, r.win, r.work, r.gap, s.die_units, *s.pe)]),
             np.stack([f(s.chan_free), f(s.chan_r)]), np.array(s.slots, np.float64),
-            np.array(s.tags, np.int64))
+            np.stack([np.asarray(x, np.int64) for x in (s.tags, s.map_age, s.map_dirty)]))
 
 
 def request_arrays(req: Requests) -> tuple[np.ndarray, ...]:
@@ -447,13 +486,14 @@ def unpack(sc, die, chan, slots, tags, a, hist, busy, dt) -> tuple[State, Acc]:
         die_r=Server(*(c(die[k]) for k in (R_END, R_WIN, R_WORK, R_GAP))),
         chan_free=c(chan[0]), chan_r=c(chan[1]), last_arrival=c(sc[LAST_ARRIVAL]), last_done=c(sc[LAST_DONE]),
         wptr=c(sc[WPTR], np.int32), wpartial=c(sc[WPARTIAL]), die_units=c(die[DIE_UNITS]), ds=c(sc[DS]),
-        dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags, np.int32),
+        dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags[TAG], np.int32), map_age=c(tags[AGE], np.int32),
+        map_dirty=c(tags[DIRTY], np.int32),
         pe=PE(*(c(die[k]) for k in (PE_START, PE_END, ER_END, ER_LEN, T_OP))))
     acc = Acc(elapsed=c(a[ELAPSED]), elapsed_c=np.zeros(a.shape[1], dt), count=c(a[COUNT:COUNT + 3]),
               bytes=c(a[BYTES:BYTES + 3]), lat_sum=c(a[LAT:LAT + 3]), queue_sum=c(a[QUEUE_SUM]),
               hist=c(hist, np.int32), busy=c(busy), read_pages=c(a[READ_PAGES]), prog_pages=c(a[PROG_PAGES]),
               erases=c(a[ERASES]), map_misses=c(a[MAP_MISSES]), mode_bytes=c(a[MODE:MODE + 3]),
-              idle_folded=c(a[IDLE_FOLDED]), suspensions=c(a[SUSP:SUSP + 2]))
+              idle_folded=c(a[IDLE_FOLDED]), suspensions=c(a[SUSP:SUSP + 2]), map_writebacks=c(a[MAP_WBS]))
     return state, acc
 
 

@@ -54,7 +54,7 @@ def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_
         x_c = cuda.local.array(MAX_CH, float64)
         first_c = cuda.local.array(MAX_CH, float64)
         last_c = cuda.local.array(MAX_CH, float64)
-        _config(pf[:, b], sc[:, b], die[:, :, b], chan[:, :, b], slots[:, b], tags[:, b], a[:, b],  # noqa: F821
+        _config(pf[:, b], sc[:, b], die[:, :, b], chan[:, :, b], slots[:, b], tags[:, :, b], a[:, b],  # noqa: F821
                 hist[:, :, b], busy[:, b], x_c, first_c, last_c, op, off4k, size, gap_s, valid, lat, keep, b,
                 C)
 
@@ -128,7 +128,7 @@ def ptx(cc: tuple[int, int] = (9, 0)) -> str:
     from numba import types as nt
 
     f2, f3 = nt.float64[:, ::1], nt.float64[:, :, ::1]
-    sig = (f2, f2, f3, f3, f2, nt.int64[:, ::1], f2, nt.int32[:, :, ::1], f2, nt.int64[::1], nt.int64[::1],
+    sig = (f2, f2, f3, f3, f2, nt.int64[:, :, ::1], f2, nt.int32[:, :, ::1], f2, nt.int64[::1], nt.int64[::1],
            nt.float64[::1], nt.float64[::1], nt.boolean[::1], f2, nt.boolean, nt.int64)
     told = SimpleNamespace(compute_capability=cc)
     with mock.patch("numba.cuda.dispatcher.get_current_device", lambda: told):
