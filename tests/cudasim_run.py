@@ -39,9 +39,10 @@ def main(out: str) -> None:
         for k, v in a._asdict().items():
             res[f"{b}/chunk/acc/{k}"] = np.asarray(v)
         res[f"{b}/chunk/lat"] = lat
-    # the raw chunk under read suspension of erases only, with MQSim's overheads (the engine's options)
+    # the raw chunk under read suspension of erases only, with MQSim's overheads, and an LRU mapping cache
+    # of 32 translation pages with write-back (the engine's options)
     p, lay = erasing_plan((2,), 2.5e6, loop="open", suspension="erase", suspend_program_us=100,
-                          suspend_erase_us=700)
+                          suspend_erase_us=700, map_cache="lru", map_cache_mib=0.5)
     ch = mixed(150, seed=5, timed=True)
     req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 160, np.float64)
     s0 = engine.init(p, lay)
@@ -50,10 +51,12 @@ def main(out: str) -> None:
             "cuda": engine_cuda.run_chunk(engine_cuda.device_plan(pf), s0, req, lay, True, threads=3)}
     for b, (s, a, lat) in outs.items():
         res[f"{b}/suspension/lat"] = lat
-        for k in ("suspensions", "busy", "queue_sum", "lat_sum"):
+        for k in ("suspensions", "busy", "queue_sum", "lat_sum", "map_misses", "map_writebacks"):
             res[f"{b}/suspension/{k}"] = np.asarray(getattr(a, k))
         for k, v in s.pe._asdict().items():
             res[f"{b}/suspension/pe_{k}"] = np.asarray(v)
+        for k in ("tags", "map_age", "map_dirty"):
+            res[f"{b}/suspension/{k}"] = np.asarray(getattr(s, k))
     np.savez(out, **res)
 
 

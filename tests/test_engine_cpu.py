@@ -150,6 +150,35 @@ def test_suspension_policies_match_between_backends(eng):
     assert np.asarray(l_ref)[:900][reads].mean() > np.asarray(l_def)[:900][reads].mean()
 
 
+@pytest.mark.parametrize("eng", [{"map_cache": "direct"}, {"map_cache": "lru", "suspension": "none"}],
+                         ids=["direct", "lru_none"])
+def test_map_cache_policies_match_between_backends(eng):
+    # the table in flash on every drive (DRAM ones too), a cache of 32 translation pages, dirty pages
+    # written back: latencies, accumulators and every state field (the cache included)
+    with x64():
+        p, lay = erasing_plan((2, 16), 10e6, loop="open", map_cache_mib=0.5, **eng)
+        ch = mixed(900, seed=13, timed=True)
+        req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 1000, np.float64)
+        s0 = engine.init(p, lay)
+        s_ref, a_ref, l_ref = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, s0, req, lay, True)
+        np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+        s_cpu, a_cpu, l_cpu = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
+                                                   np_tree(req), lay, True)
+    np.testing.assert_allclose(l_cpu, np.asarray(l_ref), rtol=1e-9, atol=1e-15)
+    for k in ("map_misses", "map_writebacks", "busy", "lat_sum", "queue_sum", "suspensions"):
+        np.testing.assert_allclose(getattr(a_cpu, k), np.asarray(getattr(a_ref, k)), rtol=1e-9, err_msg=k)
+    mask = np.asarray(p.mask) > 0.5
+    leaves = zip(jax.tree_util.tree_leaves_with_path(np_tree(s_ref)), jax.tree_util.tree_leaves(s_cpu),
+                 strict=True)
+    for (path, want), got in leaves:
+        if want.shape == mask.shape:
+            want, got = np.where(mask, want, 0), np.where(mask, got, 0)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, err_msg=jax.tree_util.keystr(path))
+    misses, wbs = np.asarray(a_ref.map_misses), np.asarray(a_ref.map_writebacks)
+    assert (misses > 0).all()  # DRAM drives miss too
+    assert (wbs > 0).all() and (wbs < misses).all()
+
+
 def test_cpu_loop_matches_the_float32_scan_to_rounding():
     ref, cpu = both(batch(qds=(1, 8)), mixed(1500), chunk_len=1500, dtype=np.float32)
     for k in ("iops", "latency_mean_us", "read_latency_mean_us", "write_latency_mean_us",

@@ -60,11 +60,13 @@ def test_kernel_chunk_state_matches_field_by_field(simulated):
     assert (simulated["cpu/chunk/acc/erases"] > 0).all()
 
 
-def test_kernel_suspends_reads_like_the_cpu_loop(simulated):
-    # engine.suspension = erase with MQSim's suspend overheads: the kernel shares the loop's code
+def test_kernel_suspends_reads_and_caches_the_map_like_the_cpu_loop(simulated):
+    # engine.suspension = erase with MQSim's suspend overheads, engine.map_cache = lru: the kernel shares
+    # the loop's code
     pairs = _pairs(simulated, "suspension/")
-    assert len(pairs) == 1 + 4 + 5
+    assert len(pairs) == 1 + 6 + 5 + 3
     assert simulated["cpu/suspension/suspensions"][1].sum() > 0  # reads suspended erases
+    assert (simulated["cpu/suspension/map_writebacks"] > 0).all()  # dirty translation pages written back
     for k, a, b in pairs:
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
 
