@@ -23,6 +23,20 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    translation pages (one NAND page of 4-byte entries, each mapping 4 KiB) in a direct-mapped cache of
    ``map_cache_pages`` sets (the DFTL cached mapping table, Gupta et al., ASPLOS 2009, direct-mapped); a
    miss reads the translation page from its die in SLC-mode timing (``t_read_slc``) before the data.
+   That is ``engine.map_cache = auto``.  ``direct`` and ``lru`` keep the table in flash on every drive,
+   DRAM or not (MQSim caches it in its CMT unless ``Ideal_Mapping_Table``; Tavakkol et al., FAST 2018),
+   in ``map_cache_pages`` slots, direct-mapped or fully associative with least-recently-used
+   replacement (an empty slot first; a per-configuration clock of uses, ``map_age``).  A write marks its
+   translation page dirty (it updates the page's entries); a miss that evicts a dirty page writes it
+   back: the page is read (``t_read_slc``) and programmed (the pSLC program time of one operation) on
+   its die ``tpage mod D``, as background work behind the die's backlog from the request's issue on;
+   the request does not wait for it (MQSim issues the write-back and frees the slot at once), and the
+   reads and writes after it find the die busier.  Write-backs are counted (``map_writebacks``).
+   Differences from MQSim, whose CMT is LRU over *entries* (one per logical page; capacity
+   ``CMT_Capacity`` / entry bytes): ssdx caches whole translation pages, so a sequential stream misses
+   once per translation page where MQSim reads one for every entry; one translation page per request
+   (its first logical page); write-back programs are not part of the suspension model's
+   program/erase runs.
 4. *Striping* — logical page ``j`` (NAND-page sized) lives on die ``j mod D``; die ``d`` sits on channel
    ``d mod C``, way ``d div C``; consecutive pages on one die fall on consecutive planes (channel-first,
    then way, then plane: MQSim's CWDP order, Tavakkol et al., FAST 2018).  A request touching ``k``
@@ -84,8 +98,8 @@ cost native ``t_read`` (preconditioned data sits in native blocks).
 latency histogram (log-spaced, :data:`BINS_PER_DECADE` bins per decade from 0.1 µs to 100 s) per
 operation type (read, write, trim), queue time (time spent waiting for a busy resource along the
 request's path, including the host queue), per-die busy time, NAND page reads and programs, erases,
-mapping-cache misses and reads that suspended a program or an erase.  :func:`metrics` turns them into
-IOPS, bandwidth, mean and percentile latency, queue-time share and per-die utilisation.
+mapping-cache misses and write-backs, and reads that suspended a program or an erase.  :func:`metrics`
+turns them into IOPS, bandwidth, mean and percentile latency, queue-time share and per-die utilisation.
 """
 
 from __future__ import annotations
