@@ -10,13 +10,17 @@ batched scan on a GPU), once per case:
 * ``suspension_erase_mqsim`` — MQSim's default drive: reads suspend erases only, with MQSim's
   ``Suspend_Erase_Time`` (700 µs) and ``Preferred_suspend_erase_time_for_read`` (700 µs);
 * ``suspension_program_erase_mqsim`` — programs and erases suspended with MQSim's overheads (100 µs /
-  700 µs) and thresholds (100 µs / 700 µs).
+  700 µs) and thresholds (100 µs / 700 µs);
+* ``map_cache_direct``, ``map_cache_lru`` — the mapping table in flash on every drive, 2 MiB of
+  translation pages cached direct-mapped / LRU, dirty pages written back (MQSim's CMT);
+* ``mqsim_like`` — ``map_cache_lru`` with ``suspension_erase_mqsim``.
 
 Each row: ``run_s`` (median of ``--repeats``), configuration-requests per second, and what the
-mechanism did to the batch (mean read latency, reads that suspended a program / an erase), so a row
-that is fast because the mechanism never fired shows it.  Usage: ``python bench/engine_mechanisms.py
-[--configs N] [--requests M] [--repeats R] [--json FILE]`` (default
-``bench/results/engine_mechanisms.json``).
+mechanism did to the batch (mean read latency, reads that suspended a program / an erase, mapping-cache
+misses and write-backs), so a row that is fast because the mechanism never fired shows it.
+
+Usage: ``python bench/engine_mechanisms.py [--configs N] [--requests M] [--repeats R] [--json FILE]``
+(default ``bench/results/engine_mechanisms.json``).
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ CASES: dict[str, dict[str, Any]] = {
     "suspension_program_erase_mqsim": {"suspension": "program_erase", "suspend_program_us": 100,
                                        "suspend_erase_us": 700, "suspend_min_program_us": 100,
                                        "suspend_min_erase_us": 700},
+    "map_cache_direct": {"map_cache": "direct"},
+    "map_cache_lru": {"map_cache": "lru"},
+    "mqsim_like": {"map_cache": "lru", "suspension": "erase", "suspend_program_us": 100,
+                   "suspend_erase_us": 700, "suspend_min_program_us": 100, "suspend_min_erase_us": 700},
 }
 
 
@@ -80,7 +88,9 @@ def time_case(cols: dict, m: int, repeats: int) -> dict[str, Any]:
             "config_requests_per_s": n * m / run_s,
             "read_latency_mean_us": float(1e6 * lat[:, 0].sum() / max(count[:, 0].sum(), 1)),
             "reads_suspending_program": float(sus[:, 0].sum()),
-            "reads_suspending_erase": float(sus[:, 1].sum())}
+            "reads_suspending_erase": float(sus[:, 1].sum()),
+            "map_misses": float(engine.to_host(acc.map_misses, None)[:n].sum()),
+            "map_writebacks": float(engine.to_host(acc.map_writebacks, None)[:n].sum())}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -104,11 +114,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                      "queue_depths": list(bench_engine.QDS)},
            "rows": rows}
     print(f"{'case':<32}{'backend':>8}{'run s':>9}{'config-req/s':>14}{'vs default':>11}{'read us':>9}"
-          f"{'susp P':>9}{'susp E':>8}")
+          f"{'susp P':>9}{'susp E':>8}{'misses':>10}{'wb':>9}")
     for r in rows:
         print(f"{r['case']:<32}{r['backend']:>8}{r['run_s']:>9.3f}{r['config_requests_per_s']:>14.3e}"
               f"{r['speed_vs_default']:>10.2f}x{r['read_latency_mean_us']:>9.1f}"
-              f"{r['reads_suspending_program']:>9.0f}{r['reads_suspending_erase']:>8.0f}")
+              f"{r['reads_suspending_program']:>9.0f}{r['reads_suspending_erase']:>8.0f}"
+              f"{r['map_misses']:>10.0f}{r['map_writebacks']:>9.0f}")
     path = Path(a.json or Path(__file__).with_name("results") / "engine_mechanisms.json")
     path.write_text(json.dumps(res, indent=2) + "\n")
     print(f"json: {path}")
