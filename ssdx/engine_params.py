@@ -40,6 +40,13 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   replacement (MQSim's ``Cached_Mapping_Table``), and write a dirty translation page back when it is
   evicted (DFTL's batch update, Gupta et al., ASPLOS 2009).  MQSim's ``Ideal_Mapping_Table: true`` is
   ``auto`` on a drive with DRAM (no mapping traffic).
+* ``buffer_dram_mts`` — data rate of the DRAM holding the write buffer, MT/s; 0 (default): no DRAM
+  timing.  Above 0 every host write is written into that DRAM through one memory channel before it is
+  acknowledged, taking ``tRCD + tCL`` per row opened, ``tRP`` between rows and ``floor(bytes / burst /
+  2)`` transfers of ``1 / rate`` (MQSim's ``estimate_dram_access_time`` and ``Data_Cache_DRAM_*``
+  fields; Tavakkol et al., FAST 2018).  ``buffer_dram_row_bytes``, ``buffer_dram_burst_bytes``,
+  ``buffer_dram_trcd_ns``, ``buffer_dram_tcl_ns``, ``buffer_dram_trp_ns``: the other fields, MQSim's
+  defaults (8192 B, 4 B, 13 ns each).
 * ``backend`` — how the engine runs, not what it computes (so not a column): ``jax`` the batched
   ``lax.scan`` of ``ssdx.models.engine`` (every configuration of a batch stepped together; the GPU
   path), ``cpu`` the compiled per-configuration loop of ``ssdx.models.engine_cpu`` (the same model,
@@ -68,8 +75,11 @@ SUSPENSIONS = {"program_erase": (1, 1), "program": (1, 0), "erase": (0, 1), "non
 BACKENDS = ("auto", "jax", "cpu", "cuda")
 FIELDS = ("loop", "write_buffer_mib", "map_cache_mib", "map_hit_us", "ctrl_kiops", "time_scale")
 #: fields a config may leave out, with the defaults that keep the engine's original behaviour
-OPTIONAL: dict[str, Any] = {"suspension": "program_erase", "suspend_program_us": 0.0, "suspend_erase_us": 0.0,
-                            "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0, "map_cache": "auto"}
+OPTIONAL: dict[str, Any] = {
+    "suspension": "program_erase", "suspend_program_us": 0.0, "suspend_erase_us": 0.0,
+    "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0, "map_cache": "auto",
+    "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
+    "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0}
 #: field -> (low, high, meaning); both inclusive
 BOUNDS: dict[str, tuple[float, float, str]] = {
     "engine.write_buffer_mib": (0.0, 65536.0, "write-back buffer, MiB"),
@@ -81,6 +91,12 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "engine.suspend_erase_us": (0.0, 1e5, "overhead of a read that suspends an erase, us"),
     "engine.suspend_min_program_us": (0.0, 1e6, "least program time left for a read to suspend it, us"),
     "engine.suspend_min_erase_us": (0.0, 1e6, "least erase time left for a read to suspend it, us"),
+    "engine.buffer_dram_mts": (0.0, 1e5, "write-buffer DRAM data rate, MT/s (0: no DRAM timing)"),
+    "engine.buffer_dram_row_bytes": (64.0, 1e6, "write-buffer DRAM row, bytes"),
+    "engine.buffer_dram_burst_bytes": (1.0, 1024.0, "write-buffer DRAM bytes per transfer"),
+    "engine.buffer_dram_trcd_ns": (0.0, 1e4, "write-buffer DRAM tRCD, ns"),
+    "engine.buffer_dram_tcl_ns": (0.0, 1e4, "write-buffer DRAM tCL, ns"),
+    "engine.buffer_dram_trp_ns": (0.0, 1e4, "write-buffer DRAM tRP, ns"),
 }
 MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
 MAP_UNIT_BYTES = 4096
@@ -106,6 +122,12 @@ class EngineParams:
     suspend_min_program_s: Any
     suspend_min_erase_s: Any
     map_policy: Any  # engine.map_cache: 0 auto, 1 direct-mapped, 2 LRU (MAP_CACHES)
+    dram_rate: Any  # write-buffer DRAM transfers per second (0: no DRAM timing)
+    dram_row: Any  # bytes
+    dram_burst: Any  # bytes per transfer
+    dram_trcd: Any  # s
+    dram_tcl: Any
+    dram_trp: Any
 
 
 class Layout(NamedTuple):
@@ -242,6 +264,12 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         suspend_min_program_s=c(_opt(cols, "engine.suspend_min_program_us") * 1e-6),
         suspend_min_erase_s=c(_opt(cols, "engine.suspend_min_erase_us") * 1e-6),
         map_policy=c(map_policy(cols)),
+        dram_rate=c(_opt(cols, "engine.buffer_dram_mts") * 1e6),
+        dram_row=c(_opt(cols, "engine.buffer_dram_row_bytes")),
+        dram_burst=c(_opt(cols, "engine.buffer_dram_burst_bytes")),
+        dram_trcd=c(_opt(cols, "engine.buffer_dram_trcd_ns") * 1e-9),
+        dram_tcl=c(_opt(cols, "engine.buffer_dram_tcl_ns") * 1e-9),
+        dram_trp=c(_opt(cols, "engine.buffer_dram_trp_ns") * 1e-9),
     )
     return drive, workload, eng, layout(cols)
 

@@ -150,8 +150,9 @@ def test_suspension_policies_match_between_backends(eng):
     assert np.asarray(l_ref)[:900][reads].mean() > np.asarray(l_def)[:900][reads].mean()
 
 
-@pytest.mark.parametrize("eng", [{"map_cache": "direct"}, {"map_cache": "lru", "suspension": "none"}],
-                         ids=["direct", "lru_none"])
+@pytest.mark.parametrize("eng", [{"map_cache": "direct"},
+                                 {"map_cache": "lru", "suspension": "none", "buffer_dram_mts": 800}],
+                         ids=["direct", "lru_none_dram"])
 def test_map_cache_policies_match_between_backends(eng):
     # the table in flash on every drive (DRAM ones too), a cache of 32 translation pages, dirty pages
     # written back: latencies, accumulators and every state field (the cache included)

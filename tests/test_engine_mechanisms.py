@@ -289,3 +289,28 @@ def test_map_cache_is_checked():
     cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
     with pytest.raises(params.ConfigError, match="engine.map_cache.*lru"):
         engine_params.build(cols | engine_params.columns(ENGINE | {"map_cache": "arc"}))
+
+
+# ------------------------------------------------------------------------------- write-buffer DRAM
+MQSIM_DRAM = {"buffer_dram_mts": 100, "buffer_dram_burst_bytes": 1, "buffer_dram_row_bytes": 8192,
+              "buffer_dram_trcd_ns": 13, "buffer_dram_tcl_ns": 13, "buffer_dram_trp_ns": 13}  # MQSim's XML
+
+
+def test_writes_go_through_the_buffers_dram_one_at_a_time():
+    # MQSim's example drive: 100 MT/s, one byte per transfer; a 4 KiB write takes tRCD + tCL + 2048
+    # transfers of 10 ns = 20.506 us in the DRAM after its host transfer
+    p, lay = _plan(**MQSIM_DRAM)
+    cmd, host, ctrl = _const(p, "ctrl_s") + _const(p, "cmd_s"), _const(p, "host_rate"), _const(p, "ctrl_s")
+    t_dram = 26e-9 + 2048 * 10e-9
+    lat, _ = _run(p, lay, [1] * 8, np.arange(8) * 4096, [4096] * 8, [0.0] * 8)
+    # eight writes arriving together: the controller takes them 1 us apart, the DRAM serialises them
+    h_end = cmd + 4096 / host
+    np.testing.assert_allclose(lat, h_end + t_dram * np.arange(1, 9), rtol=1e-9)
+    assert ctrl + 4096 / host < t_dram  # (the DRAM, not the controller or the link, sets the pace)
+    # a 64 KiB write opens 8 rows: 8 (tRCD + tCL) + 7 tRP + 32768 transfers
+    lat, _ = _run(p, lay, [1], [0], [65536], [0.0])
+    assert lat[0] == pytest.approx(cmd + 65536 / host + 8 * 26e-9 + 7 * 13e-9 + 32768 * 10e-9, rel=1e-9)
+    # without DRAM timing (the default) the write is acknowledged when its data is in
+    p, lay = _plan()
+    lat, _ = _run(p, lay, [1], [0], [4096], [0.0])
+    assert lat[0] == pytest.approx(cmd + 4096 / host, rel=1e-9)

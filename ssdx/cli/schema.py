@@ -151,6 +151,12 @@ class EngineConf:
     suspend_min_program_us: float = 0.0
     suspend_min_erase_us: float = 0.0
     map_cache: str = "auto"
+    buffer_dram_mts: float = 0.0
+    buffer_dram_row_bytes: float = 8192.0
+    buffer_dram_burst_bytes: float = 4.0
+    buffer_dram_trcd_ns: float = 13.0
+    buffer_dram_tcl_ns: float = 13.0
+    buffer_dram_trp_ns: float = 13.0
 
 
 @dataclass

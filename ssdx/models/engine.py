@@ -83,6 +83,13 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
 7. *Write acknowledgement* — the buffer (``write_buffer_bytes``) drains at the die array's program rate
    ``ρ = D·unit/t_unit``; a write is acknowledged at ``max(host transfer end, end of the program
    backlog − buffer/ρ)``, i.e. once the data ahead of it fits in the buffer (FIFO fluid buffer).
+   With ``engine.buffer_dram_mts > 0`` the buffer is DRAM with MQSim's timing (its data cache,
+   ``Data_Cache_DRAM_*``; Tavakkol et al., FAST 2018): after its host transfer a write's data goes into
+   the DRAM through one memory channel that serves writes in order, ``_dram_time`` each (``tRCD + tCL``
+   per row opened, ``tRP`` between rows, ``floor(bytes / burst / 2)`` transfers of ``1 / rate``), and
+   "the host transfer end" above becomes the end of that DRAM write.  Not modelled: MQSim's reads of
+   the DRAM when it evicts data to flash, its read hits in the data cache, and its eager write-back of
+   data written for the first time.
 
 **pSLC accounting** reuses the fluid engine's (``ssdx.models.fluid.plan``/``init``): the rooms of the
 pSLC cache (and its dynamic-region cap, ``room_cap0``) and of direct native writes at the start, and the
@@ -180,6 +187,12 @@ class Plan(NamedTuple):
     suspend_on: jax.Array  # any suspension option away from its default: track the program/erase runs
     map_lru: jax.Array  # engine.map_cache = lru: fully associative, least recently used replaced
     map_writeback: jax.Array  # engine.map_cache = direct or lru: dirty translation pages written back
+    dram_rate: jax.Array  # write-buffer DRAM transfers/s (0: no DRAM timing), see _dram_time
+    dram_row: jax.Array
+    dram_burst: jax.Array
+    dram_trcd: jax.Array
+    dram_tcl: jax.Array
+    dram_trp: jax.Array
 
 
 class Server(NamedTuple):
@@ -214,6 +227,7 @@ class State(NamedTuple):
     ctrl_free: jax.Array
     link_rx: jax.Array  # fluid backlog end, host -> device (writes)
     link_tx: jax.Array  # fluid backlog end, device -> host (reads); = link_rx on a half-duplex link
+    dram_free: jax.Array  # when the write buffer's DRAM channel is free (buffer_dram_mts > 0)
     die_free: jax.Array  # (D,) all work, D = ways x channels positions (position w·C + c)
     free_max: jax.Array  # the latest die_free of an existing die
     die_r: Server  # (D,) reads only
@@ -297,6 +311,8 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         suspend_on=(eng.suspend_program < 0.5) | (eng.suspend_erase < 0.5) | (eng.suspend_program_s > 0)
         | (eng.suspend_erase_s > 0) | (eng.suspend_min_program_s > 0) | (eng.suspend_min_erase_s > 0),
         map_lru=eng.map_policy > 1.5, map_writeback=eng.map_policy > 0.5,
+        dram_rate=eng.dram_rate, dram_row=eng.dram_row, dram_burst=eng.dram_burst, dram_trcd=eng.dram_trcd,
+        dram_tcl=eng.dram_tcl, dram_trp=eng.dram_trp,
     )
 
 
@@ -315,7 +331,7 @@ def init(p: Plan, lay: Layout) -> State:
     dies = jnp.zeros(p.mask.shape, z.dtype)
     chans = jnp.zeros((lay.channels,) + z.shape, z.dtype)
     slots = jnp.where(jnp.arange(lay.slots)[:, None] < p.queue_depth[None], z[None], jnp.inf)
-    return State(slots=slots, ctrl_free=z, link_rx=z, link_tx=z, die_free=dies, free_max=z,
+    return State(slots=slots, ctrl_free=z, link_rx=z, link_tx=z, dram_free=z, die_free=dies, free_max=z,
                  die_r=Server(dies, dies, dies, dies), chan_free=chans, chan_r=chans,
                  last_arrival=z, last_done=z, wptr=jnp.zeros(z.shape, jnp.int32), wpartial=z,
                  die_units=dies, ds=z, dn=z, draw=z,
@@ -507,6 +523,7 @@ def _front(p: Plan, s: State, r: Requests) -> tuple[Front, State]:
     t = issue[None]
     rebased = s._replace(
         slots=s.slots - t, ctrl_free=s.ctrl_free - issue, link_rx=s.link_rx - issue,
+        dram_free=s.dram_free - issue,
         link_tx=s.link_tx - issue, die_free=s.die_free - t, free_max=s.free_max - issue,
         die_r=_shift(s.die_r, issue), chan_free=s.chan_free - t, chan_r=s.chan_r - t,
         last_done=s.last_done - issue, ds=s.ds - fold_x,
@@ -656,6 +673,18 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
                                                 jnp.sum(active & s_e, axis=0)]).astype(dt)))
 
 
+def _dram_time(p: Plan, size: jax.Array) -> jax.Array:
+    """Seconds to write ``size`` bytes into the write buffer's DRAM (``buffer_dram_*``): ``tRCD + tCL``
+    for each row opened, ``tRP`` between rows, and ``floor(size / burst / 2)`` transfers of ``1 / rate``.
+    One row is MQSim's ``estimate_dram_access_time`` exactly (Data_Cache_Manager_Base); for more, MQSim
+    multiplies by half the row count and divides the remainder by the transfer time, which this does not
+    follow: each row is opened, read out and precharged once."""
+    rows = jnp.maximum(jnp.ceil(size / p.dram_row), 1.0)
+    rate = jnp.where(p.dram_rate > 0, p.dram_rate, 1.0)
+    return (rows * (p.dram_trcd + p.dram_tcl) + (rows - 1.0) * p.dram_trp
+            + jnp.floor(size / p.dram_burst / 2.0) / rate)
+
+
 def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     """A host write: host transfer, write frontier, channel transfer, program (+ erase), buffered ack."""
     f, s = _front(p, s, r)
@@ -692,11 +721,17 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     die_free = jnp.where(u_d > 0, p_start + p_dur, die_free)
     backlog_end = _max_free(p, die_free)
     drain = p.n_dies.astype(dt) * p.unit_bytes / t_unit
-    done = jnp.maximum(h_end, backlog_end - p.buffer_bytes / drain)
+    # the data written into the buffer's DRAM before the ack: one memory channel, writes in order
+    dram_on = p.dram_rate > 0
+    d_start = jnp.maximum(h_end, s.dram_free)
+    dram_new = d_start + _dram_time(p, size)
+    h_ack = jnp.where(dram_on, dram_new, h_end)
+    done = jnp.maximum(h_ack, backlog_end - p.buffer_bytes / drain)
     q_write = (h_start - f.t_cmd) + (done - h_end)
     return _finish(
         p, s, acc, r, f, WRITE, done, -f.arrival + f.ctrl_start + q_write,
         state=dict(die_r=die_r, die_free=die_free, free_max=backlog_end, chan_free=w_cend,
+                   dram_free=jnp.where(dram_on, dram_new, s.dram_free),
                    link_rx=rx_new, link_tx=jnp.where(p.duplex, s.link_tx, rx_new),
                    wptr=jnp.mod(s.wptr + n_units.astype(jnp.int32), p.n_dies),
                    wpartial=total - n_units * p.unit_bytes, die_units=die_units, ds=ds, dn=dn, draw=draw,

@@ -58,10 +58,11 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "room_slc0", "room_nat0", "s0", "slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw", "fold",
         "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs", "suspend_program",
         "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
-        "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback")
+        "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
+        "dram_burst", "dram_trcd", "dram_tcl", "dram_trp")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
-           "ds", "dn", "draw")
+           "ds", "dn", "draw", "dram_free")
 #: per-die state, rows of (B, len(DIES), D)
 DIES = ("die_free", "r_end", "r_win", "r_work", "r_gap", "die_units", "pe_start", "pe_end", "er_end",
         "er_len", "t_op")
@@ -74,9 +75,10 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  CHAN_RATE, HOST_RATE, CMD_S, CTRL_S, MAP_HIT_S, T_READ, T_MAP_READ, T_ERASE, T_UNIT0, T_UNIT1, T_UNIT2,
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
- SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB) = range(len(PLAN))
-(CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW) = range(
-    len(SCALARS))
+ SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
+ DRAM_TRP) = range(len(PLAN))
+(CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
+ DRAM_FREE) = range(len(SCALARS))
 DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
 (COUNT, BYTES, LAT, QUEUE_SUM, READ_PAGES, PROG_PAGES, ERASES, MAP_MISSES, MODE, IDLE_FOLDED,
  ELAPSED, SUSP, MAP_WBS) = (SUMS.index(k) for k in (
@@ -219,6 +221,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     free_max, last_arrival, last_done = sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE]
     wptr, wpartial = int(sc[WPTR]), sc[WPARTIAL]
     ds, dn, draw = sc[DS], sc[DN], sc[DRAW]
+    dram_free = sc[DRAM_FREE]
     nq = 0
     while nq < slots.shape[0] and slots[nq] < math.inf:
         nq += 1
@@ -398,7 +401,14 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 free_max = max(free_max, die[DIE_FREE, pd])
                 busy[pd] += p_dur
                 a[ERASES] += n_erase
-            done = max(h_end, free_max - f[BUFFER_BYTES] / (n_dies * unit / t_unit))
+            h_ack = h_end
+            if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (engine._dram_time)
+                rows = max(math.ceil(sz / f[DRAM_ROW]), 1.0)
+                t_dram = (rows * (f[DRAM_TRCD] + f[DRAM_TCL]) + (rows - 1.0) * f[DRAM_TRP]
+                          + math.floor(sz / f[DRAM_BURST] / 2.0) / f[DRAM_RATE])
+                dram_free = max(h_end, dram_free) + t_dram
+                h_ack = dram_free
+            done = max(h_ack, free_max - f[BUFFER_BYTES] / (n_dies * unit / t_unit))
             queue += (h_start - t_cmd) + (done - h_end)
             wptr = (wptr + n_units) % n_dies
             wpartial = total - n_units * unit
@@ -441,6 +451,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX] = ctrl_free - now, link_rx - now, link_tx - now
     sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE] = free_max - now, last_arrival - now, last_done - now
     sc[WPTR], sc[WPARTIAL], sc[DS], sc[DN], sc[DRAW] = wptr, wpartial, ds, dn, draw
+    sc[DRAM_FREE] = dram_free - now
 
 
 @numba.njit(cache=True, parallel=True)
@@ -482,6 +493,7 @@ def unpack(sc, die, chan, slots, tags, a, hist, busy, dt) -> tuple[State, Acc]:
     c = lambda x, t=dt: np.ascontiguousarray(x, dtype=t)  # noqa: E731
     state = State(
         slots=c(slots), ctrl_free=c(sc[CTRL_FREE]), link_rx=c(sc[LINK_RX]), link_tx=c(sc[LINK_TX]),
+        dram_free=c(sc[DRAM_FREE]),
         die_free=c(die[DIE_FREE]), free_max=c(sc[FREE_MAX]),
         die_r=Server(*(c(die[k]) for k in (R_END, R_WIN, R_WORK, R_GAP))),
         chan_free=c(chan[0]), chan_r=c(chan[1]), last_arrival=c(sc[LAST_ARRIVAL]), last_done=c(sc[LAST_DONE]),
