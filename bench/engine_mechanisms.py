@@ -13,11 +13,13 @@ batched scan on a GPU), once per case:
   700 µs) and thresholds (100 µs / 700 µs);
 * ``map_cache_direct``, ``map_cache_lru`` — the mapping table in flash on every drive, 2 MiB of
   translation pages cached direct-mapped / LRU, dirty pages written back (MQSim's CMT);
-* ``mqsim_like`` — ``map_cache_lru`` with ``suspension_erase_mqsim``.
+* ``buffer_dram_mqsim`` — the write buffer with MQSim's DRAM timing (its code defaults: 800 MT/s,
+  4-byte transfers, 8 KiB rows, 13 ns tRCD/tCL/tRP);
+* ``mqsim_like`` — ``map_cache_lru`` with ``suspension_erase_mqsim`` and ``buffer_dram_mqsim``.
 
 Each row: ``run_s`` (median of ``--repeats``), configuration-requests per second, and what the
-mechanism did to the batch (mean read latency, reads that suspended a program / an erase, mapping-cache
-misses and write-backs), so a row that is fast because the mechanism never fired shows it.
+mechanism did to the batch (mean read and write latency, reads that suspended a program / an erase,
+mapping-cache misses and write-backs), so a row that is fast because the mechanism never fired shows it.
 
 Usage: ``python bench/engine_mechanisms.py [--configs N] [--requests M] [--repeats R] [--json FILE]``
 (default ``bench/results/engine_mechanisms.json``).
@@ -57,8 +59,10 @@ CASES: dict[str, dict[str, Any]] = {
                                        "suspend_min_erase_us": 700},
     "map_cache_direct": {"map_cache": "direct"},
     "map_cache_lru": {"map_cache": "lru"},
+    "buffer_dram_mqsim": {"buffer_dram_mts": 800},
     "mqsim_like": {"map_cache": "lru", "suspension": "erase", "suspend_program_us": 100,
-                   "suspend_erase_us": 700, "suspend_min_program_us": 100, "suspend_min_erase_us": 700},
+                   "suspend_erase_us": 700, "suspend_min_program_us": 100, "suspend_min_erase_us": 700,
+                   "buffer_dram_mts": 800},
 }
 
 
@@ -87,6 +91,7 @@ def time_case(cols: dict, m: int, repeats: int) -> dict[str, Any]:
     return {"backend": run_f.backend, "compile_s": compile_s, "run_s": run_s,
             "config_requests_per_s": n * m / run_s,
             "read_latency_mean_us": float(1e6 * lat[:, 0].sum() / max(count[:, 0].sum(), 1)),
+            "write_latency_mean_us": float(1e6 * lat[:, 1].sum() / max(count[:, 1].sum(), 1)),
             "reads_suspending_program": float(sus[:, 0].sum()),
             "reads_suspending_erase": float(sus[:, 1].sum()),
             "map_misses": float(engine.to_host(acc.map_misses, None)[:n].sum()),
@@ -114,10 +119,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                      "queue_depths": list(bench_engine.QDS)},
            "rows": rows}
     print(f"{'case':<32}{'backend':>8}{'run s':>9}{'config-req/s':>14}{'vs default':>11}{'read us':>9}"
+          f"{'write us':>9}"
           f"{'susp P':>9}{'susp E':>8}{'misses':>10}{'wb':>9}")
     for r in rows:
         print(f"{r['case']:<32}{r['backend']:>8}{r['run_s']:>9.3f}{r['config_requests_per_s']:>14.3e}"
               f"{r['speed_vs_default']:>10.2f}x{r['read_latency_mean_us']:>9.1f}"
+              f"{r['write_latency_mean_us']:>9.1f}"
               f"{r['reads_suspending_program']:>9.0f}{r['reads_suspending_erase']:>8.0f}"
               f"{r['map_misses']:>10.0f}{r['map_writebacks']:>9.0f}")
     path = Path(a.json or Path(__file__).with_name("results") / "engine_mechanisms.json")
