@@ -289,6 +289,8 @@ def test_map_cache_is_checked():
     cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
     with pytest.raises(params.ConfigError, match="engine.map_cache.*lru"):
         engine_params.build(cols | engine_params.columns(ENGINE | {"map_cache": "arc"}))
+    with pytest.raises(params.ConfigError, match="engine.buffer_dram_burst_bytes"):
+        engine_params.build(cols | engine_params.columns(ENGINE | {"buffer_dram_burst_bytes": 0}))
 
 
 # ------------------------------------------------------------------------------- write-buffer DRAM
