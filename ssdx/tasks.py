@@ -129,15 +129,23 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
 
 
 def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tuple[dict, list[dict], int]:
+    """Columns of every feasible configuration of a sweep (:func:`sweep_space`, rows kept by ``ok``)."""
+    cols, ok, broken, n = sweep_space(sweep, base_cfg)
+    return ({k: v[ok] for k, v in cols.items()} if not ok.all() else cols), broken, n
+
+
+def sweep_space(sweep: Mapping[str, Any],
+                base_cfg: Mapping[str, Any]) -> tuple[dict, np.ndarray, list[dict], int]:
     """Columns of every configuration of a sweep: base config, ``base`` overrides, then the space.
 
     A sweep may name its own base presets (``drive: NAME``, ``workload: NAME``), which replace the
     composed config's groups; ``model: thermal`` adds the ``power.*`` and ``thermal.*`` columns.
 
     ``space`` is one mapping of blocks or a list of them (their configurations are concatenated,
-    e.g. to sample a parameter only for the cache modes that use it).  Returns the columns, for
-    ``on_invalid: drop`` the rules that removed configurations, and the number of configurations
-    the space defined before any was dropped.
+    e.g. to sample a parameter only for the cache modes that use it).  Returns every configuration's
+    columns (row ``i`` = configuration index ``i`` of the space), which are feasible (``ok``), for
+    ``on_invalid: drop`` the rules that removed configurations (each with its count) and the number of
+    configurations.
     """
     from ssdx import presets
 
@@ -169,7 +177,7 @@ def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tupl
     if policy == "error":
         for check in checks:
             check(cols)
-        return cols, [], n
+        return cols, np.ones(n, bool), [], n
     ok = np.ones(n, bool)
     broken: list = []
     for check in checks:
@@ -178,7 +186,7 @@ def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tupl
     if not ok.any():
         for check in checks:
             check(cols)  # raises, naming the first breach
-    return {k: v[ok] for k, v in cols.items()}, broken, n
+    return cols, ok, broken, n
 
 
 def _is_thermal(sweep: Mapping[str, Any]) -> bool:
@@ -200,7 +208,13 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         if sweep.get("model") == "gc":
             raise params.ConfigError("workload.fio", base_cfg["workload"]["fio"], FIO_NOT_HERE)
         base_cfg, _ = with_fio_fill(base_cfg)  # the base workload of a fluid or thermal sweep
-    cols, dropped, n_defined = sweep_columns(sweep, base_cfg)
+    from ssdx.sweep import reduce
+
+    keep = reduce.parse(sweep.get("keep", "all"))
+    cols, ok, dropped, n_defined = sweep_space(sweep, base_cfg)
+    space_index = np.flatnonzero(ok)
+    if not ok.all():
+        cols = {k: v[ok] for k, v in cols.items()}
     if _is_thermal(sweep):
         from ssdx import api
 
@@ -221,8 +235,19 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     definition = {"sweep_model": sweep.get("model", "fluid"), "n_steps": n_steps}
     table = runner.run(cols, model, chunk, out_dir=out_dir, dtype=dtype, progress=progress,
                        desc=str(sweep.get("name", "sweep")), trees=trees, groups=groups, executor=executor,
-                       definition=definition)
+                       definition=definition, keep=keep)
     wall = time.perf_counter() - t0
+    infeasible = {f'{d["field"]}: {d["rule"]}': d["configurations"] for d in dropped}
+    if keep is not None:
+        out = table
+        kept = reduce.write_outputs(keep, out.state, cols, space_index, out_dir)
+        if not keep["all"]:
+            return _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_steps, chunk,
+                                    wall, executor, out_dir)
+        table = out.table.replace_schema_metadata({
+            "elapsed_s": f"{out.elapsed_s:.3f}", "compile_s": f"{out.compile_s:.3f}",
+            "chunks": str(len(out.infos)), "resumed_chunks": str(out.resumed_chunks),
+            "resumed_configs": str(out.resumed_configs)})
     meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     df = table.to_pandas()
     rep = dict(sweep.get("report") or {})
@@ -259,12 +284,63 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         "metrics": {c: {"min": float(df[c].min()), "median": float(df[c].median()), "max": float(df[c].max())}
                     for c in df.columns if c not in cols and c != "config_id"},
         "results": str(out_dir / "results.parquet"),
+        "kept": kept if keep is not None else "all",
+        "n_infeasible_by_rule": infeasible,
     }
+    if keep is not None:
+        summary["runner"] = {"executor": getattr(executor, "name", "local"),
+                             "workers": int(getattr(executor, "workers", 1) or 1)}
+    summary["outputs"] = [summary["results"], str(out_dir / "summary.json")] + [
+        str(out_dir / v["file"]) for v in (kept.values() if keep is not None else []) if isinstance(v, dict)]
     summary["plots"] = sweep_plots(df, eligible, rep, out_dir, sweep.get("name"))
     if "pareto" in summary["plots"]:
         summary["pareto"] = summary["plots"].pop("pareto")
     _write_json(out_dir / "summary.json", summary)
     summary["_table"] = format_table(best, group_by + list(rep.get("columns") or []))
+    return summary
+
+
+def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_steps, chunk, wall, executor,
+                     out_dir: Path) -> dict[str, Any]:
+    """``summary.json`` of a reduction-only sweep (no table: no plots, no per-metric medians)."""
+    import pyarrow.parquet as pq
+
+    from ssdx.sweep import executors
+
+    executor = executor if executor is not None else executors.LocalExecutor()
+    n = int(out.state["n"])
+    best = None
+    if "top_k" in keep:
+        best = pq.read_table(out_dir / "top_k.parquet").to_pandas()
+        best = best[best["rank"] == 1]
+    t = keep.get("top_k") or {}
+    summary = {
+        "sweep": sweep.get("name"),
+        "n_configs": n,
+        "n_defined": n_defined,
+        "n_dropped": n_defined - n,
+        "dropped_rules": dropped,
+        "n_infeasible_by_rule": infeasible,
+        "kept": kept,
+        "n_steps": n_steps,
+        "chunk_size": chunk,
+        "chunks": len(out.infos),
+        "resumed_chunks": out.resumed_chunks,
+        "runner": {"executor": executor.name, "workers": int(executor.workers)},
+        "wall_s": wall,
+        "compile_s": out.compile_s,
+        "configs_per_s": (n - out.resumed_configs) / wall if wall > 0 else None,
+        "best_by": {"metric": t.get("by"), "ascending": t.get("ascending"), "group_by": t.get("group_by", []),
+                    "constraint": None},
+        "best": [] if best is None else best.to_dict(orient="records"),
+        "results": None,
+        "plots": {},
+        "outputs": [str(out_dir / "summary.json")] + [str(out_dir / v["file"]) for v in kept.values()
+                                                       if isinstance(v, dict)],
+    }
+    _write_json(out_dir / "summary.json", summary)
+    cols = list(t.get("group_by", [])) + ["config_index"] + ([t["by"]] if t else [])
+    summary["_table"] = "" if best is None else format_table(best, cols)
     return summary
 
 

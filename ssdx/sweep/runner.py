@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from ssdx import params
 from ssdx.models import fluid
+from ssdx.sweep import reduce as reduce_mod
 from ssdx.sweep import store
 
 
@@ -114,12 +115,13 @@ class Outcome(NamedTuple):
     resumed_configs: int
     elapsed_s: float
     compile_s: float
+    state: dict[str, Any] | None = None
 
 
 def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_job: Callable[[int], Any],
             to_columns: Callable[[int, Any], tuple[dict[str, np.ndarray], dict[str, Any]]],
             out_dir: Path | None, definition: Mapping[str, Any], executor=None, progress: bool = True,
-            desc: str = "sweep", order: Sequence[int] | None = None) -> Outcome:
+            desc: str = "sweep", order: Sequence[int] | None = None, reducer=None) -> Outcome:
     """Run the chunks of a sweep, checkpointed and resumable; the loop shared by every sweep kind.
 
     ``units[i]`` are chunk ``i``'s configuration ids; ``make_job(i)`` its :class:`executors.Job`;
@@ -127,7 +129,12 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
     an info mapping (``compile_s`` is summed).  With ``out_dir``, :func:`store.open_run` checks the
     fingerprint of ``cols`` and ``definition``, finished chunks are read back instead of run, and each
     new chunk is written by a background thread while the next computes.  The results table is
-    :func:`store.assemble` d and, with ``out_dir``, written to ``results.parquet``."""
+    :func:`store.assemble` d and, with ``out_dir``, written to ``results.parquet``.
+
+    ``reducer`` (:class:`ssdx.sweep.reduce.Reducer`) reduces each chunk's columns to a state as they
+    arrive and merges the states (``Outcome.state``).  Unless its spec keeps ``all`` rows too, no row is
+    held: a chunk's checkpoint is its state (:func:`store.write_state`) and ``Outcome.table`` is None, so
+    memory does not grow with the number of configurations."""
     from ssdx.progress import bar as progress_bar
     from ssdx.sweep import executors
 
@@ -137,16 +144,26 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
         raise ValueError(f"order must be a permutation of range({n_units})")
     pieces: dict[int, pa.Table] = {}
     infos: dict[int, dict[str, Any]] = {}
+    rows = reducer is None or reducer.spec["all"]
+    state = None if reducer is None else reducer.empty()
     if out_dir is not None:
         out_dir = Path(out_dir)
         store.open_run(out_dir, store.fingerprint(cols, definition))
         for i, ids in enumerate(units):
-            done = store.finished(out_dir, i, ids)
-            if done is not None:
-                pieces[i], infos[i] = done, store.chunk_info(done)
-    resumed = len(pieces)
-    resumed_configs = sum(len(units[i]) for i in pieces)
-    jobs = [make_job(i) for i in order if i not in pieces]
+            if rows:
+                done = store.finished(out_dir, i, ids)
+                if done is not None:
+                    pieces[i], infos[i] = done, store.chunk_info(done)
+                    if reducer is not None:
+                        state = reducer.merge(state, reducer.chunk({k: done.column(k).to_numpy()
+                                                                    for k in done.column_names}))
+            else:
+                got = store.finished_state(out_dir, i, ids)
+                if got is not None:
+                    state, infos[i] = reducer.merge(state, got[0]), got[1]
+    resumed = len(infos)
+    resumed_configs = sum(len(units[i]) for i in infos)
+    jobs = [make_job(i) for i in order if i not in infos]
     executor = executor if executor is not None else executors.LocalExecutor()
     n = len(next(iter(cols.values())))
     bar = progress_bar(n, desc, enabled=progress, initial=resumed_configs)
@@ -159,11 +176,20 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
             data, info = to_columns(job.index, res)
             info = {**info, **where}
             compile_s += float(info.get("compile_s", 0.0))
-            table = pa.table(data)
-            if writer is not None:
-                writes.append(writer.submit(store.write_atomic, store.with_info(table, info),
-                                            store.chunk_path(out_dir, job.index), "none"))
-            pieces[job.index], infos[job.index] = table, info
+            if reducer is not None:
+                st = reducer.chunk(data)
+                text = reduce_mod.dumps(st)
+                state = reducer.merge(state, reduce_mod.loads(text))  # exactly what a resume reads back
+            if rows:
+                table = pa.table(data)
+                pieces[job.index] = table
+                if writer is not None:
+                    writes.append(writer.submit(store.write_atomic, store.with_info(table, info),
+                                                store.chunk_path(out_dir, job.index), "none"))
+            elif writer is not None:
+                writes.append(writer.submit(store.write_state, store.state_path(out_dir, job.index), text,
+                                            units[job.index], info))
+            infos[job.index] = info
             bar.update(len(units[job.index]))
     finally:
         bar.close()
@@ -172,13 +198,18 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
     for w in writes:
         w.result()  # a failed checkpoint write surfaces here
     elapsed = time.perf_counter() - t0
-    missing = sorted(set(range(n_units)) - set(pieces))
+    missing = sorted(set(range(n_units)) - set(infos))
     if missing:  # an executor must return or report every job; never write a table with rows left out
         raise RuntimeError(f"the executor returned no result for chunks {missing[:10]}")
-    table = store.assemble(cols, [pieces[i] for i in range(n_units)])
-    if out_dir is not None:
-        store.write_atomic(table, out_dir / "results.parquet")
-    return Outcome(table, [infos[i] for i in range(n_units)], resumed, resumed_configs, elapsed, compile_s)
+    table = None
+    if rows:
+        table = store.assemble(cols, [pieces[i] for i in range(n_units)])
+        if out_dir is not None:
+            store.write_atomic(table, out_dir / "results.parquet")
+    if state is not None and state["n"] != n:
+        raise RuntimeError(f"the reduction states cover {state['n']} of {n} configurations")
+    return Outcome(table, [infos[i] for i in range(n_units)], resumed, resumed_configs, elapsed, compile_s,
+                   state)
 
 
 def run(
@@ -194,7 +225,8 @@ def run(
     groups: list[tuple[Any, np.ndarray]] | None = None,
     executor=None,
     definition: Mapping[str, Any] | None = None,
-) -> pa.Table:
+    keep: Mapping[str, Any] | None = None,
+) -> pa.Table | Outcome:
     """Run ``model(flag)`` over every configuration in ``cols``; one row per configuration.
 
     Chunks are cut within each static-flag group (default: :func:`idle_gap_groups`, configurations
@@ -205,6 +237,10 @@ def run(
     ``executor`` (:mod:`ssdx.sweep.executors`; default: every local device) runs the chunks, through
     :func:`execute`: with ``out_dir`` they are checkpointed and a re-run of the same sweep (``definition``
     + columns, see :func:`store.fingerprint`) resumes.  ``order`` permutes the submission order (tests).
+
+    ``keep`` (a parsed spec, :func:`ssdx.sweep.reduce.parse`; None: the whole table) reduces the results
+    in the runner; then the :class:`Outcome` is returned (its ``state`` the merged reductions, its
+    ``table`` None unless the spec keeps ``all`` rows too).
     """
     from ssdx.sweep import executors
 
@@ -233,9 +269,15 @@ def run(
 
     defn = {"model": getattr(model, "__qualname__", type(model).__name__), **dict(definition or {}),
             "chunk_size": chunk_size, "dtype": np.dtype(dtype).name}
+    reducer = None
+    if keep is not None:
+        reducer = reduce_mod.Reducer(keep, cols)
+        defn["keep"] = dict(keep)
     executor = executor if executor is not None else executors.LocalExecutor()
     out = execute(cols, [ch.idx for ch in chunks], make_job, to_columns, out_dir, defn, executor, progress,
-                  desc, order)
+                  desc, order, reducer)
+    if keep is not None:
+        return out
     return out.table.replace_schema_metadata({
         "elapsed_s": f"{out.elapsed_s:.3f}", "compile_s": f"{out.compile_s:.3f}", "chunks": str(len(chunks)),
         "resumed_chunks": str(out.resumed_chunks), "resumed_configs": str(out.resumed_configs),

@@ -41,6 +41,42 @@ def chunk_path(out_dir: Path, index: int) -> Path:
     return out_dir / "chunks" / f"chunk_{index:06d}.parquet"
 
 
+def state_path(out_dir: Path, index: int) -> Path:
+    """Where chunk ``index`` of a reduction-only sweep (``keep`` without ``all``) is checkpointed: its
+    reduction state, no rows."""
+    return out_dir / "chunks" / f"chunk_{index:06d}.json"
+
+
+def ids_digest(config_ids: np.ndarray) -> str:
+    """A hash of a chunk's configuration ids (order-free), recorded with its reduction state."""
+    return hashlib.sha256(np.sort(np.asarray(config_ids, dtype=np.int64)).tobytes()).hexdigest()[:16]
+
+
+def write_state(path: Path, state_text: str, config_ids: np.ndarray, info: Mapping[str, Any]) -> None:
+    """Write a chunk's reduction state (JSON text) whole, with its ids' count and hash and its info."""
+    text = json.dumps({"n": int(len(config_ids)), "ids": ids_digest(config_ids), "info": dict(info)},
+                      default=str)[:-1] + ', "state": ' + state_text + "}\n"
+    replace_atomic(path, lambda tmp: tmp.write_text(text))
+
+
+def finished_state(out_dir: Path, index: int, config_ids: np.ndarray) -> tuple[dict, dict] | None:
+    """The reduction state and info of chunk ``index`` if its checkpoint is complete and holds exactly
+    ``config_ids`` (count and hash); None otherwise (then the chunk is recomputed)."""
+    path = state_path(out_dir, index)
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        ok = doc["n"] == len(config_ids) and doc["ids"] == ids_digest(config_ids) and "state" in doc
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        warnings.warn(f"{path}: unreadable checkpoint ({e}); recomputing chunk {index}", stacklevel=2)
+        return None
+    if not ok:
+        warnings.warn(f"{path}: holds other configurations than chunk {index}; recomputing it", stacklevel=2)
+        return None
+    return doc["state"], doc.get("info", {})
+
+
 def _column_hash(values: Any) -> str:
     a = np.asarray(values)
     if a.dtype.kind == "U":  # fixed-width UTF-32 at the width of the longest value: equal values agree
@@ -97,7 +133,7 @@ def open_run(out_dir: Path, fp: Mapping[str, Any]) -> bool:
         if old is None:
             raise ConfigError("hydra.run.dir", str(out_dir),
                               f"{path} is unreadable; remove {out_dir / 'chunks'} to start this sweep afresh")
-        if old != dict(fp) and not list((out_dir / "chunks").glob("chunk_*.parquet")):
+        if old != dict(fp) and not list((out_dir / "chunks").glob("chunk_*.*")):
             old = None  # nothing finished under the old definition: start this one afresh
         elif old != dict(fp):
             raise ConfigError(
@@ -107,7 +143,7 @@ def open_run(out_dir: Path, fp: Mapping[str, Any]) -> bool:
                   f"(or delete {out_dir / 'chunks'})")
         if old is not None:
             return True
-    stale = sorted((out_dir / "chunks").glob("chunk_*.parquet")) if (out_dir / "chunks").exists() else []
+    stale = sorted((out_dir / "chunks").glob("chunk_*.*")) if (out_dir / "chunks").exists() else []
     if stale:
         raise ConfigError("hydra.run.dir", str(out_dir),
                           f"has {len(stale)} chunk files but no {MANIFEST}, so nothing says which sweep "

@@ -1,0 +1,353 @@
+"""Reductions of a sweep's results in the runner (``keep:`` in a sweep definition).
+
+A sweep of 10^8-10^10 configurations cannot keep a row per configuration, so a sweep may keep, instead
+of (or besides) the whole table, small summaries computed chunk by chunk where the chunk's metrics are::
+
+    keep: all                                   # default: the whole table (results.parquet)
+    keep:
+      all: false                                # true: keep the whole table as well
+      top_k: {k: 10, by: mean_mb_s, group_by: [drive.nand], ascending: false}
+      pareto: {x: drive.dies_per_channel, x_better: min, y: mean_mb_s, y_better: max}
+      histograms: {metrics: [mean_mb_s], bins: 50, group_by: [drive.slc_mode],
+                   range: {mean_mb_s: [1.0, 20000.0]}, log: [mean_mb_s]}
+
+Every reduction is a *state* with an associative and commutative merge, so the same sweep gives the same
+state whatever the chunk size, the order chunks finish in, the devices or the Ray workers:
+
+* top-k, per group: the ``k`` best ``(metric, configuration)`` pairs, ordered by the metric then by the
+  configuration index (ties broken by the index, so the k-th place is never ambiguous); NaN never ranks.
+  Merge: the union of two states, re-ordered, cut to ``k``.
+* Pareto: the non-dominated set of ``(x, y)`` points with their indices (a point is dominated when
+  another is at least as good on both axes and better on one; equal points all stay).  Merge: the
+  non-dominated subset of the union (non-dominance of a union equals non-dominance of the union of the
+  parts' non-dominated sets).
+* histograms, per group and metric: counts on bin edges fixed before the sweep runs, from the declared
+  ``range: [lo, hi]`` (linear, or logarithmic for the metrics listed in ``log``), plus underflow,
+  overflow and NaN counts: no value is dropped.  Merge: element-wise sum of integer counts.
+
+States are JSON (floats written by ``repr``, which round-trips exactly) and are checkpointed with their
+chunk, so a resumed sweep merges exactly what an uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ssdx.params import ConfigError
+
+KINDS = ("top_k", "pareto", "histograms")
+State = dict[str, Any]
+
+
+def _names(value: Any, field: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ConfigError(field, value, "must be a list of column names")
+    return [str(v) for v in value]
+
+
+def parse(keep: Any) -> dict[str, Any] | None:
+    """The normalised ``keep`` spec; None for ``keep: all`` (the whole table, nothing reduced).
+
+    Raises :class:`ConfigError` naming the field for anything malformed."""
+    if keep is None or keep == "all":
+        return None
+    if not isinstance(keep, Mapping):
+        raise ConfigError("sweep.keep", keep, "must be 'all' or a mapping of top_k, pareto, histograms, all")
+    unknown = set(keep) - set(KINDS) - {"all"}
+    if unknown:
+        raise ConfigError(f"sweep.keep.{sorted(unknown)[0]}", keep[sorted(unknown)[0]],
+                          f"unknown reduction; use any of {list(KINDS)} and all")
+    out: dict[str, Any] = {"all": keep.get("all", False)}
+    if not isinstance(out["all"], bool):
+        raise ConfigError("sweep.keep.all", out["all"], "must be true or false")
+    if keep.get("top_k") is not None:
+        t = dict(keep["top_k"])
+        k = t.get("k", 10)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ConfigError("sweep.keep.top_k.k", k, "must be an integer >= 1")
+        if not isinstance(t.get("by"), str):
+            raise ConfigError("sweep.keep.top_k.by", t.get("by"), "must name a metric")
+        asc = t.get("ascending", False)
+        if not isinstance(asc, bool):
+            raise ConfigError("sweep.keep.top_k.ascending", asc, "must be true or false")
+        out["top_k"] = {"k": k, "by": t["by"], "ascending": asc,
+                        "group_by": _names(t.get("group_by"), "sweep.keep.top_k.group_by")}
+    if keep.get("pareto") is not None:
+        p = dict(keep["pareto"])
+        for axis in ("x", "y"):
+            if not isinstance(p.get(axis), str):
+                raise ConfigError(f"sweep.keep.pareto.{axis}", p.get(axis), "must name a metric or column")
+            better = p.get(f"{axis}_better", "min")
+            if better not in ("min", "max"):
+                raise ConfigError(f"sweep.keep.pareto.{axis}_better", better, "must be 'min' or 'max'")
+        out["pareto"] = {"x": p["x"], "y": p["y"], "x_better": p.get("x_better", "min"),
+                         "y_better": p.get("y_better", "min")}
+    if keep.get("histograms") is not None:
+        h = dict(keep["histograms"])
+        metrics = _names(h.get("metrics"), "sweep.keep.histograms.metrics")
+        if not metrics:
+            raise ConfigError("sweep.keep.histograms.metrics", h.get("metrics"),
+                              "must name at least one metric")
+        bins = h.get("bins", 50)
+        if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
+            raise ConfigError("sweep.keep.histograms.bins", bins, "must be an integer >= 1")
+        ranges = dict(h.get("range") or {})
+        logs = _names(h.get("log"), "sweep.keep.histograms.log")
+        edges = {}
+        for m in metrics:
+            r = ranges.get(m)
+            try:
+                lo, hi = float(r[0]), float(r[1])
+                assert len(r) == 2
+            except Exception:
+                raise ConfigError(f"sweep.keep.histograms.range.{m}", r,
+                                  "every histogram metric needs a fixed range [lo, hi] (bin edges that "
+                                  "do not depend on the data seen so far)") from None
+            if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+                raise ConfigError(f"sweep.keep.histograms.range.{m}", r, "needs finite lo < hi")
+            if m in logs and lo <= 0:
+                raise ConfigError(f"sweep.keep.histograms.range.{m}", r, "a log-scale range needs lo > 0")
+            e = np.geomspace(lo, hi, bins + 1) if m in logs else np.linspace(lo, hi, bins + 1)
+            e[0], e[-1] = lo, hi
+            edges[m] = e.tolist()
+        out["histograms"] = {"metrics": metrics, "bins": bins, "edges": edges,
+                             "log": [m for m in metrics if m in logs],
+                             "group_by": _names(h.get("group_by"), "sweep.keep.histograms.group_by")}
+    if not any(k in out for k in KINDS):
+        raise ConfigError("sweep.keep", dict(keep),
+                          "a mapping must declare at least one of " + ", ".join(KINDS))
+    return out
+
+
+def columns_needed(spec: Mapping[str, Any]) -> list[str]:
+    """Every column a reduction reads (configuration columns or metrics)."""
+    need: list[str] = []
+    if "top_k" in spec:
+        need += [spec["top_k"]["by"], *spec["top_k"]["group_by"]]
+    if "pareto" in spec:
+        need += [spec["pareto"]["x"], spec["pareto"]["y"]]
+    if "histograms" in spec:
+        need += [*spec["histograms"]["metrics"], *spec["histograms"]["group_by"]]
+    return list(dict.fromkeys(need))
+
+
+def _py(v: Any) -> Any:
+    v = v.item() if hasattr(v, "item") else v
+    return v
+
+
+def _group_keys(data: Mapping[str, np.ndarray], by: Sequence[str], n: int) -> list[str]:
+    if not by:
+        return ["[]"] * n
+    cols = [np.asarray(data[c]).tolist() for c in by]
+    return [json.dumps(list(vals)) for vals in zip(*cols, strict=True)]
+
+
+def _sort_top(entries: list, ascending: bool, k: int) -> list:
+    entries = sorted(entries, key=lambda e: ((e[0] if ascending else -e[0]), e[1]))
+    return entries[:k]
+
+
+def _nondominated(points: list, x_max: bool, y_max: bool) -> list:
+    """The points ``[x, y, id, row]`` no other point dominates, in (x, y, id) order of the minimised axes."""
+    if not points:
+        return []
+    x = np.array([p[0] for p in points], dtype=np.float64) * (-1.0 if x_max else 1.0)
+    y = np.array([p[1] for p in points], dtype=np.float64) * (-1.0 if y_max else 1.0)
+    ids = np.array([p[2] for p in points], dtype=np.int64)
+    order = np.lexsort((ids, y, x))
+    xs, ys = x[order], y[order]
+    new = np.r_[True, xs[1:] != xs[:-1]]
+    start = np.flatnonzero(new)[np.cumsum(new) - 1]  # first point of each point's equal-x run
+    best_before = np.r_[np.inf, np.minimum.accumulate(ys)[:-1]][start]  # min y over strictly smaller x
+    keep = (ys == ys[start]) & (ys < best_before)
+    return [points[i] for i in order[keep]]
+
+
+class Reducer:
+    """Chunk states and their merge for one ``keep`` spec (:func:`parse`).
+
+    ``cols`` are the sweep's configuration columns (row ``i`` = runner configuration id ``i``); a chunk's
+    ``data`` holds ``config_id`` and its metrics.  Kept entries carry every metric of their row."""
+
+    def __init__(self, spec: Mapping[str, Any], cols: Mapping[str, np.ndarray]):
+        self.spec = dict(spec)
+        self.cols = cols
+        for c in columns_needed(self.spec):
+            if c in cols and np.asarray(cols[c]).dtype.kind not in "fiubUSO":
+                raise ConfigError("sweep.keep", c, "columns must hold numbers or names")
+        self.metric_names: list[str] | None = None
+
+    def _column(self, name: str, data: Mapping[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+        if name in data:
+            return np.asarray(data[name])
+        if name in self.cols:
+            return np.asarray(self.cols[name])[ids]
+        known = sorted(k for k in data if k != "config_id")
+        raise ConfigError("sweep.keep", name, f"names no metric or configuration column; metrics: {known}")
+
+    def empty(self) -> State:
+        """The identity of :meth:`merge`."""
+        return {"n": 0, "metrics": self.metric_names or [], "top_k": {}, "pareto": [], "histograms": {}}
+
+    def chunk(self, data: Mapping[str, np.ndarray]) -> State:
+        """The state of one chunk's rows."""
+        ids = np.asarray(data["config_id"], dtype=np.int64)
+        n = len(ids)
+        metrics = [k for k in data if k != "config_id"]
+        self.metric_names = metrics
+        mat = np.column_stack([np.asarray(data[m], dtype=np.float64) for m in metrics]) if metrics else None
+
+        def row(i: int) -> list[float]:
+            return [] if mat is None else mat[i].tolist()
+
+        st: State = {"n": n, "metrics": metrics, "top_k": {}, "pareto": [], "histograms": {}}
+        if "top_k" in self.spec:
+            t = self.spec["top_k"]
+            v = self._column(t["by"], data, ids).astype(np.float64)
+            keys = _group_keys({c: self._column(c, data, ids) for c in t["group_by"]}, t["group_by"], n)
+            groups: dict[str, list[int]] = {}
+            for i, key in enumerate(keys):
+                if not np.isnan(v[i]):
+                    groups.setdefault(key, []).append(i)
+            for key, rows in groups.items():
+                r = np.asarray(rows)
+                sk = v[r] if t["ascending"] else -v[r]
+                best = r[np.lexsort((ids[r], sk))][:t["k"]]
+                st["top_k"][key] = [[float(v[i]), int(ids[i]), row(i)] for i in best]
+        if "pareto" in self.spec:
+            p = self.spec["pareto"]
+            x = self._column(p["x"], data, ids).astype(np.float64)
+            y = self._column(p["y"], data, ids).astype(np.float64)
+            ok = np.flatnonzero(~(np.isnan(x) | np.isnan(y)))
+            pts = [[float(x[i]), float(y[i]), int(ids[i]), i] for i in ok]
+            front = _nondominated(pts, p["x_better"] == "max", p["y_better"] == "max")
+            st["pareto"] = [[a, b, c, row(i)] for a, b, c, i in front]
+        if "histograms" in self.spec:
+            h = self.spec["histograms"]
+            keys = _group_keys({c: self._column(c, data, ids) for c in h["group_by"]}, h["group_by"], n)
+            ukeys, inv = np.unique(np.asarray(keys), return_inverse=True)
+            for m in h["metrics"]:
+                v = self._column(m, data, ids).astype(np.float64)
+                slot = histogram_slots(v, np.asarray(h["edges"][m]))
+                counts = np.zeros((len(ukeys), h["bins"] + 3), dtype=np.int64)
+                np.add.at(counts, (inv, slot), 1)
+                for g, key in enumerate(ukeys.tolist()):
+                    st["histograms"].setdefault(key, {})[m] = counts[g].tolist()
+        return st
+
+    def merge(self, a: State, b: State) -> State:
+        """The state of the union of two states' configurations (associative and commutative)."""
+        if a["n"] == 0:
+            return b
+        if b["n"] == 0:
+            return a
+        if a["metrics"] != b["metrics"]:
+            raise RuntimeError(f"chunk states with different metrics: {a['metrics']} vs {b['metrics']}")
+        out: State = {"n": a["n"] + b["n"], "metrics": a["metrics"], "top_k": {}, "pareto": [],
+                      "histograms": {}}
+        if "top_k" in self.spec:
+            t = self.spec["top_k"]
+            for key in sorted(set(a["top_k"]) | set(b["top_k"])):
+                out["top_k"][key] = _sort_top(a["top_k"].get(key, []) + b["top_k"].get(key, []),
+                                              t["ascending"], t["k"])
+        if "pareto" in self.spec:
+            p = self.spec["pareto"]
+            out["pareto"] = _nondominated(a["pareto"] + b["pareto"], p["x_better"] == "max",
+                                          p["y_better"] == "max")
+        if "histograms" in self.spec:
+            for key in sorted(set(a["histograms"]) | set(b["histograms"])):
+                ha, hb = a["histograms"].get(key, {}), b["histograms"].get(key, {})
+                out["histograms"][key] = {
+                    m: (np.asarray(ha.get(m, 0), dtype=np.int64)
+                        + np.asarray(hb.get(m, 0), dtype=np.int64)).tolist()
+                    for m in self.spec["histograms"]["metrics"]}
+        return out
+
+
+def histogram_slots(v: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Slot of each value: 0 underflow (< lo), 1..bins the bins [e_i, e_i+1) (the last one closed at hi),
+    bins + 1 overflow (> hi), bins + 2 NaN."""
+    bins = len(edges) - 1
+    slot = np.searchsorted(edges, v, side="right").astype(np.int64)  # 0 below lo, bins + 1 above/at hi
+    slot[v == edges[-1]] = bins
+    slot[np.isnan(v)] = bins + 2
+    return slot
+
+
+def dumps(state: State) -> str:
+    """A state as JSON text (exact for float64)."""
+    return json.dumps(state, sort_keys=True)
+
+
+def loads(text: str) -> State:
+    """The state :func:`dumps` wrote."""
+    return json.loads(text)
+
+
+def _group_dict(key: str, by: Sequence[str]) -> dict[str, Any]:
+    return dict(zip(by, json.loads(key), strict=True))
+
+
+def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.ndarray],
+                  space_index: np.ndarray, out_dir) -> dict[str, Any]:
+    """Write ``top_k.parquet``, ``pareto.parquet`` and ``histograms.json`` (those declared) into ``out_dir``
+    and return what was kept (for ``summary.json``).
+
+    Every kept row carries ``config_index`` (the configuration's index in the sweep's space, before any
+    ``on_invalid: drop``: :func:`ssdx.sweep.config_of` re-materialises it), its configuration columns
+    (the values it ran with, ``params.effective_columns``) and every metric."""
+    from pathlib import Path
+
+    import pyarrow as pa
+
+    from ssdx import params
+    from ssdx.paths import replace_atomic
+    from ssdx.sweep import store
+
+    out_dir = Path(out_dir)
+    eff = params.effective_columns(cols)
+    metrics = list(state["metrics"])
+    kept: dict[str, Any] = {"n_reduced": int(state["n"]), "all": bool(spec["all"])}
+
+    def table(entries: list[tuple[dict[str, Any], int, list[float]]]) -> pa.Table:
+        ids = np.asarray([e[1] for e in entries], dtype=np.int64)
+        data: dict[str, Any] = {}
+        for extra in (entries[0][0] if entries else {}):
+            data[extra] = [e[0][extra] for e in entries]
+        data["config_index"] = np.asarray(space_index, dtype=np.int64)[ids]
+        data.update({k: np.asarray(v)[ids] for k, v in eff.items() if k not in data})
+        data.update({m: np.asarray([e[2][j] for e in entries], dtype=np.float64)
+                     for j, m in enumerate(metrics) if m not in data})
+        return pa.table(data)
+
+    if "top_k" in spec:
+        t = spec["top_k"]
+        entries = [({"rank": r + 1}, e[1], e[2]) for key in sorted(state["top_k"])
+                   for r, e in enumerate(state["top_k"][key])]
+        store.write_atomic(table(entries), out_dir / "top_k.parquet")
+        kept["top_k"] = {**t, "rows": len(entries), "groups": len(state["top_k"]), "file": "top_k.parquet"}
+    if "pareto" in spec:
+        entries = [({}, e[2], e[3]) for e in state["pareto"]]
+        store.write_atomic(table(entries), out_dir / "pareto.parquet")
+        kept["pareto"] = {**spec["pareto"], "rows": len(entries), "file": "pareto.parquet"}
+    if "histograms" in spec:
+        h = spec["histograms"]
+        doc = {"bins": h["bins"], "group_by": h["group_by"],
+               "edges": {m: h["edges"][m] for m in h["metrics"]},
+               "scale": {m: "log" if m in h["log"] else "linear" for m in h["metrics"]},
+               "slots": "counts[m] = [underflow (< lo), bins..., overflow (> hi), nan]; bin i is "
+                        "[edges[i], edges[i+1]), the last one closed at hi",
+               "groups": [{"group": _group_dict(key, h["group_by"]), "counts": state["histograms"][key]}
+                          for key in sorted(state["histograms"])]}
+        text = json.dumps(doc, indent=1) + "\n"
+        replace_atomic(out_dir / "histograms.json", lambda tmp: tmp.write_text(text))
+        kept["histograms"] = {"metrics": h["metrics"], "bins": h["bins"], "group_by": h["group_by"],
+                              "groups": len(doc["groups"]), "file": "histograms.json"}
+    return kept

@@ -1,0 +1,137 @@
+"""Reductions in the runner (``keep:``): top-k, Pareto and histograms merged chunk by chunk."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from ssdx import presets
+from ssdx.params import ConfigError
+from ssdx.sweep import config_of, executors, reduce, runner
+from ssdx.tasks import run_sweep
+
+BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
+        "model": {"n_steps": 64}, "precision": "float32"}
+
+KEEP = {"top_k": {"k": 3, "by": "mean_mb_s", "group_by": ["drive.nand"], "ascending": False},
+        "pareto": {"x": "drive.dies_per_channel", "x_better": "min", "y": "mean_mb_s", "y_better": "max"},
+        "histograms": {"metrics": ["mean_mb_s"], "bins": 8, "group_by": ["drive.slc_mode"],
+                       "range": {"mean_mb_s": [100.0, 3000.0]}, "log": ["mean_mb_s"]}}
+
+
+def _sweep(chunk: int, keep=KEEP) -> dict:
+    return {"name": "k", "chunk_size": chunk, "on_invalid": "drop", "keep": keep,
+            "space": {"grid": {"drive.user_capacity_gb": [500.0, 3000.0],
+                               "drive.nand": ["tlc", "qlc", "3d_ct_tlc"],
+                               "drive.slc_mode": ["dynamic", "pure_native"],
+                               "drive.dies_per_channel": [2, 4]},
+                      "random": {"n": 2, "seed": 5, "params": {"workload.prefill_fraction": {"low": 0.0,
+                                                                                              "high": 0.8}}}}}
+
+
+def _expected(df: pd.DataFrame) -> tuple[pd.DataFrame, set, dict]:
+    """The reductions computed independently from the whole table with pandas."""
+    top = (df.sort_values(["mean_mb_s", "config_index"], ascending=[False, True])
+           .groupby("drive.nand", sort=True).head(3).sort_values(["drive.nand", "mean_mb_s", "config_index"],
+                                                                  ascending=[True, False, True]))
+    x, y = df["drive.dies_per_channel"].to_numpy(), df["mean_mb_s"].to_numpy()
+    front = {int(df["config_index"].iloc[i]) for i in range(len(df))
+             if not np.any((x <= x[i]) & (y >= y[i]) & ((x < x[i]) | (y > y[i])))}
+    edges = np.geomspace(100.0, 3000.0, 9)
+    hist = {}
+    for mode, g in df.groupby("drive.slc_mode"):
+        v = g["mean_mb_s"].to_numpy()
+        inside = np.histogram(v[(v >= 100.0) & (v <= 3000.0)], bins=edges)[0]
+        hist[mode] = [int((v < 100.0).sum()), *inside.tolist(), int((v > 3000.0).sum()), 0]
+    return top, front, hist
+
+
+def test_reductions_match_the_whole_table_and_any_chunking(tmp_path):
+    full = run_sweep(_sweep(48, "all"), BASE, tmp_path / "all", progress=False)
+    df = pq.read_table(tmp_path / "all" / "results.parquet").to_pandas()
+    assert full["kept"] == "all" and full["n_configs"] == 24 and full["n_defined"] == 48
+    # 3000 GB fits none of these die counts: 24 configurations broken by one capacity rule
+    assert list(full["n_infeasible_by_rule"].values()) == [24]
+    ok = np.flatnonzero(np.repeat([True, False], 24))  # capacity is the slowest grid axis
+    df["config_index"] = ok[df["config_id"].to_numpy()]
+    top, front, hist = _expected(df)
+    got = {}
+    for chunk in (48, 5, 3):
+        d = tmp_path / f"c{chunk}"
+        s = run_sweep(_sweep(chunk), BASE, d, progress=False)
+        assert not (d / "results.parquet").exists()
+        assert s["n_configs"] == 24 and s["n_infeasible_by_rule"] == full["n_infeasible_by_rule"]
+        assert not list((d / "chunks").glob("*.parquet"))  # only reduction states were checkpointed
+        got[chunk] = ({f: pq.read_table(d / f).to_pandas() for f in ("top_k.parquet", "pareto.parquet")},
+                      json.loads((d / "histograms.json").read_text()))
+    t = got[48][0]["top_k.parquet"]
+    assert t["config_index"].tolist() == top["config_index"].tolist()
+    assert t["mean_mb_s"].tolist() == top["mean_mb_s"].tolist()
+    assert t["rank"].tolist() == [1, 2, 3] * 3
+    assert set(got[48][0]["pareto.parquet"]["config_index"]) == front
+    h = {g["group"]["drive.slc_mode"]: g["counts"]["mean_mb_s"] for g in got[48][1]["groups"]}
+    assert h == hist and sum(map(sum, h.values())) == 24
+    for chunk in (5, 3):
+        for f in ("top_k.parquet", "pareto.parquet"):
+            pd.testing.assert_frame_equal(got[chunk][0][f], got[48][0][f], check_exact=True)
+        assert got[chunk][1] == got[48][1]
+
+
+def test_a_kept_configuration_rerun_alone_gives_the_same_metrics(tmp_path):
+    sweep = _sweep(7)
+    run_sweep(sweep, BASE, tmp_path, progress=False)
+    t = pq.read_table(tmp_path / "top_k.parquet").to_pandas()
+    row = t.iloc[4]
+    cols = config_of(sweep, int(row["config_index"]), BASE)
+    assert cols["workload.prefill_fraction"][0] == row["workload.prefill_fraction"]
+    alone = runner.run(cols, runner.fluid_model(64), chunk_size=1, progress=False).to_pandas()
+    for m in ("mean_mb_s", "time_s", "cache_gb"):
+        assert alone[m].iloc[0] == row[m]
+    with pytest.raises(ConfigError, match="index"):
+        config_of(sweep, 48, BASE)
+
+
+def test_resume_of_a_reduced_sweep_gives_the_same_reductions(tmp_path):
+    class CrashAfter(executors.LocalExecutor):
+        def map(self, jobs):
+            for i, item in enumerate(super().map(jobs)):
+                if i == 3:
+                    raise RuntimeError("simulated crash")
+                yield item
+
+    ref = tmp_path / "ref"
+    run_sweep(_sweep(4), BASE, ref, progress=False)
+    d = tmp_path / "crashed"
+    with pytest.raises(RuntimeError, match="simulated"):
+        run_sweep(_sweep(4), BASE, d, progress=False, executor=CrashAfter(1))
+    assert len(list((d / "chunks").glob("chunk_*.json"))) == 3
+    s = run_sweep(_sweep(4), BASE, d, progress=False)
+    assert s["resumed_chunks"] == 3
+    for f in ("top_k.parquet", "pareto.parquet"):
+        pd.testing.assert_frame_equal(pq.read_table(d / f).to_pandas(), pq.read_table(ref / f).to_pandas())
+    assert (d / "histograms.json").read_text() == (ref / "histograms.json").read_text()
+
+
+def test_merge_is_associative_and_histograms_keep_out_of_range_values():
+    spec = reduce.parse({"top_k": {"k": 2, "by": "m"}, "pareto": {"x": "m", "y": "q", "y_better": "max"},
+                         "histograms": {"metrics": ["m"], "bins": 2, "range": {"m": [0.0, 2.0]}}})
+    cols = {"g": np.zeros(6)}
+    r = reduce.Reducer(spec, cols)
+    m = np.array([-1.0, 0.5, 1.0, 2.0, 5.0, np.nan])
+    q = np.array([0.0, 1.0, 3.0, 2.0, 4.0, 1.0])
+    parts = [r.chunk({"config_id": np.arange(i, i + 2), "m": m[i:i + 2], "q": q[i:i + 2]}) for i in (0, 2, 4)]
+    a = r.merge(r.merge(parts[0], parts[1]), parts[2])
+    b = r.merge(parts[0], r.merge(parts[2], parts[1]))
+    assert reduce.dumps(a) == reduce.dumps(b)
+    assert [e[1] for e in a["top_k"]["[]"]] == [4, 3]  # descending, NaN never ranks
+    # (m, q): (-1, 0) (0.5, 1) (1, 3) (2, 2) (5, 4); min m, max q: (-1,0) (0.5,1) (1,3) (5,4)? (5,4) is worse
+    # in m than (1,3) but better in q, so it stays; (2,2) is dominated by (1,3)
+    assert sorted(e[2] for e in a["pareto"]) == [0, 1, 2, 4]
+    # under (-1), [0,1): 0.5, [1,2]: 1 and 2, over: 5, nan: 1
+    assert a["histograms"]["[]"]["m"] == [1, 1, 2, 1, 1]
+    with pytest.raises(ConfigError, match="range"):
+        reduce.parse({"histograms": {"metrics": ["m"]}})
+    with pytest.raises(ConfigError, match="x_better"):
+        reduce.parse({"pareto": {"x": "a", "y": "b", "x_better": "least"}})
