@@ -3,7 +3,9 @@
 Contract (kept stable for checks):
 * ``ssdx`` — the default small sweep (``sweeps/quick.yaml``), prints a table of the best designs.
 * ``ssdx experiment=aldrin_pro_fill hydra.run.dir=DIR`` — ``DIR/summary.json`` + ``fill_curve.png``.
-* ``ssdx sweep=NAME hydra.run.dir=DIR [sweep.chunk_size=N]`` — ``DIR/results.parquet`` + ``summary.json``.
+* ``ssdx sweep=NAME hydra.run.dir=DIR [sweep.chunk_size=N]`` — ``DIR/results.parquet`` + ``summary.json``;
+  ``sweep_file=PATH.yaml`` instead of ``sweep=NAME`` runs a definition from any file; with a ``keep:``
+  mapping, ``top_k.parquet``/``pareto.parquet``/``histograms.json`` (``docs/sweeps.md``).
 * ``ssdx experiment=sn8e_thermal [thermal=heatsink] hydra.run.dir=DIR`` — ``summary.json`` (max composite
   temperature, SMART thermal counters, throttled/unthrottled speed), ``thermal.png``, ``thermal.csv``.
 * ``ssdx experiment=tmt_optimize hydra.run.dir=DIR`` — ``summary.json`` (Optax answer vs the exact grid,
@@ -55,11 +57,20 @@ from ssdx.paths import conf_dir, sweeps_dir
 from ssdx.sweep import executors
 
 
-def register_sweeps() -> None:
-    """Make every ``sweeps/NAME.yaml`` selectable as ``sweep=NAME``."""
+def register_sweeps(extra: dict | None = None) -> None:
+    """Make every ``sweeps/NAME.yaml`` selectable as ``sweep=NAME`` (and ``extra``, a ``sweep_file``'s
+    definition, as ``sweep=file_NAME``); ``keep`` defaults to ``all`` so ``sweep.keep=...`` overrides it."""
+    from ssdx.sweep import source
+
     cs = ConfigStore.instance()
     for path in sorted(sweeps_dir().glob("*.yaml")):
-        cs.store(group="sweep", name=path.stem, node=OmegaConf.load(path))
+        node = OmegaConf.load(path)
+        if "keep" not in node:
+            node.keep = "all"
+        cs.store(group="sweep", name=path.stem, node=node)
+    if extra is not None:
+        node = OmegaConf.create({"keep": "all", **extra})
+        cs.store(group="sweep", name=source.store_name(extra), node=node)
 
 
 def user_config_dirs(argv: list[str]) -> list[Path]:
@@ -214,7 +225,7 @@ def run(cfg: DictConfig) -> None:
             print(f'best by {s["best_by"]["metric"]} per {", ".join(s["best_by"]["group_by"]) or "run"}:')
             print(s["_table"])
             plots = [v for k, v in s["plots"].items() if k.endswith("_png")]
-            print(f"outputs: {', '.join([str(out / 'results.parquet'), str(out / 'summary.json'), *plots])}")
+            print(f"outputs: {', '.join([*s['outputs'], *plots])}")
         elif cfg.task == "thermal":
             from ssdx import tasks_thermal
 
@@ -377,14 +388,19 @@ def host_devices(env: dict | None = None, cores: int | None = None) -> None:
 
 def main() -> None:
     """Console script ``ssdx``."""
+    from ssdx.sweep import source
+
     host_devices()
     try:
-        check_choices(sys.argv[1:])
+        argv, from_file = source.split_argv(sys.argv[1:])
+        check_choices(argv)
     except ConfigError as e:
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)
+    if from_file is not None:
+        sys.argv[1:] = [*argv, f"sweep={source.store_name(from_file)}"]
     schema.register()
-    register_sweeps()
+    register_sweeps(from_file)
     hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(run)()
 
 

@@ -1,0 +1,58 @@
+"""``ssdx sweep_file=PATH.yaml``: a sweep definition from any file, through the CLI."""
+
+import json
+
+import pyarrow.parquet as pq
+
+from tests.test_cli import ssdx
+
+SWEEP = """\
+name: from_file
+n_steps: 64
+chunk_size: 3
+base: {drive.user_capacity_gb: 500.0}
+space:
+  grid:
+    drive.dies_per_channel: [2, 4, 8]
+    drive.nand: [tlc, qlc]
+report:
+  group_by: []
+  sort_by: mean_mb_s
+  ascending: false
+  columns: [drive.dies_per_channel, mean_mb_s]
+"""
+
+
+def test_sweep_file_runs_from_any_directory_and_keep_override(tmp_path):
+    (tmp_path / "defs").mkdir()
+    (tmp_path / "defs" / "mine.yaml").write_text(SWEEP)
+    r = ssdx("sweep_file=defs/mine.yaml", f"hydra.run.dir={tmp_path / 'all'}", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    t = pq.read_table(tmp_path / "all" / "results.parquet").to_pandas()
+    assert len(t) == 6 and sorted(set(t["drive.dies_per_channel"])) == [2, 4, 8]
+    assert json.loads((tmp_path / "all" / "summary.json").read_text())["sweep"] == "from_file"
+    # the same file reduced to the best two per NAND type on two host devices: no table, the same rows
+    r = ssdx("sweep_file=defs/mine.yaml", f"hydra.run.dir={tmp_path / 'top'}",
+             "sweep.keep={top_k: {k: 2, by: mean_mb_s, group_by: [drive.nand]}}", "sweep.chunk_size=1",
+             cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "top" / "results.parquet").exists()
+    top = pq.read_table(tmp_path / "top" / "top_k.parquet").to_pandas()
+    want = t.sort_values(["mean_mb_s", "config_id"], ascending=[False, True]).groupby("drive.nand").head(2)
+    assert sorted(top["config_index"]) == sorted(want["config_id"])
+    assert dict(zip(top["config_index"], top["mean_mb_s"], strict=True)) == \
+        dict(zip(want["config_id"], want["mean_mb_s"], strict=True))
+
+
+def test_sweep_file_refusals_name_the_file(tmp_path):
+    r = ssdx("sweep_file=nowhere.yaml", f"hydra.run.dir={tmp_path}", cwd=tmp_path)
+    assert r.returncode == 2 and "nowhere.yaml" in r.stderr
+    (tmp_path / "bad.yaml").write_text("name: x\nspace:\n  grid: {a: [1, 2]\n")
+    r = ssdx("sweep_file=bad.yaml", f"hydra.run.dir={tmp_path}", cwd=tmp_path)
+    assert r.returncode == 2 and "bad.yaml line 4" in r.stderr, r.stderr
+    (tmp_path / "ok.yaml").write_text(SWEEP)
+    r = ssdx("sweep_file=ok.yaml", "sweep=quick", f"hydra.run.dir={tmp_path}", cwd=tmp_path)
+    assert r.returncode == 2 and "sweep=NAME" in r.stderr
+    r = ssdx("sweep_file=ok.yaml", "sweep.keep={top_k: {k: 0, by: mean_mb_s}}", f"hydra.run.dir={tmp_path}",
+             cwd=tmp_path)
+    assert r.returncode == 2 and "sweep.keep.top_k.k" in r.stderr
