@@ -21,12 +21,19 @@ compile time is measured inside the runner (ahead-of-time compile per device) an
 each); its wall time includes starting nothing (Ray is started before the clock) but every task's
 compile, since each Ray worker compiles once.
 
+``reduce``: the ``local`` run with a reduction-only ``keep`` (:data:`KEEP`: the 10 best mean write speeds
+per NAND type, the Pareto front of die count against mean write speed, a 64-bin histogram of mean write
+speed per pSLC mode): no row is held or written, each chunk checkpoints its reduction state.  Reported
+against the ``local`` run with ``keep: all``: configurations per second and peak resident memory
+(``ru_maxrss`` of the process, which holds the configuration columns either way); its top-k values are
+checked identical to those computed from the ``keep: all`` table.
+
 Reported: configurations per second (run only, and wall), the runner's overhead over ``bare``
 (``run_s / bare run_s - 1``; goal < 10 % at 100,000 configurations) and the scaling efficiency
 ``rate(K) / (K * rate(1))``.  Values are checked identical between every runner and worker count.
 
 Usage: ``python bench/scale.py --configs N --json PATH [--chunk C] [--steps S] [--devices 1,2]
-[--ray 1,2] [--reps R]``
+[--ray 1,2] [--reduce 1] [--reps R]``
 """
 
 from __future__ import annotations
@@ -43,6 +50,22 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+KEEP = {"top_k": {"k": 10, "by": "mean_mb_s", "group_by": ["drive.nand"], "ascending": False},
+        "pareto": {"x": "drive.dies_per_channel", "x_better": "min", "y": "mean_mb_s", "y_better": "max"},
+        "histograms": {"metrics": ["mean_mb_s"], "bins": 64, "group_by": ["drive.slc_mode"],
+                       "range": {"mean_mb_s": [10.0, 10000.0]}, "log": ["mean_mb_s"]}}
+
+
+def _peak_rss_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
+
+
+def _top_values(df) -> list:
+    """The ``KEEP`` top-k mean write speeds per NAND type, from a whole results table."""
+    df = df.sort_values(["mean_mb_s", "config_id"], ascending=[False, True]).groupby("drive.nand").head(10)
+    return sorted([str(a), float(b)] for a, b in zip(df["drive.nand"], df["mean_mb_s"], strict=True))
 
 
 def sweep_cols(n: int) -> dict:
@@ -105,18 +128,36 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         times, compiles = [], []
         for _ in range(args.reps):
             with tempfile.TemporaryDirectory() as d:
+                if args.what == "reduce":
+                    from ssdx.sweep import reduce
+
+                    t0 = time.perf_counter()
+                    res = runner.run(cols, model, args.chunk, out_dir=Path(d), progress=False, executor=ex,
+                                     keep=reduce.parse(KEEP))
+                    times.append(time.perf_counter() - t0)
+                    compiles.append(res.compile_s)
+                    assert not (Path(d) / "results.parquet").exists()
+                    st = res.state
+                    out["top_values"] = sorted([json.loads(g)[0], e[0]] for g, es in st["top_k"].items()
+                                               for e in es)
+                    out["pareto_points"] = len(st["pareto"])
+                    vals = np.asarray([v for _, v in out["top_values"]])
+                    continue
                 t0 = time.perf_counter()
                 table = runner.run(cols, model, args.chunk, out_dir=Path(d), progress=False, executor=ex)
                 times.append(time.perf_counter() - t0)
                 compiles.append(float(table.schema.metadata[b"compile_s"]))
                 assert (Path(d) / "results.parquet").exists()
                 vals = pq.read_table(Path(d) / "results.parquet").column("mean_mb_s").to_numpy()
+                out["top_values"] = _top_values(table.to_pandas())
         best = int(np.argmin(times))
         out.update({"wall_s": times[best], "compile_s_summed": compiles[best], "wall_s_all": times,
                     "workers": ex.workers})
         # compile runs once per worker, in parallel across workers: charge the per-worker mean
-        out["compile_s"] = compiles[best] / max(ex.workers, 1) if args.what == "local" else compiles[best]
-        out["run_s"] = times[best] - out["compile_s"] if args.what == "local" else times[best]
+        local = args.what in ("local", "reduce")
+        out["compile_s"] = compiles[best] / max(ex.workers, 1) if local else compiles[best]
+        out["run_s"] = times[best] - out["compile_s"] if local else times[best]
+        out["peak_rss_mib"] = _peak_rss_mib()
     out["checksum"] = float(np.sum(vals))
     out["values_head"] = np.asarray(vals[:64], np.float64).tolist()
     return out
@@ -148,6 +189,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--devices", default="1,2", help="local device counts ('all' = every accelerator)")
     ap.add_argument("--ray", default="", help="Ray worker counts, e.g. 1,2 (empty: no Ray runs)")
+    ap.add_argument("--reduce", default="1",
+                    help="local worker counts of the reduction-only (keep: top_k/pareto/histograms) run")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
@@ -173,6 +216,8 @@ def main() -> None:
         runs.append({"runner": "local", **spawn(args, "local", k if not accel else k, None if accel else k)})
     for k in [int(k) for k in args.ray.split(",") if k]:
         runs.append({"runner": "ray", **spawn(args, "ray", k, None if accel else 1)})
+    reduced = [{"runner": "reduce", **spawn(args, "reduce", k, None if accel else k)}
+               for k in [int(k) for k in args.reduce.split(",") if k]]
     n = bare["configs"]
     ref = runs[0]
     base_rate = {}
@@ -186,6 +231,16 @@ def main() -> None:
             base_rate.setdefault(r["runner"], r["configs_per_s_run"] / r["workers"])
             r["scaling_efficiency"] = r["configs_per_s_run"] / (r["workers"] * base_rate[r["runner"]])
     one_local = next((r for r in runs if r["runner"] == "local" and r["workers"] == 1), None)
+    for r in reduced:
+        same = next((x for x in runs if x["runner"] == "local" and x["workers"] == r["workers"]), None)
+        r["configs_per_s_run"] = n / r["run_s"]
+        r["configs_per_s_wall"] = n / r["wall_s"]
+        if same is not None:
+            r["keep_all"] = {"configs_per_s_wall": same["configs_per_s_wall"],
+                             "peak_rss_mib": same["peak_rss_mib"]}
+            r["top_k_identical_to_keep_all"] = r["top_values"] == same["top_values"]
+            r["rate_vs_keep_all"] = r["configs_per_s_wall"] / same["configs_per_s_wall"]
+            r["peak_rss_vs_keep_all_mib"] = r["peak_rss_mib"] - same["peak_rss_mib"]
     result = {
         "benchmark": "scale", "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine(), "backend": jax.default_backend(),
@@ -194,7 +249,10 @@ def main() -> None:
         "baseline": "bare: one jax.jit(jax.vmap(fluid.metrics)) call on all configurations, AOT-compiled",
         "goal": "local runner (1 worker) overhead over bare < 10 % at 100,000 configurations",
         "local_overhead": one_local["overhead_vs_bare"] if one_local else None,
-        "runs": [{k: v for k, v in r.items() if k not in ("values_head",)} for r in runs],
+        "runs": [{k: v for k, v in r.items() if k not in ("values_head", "top_values")} for r in runs],
+        "reduction": {"keep": KEEP,
+                      "runs": [{k: v for k, v in r.items() if k not in ("values_head", "top_values")}
+                               for r in reduced]},
     }
     print(f"{n} configurations, {args.steps} steps, chunk {args.chunk} ({jax.default_backend()}); "
           f"values identical to bare: {all(r['identical_to_bare'] for r in runs)}")
@@ -205,6 +263,12 @@ def main() -> None:
         ef = f"{r['scaling_efficiency']:.2f}" if "scaling_efficiency" in r else "-"
         print(f"{r['runner']:<7}{r['workers']:>8}{r['compile_s']:>11.2f}{r['run_s']:>9.2f}"
               f"{r['configs_per_s_run']:>12.0f}{r['configs_per_s_wall']:>12.0f}{ov:>10}{ef:>11}")
+    for r in reduced:
+        ka = r.get("keep_all")
+        print(f"reduce {r['workers']} worker(s), keep top_k/pareto/histograms: {r['configs_per_s_wall']:.0f} "
+              f"cfg/s wall, peak RSS {r['peak_rss_mib']:.0f} MiB"
+              + (f" (keep: all {ka['configs_per_s_wall']:.0f} cfg/s, {ka['peak_rss_mib']:.0f} MiB; "
+                 f"top-k identical: {r['top_k_identical_to_keep_all']})" if ka else ""))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1) + "\n")

@@ -24,4 +24,11 @@ def test_scale_bench_small(tmp_path):
     for x in d["runs"]:
         assert x["run_s"] > 0 and x["compile_s"] >= 0 and x["configs_per_s_run"] > 0
     assert d["local_overhead"] == runs[("local", 1)]["overhead_vs_bare"]
+    # the reduction-only run (default: 1 worker) against keep: all; its top-k equals the table's
+    red = d["reduction"]["runs"]
+    assert [x["workers"] for x in red] == [1]
+    assert set(d["reduction"]["keep"]) == {"top_k", "pareto", "histograms"}
+    assert red[0]["top_k_identical_to_keep_all"] is True and red[0]["pareto_points"] >= 1
+    assert red[0]["peak_rss_mib"] > 0
+    assert red[0]["keep_all"]["peak_rss_mib"] == runs[("local", 1)]["peak_rss_mib"]
     assert "overhead" in r.stdout and "efficiency" in r.stdout
