@@ -142,11 +142,18 @@ def _py(v: Any) -> Any:
     return v
 
 
-def _group_keys(data: Mapping[str, np.ndarray], by: Sequence[str], n: int) -> list[str]:
+def _groups(data: Mapping[str, np.ndarray], by: Sequence[str], n: int) -> tuple[list[str], np.ndarray]:
+    """The distinct groups of the columns ``by`` (JSON lists of their values) and each row's group."""
     if not by:
-        return ["[]"] * n
-    cols = [np.asarray(data[c]).tolist() for c in by]
-    return [json.dumps(list(vals)) for vals in zip(*cols, strict=True)]
+        return ["[]"], np.zeros(n, dtype=np.int64)
+    uniq, codes = [], []
+    for c in by:
+        u, inv = np.unique(np.asarray(data[c]), return_inverse=True)
+        uniq.append(u)
+        codes.append(inv.reshape(-1))
+    combos, inv = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+    keys = [json.dumps([_py(uniq[j][c]) for j, c in enumerate(row)]) for row in combos.tolist()]
+    return keys, inv.reshape(-1)
 
 
 def _sort_top(entries: list, ascending: bool, k: int) -> list:
@@ -154,20 +161,27 @@ def _sort_top(entries: list, ascending: bool, k: int) -> list:
     return entries[:k]
 
 
-def _nondominated(points: list, x_max: bool, y_max: bool) -> list:
-    """The points ``[x, y, id, row]`` no other point dominates, in (x, y, id) order of the minimised axes."""
-    if not points:
-        return []
-    x = np.array([p[0] for p in points], dtype=np.float64) * (-1.0 if x_max else 1.0)
-    y = np.array([p[1] for p in points], dtype=np.float64) * (-1.0 if y_max else 1.0)
-    ids = np.array([p[2] for p in points], dtype=np.int64)
+def _front(x: np.ndarray, y: np.ndarray, ids: np.ndarray, x_max: bool, y_max: bool) -> np.ndarray:
+    """Positions of the points no other point dominates, in (x, y, id) order of the minimised axes."""
+    if not len(x):
+        return np.zeros(0, dtype=np.int64)
+    x = np.asarray(x, dtype=np.float64) * (-1.0 if x_max else 1.0)
+    y = np.asarray(y, dtype=np.float64) * (-1.0 if y_max else 1.0)
     order = np.lexsort((ids, y, x))
     xs, ys = x[order], y[order]
     new = np.r_[True, xs[1:] != xs[:-1]]
     start = np.flatnonzero(new)[np.cumsum(new) - 1]  # first point of each point's equal-x run
     best_before = np.r_[np.inf, np.minimum.accumulate(ys)[:-1]][start]  # min y over strictly smaller x
-    keep = (ys == ys[start]) & (ys < best_before)
-    return [points[i] for i in order[keep]]
+    return order[(ys == ys[start]) & (ys < best_before)]
+
+
+def _nondominated(points: list, x_max: bool, y_max: bool) -> list:
+    """The points ``[x, y, id, row]`` no other point dominates (:func:`_front`)."""
+    if not points:
+        return []
+    keep = _front(np.array([p[0] for p in points]), np.array([p[1] for p in points]),
+                  np.array([p[2] for p in points], dtype=np.int64), x_max, y_max)
+    return [points[i] for i in keep]
 
 
 class Reducer:
@@ -211,13 +225,11 @@ class Reducer:
         if "top_k" in self.spec:
             t = self.spec["top_k"]
             v = self._column(t["by"], data, ids).astype(np.float64)
-            keys = _group_keys({c: self._column(c, data, ids) for c in t["group_by"]}, t["group_by"], n)
-            groups: dict[str, list[int]] = {}
-            for i, key in enumerate(keys):
-                if not np.isnan(v[i]):
-                    groups.setdefault(key, []).append(i)
-            for key, rows in groups.items():
-                r = np.asarray(rows)
+            keys, inv = _groups({c: self._column(c, data, ids) for c in t["group_by"]}, t["group_by"], n)
+            for g, key in enumerate(keys):
+                r = np.flatnonzero((inv == g) & ~np.isnan(v))
+                if not len(r):
+                    continue
                 sk = v[r] if t["ascending"] else -v[r]
                 best = r[np.lexsort((ids[r], sk))][:t["k"]]
                 st["top_k"][key] = [[float(v[i]), int(ids[i]), row(i)] for i in best]
@@ -226,19 +238,17 @@ class Reducer:
             x = self._column(p["x"], data, ids).astype(np.float64)
             y = self._column(p["y"], data, ids).astype(np.float64)
             ok = np.flatnonzero(~(np.isnan(x) | np.isnan(y)))
-            pts = [[float(x[i]), float(y[i]), int(ids[i]), i] for i in ok]
-            front = _nondominated(pts, p["x_better"] == "max", p["y_better"] == "max")
-            st["pareto"] = [[a, b, c, row(i)] for a, b, c, i in front]
+            front = ok[_front(x[ok], y[ok], ids[ok], p["x_better"] == "max", p["y_better"] == "max")]
+            st["pareto"] = [[float(x[i]), float(y[i]), int(ids[i]), row(i)] for i in front]
         if "histograms" in self.spec:
             h = self.spec["histograms"]
-            keys = _group_keys({c: self._column(c, data, ids) for c in h["group_by"]}, h["group_by"], n)
-            ukeys, inv = np.unique(np.asarray(keys), return_inverse=True)
+            ukeys, inv = _groups({c: self._column(c, data, ids) for c in h["group_by"]}, h["group_by"], n)
             for m in h["metrics"]:
                 v = self._column(m, data, ids).astype(np.float64)
                 slot = histogram_slots(v, np.asarray(h["edges"][m]))
                 counts = np.zeros((len(ukeys), h["bins"] + 3), dtype=np.int64)
                 np.add.at(counts, (inv, slot), 1)
-                for g, key in enumerate(ukeys.tolist()):
+                for g, key in enumerate(ukeys):
                     st["histograms"].setdefault(key, {})[m] = counts[g].tolist()
         return st
 
