@@ -135,3 +135,49 @@ def test_merge_is_associative_and_histograms_keep_out_of_range_values():
         reduce.parse({"histograms": {"metrics": ["m"]}})
     with pytest.raises(ConfigError, match="x_better"):
         reduce.parse({"pareto": {"x": "a", "y": "b", "x_better": "least"}})
+
+
+def test_sigkill_mid_reduced_sweep_then_rerun_gives_the_uninterrupted_reductions(tmp_path):
+    """kill -9 a reduction-only sweep through the CLI, run it again: the same files as an uninterrupted
+    run, and the full run's keep: all table gives the same top-k."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    keep = ("sweep.keep={top_k: {k: 2, by: mean_mb_s, group_by: [drive.slc_mode]}, histograms: "
+            "{metrics: [mean_mb_s], bins: 16, range: {mean_mb_s: [50, 5000]}, log: [mean_mb_s]}, "
+            "pareto: {x: drive.dies_per_channel, y: mean_mb_s, y_better: max}}")
+
+    def cmd(run_dir, *extra):
+        return [sys.executable, "-m", "ssdx.cli.main", f"hydra.run.dir={run_dir}", "sweep.chunk_size=4",
+                "sweep.n_steps=100000", "runner.devices=1", *extra]
+
+    env = dict(os.environ, TQDM_DISABLE="1")
+    killed, full = tmp_path / "killed", tmp_path / "full"
+    proc = subprocess.Popen(cmd(killed, keep), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (killed / "chunks").exists() and len(list((killed / "chunks").glob("chunk_*.json"))) >= 3:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    done = len(list((killed / "chunks").glob("chunk_*.json")))
+    assert 3 <= done < 36 and not (killed / "top_k.parquet").exists()
+    r = subprocess.run(cmd(killed, keep), env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"resumed: {done} of 36 chunks" in r.stdout
+    r = subprocess.run(cmd(full, keep.replace("{top_k", "{all: true, top_k")), env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for f in ("top_k.parquet", "pareto.parquet"):
+        pd.testing.assert_frame_equal(pq.read_table(killed / f).to_pandas(),
+                                      pq.read_table(full / f).to_pandas())
+    assert (killed / "histograms.json").read_text() == (full / "histograms.json").read_text()
+    df = pq.read_table(full / "results.parquet").to_pandas()
+    want = (df.sort_values(["mean_mb_s", "config_id"], ascending=[False, True])
+            .groupby("drive.slc_mode").head(2))
+    assert sorted(pq.read_table(killed / "top_k.parquet").column("config_index").to_pylist()) == \
+        sorted(want["config_id"])
