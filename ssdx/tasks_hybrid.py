@@ -310,6 +310,8 @@ def relative(df, value: str = "iops", by: Sequence[str] = ("workload.msr",),
 def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
               progress: bool = True, executor=None) -> dict[str, Any]:
     """A ``model: hybrid`` sweep: ``results.parquet``, ``summary.json``, ``relative_iops.png``."""
+    if sweep.get("keep", "all") != "all":
+        raise params.ConfigError("sweep.keep", sweep["keep"], "a hybrid sweep keeps its whole table: 'all'")
     cols = sweep_columns(sweep, cfg)
     measure = int(sweep.get("requests", (cfg.get("workload") or {}).get("requests", 100_000)))
     if not 1000 <= measure <= 100_000_000:
