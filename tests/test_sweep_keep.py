@@ -181,3 +181,10 @@ def test_sigkill_mid_reduced_sweep_then_rerun_gives_the_uninterrupted_reductions
             .groupby("drive.slc_mode").head(2))
     assert sorted(pq.read_table(killed / "top_k.parquet").column("config_index").to_pylist()) == \
         sorted(want["config_id"])
+
+
+def test_a_keep_naming_no_column_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="mean_mbs"):
+        run_sweep(_sweep(48, {"top_k": {"k": 1, "by": "mean_mbs"}}), BASE, tmp_path, progress=False)
+    with pytest.raises(ConfigError, match="sweep.keep.speed"):
+        run_sweep(_sweep(48, {"speed": {}}), BASE, tmp_path / "b", progress=False)
