@@ -1,0 +1,683 @@
+"""Cross-validation against MQSim: run MQSim on a matrix of cases, check its figures, compare with ssdx.
+
+MQSim is the multi-queue SSD simulator of Tavakkol, Gómez-Luna, Sadrosadati, Ghose and Mutlu,
+"MQSim: A Framework for Enabling Realistic Studies of Modern Multi-Queue SSD Devices", USENIX FAST
+2018 (CMU SAFARI). This script
+
+1. writes each case as MQSim's two input files (an ``Execution_Parameter_Set`` drive description and an
+   ``MQSim_IO_Scenarios`` workload) — the drive is MQSim's own default ``ssdconfig.xml`` (8 channels x
+   4 chips x 2 dies x 2 planes, MLC, 8 KiB pages, t_R 75 us, t_PROG 750 us, erase 3.8 ms, 333 MT/s
+   NV-DDR2 channels, 2 MiB CMT, 256 MiB data cache, PCIe 4 lanes of 1 GB/s) and a smaller variant with
+   fewer blocks per plane on which preconditioning to 50 % and 90 % occupancy is quick;
+2. runs MQSim on each (``--mqsim PATH``), parses its ``*_scenario_N.xml`` result and records per flow
+   the request counts, IOPS, bandwidth, device response time (mean, min, max) and MQSim's CPU time;
+3. applies closed-form checks to MQSim's figures (Little's law for closed loops, the unloaded-read
+   floor, the dies'/channels'/link's capacity) and records the verdict of each;
+4. where ``ssdx.tasks_mqsim`` is available, runs ssdx on the same XML files and writes a side-by-side
+   table (``table.md``, ``xval.json``).
+
+MQSim writes figures only as the XML elements listed in ``MQSIM_FIELDS``; it logs no percentiles.
+
+Usage::
+
+    python bench/mqsim_xval.py --mqsim PATH_TO_MQSIM [--out bench/results/mqsim_xval] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# ----------------------------------------------------------------------------------------------------
+# The drive: MQSim's default ssdconfig.xml (repository CMU-SAFARI/MQSim), parameter for parameter.
+# ----------------------------------------------------------------------------------------------------
+
+#: MQSim's default drive. Times in ns (MQSim's unit), sizes in bytes, rates in MT/s and GB/s per lane.
+DEFAULT_DRIVE: dict[str, Any] = {
+    "PCIe_Lane_Bandwidth": 1.0,  # GB/s per lane
+    "PCIe_Lane_Count": 4,
+    "Seed": 321,
+    "Enabled_Preconditioning": False,
+    "IO_Queue_Depth": 65535,
+    "Queue_Fetch_Size": 512,
+    "Caching_Mechanism": "ADVANCED",
+    "Data_Cache_Sharing_Mode": "SHARED",
+    "Data_Cache_Capacity": 268435456,
+    "Data_Cache_DRAM_Row_Size": 8192,
+    "Data_Cache_DRAM_Data_Rate": 100,
+    "Data_Cache_DRAM_Data_Busrt_Size": 1,
+    "Data_Cache_DRAM_tRCD": 13,
+    "Data_Cache_DRAM_tCL": 13,
+    "Data_Cache_DRAM_tRP": 13,
+    "Ideal_Mapping_Table": False,
+    "CMT_Capacity": 2097152,
+    "Plane_Allocation_Scheme": "CWDP",
+    "Transaction_Scheduling_Policy": "PRIORITY_OUT_OF_ORDER",
+    "Overprovisioning_Ratio": 0.07,
+    "GC_Exec_Threshold": 0.05,
+    "GC_Block_Selection_Policy": "RGA",
+    "GC_Hard_Threshold": 0.005,
+    "Preferred_suspend_erase_time_for_read": 700000,
+    "Preferred_suspend_erase_time_for_write": 700000,
+    "Preferred_suspend_write_time_for_read": 100000,
+    "Flash_Channel_Count": 8,
+    "Flash_Channel_Width": 1,  # bytes
+    "Channel_Transfer_Rate": 333,  # MT/s
+    "Chip_No_Per_Channel": 4,
+    "CMD_Suspension_Support": "ERASE",
+    "Page_Read_Latency": 75000,
+    "Page_Program_Latency": 750000,
+    "Block_Erase_Latency": 3800000,
+    "Suspend_Erase_Time": 700000,
+    "Suspend_Program_Time": 100000,
+    "Die_No_Per_Chip": 2,
+    "Plane_No_Per_Die": 2,
+    "Block_No_Per_Plane": 2048,
+    "Page_No_Per_Block": 256,
+    "Page_Capacity": 8192,
+}
+
+#: The smaller variant: the same drive with 256 blocks per plane (69 GiB raw instead of 550 GiB), so that
+#: MQSim's preconditioning to 90 % occupancy runs in about a minute. With 64 blocks per plane MQSim's
+#: preconditioner stops ("not possible to assign PPA to all LPAs in Allocate_address_for_preconditioning").
+SMALL_BLOCKS_PER_PLANE = 256
+
+
+def ssdconfig_xml(drive: dict[str, Any]) -> str:
+    """MQSim's ``Execution_Parameter_Set`` for ``drive`` (the keys of ``DEFAULT_DRIVE``)."""
+    d = drive
+
+    def b(x: bool) -> str:
+        return "true" if x else "false"
+
+    lat = {k: d[k] for k in ("Page_Read_Latency", "Page_Program_Latency")}
+    return f"""<?xml version="1.0" encoding="us-ascii"?>
+<Execution_Parameter_Set>
+	<Host_Parameter_Set>
+		<PCIe_Lane_Bandwidth>{d['PCIe_Lane_Bandwidth']:.5f}</PCIe_Lane_Bandwidth>
+		<PCIe_Lane_Count>{d['PCIe_Lane_Count']}</PCIe_Lane_Count>
+		<SATA_Processing_Delay>400000</SATA_Processing_Delay>
+		<Enable_ResponseTime_Logging>false</Enable_ResponseTime_Logging>
+		<ResponseTime_Logging_Period_Length>1000000</ResponseTime_Logging_Period_Length>
+	</Host_Parameter_Set>
+	<Device_Parameter_Set>
+		<Seed>{d['Seed']}</Seed>
+		<Enabled_Preconditioning>{b(d['Enabled_Preconditioning'])}</Enabled_Preconditioning>
+		<Memory_Type>FLASH</Memory_Type>
+		<HostInterface_Type>NVME</HostInterface_Type>
+		<IO_Queue_Depth>{d['IO_Queue_Depth']}</IO_Queue_Depth>
+		<Queue_Fetch_Size>{d['Queue_Fetch_Size']}</Queue_Fetch_Size>
+		<Caching_Mechanism>{d['Caching_Mechanism']}</Caching_Mechanism>
+		<Data_Cache_Sharing_Mode>{d['Data_Cache_Sharing_Mode']}</Data_Cache_Sharing_Mode>
+		<Data_Cache_Capacity>{d['Data_Cache_Capacity']}</Data_Cache_Capacity>
+		<Data_Cache_DRAM_Row_Size>{d['Data_Cache_DRAM_Row_Size']}</Data_Cache_DRAM_Row_Size>
+		<Data_Cache_DRAM_Data_Rate>{d['Data_Cache_DRAM_Data_Rate']}</Data_Cache_DRAM_Data_Rate>
+		<Data_Cache_DRAM_Data_Busrt_Size>{d['Data_Cache_DRAM_Data_Busrt_Size']}</Data_Cache_DRAM_Data_Busrt_Size>
+		<Data_Cache_DRAM_tRCD>{d['Data_Cache_DRAM_tRCD']}</Data_Cache_DRAM_tRCD>
+		<Data_Cache_DRAM_tCL>{d['Data_Cache_DRAM_tCL']}</Data_Cache_DRAM_tCL>
+		<Data_Cache_DRAM_tRP>{d['Data_Cache_DRAM_tRP']}</Data_Cache_DRAM_tRP>
+		<Address_Mapping>PAGE_LEVEL</Address_Mapping>
+		<Ideal_Mapping_Table>{b(d['Ideal_Mapping_Table'])}</Ideal_Mapping_Table>
+		<CMT_Capacity>{d['CMT_Capacity']}</CMT_Capacity>
+		<CMT_Sharing_Mode>SHARED</CMT_Sharing_Mode>
+		<Plane_Allocation_Scheme>{d['Plane_Allocation_Scheme']}</Plane_Allocation_Scheme>
+		<Transaction_Scheduling_Policy>{d['Transaction_Scheduling_Policy']}</Transaction_Scheduling_Policy>
+		<Overprovisioning_Ratio>{d['Overprovisioning_Ratio']}</Overprovisioning_Ratio>
+		<GC_Exec_Threshold>{d['GC_Exec_Threshold']:.5f}</GC_Exec_Threshold>
+		<GC_Block_Selection_Policy>{d['GC_Block_Selection_Policy']}</GC_Block_Selection_Policy>
+		<Use_Copyback_for_GC>false</Use_Copyback_for_GC>
+		<Preemptible_GC_Enabled>false</Preemptible_GC_Enabled>
+		<GC_Hard_Threshold>{d['GC_Hard_Threshold']:.6f}</GC_Hard_Threshold>
+		<Dynamic_Wearleveling_Enabled>true</Dynamic_Wearleveling_Enabled>
+		<Static_Wearleveling_Enabled>true</Static_Wearleveling_Enabled>
+		<Static_Wearleveling_Threshold>100</Static_Wearleveling_Threshold>
+		<Preferred_suspend_erase_time_for_read>{d['Preferred_suspend_erase_time_for_read']}</Preferred_suspend_erase_time_for_read>
+		<Preferred_suspend_erase_time_for_write>{d['Preferred_suspend_erase_time_for_write']}</Preferred_suspend_erase_time_for_write>
+		<Preferred_suspend_write_time_for_read>{d['Preferred_suspend_write_time_for_read']}</Preferred_suspend_write_time_for_read>
+		<Flash_Channel_Count>{d['Flash_Channel_Count']}</Flash_Channel_Count>
+		<Flash_Channel_Width>{d['Flash_Channel_Width']}</Flash_Channel_Width>
+		<Channel_Transfer_Rate>{d['Channel_Transfer_Rate']}</Channel_Transfer_Rate>
+		<Chip_No_Per_Channel>{d['Chip_No_Per_Channel']}</Chip_No_Per_Channel>
+		<Flash_Comm_Protocol>NVDDR2</Flash_Comm_Protocol>
+		<Flash_Parameter_Set>
+			<Flash_Technology>MLC</Flash_Technology>
+			<CMD_Suspension_Support>{d['CMD_Suspension_Support']}</CMD_Suspension_Support>
+			<Page_Read_Latency_LSB>{lat['Page_Read_Latency']}</Page_Read_Latency_LSB>
+			<Page_Read_Latency_CSB>{lat['Page_Read_Latency']}</Page_Read_Latency_CSB>
+			<Page_Read_Latency_MSB>{lat['Page_Read_Latency']}</Page_Read_Latency_MSB>
+			<Page_Program_Latency_LSB>{lat['Page_Program_Latency']}</Page_Program_Latency_LSB>
+			<Page_Program_Latency_CSB>{lat['Page_Program_Latency']}</Page_Program_Latency_CSB>
+			<Page_Program_Latency_MSB>{lat['Page_Program_Latency']}</Page_Program_Latency_MSB>
+			<Block_Erase_Latency>{d['Block_Erase_Latency']}</Block_Erase_Latency>
+			<Block_PE_Cycles_Limit>10000</Block_PE_Cycles_Limit>
+			<Suspend_Erase_Time>{d['Suspend_Erase_Time']}</Suspend_Erase_Time>
+			<Suspend_Program_Time>{d['Suspend_Program_Time']}</Suspend_Program_Time>
+			<Die_No_Per_Chip>{d['Die_No_Per_Chip']}</Die_No_Per_Chip>
+			<Plane_No_Per_Die>{d['Plane_No_Per_Die']}</Plane_No_Per_Die>
+			<Block_No_Per_Plane>{d['Block_No_Per_Plane']}</Block_No_Per_Plane>
+			<Page_No_Per_Block>{d['Page_No_Per_Block']}</Page_No_Per_Block>
+			<Page_Capacity>{d['Page_Capacity']}</Page_Capacity>
+			<Page_Metadat_Capacity>448</Page_Metadat_Capacity>
+		</Flash_Parameter_Set>
+	</Device_Parameter_Set>
+</Execution_Parameter_Set>
+"""
+
+
+# ----------------------------------------------------------------------------------------------------
+# Cases
+# ----------------------------------------------------------------------------------------------------
+
+SECTOR = 512  # bytes, MQSim's SECTOR_SIZE_IN_BYTE
+NS_PER_S = 1_000_000_000
+
+
+@dataclass
+class Case:
+    """One MQSim run: a drive variant and one synthetic or trace flow.
+
+    ``stop_time_s`` is MQSim's ``Stop_Time`` (whole seconds of simulated time, see ``closed_form``
+    for why whole seconds); a trace runs to its end instead.
+    """
+
+    name: str
+    kind: str = "synthetic"  # synthetic | trace | pair (two flows sharing the drive)
+    drive: str = "default"  # default | small
+    generator: str = "QUEUE_DEPTH"  # QUEUE_DEPTH | BANDWIDTH
+    read_pct: int = 100
+    qd: int = 1
+    size_sectors: int = 8
+    address: str = "RANDOM_UNIFORM"  # RANDOM_UNIFORM | STREAMING
+    bandwidth_bps: int = 0  # bytes/s, BANDWIDTH generator only
+    precondition: bool = False
+    occupancy_pct: int = 0
+    stop_time_s: int = 1
+    trace: str = ""
+    total_requests: int = 0  # MQSim's Total_Requests_To_Generate (with stop_time_s = 0)
+    second_flow_qd: int = 0  # kind "pair": a second, identical flow at this queue depth
+    drive_overrides: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+    def drive_params(self) -> dict[str, Any]:
+        """The drive's parameters (``DEFAULT_DRIVE`` with this case's variant and overrides)."""
+        d = dict(DEFAULT_DRIVE)
+        if self.drive == "small":
+            d["Block_No_Per_Plane"] = SMALL_BLOCKS_PER_PLANE
+        d["Enabled_Preconditioning"] = self.precondition
+        d.update(self.drive_overrides)
+        return d
+
+    def offered_iops(self) -> float:
+        """The BANDWIDTH generator's actual mean arrival rate (requests/s).
+
+        MQSim (``Host_System.cpp``) turns ``Bandwidth`` into a mean inter-arrival time with integer
+        arithmetic, ``1e9 / ((Bandwidth / 512) / Average_Request_Size)`` ns; this repeats it.
+        """
+        if self.generator != "BANDWIDTH" or self.bandwidth_bps <= 0:
+            return 0.0
+        per_s = (self.bandwidth_bps // SECTOR) // self.size_sectors
+        return NS_PER_S / (NS_PER_S // per_s)
+
+
+def workload_xml(case: Case, trace_path: str = "") -> str:
+    """MQSim's ``MQSim_IO_Scenarios`` with one scenario holding the case's single flow."""
+    common = f"""			<Priority_Class>HIGH</Priority_Class>
+			<Device_Level_Data_Caching_Mode>WRITE_CACHE</Device_Level_Data_Caching_Mode>
+			<Channel_IDs>0,1,2,3,4,5,6,7</Channel_IDs>
+			<Chip_IDs>0,1,2,3</Chip_IDs>
+			<Die_IDs>0,1</Die_IDs>
+			<Plane_IDs>0,1</Plane_IDs>
+			<Initial_Occupancy_Percentage>{case.occupancy_pct}</Initial_Occupancy_Percentage>
+"""
+    if case.kind == "trace":
+        flow = f"""		<IO_Flow_Parameter_Set_Trace_Based>
+{common}			<File_Path>{trace_path}</File_Path>
+			<Percentage_To_Be_Executed>100</Percentage_To_Be_Executed>
+			<Relay_Count>1</Relay_Count>
+			<Time_Unit>NANOSECOND</Time_Unit>
+		</IO_Flow_Parameter_Set_Trace_Based>
+"""
+    else:
+        flow = _synthetic_flow(case, common, case.qd, 798)
+        if case.kind == "pair":
+            flow += _synthetic_flow(case, common, case.second_flow_qd, 6533)
+    return (
+        '<?xml version="1.0" encoding="us-ascii"?>\n<MQSim_IO_Scenarios>\n\t<IO_Scenario>\n'
+        + flow
+        + "\t</IO_Scenario>\n</MQSim_IO_Scenarios>\n"
+    )
+
+
+def _synthetic_flow(case: Case, common: str, qd: int, seed: int) -> str:
+    return f"""		<IO_Flow_Parameter_Set_Synthetic>
+{common}			<Working_Set_Percentage>100</Working_Set_Percentage>
+			<Synthetic_Generator_Type>{case.generator}</Synthetic_Generator_Type>
+			<Read_Percentage>{case.read_pct}</Read_Percentage>
+			<Address_Distribution>{case.address}</Address_Distribution>
+			<Percentage_of_Hot_Region>0</Percentage_of_Hot_Region>
+			<Generated_Aligned_Addresses>true</Generated_Aligned_Addresses>
+			<Address_Alignment_Unit>{case.size_sectors}</Address_Alignment_Unit>
+			<Request_Size_Distribution>FIXED</Request_Size_Distribution>
+			<Average_Request_Size>{case.size_sectors}</Average_Request_Size>
+			<Variance_Request_Size>0</Variance_Request_Size>
+			<Seed>{seed}</Seed>
+			<Average_No_of_Reqs_in_Queue>{qd}</Average_No_of_Reqs_in_Queue>
+			<Bandwidth>{case.bandwidth_bps}</Bandwidth>
+			<Stop_Time>{case.stop_time_s * NS_PER_S}</Stop_Time>
+			<Total_Requests_To_Generate>{case.total_requests}</Total_Requests_To_Generate>
+		</IO_Flow_Parameter_Set_Synthetic>
+"""
+
+
+QDS = (1, 4, 16, 64)
+OPEN_LOOP_FRACTIONS = (0.1, 0.3, 0.5, 0.7, 0.9)
+TRACES = ("tpcc-small.trace", "wsrch-small.trace")
+
+
+def closed_loop_cases(quick: bool) -> list[Case]:
+    """QD1..QD64 4 KiB random read / write / 70-30 mix, sequential 128 KiB, preconditioned variants."""
+    cases: list[Case] = []
+    mixes = (("randread", 100), ("randwrite", 0), ("mix70", 70))
+    for label, rp in mixes:
+        for qd in (QDS if not quick else (1, 16)):
+            cases.append(Case(name=f"{label}_qd{qd}", read_pct=rp, qd=qd))
+    for label, rp in (("seqread128k", 100), ("seqwrite128k", 0)):
+        cases.append(Case(name=f"{label}_qd8", read_pct=rp, qd=8, size_sectors=256, address="STREAMING"))
+    for occ in (50, 90):
+        for label, rp in mixes[2:]:  # the 70/30 mix only: MQSim's preconditioning costs about a minute
+            cases.append(Case(name=f"small_occ{occ}_{label}_qd16", drive="small", read_pct=rp, qd=16,
+                              precondition=True, occupancy_pct=occ))
+    return cases
+
+
+def open_loop_cases(sat_iops: float, quick: bool) -> list[Case]:
+    """Poisson 4 KiB random reads at fractions of the measured QD64 saturation rate."""
+    out = []
+    for f in (OPEN_LOOP_FRACTIONS if not quick else (0.1, 0.5, 0.9)):
+        bw = int(round(f * sat_iops * 8 * SECTOR))
+        out.append(Case(name=f"openread_{int(round(f * 100))}pct", generator="BANDWIDTH", qd=0,
+                        bandwidth_bps=bw, note=f"{f:.0%} of the QD64 random-read rate"))
+    return out
+
+
+def trace_cases() -> list[Case]:
+    """MQSim's two bundled traces (``traces/`` of its source tree), whole, on the default drive."""
+    return [Case(name=t.replace("-small.trace", ""), kind="trace", trace=t, occupancy_pct=70,
+                 stop_time_s=0) for t in TRACES]
+
+
+def evidence_cases() -> list[Case]:
+    """Re-runs with one MQSim mechanism switched, to measure (not guess) what it contributes."""
+    return [
+        Case(name="randread_qd16_ideal_map", read_pct=100, qd=16,
+             drive_overrides={"Ideal_Mapping_Table": True}, note="randread_qd16 with Ideal_Mapping_Table"),
+        Case(name="mix70_qd16_ideal_map", read_pct=70, qd=16,
+             drive_overrides={"Ideal_Mapping_Table": True}, note="mix70_qd16 with Ideal_Mapping_Table"),
+        Case(name="mix70_qd16_susp_prog_erase", read_pct=70, qd=16,
+             drive_overrides={"CMD_Suspension_Support": "PROGRAM_ERASE"},
+             note="mix70_qd16 with program and erase suspension"),
+        Case(name="pair_qd16_qd2_count", kind="pair", read_pct=100, qd=16, second_flow_qd=2, stop_time_s=0,
+             total_requests=50000,
+             note="two random-read flows (QD16, QD2) with equal request counts: the QD16 flow's IOPS is "
+                  "divided by the whole scenario's clock (Little's-law suspect)"),
+    ]
+
+
+# ----------------------------------------------------------------------------------------------------
+# Running MQSim and reading its result
+# ----------------------------------------------------------------------------------------------------
+
+#: The per-flow elements of MQSim's result file (``IO_Flow_Base::Report_results_in_XML``).
+MQSIM_FIELDS = (
+    "Request_Count", "Read_Request_Count", "Write_Request_Count", "IOPS", "IOPS_Read", "IOPS_Write",
+    "Bytes_Transferred", "Bytes_Transferred_Read", "Bytes_Transferred_Write", "Bandwidth",
+    "Bandwidth_Read", "Bandwidth_Write", "Device_Response_Time", "Min_Device_Response_Time",
+    "Max_Device_Response_Time", "End_to_End_Request_Delay", "Min_End_to_End_Request_Delay",
+    "Max_End_to_End_Request_Delay",
+)
+
+
+def _num(text: str | None, path: Path, tag: str) -> float | None:
+    if text is None:
+        return None
+    t = text.strip()
+    try:
+        v = float(t)
+    except ValueError as exc:
+        raise ValueError(f"{path}: element {tag}: not a number: {t!r}") from exc
+    return v if math.isfinite(v) else None  # MQSim writes inf / -nan for a 0 s denominator
+
+
+def parse_result(path: Path) -> list[dict[str, Any]]:
+    """The ``Host.IO_Flow`` elements of an MQSim result file, as dicts of numbers (None for inf/nan)."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise ValueError(f"{path}: line {exc.position[0]}: malformed XML: {exc}") from exc
+    flows = []
+    for el in root.iter("Host.IO_Flow"):
+        rec: dict[str, Any] = {"Name": (el.findtext("Name") or "").strip()}
+        for tag in MQSIM_FIELDS:
+            rec[tag] = _num(el.findtext(tag), path, tag)
+        flows.append(rec)
+    if not flows:
+        raise ValueError(f"{path}: no Host.IO_Flow element")
+    return flows
+
+
+def run_mqsim(binary: Path, case: Case, workdir: Path, mqsim_src: Path | None) -> dict[str, Any]:
+    """Write the case's XML files in ``workdir``, run MQSim, return its flows and CPU/wall time."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    trace_path = ""
+    if case.kind == "trace":
+        if mqsim_src is None or not (mqsim_src / "traces" / case.trace).is_file():
+            raise FileNotFoundError(f"trace {case.trace} not found under MQSim's source tree traces/")
+        shutil.copy(mqsim_src / "traces" / case.trace, workdir / case.trace)
+        trace_path = case.trace
+    ssd = workdir / "ssdconfig.xml"
+    wl = workdir / "workload.xml"
+    ssd.write_text(ssdconfig_xml(case.drive_params()))
+    wl.write_text(workload_xml(case, trace_path))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([str(binary), "-i", ssd.name, "-w", wl.name], cwd=workdir,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = workdir / "workload_scenario_1.xml"
+    if proc.returncode != 0 or not out.is_file():
+        raise RuntimeError(f"MQSim failed on {case.name} (exit {proc.returncode}): {proc.stdout[-2000:]}"
+                           f"{proc.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    flows = parse_result(out)
+    n = sum(int(f["Request_Count"] or 0) for f in flows)
+    return {"flows": flows, "wall_s": wall, "cpu_s": cpu, "requests": n,
+            "cpu_us_per_request": 1e6 * cpu / n if n else None}
+
+
+# ----------------------------------------------------------------------------------------------------
+# Closed-form checks on MQSim's figures
+# ----------------------------------------------------------------------------------------------------
+
+
+def drive_bounds(drive: dict[str, Any], size_bytes: int) -> dict[str, float]:
+    """Physical limits of the drive for requests of ``size_bytes`` (4 KiB random or 128 KiB sequential).
+
+    - unloaded read floor (us): one page read t_R, the request's bytes over one channel
+      (``Channel_Transfer_Rate`` MT/s x ``Flash_Channel_Width`` bytes) and over the PCIe link
+      (lanes x GB/s); command/address cycles, firmware and DRAM time only add to it.
+    - read capacity (IOPS): every plane of every die reading one page per t_R (pages per request
+      rounded up), every channel busy moving the request's bytes, the link moving them — the least.
+    - flash write capacity (IOPS): every plane programming a page per t_PROG, channel and link as above.
+    """
+    d = drive
+    ch_bps = d["Channel_Transfer_Rate"] * 1e6 * d["Flash_Channel_Width"]
+    link_bps = d["PCIe_Lane_Count"] * d["PCIe_Lane_Bandwidth"] * 1e9
+    dies = d["Flash_Channel_Count"] * d["Chip_No_Per_Channel"] * d["Die_No_Per_Chip"]
+    planes = dies * d["Plane_No_Per_Die"]
+    pages = math.ceil(size_bytes / d["Page_Capacity"])
+    t_r = d["Page_Read_Latency"] * 1e-9
+    t_p = d["Page_Program_Latency"] * 1e-9
+    chan_iops = d["Flash_Channel_Count"] * ch_bps / size_bytes
+    link_iops = link_bps / size_bytes
+    # A request smaller than a page occupies a whole page's read (no two 4 KiB reads share one t_R
+    # unless they address the same page, which uniform random addressing makes negligible).
+    read_die_iops = planes / t_r / pages
+    write_die_iops = planes * d["Page_Capacity"] / t_p / size_bytes  # sub-page writes are merged in pages
+    return {
+        "read_floor_us": 1e6 * (t_r + min(size_bytes, d["Page_Capacity"]) / ch_bps + size_bytes / link_bps),
+        "read_iops_cap": min(read_die_iops, chan_iops, link_iops),
+        "write_flash_iops_cap": min(write_die_iops, chan_iops, link_iops),
+        "link_iops_cap": link_iops,
+    }
+
+
+def little_tolerance(qd: int, n: int, mean_us: float) -> float:
+    """Relative tolerance on ``IOPS x mean response = QD`` for a finite closed-loop run.
+
+    Three honest sources of error, added: (1) MQSim truncates the mean response to whole microseconds
+    (``Get_device_response_time`` casts to ``uint32_t``), up to ``1/mean_us``; (2) the run's edges — the
+    first QD requests start together and the last ones are cut by ``Stop_Time``, at most ``QD/N`` of the
+    requests; (3) 2 % for the host-side time outside the device response (submission-queue doorbell
+    and completion handling, counted in neither figure).
+    """
+    return 0.02 + (qd / n if n else 1.0) + (1.0 / mean_us if mean_us > 0 else 1.0)
+
+
+def closed_form(case: Case, flow: dict[str, Any], wall_stop_s: int | None = None) -> dict[str, Any]:
+    """The closed-form checks on one MQSim flow; each entry ``{"pass": bool|None, ...}``.
+
+    ``None`` means the check does not apply (or MQSim gave no finite figure to check).
+    MQSim computes IOPS as ``count / (Time_ns / 1000000000)`` with integer division
+    (``IO_Flow_Base::Report_results_in_XML``; ``sim_time_type`` is ``uint64_t`` and
+    ``SIM_TIME_TO_SECONDS_COEFF`` the integer 1000000000): the denominator is the simulated time rounded
+    *down* to whole seconds, and the clock it reads runs until MQSim's event list is empty — past the
+    last host request, through any write-back of the data cache and garbage collection still queued.
+    """
+    drive = case.drive_params()
+    size = case.size_sectors * SECTOR
+    b = drive_bounds(drive, size)
+    iops = flow.get("IOPS")
+    r_us = flow.get("Device_Response_Time")
+    n = int(flow.get("Request_Count") or 0)
+    out: dict[str, Any] = {"bounds": b}
+
+    # Little's law (closed loop only).
+    if case.kind in ("synthetic", "pair") and case.generator == "QUEUE_DEPTH" and iops and r_us:
+        l_obs = iops * r_us * 1e-6
+        tol = little_tolerance(case.qd, n, r_us)
+        rel = l_obs / case.qd - 1.0
+        out["little"] = {"pass": abs(rel) <= tol, "outstanding": l_obs, "qd": case.qd, "rel_err": rel,
+                         "tol": tol}
+    else:
+        out["little"] = {"pass": None}
+
+    # Unloaded read floor: every read response at least t_R + channel + link.
+    rd = flow.get("Read_Request_Count") or 0
+    wr = flow.get("Write_Request_Count") or 0
+    mn = flow.get("Min_Device_Response_Time")
+    if case.kind in ("synthetic", "pair") and rd and not wr and mn is not None:
+        out["read_floor"] = {"pass": mn >= math.floor(b["read_floor_us"]), "min_us": mn,
+                             "floor_us": b["read_floor_us"]}
+    else:
+        out["read_floor"] = {"pass": None}
+
+    # Capacity: reads within the dies'/channels'/link's read rate; writes within flash rate plus what
+    # the data cache can absorb over the run (cache bytes / request bytes / run time).
+    ir, iw = flow.get("IOPS_Read"), flow.get("IOPS_Write")
+    if iops:
+        run_s = n / iops if iops else 0.0
+        cache_iops = drive["Data_Cache_Capacity"] / size / run_s if run_s > 0 else math.inf
+        cap_r = b["read_iops_cap"]
+        cap_w = b["write_flash_iops_cap"] + cache_iops
+        # Time-sharing the drive between reads and writes: the fractions of capacity must sum to <= 1.
+        load = (ir or 0.0) / cap_r + (iw or 0.0) / cap_w
+        out["capacity"] = {"pass": load <= 1.0 and iops <= b["link_iops_cap"], "load": load,
+                           "read_cap": cap_r, "write_cap": cap_w}
+    else:
+        out["capacity"] = {"pass": None}
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# The ssdx side
+# ----------------------------------------------------------------------------------------------------
+
+
+def run_ssdx(workdir: Path) -> dict[str, Any] | None:
+    """ssdx's figures on the case's XML files through ``ssdx.tasks_mqsim.run_mqsim``, or None if absent."""
+    try:
+        from omegaconf import OmegaConf
+        from ssdx.tasks_mqsim import run_mqsim as ssdx_run  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    out_dir = workdir / "ssdx"
+    out_dir.mkdir(exist_ok=True)
+    cfg = OmegaConf.create({"mqsim": {"ssdconfig": str(workdir / "ssdconfig.xml"),
+                                      "workload": str(workdir / "workload.xml")}})
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    ssdx_run(cfg, out_dir)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    summary = json.loads((out_dir / "summary.json").read_text())
+    flow = summary["scenarios"][0]["flows"][0]
+    return {"flow": flow, "wall_s": wall,
+            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+
+
+def rel(a: float | None, b: float | None) -> float | None:
+    """(a - b) / b, or None where either is missing or b is 0."""
+    if a is None or b is None or b == 0:
+        return None
+    return (a - b) / b
+
+
+# ----------------------------------------------------------------------------------------------------
+# Main
+# ----------------------------------------------------------------------------------------------------
+
+
+def mqsim_commit(binary: Path) -> str:
+    """The commit of the MQSim source tree the binary sits in (``MQSIM_COMMIT`` overrides)."""
+    env = os.environ.get("MQSIM_COMMIT")
+    if env:
+        return env
+    try:
+        return subprocess.run(["git", "-C", str(binary.parent), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the matrix; write ``mqsim_reference.json`` (and ``xval.json``/``table.md`` when ssdx can run)."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mqsim", type=Path, required=True, help="MQSim binary (its source tree holds traces/)")
+    ap.add_argument("--out", type=Path, default=Path("bench/results/mqsim_xval"))
+    ap.add_argument("--quick", action="store_true", help="a subset of the cases")
+    ap.add_argument("--no-ssdx", action="store_true", help="MQSim only")
+    args = ap.parse_args(argv)
+    binary = args.mqsim.resolve()
+    if not binary.is_file():
+        ap.error(f"--mqsim {args.mqsim}: no such file")
+    src = binary.parent
+    args.out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="mqsim_xval_"))
+
+    cases = closed_loop_cases(args.quick)
+    results: dict[str, Any] = {}
+
+    def do(case: Case) -> None:
+        try:
+            r = run_mqsim(binary, case, tmp / case.name, src)
+        except (RuntimeError, FileNotFoundError, ValueError) as exc:
+            results[case.name] = {"case": asdict(case), "error": str(exc)[-600:]}
+            print(f"{case.name}: {exc}", flush=True)
+            return
+        f = r["flows"][0]
+        checks = closed_form(case, f)
+        results[case.name] = {"case": asdict(case), "mqsim": r, "checks": checks}
+        print(f"{case.name:36s} IOPS {f['IOPS']!s:>14}  resp {f['Device_Response_Time']!s:>8} us  "
+              f"n {r['requests']:>8}  cpu {r['cpu_s']:.2f} s  little {checks['little'].get('pass')} "
+              f"floor {checks['read_floor'].get('pass')} cap {checks['capacity'].get('pass')}", flush=True)
+
+    for c in cases:
+        do(c)
+    sat = results["randread_qd64"]["mqsim"]["flows"][0]["IOPS"] if "randread_qd64" in results else \
+        results["randread_qd16"]["mqsim"]["flows"][0]["IOPS"]
+    for c in open_loop_cases(sat, args.quick):
+        do(c)
+        results[c.name]["offered_iops"] = c.offered_iops()
+    for c in trace_cases():
+        do(c)
+    if not args.quick:
+        for c in evidence_cases():
+            do(c)
+
+    ref = {
+        "mqsim": {"repository": "CMU-SAFARI/MQSim", "commit": mqsim_commit(binary),
+                  "citation": "Tavakkol et al., MQSim: A Framework for Enabling Realistic Studies of Modern "
+                              "Multi-Queue SSD Devices, USENIX FAST 2018"},
+        "host_cpu": os.cpu_count(),
+        "saturation_iops_qd64_randread": sat,
+        "default_drive": DEFAULT_DRIVE,
+        "small_blocks_per_plane": SMALL_BLOCKS_PER_PLANE,
+        "cases": results,
+    }
+    (args.out / "mqsim_reference.json").write_text(json.dumps(ref, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {args.out / 'mqsim_reference.json'}")
+
+    if not args.no_ssdx:
+        write_xval(ref, tmp, args.out)
+    return 0
+
+
+def write_xval(ref: dict[str, Any], tmp: Path, out: Path) -> None:
+    """Run ssdx on every case's XML files and write ``xval.json`` and ``table.md`` (if ssdx can)."""
+    rows = {}
+    for name, rec in ref["cases"].items():
+        if "error" in rec:
+            continue
+        s = run_ssdx(tmp / name)
+        if s is None:
+            print("ssdx.tasks_mqsim not available: no side-by-side table")
+            return
+        m = rec["mqsim"]["flows"][0]
+        f = s["flow"]
+        n_m = rec["mqsim"]["requests"]
+        cpu_m = rec["mqsim"]["cpu_us_per_request"]
+        n_s = f.get("requests") or n_m
+        cpu_s = 1e6 * s["cpu_s"] / n_s if n_s else None
+        checks_ok = all(v.get("pass") in (True, None) for k, v in rec["checks"].items() if k != "bounds")
+        rows[name] = {
+            "mqsim": {"iops": m["IOPS"], "mean_us": m["Device_Response_Time"], "p99_us": None},
+            "ssdx": {"iops": f.get("iops"), "mean_us": f.get("device_response_time_us"),
+                     "p99_us": f.get("p99_response_time_us")},
+            "rel_iops": rel(f.get("iops"), m["IOPS"]),
+            "rel_mean": rel(f.get("device_response_time_us"), m["Device_Response_Time"]),
+            "rel_p99": None,
+            "mqsim_checks_pass": checks_ok,
+            "cpu_us_per_request": {"mqsim": cpu_m, "ssdx": cpu_s,
+                                   "ratio_ssdx_over_mqsim": (cpu_s / cpu_m) if cpu_s and cpu_m else None},
+        }
+    (out / "xval.json").write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    (out / "table.md").write_text(table_md(rows))
+    print(f"wrote {out / 'xval.json'} and {out / 'table.md'}")
+
+
+def _f(x: float | None, fmt: str) -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def table_md(rows: dict[str, Any]) -> str:
+    """The side-by-side table in Markdown (MQSim logs no percentile, so p99 is ssdx's only)."""
+    lines = ["| case | MQSim IOPS | ssdx IOPS | Δ IOPS | MQSim mean µs | ssdx mean µs | Δ mean | ssdx p99 µs "
+             "| MQSim checks | CPU µs/req MQSim | ssdx | ratio |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|---:|"]
+    for k, r in rows.items():
+        c = r["cpu_us_per_request"]
+        lines.append(
+            f"| {k} | {_f(r['mqsim']['iops'], ',.0f')} | {_f(r['ssdx']['iops'], ',.0f')} | "
+            f"{_f(r['rel_iops'], '+.1%')} | {_f(r['mqsim']['mean_us'], '.0f')} | "
+            f"{_f(r['ssdx']['mean_us'], '.1f')} | "
+            f"{_f(r['rel_mean'], '+.1%')} | {_f(r['ssdx']['p99_us'], '.1f')} | "
+            f"{'pass' if r['mqsim_checks_pass'] else 'FAIL'} | {_f(c['mqsim'], '.2f')} | "
+            f"{_f(c['ssdx'], '.2f')} | "
+            f"{_f(c['ratio_ssdx_over_mqsim'], '.2f')} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
