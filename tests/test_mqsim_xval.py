@@ -1,0 +1,148 @@
+"""The MQSim cross-validation harness: its closed-form checks, its parser, and the committed reference.
+
+No MQSim binary is needed: the reference figures are read from ``bench/results/mqsim_xval``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "mqsim_xval"
+REFERENCE = RESULTS / "mqsim_reference.json"
+XVAL = RESULTS / "xval.json"
+
+
+
+def _load_harness():
+    """``bench/mqsim_xval.py`` as a module, registered in ``sys.modules`` (its dataclass needs that)."""
+    path = Path(__file__).resolve().parents[1] / "bench" / "mqsim_xval.py"
+    spec = importlib.util.spec_from_file_location("ssdx_bench_mqsim_xval", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+xv = _load_harness()
+
+
+def test_drive_bounds_by_hand() -> None:
+    """MQSim's default drive, 4 KiB: floor 75 + 4096/333 MB/s + 4096/4 GB/s us; the channels cap reads."""
+    b = xv.drive_bounds(xv.DEFAULT_DRIVE, 4096)
+    assert b["read_floor_us"] == pytest.approx(75.0 + 4096 / 333e6 * 1e6 + 4096 / 4e9 * 1e6, rel=1e-12)
+    assert b["read_floor_us"] == pytest.approx(88.324, abs=1e-3)
+    # 128 planes / 75 us = 1.71 M; 8 channels x 333 MB/s / 4 KiB = 650 k; 4 GB/s / 4 KiB = 977 k.
+    assert b["read_iops_cap"] == pytest.approx(8 * 333e6 / 4096, rel=1e-12)
+    # 128 planes x 8 KiB / 750 us = 1.40 GB/s -> 341 k 4 KiB writes/s, below the channels' 650 k.
+    assert b["write_flash_iops_cap"] == pytest.approx(128 * 8192 / 750e-6 / 4096, rel=1e-12)
+
+
+def test_little_check_catches_the_whole_scenario_clock() -> None:
+    """A QD16 flow reported at 11,395 IOPS and 175 us holds 2.0 requests, not 16: the check must fail."""
+    case = xv.Case(name="x", read_pct=100, qd=16)
+    flow = {"IOPS": 11395.0, "Device_Response_Time": 175.0, "Request_Count": 200000,
+            "Read_Request_Count": 200000, "Write_Request_Count": 0,
+            "IOPS_Read": 11395.0, "IOPS_Write": 0.0, "Min_Device_Response_Time": 89.0}
+    little = xv.closed_form(case, flow)["little"]
+    assert little["outstanding"] == pytest.approx(1.994125)
+    assert little["pass"] is False
+    flow_ok = dict(flow, IOPS=16 / 175e-6, IOPS_Read=16 / 175e-6)
+    assert xv.closed_form(case, flow_ok)["little"]["pass"] is True
+    # Tolerance: 2 % + QD/N + 1/mean_us.
+    assert xv.little_tolerance(16, 1600, 100.0) == pytest.approx(0.04)
+
+
+def test_read_floor_check() -> None:
+    case = xv.Case(name="x", read_pct=100, qd=1)
+    base = {"IOPS": 1.0 / 100e-6, "Device_Response_Time": 100.0, "Request_Count": 10000,
+            "Read_Request_Count": 10000, "Write_Request_Count": 0, "IOPS_Read": 1.0 / 100e-6,
+            "IOPS_Write": 0.0}
+    assert xv.closed_form(case, dict(base, Min_Device_Response_Time=88.0))["read_floor"]["pass"] is True
+    assert xv.closed_form(case, dict(base, Min_Device_Response_Time=60.0))["read_floor"]["pass"] is False
+
+
+def test_offered_rate_repeats_mqsims_integer_arithmetic() -> None:
+    # 123456789 B/s -> 241126 sectors/s -> 30140 requests/s -> 33178 ns between arrivals.
+    c = xv.Case(name="x", generator="BANDWIDTH", bandwidth_bps=123456789, size_sectors=8)
+    assert c.offered_iops() == pytest.approx(1e9 / 33178)
+    assert xv.Case(name="y", generator="BANDWIDTH", bandwidth_bps=409600000).offered_iops() == 100000.0
+
+
+def test_parser_reads_mqsim_output_and_names_a_bad_file(tmp_path: Path) -> None:
+    good = tmp_path / "w_scenario_1.xml"
+    good.write_text('<?xml version="1.0" encoding="us-ascii"?>\n<MQSim_Results>\n<Host>\n<Host.IO_Flow>\n'
+                    "<Name>Host.IO_Flow.Synth.No_0</Name>\n<Request_Count>20000</Request_Count>\n"
+                    "<IOPS>inf</IOPS>\n<IOPS_Write>-nan</IOPS_Write>\n"
+                    "<Device_Response_Time>260</Device_Response_Time>\n"
+                    "</Host.IO_Flow>\n</Host>\n</MQSim_Results>\n")
+    (flow,) = xv.parse_result(good)
+    assert flow["Request_Count"] == 20000 and flow["Device_Response_Time"] == 260
+    assert flow["IOPS"] is None and flow["IOPS_Write"] is None  # MQSim's 0 s denominator
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<MQSim_Results>\n<Host>\n<Host.IO_Flow>\n</Host>\n")
+    with pytest.raises(ValueError, match=r"bad\.xml: line 4"):
+        xv.parse_result(bad)
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict:
+    if not REFERENCE.is_file():
+        pytest.skip("no committed MQSim reference")
+    return json.loads(REFERENCE.read_text())
+
+
+def test_reference_verdicts_recompute(reference: dict) -> None:
+    """Every verdict recorded in the reference is what the checks compute from its own numbers."""
+    n = 0
+    for name, rec in reference["cases"].items():
+        if "error" in rec:
+            continue
+        case = xv.Case(**rec["case"])
+        now = xv.closed_form(case, rec["mqsim"]["flows"][0])
+        for check in ("little", "read_floor", "capacity"):
+            assert now[check]["pass"] == rec["checks"][check]["pass"], (name, check)
+            n += 1
+    assert n >= 30
+
+
+def test_reference_closed_loops_obey_littles_law_with_one_flow(reference: dict) -> None:
+    """Single-flow closed loops run for whole seconds pass Little's law; the two-flow counted run does not."""
+    for name, rec in reference["cases"].items():
+        if "error" in rec or rec["case"]["generator"] != "QUEUE_DEPTH" or rec["case"]["kind"] == "trace":
+            continue
+        little = rec["checks"]["little"]
+        if rec["case"]["kind"] == "pair":
+            assert little["pass"] is False and little["outstanding"] < 0.5 * rec["case"]["qd"], name
+        else:
+            assert little["pass"] is True, name
+            assert math.isclose(little["outstanding"], rec["case"]["qd"], rel_tol=little["tol"])
+
+
+REGRESSION_CASES = ("randread_qd1", "randwrite_qd1", "mix70_qd1")
+
+
+@pytest.mark.parametrize("name", REGRESSION_CASES)
+def test_ssdx_figures_unchanged(name: str, tmp_path: Path) -> None:
+    """ssdx re-run now on a cheap case's XML files gives the committed figures (a regression check)."""
+    if not XVAL.is_file():
+        pytest.skip("no committed side-by-side results")
+    pytest.importorskip("ssdx.tasks_mqsim")
+    ref = json.loads(REFERENCE.read_text())
+    committed = json.loads(XVAL.read_text())
+    if name not in committed:
+        pytest.skip(f"{name} not in the side-by-side results")
+    case = xv.Case(**ref["cases"][name]["case"])
+    (tmp_path / "ssdconfig.xml").write_text(xv.ssdconfig_xml(case.drive_params()))
+    (tmp_path / "workload.xml").write_text(xv.workload_xml(case))
+    s = xv.run_ssdx(tmp_path)
+    assert s is not None
+    got, want = s["flow"], committed[name]["ssdx"]
+    assert got.get("iops") == pytest.approx(want["iops"], rel=1e-9)
+    assert got.get("device_response_time_us") == pytest.approx(want["mean_us"], rel=1e-9)
