@@ -327,6 +327,9 @@ def evidence_cases() -> list[Case]:
         Case(name="mix70_qd16_susp_prog_erase", read_pct=70, qd=16,
              drive_overrides={"CMD_Suspension_Support": "PROGRAM_ERASE"},
              note="mix70_qd16 with program and erase suspension"),
+        Case(name="randwrite_qd16_dram800", read_pct=0, qd=16,
+             drive_overrides={"Data_Cache_DRAM_Data_Rate": 800},
+             note="randwrite_qd16 with the data cache's DRAM at 800 MT/s instead of 100"),
         Case(name="pair_qd16_qd2_count", kind="pair", read_pct=100, qd=16, second_flow_qd=2, stop_time_s=0,
              total_requests=50000,
              note="two random-read flows (QD16, QD2) with equal request counts: the QD16 flow's IOPS is "
@@ -568,6 +571,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("bench/results/mqsim_xval"))
     ap.add_argument("--quick", action="store_true", help="a subset of the cases")
     ap.add_argument("--no-ssdx", action="store_true", help="MQSim only")
+    ap.add_argument("--only", default="", help="comma-separated case names: run these, merge into the "
+                    "existing mqsim_reference.json")
     args = ap.parse_args(argv)
     binary = args.mqsim.resolve()
     if not binary.is_file():
@@ -578,6 +583,8 @@ def main(argv: list[str] | None = None) -> int:
 
     cases = closed_loop_cases(args.quick)
     results: dict[str, Any] = {}
+    ref_path = args.out / "mqsim_reference.json"
+    only = [x for x in args.only.split(",") if x]
 
     def do(case: Case) -> None:
         try:
@@ -593,6 +600,23 @@ def main(argv: list[str] | None = None) -> int:
               f"n {r['requests']:>8}  cpu {r['cpu_s']:.2f} s  little {checks['little'].get('pass')} "
               f"floor {checks['read_floor'].get('pass')} cap {checks['capacity'].get('pass')}", flush=True)
 
+    if only:
+        if not ref_path.is_file():
+            ap.error(f"--only needs an existing {ref_path}")
+        old = json.loads(ref_path.read_text())
+        sat = old["saturation_iops_qd64_randread"]
+        pool = {c.name: c for c in cases + open_loop_cases(sat, False) + trace_cases() + evidence_cases()}
+        unknown = [x for x in only if x not in pool]
+        if unknown:
+            ap.error(f"--only: unknown case(s) {', '.join(unknown)}")
+        for x in only:
+            do(pool[x])
+            if pool[x].generator == "BANDWIDTH":
+                results[x]["offered_iops"] = pool[x].offered_iops()
+        old["cases"].update(results)
+        ref_path.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+        print(f"updated {ref_path}")
+        return 0
     for c in cases:
         do(c)
     sat = results["randread_qd64"]["mqsim"]["flows"][0]["IOPS"] if "randread_qd64" in results else \
@@ -616,8 +640,8 @@ def main(argv: list[str] | None = None) -> int:
         "small_blocks_per_plane": SMALL_BLOCKS_PER_PLANE,
         "cases": results,
     }
-    (args.out / "mqsim_reference.json").write_text(json.dumps(ref, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {args.out / 'mqsim_reference.json'}")
+    ref_path.write_text(json.dumps(ref, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {ref_path}")
 
     if not args.no_ssdx:
         write_xval(ref, tmp, args.out)
