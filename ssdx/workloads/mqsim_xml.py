@@ -1,0 +1,524 @@
+"""MQSim's input files as ssdx inputs: ``ssdconfig.xml`` (the drive) and ``workload.xml`` (scenarios).
+
+MQSim (Tavakkol, Gómez-Luna, Sadrosadati, Ghose, Mutlu, "MQSim: A Framework for Enabling Realistic
+Studies of Modern Multi-Queue SSD Devices", FAST 2018) reads an ``Execution_Parameter_Set`` with a
+``Host_Parameter_Set`` and a ``Device_Parameter_Set`` (holding a ``Flash_Parameter_Set``), and an
+``MQSim_IO_Scenarios`` file of ``IO_Scenario`` elements, each a list of flows
+(``IO_Flow_Parameter_Set_Synthetic`` / ``IO_Flow_Parameter_Set_Trace_Based``).  Field names and units
+are MQSim's own (its ``Device_Parameter_Set``, ``Flash_Parameter_Set``, ``Host_Parameter_Set`` and
+``IO_Flow_Parameter_Set`` deserialisers):
+
+* times in the flash set are nanoseconds; ``Channel_Transfer_Rate`` is MT/s; ``Page_Capacity`` bytes;
+  ``Data_Cache_Capacity`` bytes; ``CMT_Capacity`` bytes of mapping entries; ``PCIe_Lane_Bandwidth``
+  GB/s per lane;
+* in a flow, request sizes and the alignment unit are 512-byte sectors; ``Bandwidth`` bytes/s;
+  ``Stop_Time`` nanoseconds; percentages 0-100.
+
+:func:`parse_ssdconfig` turns a drive into ssdx overrides (``drive.*``, ``nand.*``, ``engine.*``,
+``workload.queue_depth``) and a list of warnings naming every field ssdx does not model (nothing is
+dropped silently).  Per-page-type latencies (LSB/CSB/MSB) are reduced to their **mean over the page
+types the technology has** (SLC: LSB; MLC: LSB, MSB; TLC: LSB, CSB, MSB): with pages programmed and read
+in equal numbers of each type, the mean is the per-page time a die spends on average.  Capacity: raw =
+channels × chips × dies × planes × blocks × pages × page bytes; user = raw × (1 − ``Overprovisioning_Ratio``).
+
+:func:`parse_workload` returns :class:`Scenario` objects of :class:`Flow` objects.
+
+Files are parsed with the standard library's expat with a DOCTYPE refused outright, so no entity can be
+declared (no entity expansion, no external entity).  A file that is not well formed, holds an unknown
+element or a bad value raises :class:`MqsimXmlError` (a :class:`ssdx.params.ConfigError`: exit status 2)
+naming the file, the element and its line.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.parsers import expat
+
+from ssdx.params import ConfigError
+
+SECTOR_BYTES = 512  # MQSim's SECTOR_SIZE_IN_BYTE
+MAX_BYTES = 16 << 20
+
+
+class MqsimXmlError(ConfigError):
+    """A problem of an MQSim XML file: names the file, the element and the line (exit status 2)."""
+
+    def __init__(self, path: os.PathLike | str, line: int, element: str, problem: str,
+                 field: str = "mqsim"):
+        self.path, self.line, self.element = str(path), line, element
+        super().__init__(field, f"{path}:{line}", f"<{element}>: {problem}")
+
+
+@dataclass
+class Node:
+    """An element: name, stripped text, line (1-based) and children."""
+
+    name: str
+    line: int
+    text: str = ""
+    children: list[Node] = field(default_factory=list)
+
+
+def _read(path: os.PathLike | str) -> Node:
+    """Parse ``path`` into a :class:`Node` tree; DOCTYPE (and so any entity) refused."""
+    p = Path(path)
+    if not p.is_file():
+        raise MqsimXmlError(p, 0, "file", "no such file")
+    data = p.read_bytes()
+    if len(data) > MAX_BYTES:
+        raise MqsimXmlError(p, 0, "file", f"larger than {MAX_BYTES} bytes")
+    parser = expat.ParserCreate()
+    stack: list[Node] = []
+    root: list[Node] = []
+
+    def refuse(what: str):
+        def handler(*_a: Any) -> None:
+            raise MqsimXmlError(p, parser.CurrentLineNumber, what,
+                                "DOCTYPE and entity declarations are refused (entity expansion, "
+                                "external entities)")
+        return handler
+
+    def start(name: str, _attrs: dict) -> None:
+        n = Node(name, parser.CurrentLineNumber)
+        (stack[-1].children if stack else root).append(n)
+        stack.append(n)
+
+    def end(_name: str) -> None:
+        n = stack.pop()
+        n.text = n.text.strip()
+
+    def chars(s: str) -> None:
+        if stack:
+            stack[-1].text += s
+
+    parser.StartDoctypeDeclHandler = refuse("!DOCTYPE")
+    parser.EntityDeclHandler = refuse("!ENTITY")
+    parser.ExternalEntityRefHandler = refuse("external entity")
+    parser.StartElementHandler, parser.EndElementHandler = start, end
+    parser.CharacterDataHandler = chars
+    try:
+        parser.Parse(data, True)
+    except expat.ExpatError as e:
+        raise MqsimXmlError(p, e.lineno, stack[-1].name if stack else "document",
+                            f"not well-formed XML ({expat.errors.messages[e.code]})") from None
+    return root[0]
+
+
+# ---------------------------------------------------------------------------------------------- values
+
+def _int(p: Path, n: Node, lo: float = 0, hi: float = 2**63) -> int:
+    try:
+        v = int(n.text)
+    except ValueError:
+        raise MqsimXmlError(p, n.line, n.name, f"{n.text!r} is not an integer") from None
+    if not lo <= v <= hi:
+        raise MqsimXmlError(p, n.line, n.name, f"{v} is outside [{lo}, {hi}]")
+    return v
+
+
+def _float(p: Path, n: Node, lo: float = 0.0, hi: float = math.inf) -> float:
+    try:
+        v = float(n.text)
+    except ValueError:
+        raise MqsimXmlError(p, n.line, n.name, f"{n.text!r} is not a number") from None
+    if not (lo <= v <= hi):
+        raise MqsimXmlError(p, n.line, n.name, f"{v} is outside [{lo}, {hi}]")
+    return v
+
+
+def _bool(p: Path, n: Node) -> bool:
+    t = n.text.lower()
+    if t not in ("true", "false"):
+        raise MqsimXmlError(p, n.line, n.name, f"{n.text!r} is not true or false")
+    return t == "true"
+
+
+def _choice(p: Path, n: Node, allowed: tuple[str, ...]) -> str:
+    if n.text not in allowed:
+        raise MqsimXmlError(p, n.line, n.name, f"{n.text!r} is not one of {', '.join(allowed)}")
+    return n.text
+
+
+def _ids(p: Path, n: Node) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in n.text.split(",") if x.strip())
+    except ValueError:
+        raise MqsimXmlError(p, n.line, n.name,
+                            f"{n.text!r} is not a comma-separated list of integers") from None
+
+
+# ------------------------------------------------------------------------------------------ ssdconfig
+
+#: Host_Parameter_Set fields ssdx does not model -> why
+_HOST_UNMODELLED = {
+    "SATA_Processing_Delay": "SATA host processing delay (ssdx's interface model has its own command cost)",
+    "Enable_ResponseTime_Logging": "MQSim's response-time log files",
+    "ResponseTime_Logging_Period_Length": "MQSim's response-time log files",
+}
+#: Device_Parameter_Set fields ssdx does not model -> why
+_DEVICE_UNMODELLED = {
+    "Seed": "MQSim's device random seed (ssdx uses its own seed)",
+    "Enabled_Preconditioning": "MQSim's steady-state preconditioning (ssdx: workload.prefill_fraction)",
+    "Memory_Type": "only FLASH exists in MQSim",
+    "Queue_Fetch_Size": "NVMe fetch window not modelled (the engine admits requests up to the queue depth)",
+    "Caching_Mechanism": "the write buffer is one policy in ssdx (write-back)",
+    "Data_Cache_Sharing_Mode": "per-flow cache partitions not modelled",
+    "Address_Mapping": "ssdx maps pages (PAGE_LEVEL); HYBRID not modelled",
+    "CMT_Sharing_Mode": "per-flow mapping-cache partitions not modelled",
+    "Plane_Allocation_Scheme": "ssdx stripes pages over dies its own way (no CWDP/... orders)",
+    "Transaction_Scheduling_Policy": "ssdx's die queues are first come first served with read priority",
+    "GC_Exec_Threshold": "GC is triggered by ssdx's own free-space reserve",
+    "GC_Block_Selection_Policy": "ssdx's GC victim model is greedy (fluid write amplification)",
+    "Use_Copyback_for_GC": "copyback not modelled",
+    "Preemptible_GC_Enabled": "preemptible GC not modelled",
+    "GC_Hard_Threshold": "GC is triggered by ssdx's own free-space reserve",
+    "Dynamic_Wearleveling_Enabled": "wear levelling not modelled",
+    "Static_Wearleveling_Enabled": "wear levelling not modelled",
+    "Static_Wearleveling_Threshold": "wear levelling not modelled",
+    "Preferred_suspend_erase_time_for_read": "MQSim itself reads only the misspelt "
+                                             "'Prefered_suspend_erase_time_for_read' and ignores this one",
+    "Preferred_suspend_erase_time_for_write": "a write suspending an erase is not modelled (reads only)",
+    "Flash_Channel_Width": "channel width in bytes: ssdx's bus is one byte per transfer",
+    "Flash_Comm_Protocol": "ONFI protocol variant: ssdx uses Channel_Transfer_Rate only",
+}
+_FLASH_UNMODELLED = {
+    "Block_PE_Cycles_Limit": "endurance not modelled by the request engine",
+    "Page_Metadat_Capacity": "spare area not modelled",
+}
+_HOST_MAPPED = ("PCIe_Lane_Bandwidth", "PCIe_Lane_Count")
+_DEVICE_MAPPED = ("HostInterface_Type", "IO_Queue_Depth", "Data_Cache_Capacity", "CMT_Capacity",
+                  "Overprovisioning_Ratio", "Flash_Channel_Count", "Channel_Transfer_Rate",
+                  "Chip_No_Per_Channel", "Flash_Parameter_Set", "Ideal_Mapping_Table",
+                  "Data_Cache_DRAM_Row_Size", "Data_Cache_DRAM_Data_Rate", "Data_Cache_DRAM_Data_Busrt_Size",
+                  "Data_Cache_DRAM_tRCD", "Data_Cache_DRAM_tCL", "Data_Cache_DRAM_tRP",
+                  "Prefered_suspend_erase_time_for_read", "Preferred_suspend_write_time_for_read")
+_FLASH_MAPPED = ("Flash_Technology", "Page_Read_Latency_LSB", "Page_Read_Latency_CSB",
+                 "Page_Read_Latency_MSB", "Page_Program_Latency_LSB", "Page_Program_Latency_CSB",
+                 "Page_Program_Latency_MSB", "Block_Erase_Latency", "Die_No_Per_Chip", "Plane_No_Per_Die",
+                 "Block_No_Per_Plane", "Page_No_Per_Block", "Page_Capacity", "CMD_Suspension_Support",
+                 "Suspend_Erase_Time", "Suspend_Program_Time")
+#: MQSim's defaults (its Device/Flash/Host_Parameter_Set initialisers) for mapped fields a file omits
+_DEFAULTS = {"PCIe_Lane_Bandwidth": "1.0", "PCIe_Lane_Count": "4", "HostInterface_Type": "NVME",
+             "IO_Queue_Depth": "1024", "Data_Cache_Capacity": "268435456", "CMT_Capacity": "2097152",
+             "Overprovisioning_Ratio": "0.07", "Flash_Channel_Count": "8", "Channel_Transfer_Rate": "300",
+             "Chip_No_Per_Channel": "4", "Flash_Technology": "MLC", "Page_Read_Latency_LSB": "75000",
+             "Page_Read_Latency_CSB": "75000", "Page_Read_Latency_MSB": "75000",
+             "Page_Program_Latency_LSB": "750000", "Page_Program_Latency_CSB": "750000",
+             "Page_Program_Latency_MSB": "750000", "Block_Erase_Latency": "3800000",
+             "Die_No_Per_Chip": "2", "Plane_No_Per_Die": "2", "Block_No_Per_Plane": "2048",
+             "Page_No_Per_Block": "256", "Page_Capacity": "8192", "Ideal_Mapping_Table": "false",
+             "Data_Cache_DRAM_Row_Size": "8192", "Data_Cache_DRAM_Data_Rate": "800",
+             "Data_Cache_DRAM_Data_Busrt_Size": "4", "Data_Cache_DRAM_tRCD": "13",
+             "Data_Cache_DRAM_tCL": "13",
+             "Data_Cache_DRAM_tRP": "13", "Prefered_suspend_erase_time_for_read": "700000",
+             "Preferred_suspend_write_time_for_read": "100000", "CMD_Suspension_Support": "ERASE",
+             "Suspend_Erase_Time": "700000", "Suspend_Program_Time": "100000"}
+_TECH = {"SLC": (1, ("LSB",)), "MLC": (2, ("LSB", "MSB")), "TLC": (3, ("LSB", "CSB", "MSB"))}
+
+
+def _fields(p: Path, n: Node, mapped: tuple[str, ...], unmodelled: dict[str, str], warnings: list[str],
+            where: str) -> dict[str, Node]:
+    """Children of ``n`` by name: a mapped one kept, an unmodelled one named in ``warnings``, any other
+    refused (an unknown element)."""
+    out: dict[str, Node] = {}
+    for c in n.children:
+        if c.name in mapped:
+            if c.name in out:
+                raise MqsimXmlError(p, c.line, c.name, f"given twice in {where}")
+            out[c.name] = c
+        elif c.name in unmodelled:
+            warnings.append(f"{where}.{c.name} = {c.text!r} not modelled: {unmodelled[c.name]}")
+        else:
+            raise MqsimXmlError(p, c.line, c.name, f"unknown element in {where}")
+    return out
+
+
+def _interface(lane_gb_s: float, lanes: int, kind: str, warnings: list[str]) -> str:
+    """ssdx's interface (``ssdx.catalog.INTERFACES``) nearest MQSim's PCIe link: per-lane GB/s picks the
+    generation (PCIe 3.0 ~1 GB/s, 4.0 ~2, 5.0 ~4 per lane); ssdx's PCIe links are all x4."""
+    if kind == "SATA":
+        return "sata3"
+    gen = "pcie3x4" if lane_gb_s <= 1.0 + 1e-9 else "pcie4x4" if lane_gb_s <= 2.0 + 1e-9 else "pcie5x4"
+    if lanes != 4:
+        warnings.append(f"Host_Parameter_Set.PCIe_Lane_Count = {lanes}: ssdx's PCIe interfaces are x4; "
+                        f"{gen} used")
+    return gen
+
+
+def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]:
+    """ssdx overrides from MQSim's ``ssdconfig.xml`` and the warnings for fields not modelled.
+
+    Returns ``(overrides, warnings)``: ``overrides`` is keyed by dotted ssdx field (``drive.channels``,
+    ``drive.dies_per_channel`` = chips × dies, ``drive.planes_per_die``, ``drive.bus_mts``,
+    ``drive.interface``, ``drive.dram``, ``drive.die_gbit`` (binary Gbit), ``drive.user_capacity_gb``
+    (decimal GB), ``drive.nand``, ``drive.slc_mode`` (``pure_native``: MQSim has no pSLC cache),
+    ``nand.t_read_us``/``t_prog_us``/``t_erase_us`` (µs, module docstring for the page-type mean),
+    ``nand.bits_per_cell``, ``nand.page_kib``, ``nand.block_pages``, ``engine.write_buffer_mib``,
+    ``engine.map_cache_mib`` (``CMT_Capacity``) with ``engine.map_cache`` = ``lru`` (MQSim's CMT is
+    LRU; ``auto`` when ``Ideal_Mapping_Table``), ``engine.buffer_dram_*`` (``Data_Cache_DRAM_*``; MT/s,
+    bytes, ns), ``engine.suspension`` (``CMD_Suspension_Support`` lower-cased), ``engine.suspend_*_us``
+    (``Suspend_*_Time`` and the ``Prefere(r)d_suspend_*_for_read`` thresholds, ns → µs, the spelling
+    MQSim's parser reads), ``workload.queue_depth`` (``IO_Queue_Depth``, the NVMe queue's size)).
+    """
+    p = Path(path)
+    root = _read(p)
+    warnings: list[str] = []
+    if root.name == "Execution_Parameter_Set":
+        host = next((c for c in root.children if c.name == "Host_Parameter_Set"), None)
+        dev = next((c for c in root.children if c.name == "Device_Parameter_Set"), None)
+        for c in root.children:
+            if c.name not in ("Host_Parameter_Set", "Device_Parameter_Set"):
+                raise MqsimXmlError(p, c.line, c.name, "unknown element in Execution_Parameter_Set")
+    elif root.name == "Device_Parameter_Set":
+        host, dev = None, root
+    else:
+        raise MqsimXmlError(p, root.line, root.name, "the root must be Execution_Parameter_Set")
+    if dev is None:
+        raise MqsimXmlError(p, root.line, root.name, "no Device_Parameter_Set")
+    h = _fields(p, host, _HOST_MAPPED, _HOST_UNMODELLED, warnings, "Host_Parameter_Set") if host else {}
+    d = _fields(p, dev, _DEVICE_MAPPED, _DEVICE_UNMODELLED, warnings, "Device_Parameter_Set")
+    fl = d.get("Flash_Parameter_Set")
+    f = _fields(p, fl, _FLASH_MAPPED, _FLASH_UNMODELLED, warnings, "Flash_Parameter_Set") if fl else {}
+
+    def get(tab: dict[str, Node], name: str) -> Node:
+        if name in tab:
+            return tab[name]
+        warnings.append(f"{name} absent: MQSim's default {_DEFAULTS[name]} used")
+        return Node(name, dev.line, _DEFAULTS[name])
+
+    tech = _choice(p, get(f, "Flash_Technology"), tuple(_TECH))
+    bits, types = _TECH[tech]
+    t_read = sum(_float(p, get(f, f"Page_Read_Latency_{t}"), 1.0) for t in types) / len(types) / 1e3
+    t_prog = sum(_float(p, get(f, f"Page_Program_Latency_{t}"), 1.0) for t in types) / len(types) / 1e3
+    t_erase = _float(p, get(f, "Block_Erase_Latency"), 1.0) / 1e3
+    channels = _int(p, get(d, "Flash_Channel_Count"), 1, 4096)
+    chips = _int(p, get(d, "Chip_No_Per_Channel"), 1, 4096)
+    dies = _int(p, get(f, "Die_No_Per_Chip"), 1, 1024)
+    planes = _int(p, get(f, "Plane_No_Per_Die"), 1, 64)
+    blocks = _int(p, get(f, "Block_No_Per_Plane"), 1, 1 << 24)
+    pages = _int(p, get(f, "Page_No_Per_Block"), 1, 65536)
+    page_b = _int(p, get(f, "Page_Capacity"), 512, 1 << 20)
+    op = _float(p, get(d, "Overprovisioning_Ratio"), 0.0, 0.99)
+    die_bytes = planes * blocks * pages * page_b
+    raw = channels * chips * dies * die_bytes
+    kind = _choice(p, get(d, "HostInterface_Type"), ("NVME", "SATA"))
+    lane = _float(p, get(h, "PCIe_Lane_Bandwidth"), 1e-6)
+    lanes = _int(p, get(h, "PCIe_Lane_Count"), 1, 64)
+    overrides: dict[str, Any] = {
+        "drive.name": "mqsim",
+        "drive.nand": {1: "slc", 2: "mlc", 3: "tlc"}[bits],
+        "drive.interface": _interface(lane, lanes, kind, warnings),
+        "drive.channels": channels,
+        "drive.dies_per_channel": chips * dies,
+        "drive.planes_per_die": planes,
+        "drive.bus_mts": _float(p, get(d, "Channel_Transfer_Rate"), 1.0),
+        "drive.die_gbit": die_bytes * 8 / 2**30,
+        "drive.user_capacity_gb": raw * (1.0 - op) / 1e9,
+        "drive.dram": True,
+        "drive.slc_mode": "pure_native",
+        "nand.t_read_us": t_read, "nand.t_prog_us": t_prog, "nand.t_erase_us": t_erase,
+        "nand.bits_per_cell": bits, "nand.page_kib": page_b / 1024, "nand.block_pages": pages,
+        "engine.write_buffer_mib": _int(p, get(d, "Data_Cache_Capacity"), 0) / 2**20,
+        "engine.map_cache_mib": _int(p, get(d, "CMT_Capacity"), 0) / 2**20,
+        "engine.map_cache": "auto" if _bool(p, get(d, "Ideal_Mapping_Table")) else "lru",
+        "engine.buffer_dram_mts": _float(p, get(d, "Data_Cache_DRAM_Data_Rate"), 1.0),
+        "engine.buffer_dram_row_bytes": _int(p, get(d, "Data_Cache_DRAM_Row_Size"), 1),
+        "engine.buffer_dram_burst_bytes": _int(p, get(d, "Data_Cache_DRAM_Data_Busrt_Size"), 1),
+        "engine.buffer_dram_trcd_ns": _float(p, get(d, "Data_Cache_DRAM_tRCD")),
+        "engine.buffer_dram_tcl_ns": _float(p, get(d, "Data_Cache_DRAM_tCL")),
+        "engine.buffer_dram_trp_ns": _float(p, get(d, "Data_Cache_DRAM_tRP")),
+        "engine.suspension": _choice(p, get(f, "CMD_Suspension_Support"),
+                                     ("NONE", "PROGRAM", "ERASE", "PROGRAM_ERASE")).lower(),
+        "engine.suspend_program_us": _float(p, get(f, "Suspend_Program_Time")) / 1e3,
+        "engine.suspend_erase_us": _float(p, get(f, "Suspend_Erase_Time")) / 1e3,
+        "engine.suspend_min_program_us": _float(p, get(d, "Preferred_suspend_write_time_for_read")) / 1e3,
+        "engine.suspend_min_erase_us": _float(p, get(d, "Prefered_suspend_erase_time_for_read")) / 1e3,
+        "workload.queue_depth": _int(p, get(d, "IO_Queue_Depth"), 1, 65535),
+    }
+    return overrides, warnings
+
+
+# ------------------------------------------------------------------------------------------- workload
+
+GENERATORS = ("QUEUE_DEPTH", "BANDWIDTH")
+DISTRIBUTIONS = ("RANDOM_UNIFORM", "RANDOM_HOTCOLD", "STREAMING")
+SIZE_DISTRIBUTIONS = ("FIXED", "NORMAL")
+TIME_UNITS = {"PICOSECOND": 1e-12, "NANOSECOND": 1e-9, "MICROSECOND": 1e-6}
+
+
+@dataclass
+class Flow:
+    """One MQSim flow (units: sectors of 512 bytes, ns, bytes/s, percent as in MQSim's XML)."""
+
+    kind: str  # "synthetic" | "trace"
+    line: int
+    priority: str = "HIGH"
+    caching_mode: str = "WRITE_CACHE"
+    channel_ids: tuple[int, ...] = ()
+    chip_ids: tuple[int, ...] = ()
+    die_ids: tuple[int, ...] = ()
+    plane_ids: tuple[int, ...] = ()
+    initial_occupancy_pct: float = 50.0
+    working_set_pct: float = 100.0
+    generator: str = "QUEUE_DEPTH"
+    read_pct: float = 100.0
+    address_distribution: str = "RANDOM_UNIFORM"
+    hot_region_pct: float = 0.0
+    aligned: bool = True
+    alignment_sectors: int = 8
+    size_distribution: str = "FIXED"
+    mean_size_sectors: int = 8
+    variance_size_sectors: int = 0
+    seed: int = 0
+    queue_depth: int = 1
+    bandwidth_bytes_s: float = 0.0
+    stop_time_ns: float = 0.0
+    total_requests: int = 0
+    file_path: str | None = None
+    time_unit: str = "NANOSECOND"
+    percentage_to_execute: float = 100.0
+    relay_count: int = 1
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        if self.kind == "trace":
+            return f"trace:{Path(self.file_path or '').name}"
+        return f"{self.generator.lower()}:{self.read_pct:g}%read"
+
+    @property
+    def mean_interarrival_s(self) -> float:
+        """MQSim's mean inter-arrival time of a BANDWIDTH flow, s: ``10^9 / ((Bandwidth / 512) /
+        Average_Request_Size)`` ns in unsigned integer arithmetic, as its ``Host_System`` constructor
+        computes it (the gaps are then drawn exponential with this mean, ``IO_Flow_Synthetic``); inf for
+        no bandwidth."""
+        per_s = int(self.bandwidth_bytes_s) // SECTOR_BYTES // max(int(self.mean_size_sectors), 1)
+        return math.inf if per_s == 0 else (10**9 // per_s) * 1e-9
+
+
+@dataclass
+class Scenario:
+    """One ``IO_Scenario``: flows sharing the drive."""
+
+    line: int
+    flows: list[Flow]
+
+
+_COMMON = {"Priority_Class": ("priority", "choice", ("URGENT", "HIGH", "MEDIUM", "LOW")),
+           "Device_Level_Data_Caching_Mode": ("caching_mode", "choice", (
+               "WRITE_CACHE", "READ_CACHE", "WRITE_READ_CACHE", "TURNED_OFF")),
+           "Channel_IDs": ("channel_ids", "ids", None), "Chip_IDs": ("chip_ids", "ids", None),
+           "Die_IDs": ("die_ids", "ids", None), "Plane_IDs": ("plane_ids", "ids", None),
+           "Initial_Occupancy_Percentage": ("initial_occupancy_pct", "pct", None)}
+_SYNTH = {**_COMMON,
+          "Working_Set_Percentage": ("working_set_pct", "pct", None),
+          "Synthetic_Generator_Type": ("generator", "choice", GENERATORS),
+          "Read_Percentage": ("read_pct", "pct", None),
+          "Address_Distribution": ("address_distribution", "choice", DISTRIBUTIONS),
+          "Percentage_of_Hot_Region": ("hot_region_pct", "pct", None),
+          "Generated_Aligned_Addresses": ("aligned", "bool", None),
+          "Address_Alignment_Unit": ("alignment_sectors", "int", (1, 1 << 20)),
+          "Request_Size_Distribution": ("size_distribution", "choice", SIZE_DISTRIBUTIONS),
+          "Average_Request_Size": ("mean_size_sectors", "int", (1, 1 << 16)),
+          "Variance_Request_Size": ("variance_size_sectors", "int", (0, 1 << 32)),
+          "Seed": ("seed", "int", (0, 2**63)),
+          "Average_No_of_Reqs_in_Queue": ("queue_depth", "int", (1, 65535)),
+          "Bandwidth": ("bandwidth_bytes_s", "int", (0, 2**32 - 1)),
+          "Intensity": (None, "warn", "Intensity is not read by MQSim's deserialiser (Bandwidth is)"),
+          "Stop_Time": ("stop_time_ns", "float", (0, 1e18)),
+          "Total_Requests_To_Generate": ("total_requests", "int", (0, 10**9))}
+_TRACE = {**_COMMON,
+          "File_Path": ("file_path", "str", None),
+          "Time_Unit": ("time_unit", "choice", tuple(TIME_UNITS)),
+          "Percentage_To_Be_Executed": ("percentage_to_execute", "pct", None),
+          "Relay_Count": ("relay_count", "int", (1, 10**6))}
+#: fields parsed but not acted on by ssdx's engine, and why
+FLOW_UNMODELLED = {
+    "Priority_Class": "priority classes (NVMe WRR arbitration) not modelled: flows are served first come "
+                      "first served",
+    "Device_Level_Data_Caching_Mode": "per-flow caching mode not modelled (ssdx's write buffer serves all)",
+    "Channel_IDs": "flows use the whole drive; per-flow resource partitions not modelled",
+    "Chip_IDs": "flows use the whole drive; per-flow resource partitions not modelled",
+    "Die_IDs": "flows use the whole drive; per-flow resource partitions not modelled",
+    "Plane_IDs": "flows use the whole drive; per-flow resource partitions not modelled",
+    "Initial_Occupancy_Percentage": "mapped to workload.prefill_fraction (one value per scenario: the mean)",
+}
+
+
+def _flow(p: Path, n: Node) -> Flow:
+    kind = "synthetic" if n.name == "IO_Flow_Parameter_Set_Synthetic" else "trace"
+    spec = _SYNTH if kind == "synthetic" else _TRACE
+    fl = Flow(kind=kind, line=n.line)
+    seen: set[str] = set()
+    for c in n.children:
+        if c.name not in spec:
+            raise MqsimXmlError(p, c.line, c.name, f"unknown element in {n.name}", field="mqsim.workload")
+        if c.name in seen:
+            raise MqsimXmlError(p, c.line, c.name, f"given twice in {n.name}", field="mqsim.workload")
+        seen.add(c.name)
+        attr, how, arg = spec[c.name]
+        if how == "warn":
+            fl.warnings.append(f"{n.name}.{c.name} (line {c.line}): {arg}")
+            continue
+        if how == "choice":
+            v: Any = _choice(p, c, arg)
+        elif how == "ids":
+            v = _ids(p, c)
+        elif how == "pct":
+            v = _float(p, c, 0.0, 100.0)
+        elif how == "bool":
+            v = _bool(p, c)
+        elif how == "int":
+            v = _int(p, c, *arg)
+        elif how == "float":
+            v = _float(p, c, *arg)
+        else:
+            v = c.text
+        setattr(fl, attr, v)
+        if c.name in FLOW_UNMODELLED and c.name != "Initial_Occupancy_Percentage":
+            fl.warnings.append(f"{n.name}.{c.name} = {c.text!r} (line {c.line}) not modelled: "
+                               f"{FLOW_UNMODELLED[c.name]}")
+    if kind == "synthetic":
+        if fl.generator == "BANDWIDTH" and fl.bandwidth_bytes_s <= 0:
+            raise MqsimXmlError(p, n.line, n.name, "a BANDWIDTH flow needs Bandwidth > 0 (bytes/s)",
+                                field="mqsim.workload")
+        if fl.total_requests == 0 and fl.stop_time_ns == 0:
+            raise MqsimXmlError(p, n.line, n.name, "neither Total_Requests_To_Generate nor Stop_Time is set",
+                                field="mqsim.workload")
+    elif not fl.file_path:
+        raise MqsimXmlError(p, n.line, n.name, "File_Path is required", field="mqsim.workload")
+    return fl
+
+
+def parse_workload(path: os.PathLike | str) -> list[Scenario]:
+    """Every ``IO_Scenario`` of MQSim's ``workload.xml`` with its flows, in file order.  A trace flow's
+    relative ``File_Path`` is taken relative to the workload file's folder."""
+    p = Path(path)
+    root = _read(p)
+    if root.name != "MQSim_IO_Scenarios":
+        raise MqsimXmlError(p, root.line, root.name, "the root must be MQSim_IO_Scenarios",
+                            field="mqsim.workload")
+    out: list[Scenario] = []
+    for sc in root.children:
+        if sc.name != "IO_Scenario":
+            raise MqsimXmlError(p, sc.line, sc.name, "unknown element in MQSim_IO_Scenarios",
+                                field="mqsim.workload")
+        flows = []
+        for n in sc.children:
+            if n.name not in ("IO_Flow_Parameter_Set_Synthetic", "IO_Flow_Parameter_Set_Trace_Based"):
+                raise MqsimXmlError(p, n.line, n.name, "unknown element in IO_Scenario",
+                                    field="mqsim.workload")
+            fl = _flow(p, n)
+            if fl.file_path and not Path(fl.file_path).is_absolute():
+                fl.file_path = str(p.parent / fl.file_path)
+            flows.append(fl)
+        if not flows:
+            raise MqsimXmlError(p, sc.line, sc.name, "a scenario without flows", field="mqsim.workload")
+        out.append(Scenario(line=sc.line, flows=flows))
+    if not out:
+        raise MqsimXmlError(p, root.line, root.name, "no IO_Scenario", field="mqsim.workload")
+    return out
