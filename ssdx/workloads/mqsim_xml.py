@@ -202,8 +202,8 @@ _FLASH_MAPPED = ("Flash_Technology", "Page_Read_Latency_LSB", "Page_Read_Latency
                  "Block_No_Per_Plane", "Page_No_Per_Block", "Page_Capacity", "CMD_Suspension_Support",
                  "Suspend_Erase_Time", "Suspend_Program_Time")
 #: MQSim's defaults (its Device/Flash/Host_Parameter_Set initialisers) for mapped fields a file omits
-_DEFAULTS = {"PCIe_Lane_Bandwidth": "1.0", "PCIe_Lane_Count": "4", "HostInterface_Type": "NVME",
-             "IO_Queue_Depth": "1024", "Data_Cache_Capacity": "268435456", "CMT_Capacity": "2097152",
+_DEFAULTS = {"PCIe_Lane_Bandwidth": "0.4", "PCIe_Lane_Count": "4", "HostInterface_Type": "NVME",
+             "IO_Queue_Depth": "1024", "Data_Cache_Capacity": "536870912", "CMT_Capacity": "2097152",
              "Overprovisioning_Ratio": "0.07", "Flash_Channel_Count": "8", "Channel_Transfer_Rate": "300",
              "Chip_No_Per_Channel": "4", "Flash_Technology": "MLC", "Page_Read_Latency_LSB": "75000",
              "Page_Read_Latency_CSB": "75000", "Page_Read_Latency_MSB": "75000",
