@@ -134,19 +134,9 @@ def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tupl
     return ({k: v[ok] for k, v in cols.items()} if not ok.all() else cols), broken, n
 
 
-def sweep_space(sweep: Mapping[str, Any],
-                base_cfg: Mapping[str, Any]) -> tuple[dict, np.ndarray, list[dict], int]:
-    """Columns of every configuration of a sweep: base config, ``base`` overrides, then the space.
-
-    A sweep may name its own base presets (``drive: NAME``, ``workload: NAME``), which replace the
-    composed config's groups; ``model: thermal`` adds the ``power.*`` and ``thermal.*`` columns.
-
-    ``space`` is one mapping of blocks or a list of them (their configurations are concatenated,
-    e.g. to sample a parameter only for the cache modes that use it).  Returns every configuration's
-    columns (row ``i`` = configuration index ``i`` of the space), which are feasible (``ok``), for
-    ``on_invalid: drop`` the rules that removed configurations (each with its count) and the number of
-    configurations.
-    """
+def sweep_base(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The one-row base columns of a sweep: the composed config, or the sweep's own ``drive``/``workload``
+    presets, plus the ``gc.*`` or ``power.*``/``thermal.*`` columns its model needs."""
     from ssdx import presets
 
     base_cfg = dict(base_cfg)
@@ -167,6 +157,27 @@ def sweep_space(sweep: Mapping[str, Any],
         if "power" not in base_cfg["drive"]:
             raise params.ConfigError("drive.power", None, "a thermal sweep needs the drive's power block")
         base.update(thermal_params.columns(base_cfg["drive"]["power"], base_cfg["thermal"]))
+    return base
+
+
+def sweep_space(sweep: Mapping[str, Any],
+                base_cfg: Mapping[str, Any]) -> tuple[dict, np.ndarray, list[dict], int]:
+    """Columns of every configuration of a sweep: base config, ``base`` overrides, then the space.
+
+    A sweep may name its own base presets (``drive: NAME``, ``workload: NAME``), which replace the
+    composed config's groups; ``model: thermal`` adds the ``power.*`` and ``thermal.*`` columns.
+
+    ``space`` is one mapping of blocks or a list of them (their configurations are concatenated,
+    e.g. to sample a parameter only for the cache modes that use it).  Returns every configuration's
+    columns (row ``i`` = configuration index ``i`` of the space), which are feasible (``ok``), for
+    ``on_invalid: drop`` the rules that removed configurations (each with its count) and the number of
+    configurations.
+    """
+    base = sweep_base(sweep, base_cfg)
+    thermal = _is_thermal(sweep)
+    is_gc = sweep.get("model") == "gc"
+    if is_gc:
+        from ssdx import gc_params
     cols = space.sweep_rows(base, sweep)
     n = len(cols["drive.nand"])
     policy = sweep.get("on_invalid", "error")

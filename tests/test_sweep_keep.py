@@ -188,3 +188,28 @@ def test_a_keep_naming_no_column_is_refused(tmp_path):
         run_sweep(_sweep(48, {"top_k": {"k": 1, "by": "mean_mbs"}}), BASE, tmp_path, progress=False)
     with pytest.raises(ConfigError, match="sweep.keep.speed"):
         run_sweep(_sweep(48, {"speed": {}}), BASE, tmp_path / "b", progress=False)
+
+
+def test_config_of_decodes_every_index_as_the_expanded_space_has_it():
+    from ssdx.tasks import sweep_space
+
+    sweep = {"base": {"drive.user_capacity_gb": 500.0}, "on_invalid": "drop",
+             "space": [{"grid": {"drive.slc_mode": ["dynamic", "static"],
+                                 "drive.dies_per_channel": [2, 4, 8]},
+                        "random": {"n": 3, "seed": 7, "params": {
+                            "drive.static_slc_gb": {"low": 4.0, "high": 24.0, "log": True},
+                            "drive.nand": {"choices": ["tlc", "qlc", "3d_ct_tlc"]}}},
+                        "sobol": {"n": 4, "seed": 2, "params": {
+                            "workload.prefill_fraction": {"low": 0, "high": 0.8},
+                            "drive.channels": {"low": 2, "high": 8, "integer": True}}}},
+                       {"list": [{"drive.slc_mode": "pure_slc"}, {"drive.slc_mode": "pure_native"}],
+                        "grid": {"drive.fold_efficiency": [0.5, 1.0]}}]}
+    cols, _, _, n = sweep_space(sweep, BASE)
+    assert n == 2 * 3 * 3 * 4 + 2 * 2
+    for i in range(n):
+        one = config_of(sweep, i, BASE)
+        for k, v in cols.items():
+            assert one[k].dtype == v.dtype, k
+            assert one[k].tolist() == v[[i]].tolist() or (np.isnan(v[i]) and np.isnan(one[k][0])), (i, k)
+    with pytest.raises(ConfigError, match="index"):
+        config_of(sweep, n, BASE)

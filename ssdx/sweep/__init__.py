@@ -14,16 +14,18 @@ def config_of(sweep: Mapping[str, Any], index: int, base_cfg: Mapping[str, Any] 
     ``config_index`` that every kept row of a reduced sweep carries (``top_k.parquet``, ``pareto.parquet``).
 
     ``base_cfg`` is the composed config the sweep ran on (default: the default drive and workload presets
-    and no NAND override, as ``ssdx sweep=NAME`` without overrides).  The space is expanded whole and
-    indexed (grid, list, random and Sobol blocks are drawn exactly as the sweep drew them), so this costs
-    what expanding the space costs; the index counts every configuration the space defines, including
-    any ``on_invalid: drop`` removed.  Raises :class:`ssdx.params.ConfigError` for an index outside it."""
+    and no NAND override, as ``ssdx sweep=NAME`` without overrides).  The space is not expanded: the
+    row is decoded from the index (:func:`ssdx.sweep.space.sweep_row`: a grid's mixed-radix digits, the
+    random block's PCG64 stream advanced to the row, the Sobol engine fast-forwarded to it), equal to
+    the expanded sweep's row column for column.  The index counts every configuration the space
+    defines, including any ``on_invalid: drop`` removed.  Raises :class:`ssdx.params.ConfigError` for an
+    index outside the space."""
     from ssdx import presets, tasks
     from ssdx.params import ConfigError
+    from ssdx.sweep import space
 
     if base_cfg is None:
         base_cfg = {"drive": presets.drive(), "workload": presets.workload(), "nand": None}
-    cols, _ok, _broken, n = tasks.sweep_space(sweep, base_cfg)
-    if isinstance(index, bool) or not isinstance(index, int | np.integer) or not 0 <= index < n:
-        raise ConfigError("index", index, f"must be an integer configuration index in [0, {n})")
-    return {k: np.asarray(v)[[int(index)]] for k, v in cols.items()}
+    if isinstance(index, bool) or not isinstance(index, int | np.integer):
+        raise ConfigError("index", index, "must be an integer configuration index")
+    return space.sweep_row(tasks.sweep_base(sweep, base_cfg), sweep, int(index))

@@ -143,3 +143,117 @@ def sweep_rows(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows
             cols[key] = values
         blocks.append(cols)
     return {k: np.concatenate([b[k] for b in blocks]) for k in base}
+
+
+def _block_size(key: str, block: Any) -> int:
+    if key == "grid":
+        grid(block)  # validates
+        return int(np.prod([len(v) for v in block.values()]))
+    if key == "list":
+        return len(explicit(block)[next(iter(block[0]))])
+    n = int(block.get("n", 0))
+    if n < 1:
+        raise ConfigError(f"space.{key}.n", block.get("n"), "must be an integer >= 1")
+    return n
+
+
+def _block_row(key: str, block: Any, j: int) -> Rows:
+    """Row ``j`` of one block, as one-element columns of the dtype the expanded block has."""
+    if key == "grid":
+        out, rest = {}, j
+        keys = list(block)
+        for k in reversed(keys):  # last axis fastest
+            axis = np.asarray(list(block[k]))
+            rest, d = divmod(rest, len(axis))
+            out[k] = axis[[d]]
+        return {k: out[k] for k in keys}
+    if key == "list":
+        return {k: v[[j]] for k, v in explicit(block).items()}
+    prm = dict(block.get("params", {}))
+    if not prm:
+        raise ConfigError(f"space.{key}.params", prm, "must name at least one parameter")
+    seed = int(block.get("seed", 0))
+    if key == "random":  # each uniform consumes one 64-bit PCG64 output, row by row
+        bg = np.random.PCG64(seed)
+        bg.advance(j * len(prm))
+        u = np.random.Generator(bg).random((1, len(prm)))
+    else:
+        from scipy.stats import qmc
+
+        eng = qmc.Sobol(d=len(prm), scramble=True, seed=seed)
+        if j:
+            eng.fast_forward(j)
+        u = eng.random(1)
+    return {k: _scale(u[:, c], spec, f"space.{key}.params.{k}") for c, (k, spec) in enumerate(prm.items())}
+
+
+def _part_row(part: Mapping[str, Any], i: int) -> tuple[Rows, int]:
+    """Row ``i`` of one ``space`` mapping (blocks combined by Cartesian product, first block slowest)
+    and the number of rows it defines."""
+    sizes = []
+    for key, block in part.items():
+        if key not in ("grid", "list", "random", "sobol"):
+            raise ConfigError(f"space.{key}", "...",
+                              "unknown block; use one of ['grid', 'list', 'random', 'sobol']")
+        sizes.append(_block_size(key, block))
+    total = int(np.prod(sizes)) if sizes else 0
+    if not sizes:
+        raise ConfigError("space", dict(part), "must contain at least one block")
+    if not 0 <= i < total:
+        return {}, total
+    out: Rows = {}
+    rest = i
+    digits = []
+    for s in reversed(sizes):
+        rest, d = divmod(rest, s)
+        digits.append(d)
+    for (key, block), d in zip(part.items(), reversed(digits), strict=True):
+        row = _block_row(key, block, d)
+        overlap = set(out) & set(row)
+        if overlap:
+            raise ConfigError("space", sorted(overlap), "a parameter may appear in only one block")
+        out.update(row)
+    return out, total
+
+
+def sweep_row(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any], index: int) -> Rows:
+    """Configuration ``index`` of :func:`sweep_rows` without expanding the space: a grid's mixed-radix
+    digits, a list's row, the random block's PCG64 stream advanced to the row, the Sobol engine
+    fast-forwarded to it.  Equal, column for column, to ``sweep_rows(base, sweep)`` at ``index`` (the
+    columns keep the dtype the whole expansion gives them).  Raises :class:`ConfigError` outside it."""
+    base = dict(base)
+    for key, value in dict(sweep.get("base") or {}).items():
+        if key not in base:
+            raise ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
+        base[key] = np.asarray([np.nan if value is None else value])
+    parts = sweep["space"] if isinstance(sweep["space"], list | tuple) else [sweep["space"]]
+    found: Rows | None = None
+    dtypes: dict[str, list] = {k: [] for k in base}
+    offset = 0
+    for part in parts:
+        rows, total = _part_row(part, index - offset)
+        sample = rows or _part_row(part, 0)[0]
+        for key, values in sample.items():
+            if key not in base:
+                raise ConfigError(f"sweep.space: {key}", values[0], f"unknown field; known: {sorted(base)}")
+        for k in base:
+            dtypes[k].append(_block_dtype(part, k) if k in sample else np.asarray(base[k]).dtype)
+        if rows:
+            found = {**{k: np.asarray(v)[:1] for k, v in base.items()}, **rows}
+        offset += total
+    if found is None or index < 0:
+        raise ConfigError("index", index, f"must be a configuration index in [0, {offset})")
+    return {k: found[k].astype(np.result_type(*dtypes[k])) for k in base}
+
+
+def _block_dtype(part: Mapping[str, Any], k: str) -> np.dtype:
+    """The dtype of column ``k`` in the expansion of one ``space`` mapping."""
+    for key, block in part.items():
+        if key == "grid" and k in block:
+            return np.asarray(list(block[k])).dtype
+        if key == "list" and k in block[0]:
+            return explicit(block)[k].dtype
+        if key in ("random", "sobol") and k in block.get("params", {}):
+            spec = block["params"][k]
+            return np.asarray(list(spec["choices"])).dtype if "choices" in spec else np.dtype(np.float64)
+    raise KeyError(k)
