@@ -147,7 +147,9 @@ def sweep_rows(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows
 
 def _block_size(key: str, block: Any) -> int:
     if key == "grid":
-        grid(block)  # validates
+        for k, v in block.items():  # grid()'s rules, without the product
+            if not isinstance(v, Sequence) or isinstance(v, str) or len(v) == 0:
+                raise ConfigError(f"space.grid.{k}", v, "must be a non-empty list of values")
         return int(np.prod([len(v) for v in block.values()]))
     if key == "list":
         return len(explicit(block)[next(iter(block[0]))])
