@@ -60,7 +60,7 @@ def _n_steps(value: Any, field: str) -> int:
 FIO_NOT_HERE = ("a fio job is a workload of experiment=trace_replay, the boot/QD study (boot_qd1), the "
                 "fluid fills, the thermal runs (thermal, tmt_optimize), fit_fill and fluid or thermal "
                 "sweeps; this job runs its own workload (GC: its fill sets; hybrid: MSR streams; analysis: "
-                "a trace) — unset workload.fio")
+                "a trace; mqsim: its workload.xml) — unset workload.fio")
 
 
 def with_fio_fill(cfg: Mapping[str, Any]) -> tuple[Mapping[str, Any], Any]:

@@ -24,6 +24,9 @@ Contract (kept stable for checks):
   names (``fio_job``, ``fio_ignored``, ``bw`` KiB/s, ``clat_us`` percentiles); an option ssdx does not
   model exits 2 naming it and its line (a warning with ``warn``).  ``experiment=aldrin_pro_fill
   workload.fio=JOB.fio`` takes a write job as the fill's workload.
+* ``ssdx experiment=mqsim [mqsim.ssdconfig=ssdconfig.xml] [mqsim.workload=workload.xml] hydra.run.dir=DIR``
+  — ``summary.json`` (``scenarios: [{flows: [{name, requests, iops, mb_s, device_response_time_us,
+  p99_response_time_us, ...}]}]``, ``warnings``, ``overrides``); a bad XML exits 2 naming file and line.
 * ``ssdx experiment=trace_analyse workload.trace_path=FILE workload.format=msr`` — ``summary.json``.
 * ``ssdx sweep=nand_per_workload hydra.run.dir=DIR`` — ``results.parquet``, ``summary.json``
   (``relative_iops``, ``best_nand``, ``nand_counts``, per SCM ratio), ``relative_iops.png``.
@@ -250,6 +253,16 @@ def run(cfg: DictConfig) -> None:
             print(f'apply: {s["nvme_command"]}')
             print(f'   or: {s["nvme_hctm_command"]}')
             print(f"outputs: {out / 'summary.json'}, {out / 'tmt_landscape.png'}")
+        elif cfg.task == "mqsim":
+            from ssdx import tasks_mqsim
+
+            s = tasks_mqsim.run_mqsim(container, out, progress=not container.get("quiet", False))
+            for i, sc in enumerate(s["scenarios"]):
+                for f in sc["flows"]:
+                    print(f'scenario {i} {f["name"]}: {f["requests"]} requests, {f["iops"]:.0f} IOPS, '
+                          f'{f["mb_s"]:.1f} MB/s, response {f["device_response_time_us"]:.1f} us '
+                          f'(p99 {f["p99_response_time_us"]:.1f} us)')
+            print(f'{len(s["warnings"])} warnings (fields not modelled) in {out / "summary.json"}')
         elif cfg.task == "fit_rc":
             from ssdx import tasks_thermal
 

@@ -228,6 +228,17 @@ class FitFillConf:
     name: Optional[str] = None  # noqa: UP045 (preset name; None: <base drive>_fit)
 
 
+@dataclass
+class MqsimConf:
+    """MQSim's input files run on the request engine (``ssdx experiment=mqsim``; ``ssdx.tasks_mqsim``):
+    stored as ``mqsim/base``, which that experiment loads at ``mqsim``."""
+
+    ssdconfig: Optional[str] = None  # noqa: UP045 (MQSim's ssdconfig.xml; None: examples/mqsim)
+    workload: Optional[str] = None  # noqa: UP045 (MQSim's workload.xml; None: examples/mqsim)
+    requests_per_flow: int = 20_000  # cap on each flow's requests (and the count of a timed QD flow)
+    closed_loop_passes: int = 6  # closed-loop scenarios of several flows: rate re-weighting passes
+
+
 def register() -> None:
     """Store the schemas as ``<group>/base`` (and the fill-curve fit's as ``fit/fill_base``)."""
     cs = ConfigStore.instance()
@@ -240,3 +251,4 @@ def register() -> None:
     cs.store(group="engine", name="base", node=EngineConf)
     cs.store(group="hybrid", name="base", node=HybridConf)
     cs.store(group="fit", name="fill_base", node=FitFillConf)
+    cs.store(group="mqsim", name="base", node=MqsimConf)

@@ -339,6 +339,12 @@ def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]
         "engine.suspend_min_erase_us": _float(p, get(d, "Prefered_suspend_erase_time_for_read")) / 1e3,
         "workload.queue_depth": _int(p, get(d, "IO_Queue_Depth"), 1, 65535),
     }
+    from ssdx.engine_params import MAX_SLOTS
+
+    if overrides["workload.queue_depth"] > MAX_SLOTS:
+        warnings.append(f"Device_Parameter_Set.IO_Queue_Depth = {overrides['workload.queue_depth']}: the "
+                        f"request engine tracks at most {MAX_SLOTS} outstanding commands; {MAX_SLOTS} used")
+        overrides["workload.queue_depth"] = MAX_SLOTS
     return overrides, warnings
 
 
