@@ -1,4 +1,4 @@
-"""Where the packaged configuration lives (``conf/`` and ``sweeps/``), and how outputs are written whole.
+"""Where the packaged configuration lives (``conf/`` and ``sweeps/``); ``ssdx.core.io`` writes outputs.
 
 In a source checkout (editable install) the configuration sits beside the package; a wheel carries
 copies inside the package (``ssdx/conf``, ``ssdx/sweeps``; see ``pyproject.toml``).
@@ -6,9 +6,6 @@ copies inside the package (``ssdx/conf``, ``ssdx/sweeps``; see ``pyproject.toml`
 
 from __future__ import annotations
 
-import os
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 _PKG = Path(__file__).resolve().parent
@@ -29,17 +26,3 @@ def conf_dir() -> Path:
 def sweeps_dir() -> Path:
     """The directory of sweep definitions ``NAME.yaml``."""
     return _find("sweeps")
-
-
-def replace_atomic(path: str | os.PathLike, write: Callable[[Path], object]) -> None:
-    """Write ``path`` whole: ``write(tmp)`` fills a temporary file beside it, named for this process and
-    thread (two writers never share one), then ``os.replace`` puts it in place, so a reader or a crash
-    sees the old file or the new one, never half of one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -6,7 +6,6 @@ directory, writes its files there, and returns the summary it wrote.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,67 +15,17 @@ import jax
 import numpy as np
 
 from ssdx import params, thermal_params
+from ssdx.core import io
 from ssdx.models import fluid
-from ssdx.paths import replace_atomic
 from ssdx.report import fill as fill_report
 from ssdx.report.tables import best_per_group, format_table
 from ssdx.sweep import runner, space
-
-
-def _dtype(precision: str):
-    if precision == "float64":
-        jax.config.update("jax_enable_x64", True)
-        return np.float64
-    if precision != "float32":
-        raise params.ConfigError("precision", precision, "must be float32 or float64")
-    return np.float32
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    """Strict JSON (NaN becomes null), written whole (``paths.replace_atomic``)."""
-    text = json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n"
-    replace_atomic(path, lambda tmp: tmp.write_text(text))
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple | np.ndarray):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, float) and not np.isfinite(x):
-        return None
-    return x
-
-
-def _n_steps(value: Any, field: str) -> int:
-    if not isinstance(value, int | np.integer) or not 8 <= int(value) <= 1_000_000:
-        raise params.ConfigError(field, value, "integer 8 <= x <= 1000000 (scan steps per fill)")
-    return int(value)
-
 
 #: Why ``workload.fio`` is refused by a job that does not take it (never silently ignored).
 FIO_NOT_HERE = ("a fio job is a workload of experiment=trace_replay, the boot/QD study (boot_qd1), the "
                 "fluid fills, the thermal runs (thermal, tmt_optimize), fit_fill and fluid or thermal "
                 "sweeps; this job runs its own workload (GC: its fill sets; hybrid: MSR streams; analysis: "
                 "a trace; mqsim: its workload.xml) — unset workload.fio")
-
-
-def with_fio_fill(cfg: Mapping[str, Any]) -> tuple[Mapping[str, Any], Any]:
-    """``cfg`` with the fluid workload a fio write job sets (``workload.fio``; ``workload.fio_job``,
-    ``workload.fio_unknown``): ``pattern``, ``block_kib``, ``queue_depth``, ``fill_fraction``,
-    ``burst_gb`` and ``idle_s`` (``ssdx.workloads.fio.FioWorkload.fill``, which refuses what the fluid
-    model cannot represent), and the parsed jobs; ``(cfg, None)`` without ``workload.fio``."""
-    if not cfg["workload"].get("fio"):
-        return cfg, None
-    from ssdx import tasks_engine
-
-    jobs = tasks_engine.fio_workload(cfg)
-    if jobs is None:
-        return cfg, None
-    fields = jobs.fill(tasks_engine.capacity_bytes(cfg), float(cfg["workload"]["prefill_fraction"]))
-    return dict(cfg, workload=dict(cfg["workload"], **fields)), jobs
 
 
 def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
@@ -86,12 +35,14 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     ``block_kib``, ``queue_depth``, ``fill_fraction``, ``burst_gb`` and ``idle_s``
     (``ssdx.workloads.fio.FioWorkload.fill``, which refuses what the fluid model cannot represent); the
     summary then names them under ``fio_workload`` with ``fio_job`` and ``fio_ignored``."""
-    dtype = _dtype(cfg.get("precision", "float32"))
+    dtype = io.dtype(cfg.get("precision", "float32"))
+    from ssdx.tasks_engine import with_fio_fill
+
     cfg, jobs = with_fio_fill(cfg)
     cols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
     drive, workload = params.build(cols, dtype=dtype)
     drive, workload = params.index(drive, 0), params.index(workload, 0)
-    n_steps = _n_steps(cfg["model"]["n_steps"], "model.n_steps")
+    n_steps = io.scan_steps(cfg["model"]["n_steps"], "model.n_steps")
     sim = jax.jit(fluid.simulate, static_argnums=2)
     out = jax.tree_util.tree_map(np.asarray, sim(drive, workload, n_steps))
     capacity_gb = float(fluid.capacity_bytes(drive)) / 1e9
@@ -113,7 +64,7 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
                         "fio_ignored_by_design": jobs.ignored_by_design,
                         "fio_workload": {k: cfg["workload"][k] for k in params.WORKLOAD_FIELDS}})
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     np.savetxt(out_dir / "fill_curve.csv",
                np.c_[out.written_bytes / 1e9, out.time_s, out.speed / 1e6, out.slc_bytes / 1e9,
                      out.idle_folded_bytes / 1e9],
@@ -214,10 +165,12 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     ``executor`` (``ssdx.sweep.executors``; default: the local devices) runs the chunks.  Chunks are
     checkpointed as they finish; running the same sweep again on the same ``out_dir`` resumes (a
     finished sweep is merged again without compute), a different sweep there is refused."""
-    dtype = _dtype(base_cfg.get("precision", "float32"))
+    dtype = io.dtype(base_cfg.get("precision", "float32"))
     if base_cfg.get("workload", {}).get("fio"):
         if sweep.get("model") == "gc":
             raise params.ConfigError("workload.fio", base_cfg["workload"]["fio"], FIO_NOT_HERE)
+        from ssdx.tasks_engine import with_fio_fill
+
         base_cfg, _ = with_fio_fill(base_cfg)  # the base workload of a fluid or thermal sweep
     from ssdx.sweep import reduce
 
@@ -236,7 +189,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
 
         trees, groups, model, n_steps = tasks_gc.sweep_model(cols, sweep, base_cfg, dtype)
     else:
-        n_steps = _n_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
+        n_steps = io.scan_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
         trees, groups, model = None, None, runner.fluid_model(n_steps)
     chunk = chunk_size if chunk_size is not None else sweep.get("chunk_size", 4096)
     if not isinstance(chunk, int | np.integer) or chunk < 1:
@@ -306,7 +259,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     summary["plots"] = sweep_plots(df, eligible, rep, out_dir, sweep.get("name"))
     if "pareto" in summary["plots"]:
         summary["pareto"] = summary["plots"].pop("pareto")
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     summary["_table"] = format_table(best, group_by + list(rep.get("columns") or []))
     return summary
 
@@ -349,7 +302,7 @@ def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_s
         "outputs": [str(out_dir / "summary.json")] + [str(out_dir / v["file"]) for v in kept.values()
                                                        if isinstance(v, dict)],
     }
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     cols = list(t.get("group_by", [])) + ["config_index"] + ([t["by"]] if t else [])
     summary["_table"] = "" if best is None else format_table(best, cols)
     return summary
@@ -379,23 +332,6 @@ def sweep_plots(df, eligible, rep: Mapping[str, Any], out_dir: Path, name: Any) 
     return out
 
 
-def trace_reader(w: Mapping[str, Any]):
-    """A streaming reader of ``workload.trace_path`` in ``workload.format``; bad fields raise
-    :class:`~ssdx.params.ConfigError` naming them."""
-    from ssdx.workloads import traces
-
-    path, fmt, on_error = w.get("trace_path"), w.get("format", "msr"), w.get("on_error", "raise")
-    if not path:
-        raise params.ConfigError("workload.trace_path", path, "required: the block trace to read")
-    if not Path(path).is_file():
-        raise params.ConfigError("workload.trace_path", path, "must be an existing file")
-    if fmt not in traces.FORMATS:
-        raise params.ConfigError("workload.format", fmt, f"must be one of {list(traces.FORMATS)}")
-    if on_error not in ("raise", "skip"):
-        raise params.ConfigError("workload.on_error", on_error, "must be 'raise' or 'skip'")
-    return traces.Reader(Path(path), fmt, on_error=on_error)
-
-
 def run_analyse(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     """Analyse a block trace (``workload.trace_path``, ``workload.format``): ``summary.json``.
 
@@ -404,7 +340,7 @@ def run_analyse(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     """
     from ssdx.workloads import analyse, traces
 
-    reader = trace_reader(cfg["workload"])
+    reader = io.trace_reader(cfg["workload"])
     path, fmt = reader.path, reader.fmt
     try:
         summary = analyse.analyse(reader)
@@ -413,5 +349,5 @@ def run_analyse(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     summary = {"trace": str(path), "format": fmt, **summary, "skipped_lines": reader.skipped,
                "skipped_examples": reader.skipped_examples, "unsorted_requests": reader.unsorted}
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     return summary

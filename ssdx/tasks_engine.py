@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from ssdx import engine_params, params, presets, replay, report
+from ssdx.core import io
 from ssdx.models import engine, fluid
-from ssdx.tasks import _dtype, _write_json, trace_reader
 from ssdx.workloads import fio, synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError
 
@@ -81,6 +81,20 @@ def capacity_bytes(cfg: Mapping[str, Any]) -> float:
     return float(np.where(pure_slc, user / np.asarray(drive.nand.bits_per_cell, np.float64), user)[0])
 
 
+def with_fio_fill(cfg: Mapping[str, Any]) -> tuple[Mapping[str, Any], Any]:
+    """``cfg`` with the fluid workload a fio write job sets (``workload.fio``; ``workload.fio_job``,
+    ``workload.fio_unknown``): ``pattern``, ``block_kib``, ``queue_depth``, ``fill_fraction``,
+    ``burst_gb`` and ``idle_s`` (``ssdx.workloads.fio.FioWorkload.fill``, which refuses what the fluid
+    model cannot represent), and the parsed jobs; ``(cfg, None)`` without ``workload.fio``."""
+    if not cfg["workload"].get("fio"):
+        return cfg, None
+    jobs = fio_workload(cfg)
+    if jobs is None:
+        return cfg, None
+    fields = jobs.fill(capacity_bytes(cfg), float(cfg["workload"]["prefill_fraction"]))
+    return dict(cfg, workload=dict(cfg["workload"], **fields)), jobs
+
+
 def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
            capacity: float | None = None) -> tuple[Iterable[Chunk], Any, str]:
     """The configured request stream: ``workload.fio`` (``fio_jobs`` if already loaded; ``capacity`` of
@@ -95,7 +109,7 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
         cap = capacity_bytes(cfg) if capacity is None else capacity
         return jobs.stream(cap, _requests(w), seed=int(cfg.get("seed", 0))), None, str(w["fio"])
     if w.get("trace_path"):
-        reader = trace_reader(w)
+        reader = io.trace_reader(w)
         return reader, reader, str(reader.path)
     name = w.get("synthetic")
     seed, open_loop = int(cfg.get("seed", 0)), cfg["engine"].get("loop") == "open"
@@ -158,7 +172,7 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     jobs = fio_workload(cfg)
     if jobs is not None:
         cfg = with_fio(cfg, jobs)
-    dtype = _dtype(cfg.get("precision", "float32"))
+    dtype = io.dtype(cfg.get("precision", "float32"))
     cols = _columns(cfg)
     trees = engine_params.build(cols, dtype=dtype)
     backend = engine_params.backend(cfg["engine"])
@@ -193,7 +207,7 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
         summary.update({"fio_jobs": jobs.describe(), "fio_ignored_by_design": jobs.ignored_by_design,
                         "fio_truncated": bool(getattr(chunks, "truncated", False))})
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     _plot_cdf({summary["drive"]: res.extra["sums"]["hist"][0]}, out_dir / "latency_cdf.png",
               f"{label} on {summary['drive']} ({summary['loop']} loop, QD {summary['queue_depth']})")
     return summary
@@ -236,7 +250,7 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
     the time the storage needs for the boot log at QD1: the makespan of the closed-loop replay, i.e.
     the sum of the 45,491 latencies.  ``model_difference_s`` is SATA minus PCIe 4.0.
     """
-    dtype = _dtype(cfg.get("precision", "float32"))
+    dtype = io.dtype(cfg.get("precision", "float32"))
     b = cfg.get("boot") or {}
     names = list(b.get("drives") or BOOT_DRIVES)
     sata, pcie4 = b.get("sata", "sata_tlc_500"), b.get("pcie4", "aldrin_pro_2tb")
@@ -304,7 +318,7 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
         **(fio_summary or {}),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     _plot_boot(per, out_dir / "boot_qd1.png")
     return summary
 

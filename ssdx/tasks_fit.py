@@ -5,7 +5,7 @@ model's free parameters under each cache-size rule of ``fit.rules`` (``ssdx.opti
 starting from the composed drive (``drive=...`` and any ``drive.*``/``nand.*`` overrides: the known
 hardware), keeps the best rule, and writes into ``out_dir``.  The fill runs under the composed workload
 (``workload=seq_fill``), or under the fio write job that measured the curve (``workload.fio``, as
-``ssdx.tasks.with_fio_fill`` reads it: its pattern, block size and depth set the host ceiling):
+``ssdx.tasks_engine.with_fio_fill`` reads it: its pattern, block size and depth set the host ceiling):
 
 * ``summary.json`` — ``phases`` (the fitted drive's fill, as ``experiment=aldrin_pro_fill`` writes
   them), ``measured_phases`` (plateaus of the measured curve), ``rmse_mb_s``, ``residual_regions``
@@ -33,11 +33,11 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from ssdx import params, presets
+from ssdx.core import io
 from ssdx.models import fluid
 from ssdx.optimize import fit_fill
-from ssdx.paths import replace_atomic
 from ssdx.report import fill as fill_report
-from ssdx.tasks import _dtype, _n_steps, _write_json, with_fio_fill
+from ssdx.tasks_engine import with_fio_fill
 from ssdx.workloads import fill_curve
 
 #: The experiment the ``overrides`` are written for (sequential fill, ``workload=seq_fill``).
@@ -80,7 +80,7 @@ def fit_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise params.ConfigError("fit.name", name, "a preset name: letters, digits, '_', '-', '.'")
     return {
         "curve": str(path), "format": fmt, "rules": rules, "name": name,
-        "n_steps": _n_steps(f.get("n_steps", 512), "fit.n_steps"),
+        "n_steps": io.scan_steps(f.get("n_steps", 512), "fit.n_steps"),
         "adam_steps": _int(f, "adam_steps", 0, 100_000, 200),
         "lbfgs_steps": _int(f, "lbfgs_steps", 0, 100_000, 100),
         "grid_points": _int(f, "grid_points", 0, 4096, 32),
@@ -152,9 +152,9 @@ def write_presets(conf_dir: Path, name: str, drive: Mapping[str, Any], nand: Map
     drive_path = conf_dir / "drive" / f"{name}.yaml"
     nand_path = conf_dir / "nand" / f"{name}.yaml"
     comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
-    replace_atomic(drive_path, lambda tmp: tmp.write_text(comment + _yaml(body)))
+    io.replace_atomic(drive_path, lambda tmp: tmp.write_text(comment + _yaml(body)))
     nand_comment = comment + f"# Companion NAND preset of drive/{name}.yaml: the fitted program times.\n"
-    replace_atomic(nand_path, lambda tmp: tmp.write_text(nand_comment + _yaml(n)))
+    io.replace_atomic(nand_path, lambda tmp: tmp.write_text(nand_comment + _yaml(n)))
     return drive_path, nand_path
 
 
@@ -187,7 +187,7 @@ def notes(fit: fit_fill.RuleFit, drive: Any, workload: Any) -> list[str]:
 def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     """Fit the composed drive to ``fit.curve`` (module docstring); returns the summary it wrote."""
     s = fit_settings(cfg)
-    dtype = _dtype(cfg.get("precision", "float32"))
+    dtype = io.dtype(cfg.get("precision", "float32"))
     try:
         curve = fill_curve.read(s["curve"], s["format"]).merged(s["max_samples"])
     except fill_curve.CurveError as e:
@@ -302,7 +302,7 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         "fio_job": None if jobs is None else jobs.name,
         "fio_ignored": [] if jobs is None else jobs.ignored,
     }
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     np.savetxt(out_dir / "fit_curve.csv", np.c_[curve.gb, curve.mb_s, fitted, residual], delimiter=",",
                header="gb,measured_mb_s,fitted_mb_s,residual_mb_s", comments="")
     from ssdx.report import fit as fit_report

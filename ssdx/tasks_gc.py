@@ -15,8 +15,8 @@ import jax
 import numpy as np
 
 from ssdx import gc_params, params, report
+from ssdx.core import io
 from ssdx.models import gc, wa_analytic
-from ssdx.tasks import _dtype, _write_json
 
 
 def gc_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def analytic(g: Mapping[str, Any]) -> tuple[float | None, str]:
 
 def run_wa(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     """Steady-state write amplification of one configuration: ``summary.json`` and ``wa_rounds.png``."""
-    dtype = _dtype(cfg.get("precision", "float32"))
+    dtype = io.dtype(cfg.get("precision", "float32"))
     gp, tm, st = setup(cfg, dtype)
     f = jax.jit(gc.metrics, static_argnames=("n_blocks", "max_pages", "n_rounds", "max_cycles"))
     m = jax.tree_util.tree_map(np.asarray, f(gp, tm, **st))
@@ -137,7 +137,7 @@ def run_wa(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         "cycles": int(m["cycles"]),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     _plot_rounds(summary, out_dir / "wa_rounds.png")
     return summary
 
@@ -199,7 +199,7 @@ def run_gc_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     a secure erase and ``fill.sets_after_erase`` more sets.  Writes ``summary.json`` and
     ``fill_sets.png`` (speed and total written against time, the seed's figure).
     """
-    dtype = _dtype(cfg.get("precision", "float32"))
+    dtype = io.dtype(cfg.get("precision", "float32"))
     drive, workload = _drive(cfg, dtype)
     fill = dict(cfg["fill"])
     page = float(drive.nand.page_bytes)
@@ -292,7 +292,7 @@ def run_gc_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         "lifetime_limit_mb_s": float(fill["lifetime_limit_mb_s"]),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     _plot_sets(summary, out_dir / "fill_sets.png")
     return summary
 

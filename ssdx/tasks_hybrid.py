@@ -28,9 +28,9 @@ import numpy as np
 import pyarrow as pa
 
 from ssdx import catalog, hybrid_params, params
+from ssdx.core import io
 from ssdx.models import hybrid
 from ssdx.sweep import space
-from ssdx.tasks import _write_json, trace_reader
 
 TABLE1 = catalog.TABLE1_NAND
 BASELINE = "2d_fg_mlc"
@@ -64,7 +64,7 @@ def warmup_requests(line: np.ndarray, first: np.ndarray, target_lines: float) ->
 def _requests_from_trace(workload: Mapping, path: Path, limit: int):
     from ssdx.workloads import traces
 
-    reader = trace_reader({**workload, "trace_path": str(path)})  # checks format and on_error
+    reader = io.trace_reader({**workload, "trace_path": str(path)})  # checks format and on_error
     parts, n = [], 0
     try:
         for chunk in reader:
@@ -365,7 +365,7 @@ def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
         "streams": infos,
         "results": str(out_dir / "results.parquet"),
     }
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     from ssdx.report import hybrid as hybrid_report
 
     hybrid_report.plot_relative(rel, out_dir / "relative_iops.png",
@@ -476,7 +476,7 @@ def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True
         "scm_ratio": float(cfg["hybrid"]["scm_ratio"]), "streams": infos,
         "dominant": max(change, key=lambda c: max(abs(v) for v in change[c].values())),
     }
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     from ssdx.report import hybrid as hybrid_report
 
     hybrid_report.plot_sensitivity(change, out_dir / "sensitivity.png")
@@ -641,7 +641,7 @@ def run_validate(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
         "scm_ratio": float(cfg["hybrid"]["scm_ratio"]), "scm_basis": str(cfg["hybrid"]["scm_basis"]),
         "requests": measure, "wall_s": time.perf_counter() - t0, "streams": infos,
     }
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     from ssdx.report import hybrid as hybrid_report
 
     hybrid_report.plot_validation(rel, change, rw, out_dir / "validation.png", paper=PAPER_TABLE2,

@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from ssdx import engine_params, params, replay
-from ssdx.tasks import _dtype, _write_json
+from ssdx.core import io
 from ssdx.tasks_engine import capacity_bytes
 from ssdx.workloads import mqsim_xml, traces
 from ssdx.workloads.mqsim_xml import SECTOR_BYTES, TIME_UNITS, Flow, Scenario
@@ -240,7 +240,7 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
         warnings.extend(f"{tag}: {w}" for w in fl.warnings)
     run_cfg = apply_overrides(cfg, {
         "workload.prefill_fraction": float(np.mean([f.initial_occupancy_pct for f in sc.flows])) / 100.0})
-    dtype = _dtype(cfg.get("precision", "float32"))
+    dtype = io.dtype(cfg.get("precision", "float32"))
     backend = engine_params.backend(run_cfg["engine"])
     if all(closed):
         qd = [f.queue_depth for f in sc.flows]
@@ -298,5 +298,5 @@ def run_mqsim(cfg: Mapping, out_dir: Path, progress: bool = True) -> dict:
                "warnings": warnings, "overrides": overrides}
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     return summary

@@ -15,10 +15,11 @@ import jax
 import numpy as np
 
 from ssdx import api, params, report
+from ssdx.core import io
 from ssdx.models import coupled, hctm
 from ssdx.optimize import tmt
 from ssdx.report import thermal as thermal_report
-from ssdx.tasks import _dtype, _write_json, with_fio_fill
+from ssdx.tasks_engine import with_fio_fill
 from ssdx.units import ZERO_C_IN_K
 
 
@@ -38,7 +39,7 @@ def _commands(tmt1_k: float, tmt2_k: float) -> dict[str, str]:
 
 def run_thermal(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     """One coupled run: ``summary.json``, ``thermal.png`` (the seed's figure), ``thermal.csv``."""
-    dtype = _dtype(cfg.get("precision", "float32"))
+    dtype = io.dtype(cfg.get("precision", "float32"))
     trees, n_steps = _single(cfg, dtype)
     run = jax.jit(coupled.run, static_argnums=4)
     final, out = jax.tree_util.tree_map(np.asarray, run(*trees, n_steps))
@@ -77,7 +78,7 @@ def run_thermal(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         **_commands(tmt1_k, tmt2_k),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     thermal_report.write_csv(out, out_dir / "thermal.csv", summary["dt_s"])
     title = (f'{summary["drive"]} — {summary["cooling"]}, ambient {summary["ambient_c"]:.0f} °C, '
              f'{summary["policy"]}')
@@ -89,7 +90,7 @@ def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = Tru
     """Grid of integer TMT pairs vs Optax on the relaxed model, both judged in the exact model."""
     from ssdx.progress import bar as progress_bar
 
-    dtype = _dtype(cfg.get("precision", "float32"))
+    dtype = io.dtype(cfg.get("precision", "float32"))
     opt = dict(cfg.get("optimize") or {})
     for key in ("temp_limit_k", "tmt1_range", "tmt2_range", "init", "steps", "learning_rate", "sharpness"):
         if key not in opt:
@@ -144,7 +145,7 @@ def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = Tru
         **_commands(res["tmt1_k"], res["tmt2_k"]),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     _plot_landscape(grid, res, limit, out_dir / "tmt_landscape.png")
     return summary
 
@@ -190,7 +191,7 @@ def run_fit_rc(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     from ssdx import nvme
     from ssdx.optimize import fit_rc
 
-    dtype = _dtype(cfg.get("precision", "float32"))
+    dtype = io.dtype(cfg.get("precision", "float32"))
     fit_cfg = dict(cfg.get("fit") or {})
     path = fit_cfg.get("series")
     if not path:
@@ -240,7 +241,7 @@ def run_fit_rc(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         "overrides": overrides,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(out_dir / "summary.json", summary)
+    io.write_json(out_dir / "summary.json", summary)
     _plot_fit(np.arange(len(comp)) * dt, comp, before, after, summary, out_dir / "fit_rc.png")
     return summary
 

@@ -204,7 +204,7 @@ def test_hybrid_sweep_groups_resume_with_their_stream_info(tmp_path):
 
 
 def test_replace_atomic_keeps_the_old_file_when_a_write_dies(tmp_path):
-    from ssdx.paths import replace_atomic
+    from ssdx.core.io import replace_atomic
 
     path = tmp_path / "out" / "summary.json"
     replace_atomic(path, lambda tmp: tmp.write_text("old"))

@@ -318,8 +318,7 @@ def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.n
     import pyarrow as pa
 
     from ssdx import params
-    from ssdx.paths import replace_atomic
-    from ssdx.sweep import store
+    from ssdx.core import io
 
     out_dir = Path(out_dir)
     eff = params.effective_columns(cols)
@@ -341,11 +340,11 @@ def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.n
         t = spec["top_k"]
         entries = [({"rank": r + 1}, e[1], e[2]) for key in sorted(state["top_k"])
                    for r, e in enumerate(state["top_k"][key])]
-        store.write_atomic(table(entries), out_dir / "top_k.parquet")
+        io.write_parquet(table(entries), out_dir / "top_k.parquet")
         kept["top_k"] = {**t, "rows": len(entries), "groups": len(state["top_k"]), "file": "top_k.parquet"}
     if "pareto" in spec:
         entries = [({}, e[2], e[3]) for e in state["pareto"]]
-        store.write_atomic(table(entries), out_dir / "pareto.parquet")
+        io.write_parquet(table(entries), out_dir / "pareto.parquet")
         kept["pareto"] = {**spec["pareto"], "rows": len(entries), "file": "pareto.parquet"}
     if "histograms" in spec:
         h = spec["histograms"]
@@ -357,7 +356,7 @@ def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.n
                "groups": [{"group": _group_dict(key, h["group_by"]), "counts": state["histograms"][key]}
                           for key in sorted(state["histograms"])]}
         text = json.dumps(doc, indent=1) + "\n"
-        replace_atomic(out_dir / "histograms.json", lambda tmp: tmp.write_text(text))
+        io.write_text(out_dir / "histograms.json", text)
         kept["histograms"] = {"metrics": h["metrics"], "bins": h["bins"], "group_by": h["group_by"],
                               "groups": len(doc["groups"]), "file": "histograms.json"}
     return kept

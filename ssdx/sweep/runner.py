@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from ssdx import params
+from ssdx.core import io
 from ssdx.models import fluid
 from ssdx.sweep import reduce as reduce_mod
 from ssdx.sweep import store
@@ -184,7 +185,7 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
                 table = pa.table(data)
                 pieces[job.index] = table
                 if writer is not None:
-                    writes.append(writer.submit(store.write_atomic, store.with_info(table, info),
+                    writes.append(writer.submit(io.write_parquet, store.with_info(table, info),
                                                 store.chunk_path(out_dir, job.index), "none"))
             elif writer is not None:
                 writes.append(writer.submit(store.write_state, store.state_path(out_dir, job.index), text,
@@ -205,7 +206,7 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
     if rows:
         table = store.assemble(cols, [pieces[i] for i in range(n_units)])
         if out_dir is not None:
-            store.write_atomic(table, out_dir / "results.parquet")
+            io.write_parquet(table, out_dir / "results.parquet")
     if state is not None and state["n"] != n:
         raise RuntimeError(f"the reduction states cover {state['n']} of {n} configurations")
     return Outcome(table, [infos[i] for i in range(n_units)], resumed, resumed_configs, elapsed, compile_s,

@@ -24,16 +24,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ssdx import params
+from ssdx.core.io import replace_atomic
 from ssdx.params import ConfigError
-from ssdx.paths import replace_atomic
 
 MANIFEST = "manifest.json"
 CHUNK_META = b"ssdx.chunk"
-
-
-def write_atomic(table: pa.Table, path: Path, compression: str = "snappy") -> None:
-    """Write ``table`` to ``path`` whole (``paths.replace_atomic``)."""
-    replace_atomic(path, lambda tmp: pq.write_table(table, tmp, compression=compression))
 
 
 def chunk_path(out_dir: Path, index: int) -> Path:

@@ -1,0 +1,110 @@
+"""Writing outputs whole, and the run settings every job reads the same way.
+
+* :func:`replace_atomic` — write a file through a temporary name and ``os.replace``, so a reader or a crash
+  sees the old file or the new one, never half of one; :func:`write_json` (strict JSON: NaN and inf
+  become ``null``) and :func:`write_parquet` are built on it.
+* :func:`dtype` — the array type of ``precision`` (``float32`` or ``float64``; the latter switches JAX to
+  64-bit).
+* :func:`scan_steps` — a fluid model's scan length, checked.
+* :func:`trace_reader` — a streaming reader of the configured block trace, its fields checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ssdx.params import ConfigError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ssdx.workloads.traces import Reader
+
+
+def replace_atomic(path: str | os.PathLike, write: Callable[[Path], object]) -> None:
+    """Write ``path`` whole: ``write(tmp)`` fills a temporary file beside it, named for this process and
+    thread (two writers never share one), then ``os.replace`` puts it in place, so a reader or a crash
+    sees the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` whole (:func:`replace_atomic`)."""
+    replace_atomic(path, lambda tmp: tmp.write_text(text))
+
+
+def jsonable(x: Any) -> Any:
+    """``x`` with NumPy scalars and arrays turned into Python numbers and lists, mapping keys into strings
+    and non-finite floats into ``None``."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple | np.ndarray):
+        return [jsonable(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Strict JSON of ``obj`` (:func:`jsonable`: NaN becomes null), indented, written whole."""
+    write_text(path, json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n")
+
+
+def write_parquet(table: pa.Table, path: str | os.PathLike, compression: str = "snappy") -> None:
+    """Write an Arrow ``table`` to ``path`` as Parquet, whole (:func:`replace_atomic`)."""
+    import pyarrow.parquet as pq
+
+    replace_atomic(path, lambda tmp: pq.write_table(table, tmp, compression=compression))
+
+
+def dtype(precision: str) -> type:
+    """The NumPy float type of ``precision``: ``float32``, or ``float64`` (which also enables JAX's 64-bit
+    mode for the rest of the process)."""
+    if precision == "float64":
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        return np.float64
+    if precision != "float32":
+        raise ConfigError("precision", precision, "must be float32 or float64")
+    return np.float32
+
+
+def scan_steps(value: Any, field: str) -> int:
+    """A scan length (steps per fill of the fluid model), checked: an integer 8 <= x <= 1,000,000."""
+    if not isinstance(value, int | np.integer) or not 8 <= int(value) <= 1_000_000:
+        raise ConfigError(field, value, "integer 8 <= x <= 1000000 (scan steps per fill)")
+    return int(value)
+
+
+def trace_reader(w: Mapping[str, Any]) -> Reader:
+    """A streaming reader of ``workload.trace_path`` in ``workload.format``; bad fields raise
+    :class:`~ssdx.params.ConfigError` naming them."""
+    from ssdx.workloads import traces
+
+    path, fmt, on_error = w.get("trace_path"), w.get("format", "msr"), w.get("on_error", "raise")
+    if not path:
+        raise ConfigError("workload.trace_path", path, "required: the block trace to read")
+    if not Path(path).is_file():
+        raise ConfigError("workload.trace_path", path, "must be an existing file")
+    if fmt not in traces.FORMATS:
+        raise ConfigError("workload.format", fmt, f"must be one of {list(traces.FORMATS)}")
+    if on_error not in ("raise", "skip"):
+        raise ConfigError("workload.on_error", on_error, "must be 'raise' or 'skip'")
+    return traces.Reader(Path(path), fmt, on_error=on_error)
