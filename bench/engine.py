@@ -53,7 +53,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ssdx import engine_params, params, presets  # noqa: E402
-from ssdx.models import engine  # noqa: E402
+from ssdx.models import engine, engine_backends  # noqa: E402
 from ssdx.replay import prepare  # noqa: E402
 from ssdx.report.machine import machine  # noqa: E402
 from ssdx.workloads import synthetic  # noqa: E402
@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     cols = columns(a.configs)
     lay = engine_params.layout(cols)
     batch = time_batch(cols, a.requests, a.repeats)
-    loop = time_batch(cols, a.requests, a.repeats, "cpu") if engine_params.backend({}) == "cpu" else None
+    loop = time_batch(cols, a.requests, a.repeats, "cpu") if engine_backends.select({}) == "cpu" else None
     gpu_loop = None
     if _cuda_ready():
         from ssdx.models import engine_cuda

@@ -41,8 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ssdx import engine_params  # noqa: E402
-from ssdx.models import engine  # noqa: E402
+from ssdx.models import engine, engine_backends  # noqa: E402
 from ssdx.report.machine import machine  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_engine", Path(__file__).with_name("engine.py"))
@@ -75,7 +74,7 @@ def case_columns(n: int, options: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def time_case(cols: dict, m: int, repeats: int) -> dict[str, Any]:
-    run_f, p, s0, req = bench_engine._prepare(cols, m, engine_params.backend({}))
+    run_f, p, s0, req = bench_engine._prepare(cols, m, engine_backends.select({}))
     compile_s = run_f.compile(p, s0, req)
     times, out = [], None
     for _ in range(repeats):

@@ -47,13 +47,9 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   fields; Tavakkol et al., FAST 2018).  ``buffer_dram_row_bytes``, ``buffer_dram_burst_bytes``,
   ``buffer_dram_trcd_ns``, ``buffer_dram_tcl_ns``, ``buffer_dram_trp_ns``: the other fields, MQSim's
   defaults (8192 B, 4 B, 13 ns each).
-* ``backend`` — how the engine runs, not what it computes (so not a column): ``jax`` the batched
-  ``lax.scan`` of ``ssdx.models.engine`` (every configuration of a batch stepped together; the GPU
-  path), ``cpu`` the compiled per-configuration loop of ``ssdx.models.engine_cpu`` (the same model,
-  touching only the dies a request uses; 6.6-8.6x faster on a CPU, bench/engine.py), ``cuda`` the same
-  loop as a CUDA kernel, one GPU thread per configuration (``ssdx.models.engine_cuda``; needs a GPU that
-  Numba sees), ``auto`` (default) ``cpu`` when JAX's default device is a CPU, else ``jax``.  ``auto``
-  does not pick ``cuda``: its speed on a GPU has not been measured against ``jax`` yet.
+* ``backend`` — how the engine runs, not what it computes (so not a column): ``auto`` (default), ``jax``,
+  ``cpu`` or ``cuda``.  This module only checks the name (:func:`backend_name`); what it means on the
+  machine at hand — the hardware probe, ``auto`` resolved — is ``ssdx.models.engine_backends.select``.
 """
 
 from __future__ import annotations
@@ -153,25 +149,12 @@ def columns(engine: Mapping) -> dict[str, np.ndarray]:
     return cols
 
 
-def backend(engine: Mapping) -> str:
-    """The ``engine.backend`` a run uses: ``jax``, ``cpu`` or ``cuda`` (``auto`` resolved on JAX's default
-    device; ``cuda`` checked against the GPUs Numba sees)."""
+def backend_name(engine: Mapping) -> str:
+    """The ``engine.backend`` of a config mapping (default ``auto``), checked against :data:`BACKENDS`.
+    What the name means on this machine is resolved by ``ssdx.models.engine_backends.select``."""
     value = engine.get("backend", "auto")
     if value not in BACKENDS:
         raise ConfigError("engine.backend", value, f"must be one of {list(BACKENDS)}")
-    if value == "cuda":
-        from ssdx.models import engine_cuda
-
-        why = engine_cuda.unavailable()
-        if why is not None:
-            raise ConfigError("engine.backend", value, f"{why}; use auto, jax or cpu")
-    if value == "auto":
-        import importlib.util
-
-        import jax
-
-        on_cpu = jax.default_backend() == "cpu" and importlib.util.find_spec("numba") is not None
-        return "cpu" if on_cpu else "jax"
     return value
 
 

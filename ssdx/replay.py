@@ -2,7 +2,7 @@
 
 The stream comes in chunks (``ssdx.workloads.traces.Chunk``: a trace reader or a synthetic generator),
 so a multi-GB trace never sits whole in memory; every chunk is padded to one length and run on the
-whole batch by one of three back ends of the same model (``engine.backend``, ``ssdx.engine_params``):
+whole batch by one of three back ends of the same model (``engine.backend``, ``ssdx.models.engine_backends``):
 
 * ``jax`` — the compiled ``jit(run_chunk)`` of ``ssdx.models.engine`` (configurations on the last axis),
   split over the local devices (``shard_map``) when there are several;
@@ -26,7 +26,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ssdx import engine_params
-from ssdx.models import engine
+from ssdx.models import engine, engine_backends
 from ssdx.workloads.traces import Chunk
 
 DEFAULT_CHUNK = 65_536
@@ -89,7 +89,7 @@ class Runner:
 def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None = None,
             backend: str = "auto") -> tuple[Runner, Any, Any, int]:
     """Chunk runner, plan and initial state of a batch ``trees`` (``engine_params.build``) on ``backend``
-    (``auto``, ``jax``, ``cpu`` or ``cuda``: ``engine_params.backend``); returns ``(run, plan, state, n)``
+    (``auto``, ``jax``, ``cpu`` or ``cuda``: ``engine_backends.select``); returns ``(run, plan, state, n)``
     with ``n`` the real batch size.
 
     ``jax``: the configurations are split over ``devices`` (default: every local device of the default
@@ -99,7 +99,7 @@ def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None =
     same loop on the first GPU Numba sees, the plan copied there once and the state at every chunk."""
     drive, workload, eng, lay = trees
     n = int(np.shape(drive.user_bytes)[0])
-    backend = engine_params.backend({"backend": backend})
+    backend = engine_backends.select({"backend": backend})
     if backend in ("cpu", "cuda"):  # the per-configuration loop, on the cores or one GPU thread each
         from ssdx.models import engine_cpu
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from ssdx import engine_params, params, presets, replay, report
 from ssdx.core import io
-from ssdx.models import engine, fluid
+from ssdx.models import engine, engine_backends, fluid
 from ssdx.workloads import fio, synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError
 
@@ -175,7 +175,7 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     dtype = io.dtype(cfg.get("precision", "float32"))
     cols = _columns(cfg)
     trees = engine_params.build(cols, dtype=dtype)
-    backend = engine_params.backend(cfg["engine"])
+    backend = engine_backends.select(cfg["engine"])
     chunks, reader, label = stream(cfg, jobs, capacity_bytes(cfg) if jobs is not None else None)
     try:
         res = replay.replay(trees, chunks, progress=progress, desc="replay", backend=backend)
@@ -265,7 +265,7 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
     run_cfg = dict(cfg, workload=w, engine=dict(cfg["engine"], loop="closed"))
     cols = _columns(run_cfg, drives)
     trees = engine_params.build(cols, dtype=dtype)
-    backend = engine_params.backend(cfg["engine"])
+    backend = engine_backends.select(cfg["engine"])
     seed = int(cfg.get("seed", 0))
     n_probe = int(b.get("probe_requests", 2000))
     boot_chunk = synthetic.windows11_boot(seed)

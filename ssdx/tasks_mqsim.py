@@ -60,6 +60,7 @@ import numpy as np
 
 from ssdx import engine_params, params, replay
 from ssdx.core import io
+from ssdx.models import engine_backends
 from ssdx.tasks_engine import capacity_bytes
 from ssdx.workloads import mqsim_xml, traces
 from ssdx.workloads.mqsim_xml import SECTOR_BYTES, TIME_UNITS, Flow, Scenario
@@ -241,7 +242,7 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
     run_cfg = apply_overrides(cfg, {
         "workload.prefill_fraction": float(np.mean([f.initial_occupancy_pct for f in sc.flows])) / 100.0})
     dtype = io.dtype(cfg.get("precision", "float32"))
-    backend = engine_params.backend(run_cfg["engine"])
+    backend = engine_backends.select(run_cfg["engine"])
     if all(closed):
         qd = [f.queue_depth for f in sc.flows]
         run_cfg["engine"]["loop"] = "closed"

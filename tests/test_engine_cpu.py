@@ -9,7 +9,7 @@ import pytest
 from conftest import x64
 
 from ssdx import engine_params, params, presets, replay
-from ssdx.models import engine, engine_cpu
+from ssdx.models import engine, engine_backends, engine_cpu
 from ssdx.workloads import synthetic
 from ssdx.workloads.traces import Chunk
 
@@ -218,11 +218,11 @@ def test_work_exactly_as_long_as_a_gap_fills_it_in_both_backends():
 
 def test_backend_is_checked_and_resolved():
     with pytest.raises(params.ConfigError, match="engine.backend"):
-        engine_params.backend({"backend": "gpu"})
+        engine_backends.select({"backend": "gpu"})
     import jax
 
-    assert engine_params.backend({}) == ("cpu" if jax.default_backend() == "cpu" else "jax")
-    assert engine_params.backend({"backend": "jax"}) == "jax"
+    assert engine_backends.select({}) == ("cpu" if jax.default_backend() == "cpu" else "jax")
+    assert engine_backends.select({"backend": "jax"}) == "jax"
     trees = engine_params.build(batch(qds=(2,)))
     run, p, s, n = replay.prepare(trees, backend="cpu")
     ch = mixed(64)

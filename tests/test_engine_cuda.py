@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ssdx import engine_params
+from ssdx.models import engine_backends
 from ssdx.params import ConfigError
 
 HERE = Path(__file__).resolve().parent
@@ -86,10 +87,10 @@ def test_cuda_backend_refused_without_a_gpu(monkeypatch):
 
     monkeypatch.setattr(engine_cuda, "unavailable", lambda: "needs a CUDA GPU that Numba can use")
     with pytest.raises(ConfigError, match="engine.backend.*CUDA GPU.*use auto, jax or cpu"):
-        engine_params.backend({"backend": "cuda"})
+        engine_backends.select({"backend": "cuda"})
     if not engine_cuda.available():  # this machine: the real check refuses too, naming what is missing
         monkeypatch.undo()
         with pytest.raises(ConfigError, match="engine.backend.*needs"):
-            engine_params.backend({"backend": "cuda"})
+            engine_backends.select({"backend": "cuda"})
     assert "cuda" in engine_params.BACKENDS
-    assert engine_params.backend({"backend": "auto"}) in ("cpu", "jax")  # auto never picks cuda
+    assert engine_backends.select({"backend": "auto"}) in ("cpu", "jax")  # auto never picks cuda
