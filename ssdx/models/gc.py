@@ -238,14 +238,17 @@ def cycle(gp: GcParams, g: Geometry, st: State, policy: str | None = None) -> tu
     stale = first & (old >= 0)
     ppn = blk * m + k + j
 
-    p2l = st.p2l.at[jnp.concatenate([
-        jnp.where(live, dest, oob), jnp.where(gc_on, v * m + j, oob), jnp.where(stale, old_now, oob),
-        jnp.where(active, ppn, oob)])].set(jnp.concatenate([
-            jnp.where(rewritten, -1, vslots), jnp.full((m,), -1, jnp.int32), jnp.full((m,), -1, jnp.int32),
-            jnp.where(last, lpn, -1)]), mode="drop")
     valid = st.valid.at[jnp.where(stale & ~in_victim, old // m, n_blocks)].add(-1, mode="drop")
     valid = valid.at[jnp.where(gc_on, v, n_blocks)].set(0, mode="drop")
     valid = valid.at[blk].set(jnp.sum(live & ~rewritten) + jnp.sum(last))
+    # the scatter's indices read the new valid counts (always >= 0): every read of the old p2l (valid's
+    # included) is then ordered before its in-place update, and XLA does not copy p2l each cycle
+    p2l_idx = jnp.concatenate([
+        jnp.where(live, dest, oob), jnp.where(gc_on, v * m + j, oob), jnp.where(stale, old_now, oob),
+        jnp.where(active, ppn, oob)])
+    p2l = st.p2l.at[jnp.where(valid[blk] >= 0, p2l_idx, oob)].set(jnp.concatenate([
+        jnp.where(rewritten, -1, vslots), jnp.full((m,), -1, jnp.int32), jnp.full((m,), -1, jnp.int32),
+        jnp.where(last, lpn, -1)]), mode="drop")
     # the destination block now holds exactly the pages it maps: point them here (reading the new p2l
     # orders this write after every read of l2p above, so neither map is copied)
     here = jax.lax.dynamic_slice(p2l, (blk * m,), (m,))
