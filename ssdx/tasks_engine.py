@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ssdx import engine_params, params, presets, replay, report
-from ssdx.core import io
+from ssdx.core import io, stats
 from ssdx.models import engine, engine_backends, fluid
 from ssdx.workloads import fio, synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError
@@ -216,7 +216,7 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
 def _plot_cdf(hists: Mapping[str, np.ndarray], path: Path, title: str) -> None:
     """Latency CDFs (read and write) from the engine's log histograms."""
 
-    edges = 10.0 ** (engine.LOG_MIN + np.arange(engine.N_BINS + 1) / engine.BINS_PER_DECADE) * 1e6
+    edges = stats.bin_edges() * 1e6
     fig, ax = report.subplots(figsize=(7, 4))
     for name, h in hists.items():
         for op, style in ((READ, "-"), (WRITE, "--")):

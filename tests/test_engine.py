@@ -9,6 +9,7 @@ import pytest
 from conftest import x64
 
 from ssdx import engine_params, params, presets, replay
+from ssdx.core import stats
 from ssdx.models import engine, fluid
 from ssdx.workloads import synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk
@@ -225,10 +226,10 @@ def test_idle_gaps_fold_the_pslc_cache_back():
 def test_percentiles_from_the_histogram():
     rng = np.random.default_rng(0)
     lat = rng.lognormal(np.log(100e-6), 1.0, 200_000)
-    h = np.bincount(np.asarray(engine.latency_bin(lat)), minlength=engine.N_BINS)
+    h = np.bincount(np.asarray(stats.latency_bin(lat)), minlength=stats.N_BINS)
     for q in (0.5, 0.99, 0.999):
-        assert engine.percentile_from_hist(h, q) == pytest.approx(np.quantile(lat, q), rel=0.025)
-    assert np.isnan(engine.percentile_from_hist(np.zeros(engine.N_BINS), 0.5))
+        assert stats.percentile_from_hist(h, q) == pytest.approx(np.quantile(lat, q), rel=0.025)
+    assert np.isnan(stats.percentile_from_hist(np.zeros(stats.N_BINS), 0.5))
 
 
 def test_bad_engine_fields_name_the_field():

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssdx import params, presets
+from ssdx.core import stats
 from ssdx.models import fluid
 from ssdx.report.fill import ALDRIN_REVIEW, phases
 from ssdx.units import gbit_die_to_bytes
@@ -190,7 +191,7 @@ def test_sata_drive_is_link_bound_and_dramless_random_is_slower():
 @pytest.mark.parametrize("n", [16, 64, 257, 512])
 def test_low_percentile_matches_numpy(n):
     x = np.random.default_rng(n).random(n).astype(np.float32) * 1000
-    got = float(fluid._percentile_low(jax.numpy.asarray(x), 5.0))
+    got = float(stats.percentile_low(jax.numpy.asarray(x), 5.0))
     assert got == pytest.approx(float(np.percentile(x, 5.0)), rel=1e-6)
 
 

@@ -27,6 +27,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ssdx.core.stats import percentile_low_masked
 from ssdx.models import fluid, hctm
 from ssdx.models import power as pw
 from ssdx.models import thermal as rc
@@ -159,18 +160,6 @@ def simulate(drive: Drive, workload: Workload, power: Power, th: Thermal, n_step
     return run(drive, workload, power, th, n_steps)[1]
 
 
-def _percentile_low_masked(x: jax.Array, count: jax.Array, q: float) -> jax.Array:
-    """``q``-th percentile (linear interpolation) of the ``count`` finite values of ``x``; the rest
-    are ``+inf``.  Reads only the few smallest values (``top_k``, no sort); NaN when ``count`` is 0."""
-    k = min(int(q / 100.0 * (x.shape[0] - 1)) + 2, x.shape[0])
-    smallest = -jax.lax.top_k(-x, k)[0]
-    pos = q / 100.0 * (jnp.maximum(count, 1.0) - 1.0)
-    lo = jnp.floor(pos).astype(jnp.int32)
-    hi = jnp.minimum(lo + 1, jnp.maximum(count.astype(jnp.int32) - 1, 0))
-    value = smallest[lo] + (pos - lo) * (smallest[hi] - smallest[lo])
-    return jnp.where(count > 0, value, jnp.nan)
-
-
 def metrics(drive: Drive, workload: Workload, power: Power, th: Thermal,
             n_steps: int) -> dict[str, jax.Array]:
     """Scalar figures of one run (for sweeps): GB = 1e9 bytes, MB/s = 1e6 bytes/s, K, s, J.
@@ -206,7 +195,7 @@ def metrics(drive: Drive, workload: Workload, power: Power, th: Thermal,
     return {
         "written_gb": final.written_bytes / 1e9,
         "mean_mb_s": final.written_bytes / duration / 1e6,
-        "p5_mb_s": _percentile_low_masked(speed, acc[4], 5.0) / 1e6,
+        "p5_mb_s": percentile_low_masked(speed, acc[4], 5.0) / 1e6,
         "unthrottled_mean_mb_s": mean(acc[0], acc[1]),
         "throttled_mean_mb_s": mean(acc[2], acc[3]),
         "max_composite_k": jnp.maximum(acc[5], rc.composite(power, final.temps_k)),

@@ -117,15 +117,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ssdx.core.stats import N_BINS, kahan_add, latency_bin, percentile_from_hist
 from ssdx.engine_params import MAP_ENTRY_BYTES, MAP_UNIT_BYTES, EngineParams, Layout
 from ssdx.models import fluid
+from ssdx.models.booking import fluid_book
 from ssdx.params import Drive, Workload
 
 READ, WRITE, TRIM = 0, 1, 2  # the op codes of the trace array form (ssdx.workloads.traces; tested equal)
 OPS = ("read", "write", "trim")
-BINS_PER_DECADE = 50
-LOG_MIN = -7.0  # 0.1 us
-N_BINS = 9 * BINS_PER_DECADE  # up to 100 s
 FIT_SLACK = 1e-3  # work fits a gap or window overshooting it by under this share of its duration (_book)
 
 
@@ -464,17 +463,6 @@ def _pe_push(p: Plan, pe: PE, on: jax.Array, start: jax.Array, dur: jax.Array) -
     return pe._replace(start=push(pe.start), end=push(pe.end), er_end=push(pe.er_end))
 
 
-def fluid_book(end: jax.Array, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Book ``dur`` on a short-transfer resource (channel bus, host link) as a fluid backlog: ``end`` is
-    when the work booked so far would be done if served from now on, so work ready at ``ready`` starts
-    at ``max(ready, end)`` and the backlog grows by ``dur`` from ``max(end, 0)``.  The backlog drains with
-    the issue clock, not with the (out-of-order) ready times of the work in it: idle time before a
-    transfer booked for later is not lost and nothing waits behind work that is not ready (no
-    head-of-line blocking); capacity is kept, since the backlog only drains at one second per second.
-    Returns the start and the new backlog end."""
-    return jnp.maximum(ready, end), jnp.maximum(end, 0.0) + dur
-
-
 def _shift(sv: Server, t: jax.Array) -> Server:
     """Rebase a booking to an origin ``t`` (B,) later."""
     return Server(sv.end - t[None], sv.win - t[None], sv.work, sv.gap - t[None])
@@ -482,19 +470,6 @@ def _shift(sv: Server, t: jax.Array) -> Server:
 
 def _pick(mask: jax.Array, a: Server, b: Server) -> Server:
     return Server(*(jnp.where(mask, x, y) for x, y in zip(a, b, strict=True)))
-
-
-def latency_bin(lat: jax.Array) -> jax.Array:
-    """Histogram bin of a latency (s): log-spaced, BINS_PER_DECADE per decade from 0.1 µs, clipped."""
-    x = (jnp.log10(jnp.maximum(lat, 1e-12)) - LOG_MIN) * BINS_PER_DECADE
-    return jnp.clip(jnp.floor(x), 0, N_BINS - 1).astype(jnp.int32)
-
-
-def kahan_add(total: jax.Array, comp: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Compensated (Kahan) addition."""
-    y = x - comp
-    t = total + y
-    return t, (t - total) - y
 
 
 class Front(NamedTuple):
@@ -827,22 +802,6 @@ def to_host(x: jax.Array, lay: Layout | None, dies: bool = False) -> np.ndarray:
     (``dies``, ``(D, B)``) becomes ``(B, ways, channels)``."""
     x = np.moveaxis(np.asarray(x, np.float64), -1, 0)
     return x.reshape(-1, lay.ways, lay.channels) if dies else x
-
-
-def percentile_from_hist(hist: np.ndarray, q: float) -> np.ndarray:
-    """The ``q``-quantile (0-1) of latencies from log-spaced histograms ``(..., N_BINS)``, s; geometric
-    interpolation within the bin (error under half a bin, ±2.3 %).  NaN where the histogram is empty."""
-    hist = np.asarray(hist, np.float64)
-    cum = np.cumsum(hist, axis=-1)
-    total = cum[..., -1:]
-    target = q * total
-    idx = np.argmax(cum >= target - 1e-9, axis=-1)
-    before = np.concatenate([np.zeros_like(cum[..., :1]), cum], -1)
-    below = np.take_along_axis(before, idx[..., None], -1)[..., 0]
-    inbin = np.take_along_axis(hist, idx[..., None], -1)[..., 0]
-    frac = np.where(inbin > 0, (target[..., 0] - below) / np.maximum(inbin, 1), 0.0).clip(0, 1)
-    out = 10.0 ** (LOG_MIN + (idx + frac) / BINS_PER_DECADE)
-    return np.where(total[..., 0] > 0, out, np.nan)
 
 
 def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, mask: np.ndarray,

@@ -32,12 +32,10 @@ import math
 import numba
 import numpy as np
 
+from ssdx.core.stats import BINS_PER_DECADE, LOG_MIN, N_BINS
 from ssdx.engine_params import MAP_UNIT_BYTES, Layout
 from ssdx.models.engine import (
-    BINS_PER_DECADE,
     FIT_SLACK,
-    LOG_MIN,
-    N_BINS,
     PE,
     READ,
     TRIM,

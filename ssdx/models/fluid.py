@@ -69,6 +69,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ssdx.core.stats import percentile_low
 from ssdx.params import Drive, Workload
 
 DYNAMIC, STATIC, PURE_SLC, PURE_NATIVE, HYBRID = 0, 1, 2, 3, 4  # indices into params.SLC_MODES
@@ -354,16 +355,6 @@ def simulate(drive: Drive, workload: Workload, n_steps: int = 512) -> StepOut:
     return run(drive, workload, n_steps)[1]
 
 
-def _percentile_low(x: jax.Array, q: float) -> jax.Array:
-    """``jnp.percentile(x, q)`` (linear interpolation) from the few smallest values (``top_k``, no sort)."""
-    pos = q / 100.0 * (x.shape[0] - 1)
-    lo = int(pos)
-    k = min(lo + 2, x.shape[0])
-    smallest = -jax.lax.top_k(-x, k)[0]
-    hi = min(lo + 1, k - 1)
-    return smallest[lo] + (pos - lo) * (smallest[hi] - smallest[lo])
-
-
 def metrics(drive: Drive, workload: Workload, n_steps: int = 512,
             idle_gaps: bool = True) -> dict[str, jax.Array]:
     """Scalar figures of one run (for sweeps): GB = 1e9 bytes, MB/s = 1e6 bytes/s, seconds.
@@ -398,7 +389,7 @@ def metrics(drive: Drive, workload: Workload, n_steps: int = 512,
         "time_s": final.time_s,
         "mean_mb_s": written / busy / 1e6,
         "min_mb_s": jnp.min(speed) / 1e6,
-        "p5_mb_s": _percentile_low(speed, 5.0) / 1e6,
+        "p5_mb_s": percentile_low(speed, 5.0) / 1e6,
         "cache_gb": cache / 1e9,
         "pslc_gb": mode_bytes[0] / 1e9,
         "direct_gb": mode_bytes[1] / 1e9,

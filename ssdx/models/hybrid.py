@@ -3,7 +3,8 @@ NAND flash types, Chuo Univ., full version ISCAS 2018 — "Fukuchi et al."; NV-W
 
 One drive per call (no vmap inside); a batch ``vmap``s :func:`run_chunk` over stacked
 :class:`~ssdx.hybrid_params.HybridParams` with the request stream broadcast, as the request-level engine
-(``ssdx.models.engine``) does, whose histogram, compensated clock and fluid booking this model shares.
+(``ssdx.models.engine``) does, sharing its histogram and compensated clock (``ssdx.core.stats``) and its
+fluid booking (``ssdx.models.booking``).
 
 **Stream.**  Requests are cut on the host into 4 KiB *lines* (the SCM line and the FTL's mapping unit);
 the scan takes one line per step (:class:`Lines`: op, logical line, sectors of the request inside it, and
@@ -44,7 +45,7 @@ FIFO order.
 interface's command overhead, then each of its lines: the host link, the line's SCM bank (``scm_banks``,
 interleaved by line address, sector time) and, on a read miss, its die and channel.  Dies are servers;
 the channels, the SCM banks and the link carry short transfers and are booked as fluid backlogs
-(``ssdx.models.engine.fluid_book``): a transfer that becomes ready later (a copy-in waiting for its NAND
+(``ssdx.models.booking.fluid_book``): a transfer that becomes ready later (a copy-in waiting for its NAND
 read) adds its time to the backlog without moving the backlog to that instant, so nothing waits behind
 work that has not started and each resource's capacity is kept.  A write that inserts a line waits while
 SCM is full: flushed data stays in SCM until programmed, draining at the array's program rate ``drain``,
@@ -68,8 +69,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ssdx.core.stats import N_BINS, kahan_add, latency_bin, percentile_from_hist
 from ssdx.hybrid_params import SECTOR_BYTES, UNIT_BYTES, VICTIMS, HybridParams, Layout
-from ssdx.models.engine import N_BINS, READ, WRITE, fluid_book, kahan_add, latency_bin, percentile_from_hist
+from ssdx.models.booking import fluid_book
+from ssdx.workloads.traces import READ, WRITE
 
 LRU, FIFO, CFLRU = (VICTIMS.index(v) for v in ("lru", "fifo", "cflru"))
 _HASH = np.uint32(2654435761)  # Knuth's multiplicative hash constant (2^32 / golden ratio)
