@@ -31,7 +31,7 @@ configuration-request.  Its results equal the batch's to float32 rounding (check
 Reference point (not run here): a single-threaded C++ discrete-event SSD simulator processes on the
 order of 10^4-10^5 requests per second for one configuration (issue 5).
 
-Usage: ``python bench/engine.py [--configs N] [--requests M] [--repeats R] [--single-configs S]
+Usage: ``python -m bench.engine [--configs N] [--requests M] [--repeats R] [--single-configs S]
 [--cuda-threads T] [--json FILE]``.
 """
 
@@ -40,23 +40,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave GPU memory for the CUDA kernel
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ssdx import engine_params, params, presets  # noqa: E402
-from ssdx.models import engine, engine_backends  # noqa: E402
-from ssdx.replay import prepare  # noqa: E402
-from ssdx.report.machine import machine  # noqa: E402
-from ssdx.workloads import synthetic  # noqa: E402
+from ssdx import engine_params, params, presets
+from ssdx.models import engine, engine_backends
+from ssdx.replay import prepare
+from ssdx.report.machine import machine
+from ssdx.workloads import synthetic
 
 DRIVES = ("sata_tlc_500", "generic_tlc_1tb", "sn8e_1920", "aldrin_pro_2tb")
 QDS = (1, 2, 4, 8, 16, 32)

@@ -21,16 +21,14 @@ Each row: ``run_s`` (median of ``--repeats``), configuration-requests per second
 mechanism did to the batch (mean read and write latency, reads that suspended a program / an erase,
 mapping-cache misses and write-backs), so a row that is fast because the mechanism never fired shows it.
 
-Usage: ``python bench/engine_mechanisms.py [--configs N] [--requests M] [--repeats R] [--json FILE]``
+Usage: ``python -m bench.engine_mechanisms [--configs N] [--requests M] [--repeats R] [--json FILE]``
 (default ``bench/results/engine_mechanisms.json``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,14 +37,9 @@ from typing import Any
 import jax
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ssdx.models import engine, engine_backends  # noqa: E402
-from ssdx.report.machine import machine  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("bench_engine", Path(__file__).with_name("engine.py"))
-bench_engine = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench_engine)
+from bench import engine as bench_engine
+from ssdx.models import engine, engine_backends
+from ssdx.report.machine import machine
 
 CASES: dict[str, dict[str, Any]] = {
     "default": {},

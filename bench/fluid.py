@@ -32,7 +32,7 @@ with 32 GB bursts and 60 s idle gaps; 4 KiB random on a DRAM-less variant), dies
 pre-fill (0 / 0.25 / 0.5 / 0.75).  Static-mode drives whose raw NAND cannot hold 2000 GB plus the
 static pSLC region get a smaller user capacity so every configuration is valid.
 
-Usage: ``python bench/fluid.py --configs N --json PATH [--steps S] [--chunk C] [--loop-configs M]``
+Usage: ``python -m bench.fluid --configs N --json PATH [--steps S] [--chunk C] [--loop-configs M]``
 """
 
 from __future__ import annotations

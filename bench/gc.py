@@ -11,17 +11,21 @@ configurations, and host page writes per second.
 
 Baselines (per-configuration loops, named)
 ------------------------------------------
-``python_loop``: the FTL page by page in plain Python (lists, one configuration at a time; the same
-greedy policy and the same address stream as the model), timed on ``--loop-configs`` configurations
-for ``--loop-cycles`` cycles and extrapolated per NAND page write.  It is checked to produce exactly
-the model's copies on what it ran.
+``python_loop``: the FTL page by page in plain Python (``bench.ftl_reference``: lists, one
+configuration at a time; the same greedy policy and the same address stream as the model), timed on
+``--loop-configs`` configurations for ``--loop-cycles`` cycles and extrapolated per NAND page write.
+It is checked to produce exactly the model's copies on what it ran.
 ``jax_single``: the jitted model on one configuration per call (no ``vmap``), ``--single-configs`` of
 them run back to back: JAX used the way one-configuration simulators are used.
 
-Reference point (not run here): public C simulators of page-mapped greedy cleaning report about 10
-million flash page writes per second on one core (issue 4).
+``jax_metrics``: ``gc.metrics`` on one configuration (the first, ``--metrics-blocks`` blocks,
+preconditioning twice over then ``--metrics-rounds`` SNIA rounds): the ``while_loop`` over cycles that
+the CLI's GC experiments and sweeps run, in cycles (blocks filled) per second, compile apart.
 
-Usage: ``python bench/gc.py [--configs N] [--cycles C] [--blocks B] [--pages b] [--repeats R]
+Reference point (not run here): public C simulators of page-mapped greedy cleaning report about 10
+million flash page writes per second on one core.
+
+Usage: ``python -m bench.gc [--configs N] [--cycles C] [--blocks B] [--pages b] [--repeats R]
 [--json FILE]``; ``--sizes 64,256,1024`` runs only the JAX path at several batch sizes.
 """
 
@@ -30,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,65 +42,51 @@ from typing import Any
 import jax
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.ftl_reference import PageFTL
+from ssdx import gc_params, params
+from ssdx.models import gc
+from ssdx.report.machine import machine
 
-from ssdx import gc_params, params  # noqa: E402
-from ssdx.models import gc  # noqa: E402
-from ssdx.report.machine import machine  # noqa: E402
 
-
-def configs(n: int, pages: int, blocks: int) -> gc_params.GcParams:
-    """``n`` uniform-random greedy runs: spare factors 0.07-0.28 (golden-ratio sequence), seeds 0..n-1."""
+def configs(n: int, pages: int, blocks: int, precondition: float = 0.0) -> gc_params.GcParams:
+    """``n`` uniform-random greedy runs: spare factors 0.07-0.28 (golden-ratio sequence), seeds 0..n-1;
+    ``precondition``: sequential fills of the written space before the pattern."""
     spare = 0.07 + 0.21 * ((np.arange(n) * 0.6180339887) % 1.0)
     cols = {f"gc.{k}": np.full(n, v, dtype=object) for k, v in dict(
         n_blocks=blocks, pages_per_block=pages, policy="greedy", d=10, pattern="uniform", hot_fraction=0.1,
-        hot_share=0.9, trim_fraction=0.0, compressibility=1.0, precondition=0.0, round_fraction=1.0).items()}
+        hot_share=0.9, trim_fraction=0.0, compressibility=1.0, precondition=precondition,
+        round_fraction=1.0).items()}
     cols["gc.spare_factor"] = spare
     cols["gc.seed"] = np.arange(n)
     return gc_params.build(cols)
 
 
 def python_loop(gp_one, blocks: int, pages: int, cycles: int) -> tuple[int, int]:
-    """The FTL page by page in plain Python for one configuration: (host pages, copies)."""
-    g = jax.tree_util.tree_map(int, gc.geometry(gp_one, blocks))
+    """The FTL page by page in plain Python for one configuration (:class:`bench.ftl_reference.PageFTL`,
+    greedy): (host pages, copies)."""
     n = np.arange(cycles * pages, dtype=np.int32)
     lpns = np.asarray(jax.jit(jax.vmap(lambda k: gc.logical_page(gp_one, gc.geometry(gp_one, blocks), k)))(n))
     lpns = lpns.tolist()
-    m, b = pages, g.b
-    l2p, p2l = [-1] * (blocks * m), [-1] * (blocks * m)
-    valid, closed = [0] * blocks, [-1] * blocks
-    spare, fresh_used, host, copies = blocks - 1, 0, 0, 0
-    for cyc in range(cycles):
-        if fresh_used < blocks - 1:
-            blk, k = fresh_used, 0
-            fresh_used += 1
-        else:
-            best, v = 1 << 30, -1
-            for i in range(blocks):
-                if i != spare and closed[i] >= 0 and valid[i] < best:
-                    best, v = valid[i], i
-            blk, k = spare, 0
-            for off in range(b):
-                lpn = p2l[v * m + off]
-                if lpn >= 0:
-                    ppn = blk * m + k
-                    p2l[ppn], l2p[lpn] = lpn, ppn
-                    k += 1
-                p2l[v * m + off] = -1
-            valid[blk], valid[v], closed[v], spare = k, 0, -1, v
-            copies += k
-        for i in range(b - k):
-            lpn = lpns[host + i]
-            old = l2p[lpn]
-            if old >= 0:
-                valid[old // m] -= 1
-                p2l[old] = -1
-            ppn = blk * m + k + i
-            p2l[ppn], l2p[lpn] = lpn, ppn
-            valid[blk] += 1
-        closed[blk] = cyc
-        host += b - k
-    return host, copies
+    ftl = PageFTL(blocks, int(gp_one.pages_per_block), pages)
+    copies = 0
+    for _ in range(cycles):
+        copies += ftl.step(lpns, "greedy")[1]
+    return ftl.host, copies
+
+
+def time_metrics(gp_one, blocks: int, pages: int, rounds: int) -> dict[str, Any]:
+    """``gc.metrics`` (the SNIA-rounds loop the CLI and sweeps run) on one configuration: cycles/s."""
+    z = np.float32(1e-6)
+    tm = gc.Timing(prog_s=z, read_s=z, erase_s=z, bus_s=z, host_s=z, page_bytes=np.float32(16384.0))
+    fn = jax.jit(gc.metrics, static_argnums=(2, 3, 4, 5, 6))
+    t0 = time.perf_counter()
+    compiled = fn.lower(gp_one, tm, blocks, pages, rounds, 10_000_000, "greedy").compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(compiled(gp_one, tm))
+    run_s = time.perf_counter() - t0
+    return {"compile_s": compile_s, "run_s": run_s, "cycles": int(out["cycles"]),
+            "write_amplification": float(out["write_amplification"])}
 
 
 def _compiled(n_cfg: int, blocks: int, pages: int, cycles: int):
@@ -135,8 +124,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--loop-configs", type=int, default=2, help="python_loop sample (default 2)")
     ap.add_argument("--loop-cycles", type=int, default=1500, help="python_loop cycles (default 1500)")
     ap.add_argument("--single-configs", type=int, default=8, help="jax_single sample (default 8)")
+    ap.add_argument("--metrics-blocks", type=int, default=1024, help="jax_metrics blocks (default 1024)")
+    ap.add_argument("--metrics-rounds", type=int, default=16, help="jax_metrics SNIA rounds (default 16)")
     ap.add_argument("--sizes", default=None, help="comma list of N: JAX batch sizes only")
-    ap.add_argument("--json", default=None, help="JSON path (default bench/gc_<platform>.json)")
+    ap.add_argument("--json", default=None, help="JSON path (default bench/results/gc_<platform>.json)")
     a = ap.parse_args(argv)
     dev = jax.devices()[0]
     result: dict[str, Any] = {
@@ -192,6 +183,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         rows.append({"engine": "python_loop", "configs": m, "compile_s": 0.0, "run_s": nand / loop_rate,
                      "nand_pages_per_s": loop_rate, "host_pages_per_s": None, "extrapolated_from": m,
                      "exact_vs_model": bool(agree)})
+        # jax_metrics: the SNIA-rounds loop on one configuration
+        mr = time_metrics(params.index(configs(1, a.pages, a.metrics_blocks, precondition=2.0), 0),
+                          a.metrics_blocks, a.pages, a.metrics_rounds)
+        rows.append({"engine": "jax_metrics", "configs": 1, "compile_s": mr["compile_s"],
+                     "run_s": mr["run_s"],
+                     "nand_pages_per_s": mr["cycles"] * a.pages / mr["run_s"], "host_pages_per_s": None,
+                     "blocks": a.metrics_blocks, "rounds": a.metrics_rounds, "cycles": mr["cycles"],
+                     "us_per_cycle": 1e6 * mr["run_s"] / mr["cycles"],
+                     "write_amplification": mr["write_amplification"]})
         for row in rows:
             row["jax_vmap_speedup"] = jax_rate / row["nand_pages_per_s"]
         wa = (r["host"] + r["copies_each"]) / r["host"]
@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print(f"{row['engine']:<12} {row['configs']:>8} {row['compile_s']:>10.2f} {row['run_s']:>10.3f} "
               f"{row['nand_pages_per_s']:>14.3e} {row.get('jax_vmap_speedup', float('nan')):>8.1f}"
               + ("  (extrapolated)" if "extrapolated_from" in row else ""))
-    out = Path(a.json or Path(__file__).with_name(f"gc_{dev.platform}.json"))
+    out = Path(a.json or Path(__file__).with_name("results") / f"gc_{dev.platform}.json")
     out.write_text(json.dumps(result, indent=2, default=float) + "\n")
     print(f"wrote {out}")
     return result

@@ -20,7 +20,7 @@ misses move the generated curve, so the points are corrected by fixed-point iter
 Printed and written (JSON, with machine information): published vs generated miss ratio at every
 published size, before and after, and the fitted points, to be copied by hand into the presets.
 
-Usage: ``python bench/msr_calibrate.py [--json bench/results/msr_calibration.json] [--steady N]``
+Usage: ``python -m bench.msr_calibrate [--json bench/results/msr_calibration.json] [--steady N]``
 """
 
 from __future__ import annotations
@@ -30,16 +30,13 @@ import dataclasses
 import datetime
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ssdx.report.machine import machine  # noqa: E402
-from ssdx.workloads import lru, msr  # noqa: E402
+from ssdx.report.machine import machine
+from ssdx.workloads import lru, msr
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FULL = ("prxy_0", "proj_0", "hm_0")  # generated whole at the published length

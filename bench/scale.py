@@ -32,7 +32,7 @@ Reported: configurations per second (run only, and wall), the runner's overhead 
 (``run_s / bare run_s - 1``; goal < 10 % at 100,000 configurations) and the scaling efficiency
 ``rate(K) / (K * rate(1))``.  Values are checked identical between every runner and worker count.
 
-Usage: ``python bench/scale.py --configs N --json PATH [--chunk C] [--steps S] [--devices 1,2]
+Usage: ``python -m bench.scale --configs N --json PATH [--chunk C] [--steps S] [--devices 1,2]
 [--ray 1,2] [--reduce 1] [--reps R]``
 """
 

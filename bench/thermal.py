@@ -51,7 +51,7 @@ or ``double`` to double from ``--size-start`` until the device runs out of memor
 largest batch that ran and its config-steps/s.  Large batches tile a pool of distinct configurations
 (gathered on the device), which costs the same as distinct ones: the scan has no data-dependent control.
 
-Usage: ``python bench/thermal.py [--configs N] [--steps S] [--chunk C] [--loop-configs M]
+Usage: ``python -m bench.thermal [--configs N] [--steps S] [--chunk C] [--loop-configs M]
 [--step-loop-configs K] [--repeats R] [--sizes LIST|double] [--out FILE.json]``
 """
 

@@ -46,19 +46,6 @@ def x64():
     return fn(True) if fn is not None else contextlib.nullcontext()
 
 
-def load_bench(name: str):
-    """The script ``bench/NAME.py`` as a module (benchmarks are scripts, not package modules)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "bench" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"ssdx_bench_{name}", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def build_one(drive: dict | None = None, workload: dict | None = None, dtype=np.float32, **drive_over):
     d = presets.drive("aldrin_pro_2tb", **drive_over) if drive is None else drive
     w = presets.workload("seq_fill") if workload is None else workload

@@ -2,16 +2,12 @@
 
 import json
 
-from conftest import load_bench
-
-
-def _bench():
-    return load_bench("engine")
+from bench import engine as bench_engine
 
 
 def test_bench_engine_rows_and_json(tmp_path):
     out = tmp_path / "engine.json"
-    bench = _bench()
+    bench = bench_engine
     bench.main(["--configs", "64", "--requests", "1000", "--repeats", "1", "--single-configs", "4",
                 "--json", str(out)])
     back = json.loads(out.read_text())

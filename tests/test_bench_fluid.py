@@ -9,7 +9,8 @@ from types import ModuleType
 import jax
 import numpy as np
 import pytest
-from conftest import load_bench
+
+from bench import fluid as bench_fluid
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "fluid.py"
 STEPS = 64
@@ -22,7 +23,7 @@ STRIDE = 23  # coprime with the grid size: the 20 configurations mix every pSLC 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    return load_bench("fluid")
+    return bench_fluid
 
 
 @pytest.fixture(scope="module")

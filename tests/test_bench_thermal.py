@@ -11,7 +11,8 @@ from types import ModuleType
 import jax
 import numpy as np
 import pytest
-from conftest import load_bench
+
+from bench import thermal as bench_thermal
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "thermal.py"
 N_CONFIGS, STEPS = 64, 60
@@ -20,7 +21,7 @@ PORT_CONFIGS, STEPS_PORT = 24, 300  # long enough for throttling, so the HCTM br
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    return load_bench("thermal")
+    return bench_thermal
 
 
 @pytest.fixture(scope="module")

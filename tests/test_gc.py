@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bench.ftl_reference import PageFTL
 from ssdx import gc_params, params
 from ssdx.models import gc
 from ssdx.models import wa_analytic as wa
@@ -35,71 +36,7 @@ def _stack(cfgs: list[dict]) -> gc_params.GcParams:
 _run = jax.jit(gc.run, static_argnums=(1, 2, 3))
 
 
-# ------------------------------------------------------------------------ reference: page-by-page FTL
-
-class ReferenceFTL:
-    """Independent page-by-page port of the FTL described in ``ssdx.models.gc`` (plain Python lists)."""
-
-    def __init__(self, n_blocks: int, b: int, m: int):
-        self.n, self.b, self.m = n_blocks, b, m
-        self.l2p = [-1] * (n_blocks * m)
-        self.p2l = [-1] * (n_blocks * m)
-        self.valid = [0] * n_blocks
-        self.closed = [-1] * n_blocks
-        self.spare, self.next_fresh, self.host, self.cycle = n_blocks - 1, 0, 0, 0
-
-    def victim(self, policy: str, d: int, seed: int) -> int:
-        ok = [i != self.spare and self.closed[i] >= 0 for i in range(self.n)]
-        if policy == "greedy":
-            return min((self.valid[i], i) for i in range(self.n) if ok[i])[1]
-        if policy == "fifo":
-            return min((self.closed[i], i) for i in range(self.n) if ok[i])[1]
-        if policy == "cost_benefit":
-            def score(i):
-                u = self.valid[i] / self.b
-                age = self.cycle - self.closed[i] + 1.0
-                return np.inf if u == 0 else age * (1 - u) / (2 * u)
-            best = max(score(i) for i in range(self.n) if ok[i])
-            return min(i for i in range(self.n) if ok[i] and score(i) == best)
-        # d_choices: the candidates are the model's random stream (a stream, not policy logic)
-        j = np.arange(gc_params.D_MAX, dtype=np.uint32)
-        u = np.asarray(gc.uniform(jnp.uint32(seed), jnp.uint32(self.cycle * gc_params.D_MAX) + j, 2))
-        cand = np.minimum((u * self.n).astype(np.int64), self.n - 1)[:d]
-        cand = [int(c) for c in cand if ok[c]]
-        return min((self.valid[c], k, c) for k, c in enumerate(cand))[2]
-
-    def write(self, lpn: int, ppn: int) -> None:
-        old = self.l2p[lpn]
-        if old >= 0:
-            self.valid[old // self.m] -= 1
-            self.p2l[old] = -1
-        self.p2l[ppn], self.l2p[lpn] = lpn, ppn
-        self.valid[ppn // self.m] += 1
-
-    def step(self, lpns, policy: str, d: int, seed: int) -> tuple[int, int]:
-        """One block: returns (host pages, copies)."""
-        m, b = self.m, self.b
-        if self.next_fresh < self.n - 1:
-            blk, k = self.next_fresh, 0
-            self.next_fresh += 1
-        else:
-            v = self.victim(policy, d, seed)
-            blk, k = self.spare, 0
-            for off in range(b):
-                lpn = self.p2l[v * m + off]
-                if lpn >= 0:
-                    self.write(lpn, blk * m + k)
-                    k += 1
-            for off in range(m):
-                self.p2l[v * m + off] = -1
-            self.valid[v], self.closed[v], self.spare = 0, -1, v
-        for i in range(b - k):
-            self.write(int(lpns[self.host + i]), blk * m + k + i)
-        self.closed[blk] = self.cycle
-        self.host += b - k
-        self.cycle += 1
-        return b - k, k
-
+# ------------------------------------------------------ reference: page-by-page FTL (bench.ftl_reference)
 
 REF_CASES = [
     dict(policy="greedy", pattern="uniform"),
@@ -119,7 +56,7 @@ def test_model_equals_page_by_page_reference(case):
     final, out = jax.tree_util.tree_map(np.asarray, _run(gp, n_blocks, m, cycles))
     g = gc.geometry(gp, n_blocks)
     lpns = np.asarray(jax.vmap(lambda n: gc.logical_page(gp, g, n))(jnp.arange(cycles * m, dtype=jnp.int32)))
-    ref = ReferenceFTL(n_blocks, int(cfg["pages_per_block"]), m)
+    ref = PageFTL(n_blocks, int(cfg["pages_per_block"]), m)
     steps = [ref.step(lpns, cfg["policy"], int(cfg["d"]), int(cfg["seed"])) for _ in range(cycles)]
     host, copies = zip(*steps)
     np.testing.assert_array_equal(out.host, host)
@@ -179,7 +116,7 @@ def test_trim_unmaps_and_recounts():
     assert t.valid.sum() == np.asarray(final.valid).sum() - np.sum(np.asarray(final.l2p)[100:900] >= 0)
 
 
-# ------------------------------------------------------------------------------ accuracy (issue point 2)
+# ------------------------------------------------------------------------------ accuracy
 
 _metrics1 = jax.jit(gc.metrics, static_argnums=(2, 3, 4, 5, 6))
 
