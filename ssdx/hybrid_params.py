@@ -48,7 +48,6 @@ columns: one stream serves a whole batch) is handled by ``ssdx.tasks_hybrid``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -105,7 +104,7 @@ class HybridParams:
     queue_depth: Any
     t_sector: Any  # SCM seconds per 512 B sector
     t_read: Any  # NAND page read, s
-    t_page: Any  # die seconds per flushed page: program + GC copies + erases (``die_seconds_per_page``)
+    t_page: Any  # die seconds per flushed page: program + GC copies + erases (ssdx.models.hybrid)
     chan_unit: Any  # seconds per 4 KiB over one channel
     host_rate: Any  # bytes/s
     cmd_s: Any  # command overhead, s
@@ -247,43 +246,24 @@ def capacity_lines(cols: Mapping, footprint_bytes: np.ndarray) -> np.ndarray:
     return (np.ceil(np.maximum(lines, 1) / ways) * ways).astype(np.int64)
 
 
-@lru_cache(maxsize=1024)
-def _greedy_wa(spare: float, block_pages: int) -> float:
-    from ssdx.models import wa_analytic
+def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[float], wa: Sequence[float],
+          dtype=np.float32) -> tuple[HybridParams, Layout]:
+    """Validate and resolve the columns into a :class:`HybridParams` pytree (leaves ``(n,)``) and layout.
 
-    return wa_analytic.greedy_wa(spare, block_pages) if spare < 1.0 else 1.0
-
-
-def die_seconds_per_page(t_prog_us: float, t_read_us: float, t_erase_us: float, block_pages: int,
-                         utilisation: float) -> tuple[float, float]:
-    """Die time per host page programmed into the NAND tier, s, and the write amplification ``WA``.
-
-    Greedy GC at spare factor ``1 - utilisation`` (uniform-random mean field, ``wa_analytic.greedy_wa``)
-    copies ``WA - 1`` valid pages per host page (read + program on the die: copyback, no channel
-    transfer) and erases ``WA / block_pages`` blocks per host page::
-
-        t_page = WA·t_prog + (WA - 1)·t_read + (WA / block_pages)·t_erase
-    """
-    wa = _greedy_wa(round(1.0 - float(utilisation), 12), int(block_pages))
-    return 1e-6 * (wa * t_prog_us + (wa - 1.0) * t_read_us + wa / block_pages * t_erase_us), wa
-
-
-def build(cols: Mapping, footprint_bytes: Sequence[float], dtype=np.float32) -> tuple[HybridParams, Layout]:
-    """Validate and resolve the columns into a :class:`HybridParams` pytree (leaves ``(n,)``) and layout."""
+    ``t_page_s`` (die seconds per host page flushed to NAND, program plus garbage collection) and ``wa``
+    (the NAND tier's write amplification), one per configuration, are the model's: this module builds
+    parameters and runs no model (``ssdx.models.hybrid.build`` computes them and calls this)."""
     footprint_bytes = np.asarray(footprint_bytes, float)
     validate(cols, footprint_bytes)
     n = len(cols["hybrid.nand"])
     nv = _nand_rows(cols)
-    util = _num(cols, "hybrid.nand_utilisation")
-    tp = [die_seconds_per_page(v["t_prog_us"], v["t_read_us"], v["t_erase_us"], int(v["block_pages"]),
-                               util[i]) for i, v in enumerate(nv)]
     ways = int(_num(cols, "hybrid.ways")[0])
     cap = capacity_lines(cols, footprint_bytes)
     sets = cap // ways
     page_units = np.array([v["page_bytes"] / UNIT_BYTES for v in nv])
     unit = gathering_unit_bytes(cols, nv) / UNIT_BYTES
     dies = _num(cols, "hybrid.channels") * _num(cols, "hybrid.dies_per_channel")
-    t_page = np.array([t for t, _ in tp])
+    t_page = np.asarray(t_page_s, float)
     ifaces = [catalog.interface(str(x)) for x in np.asarray(cols["hybrid.interface"])]
     i32 = lambda a: np.asarray(np.round(a), np.int32)  # noqa: E731
     c = lambda a: np.asarray(a, dtype)  # noqa: E731
@@ -299,7 +279,7 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], dtype=np.float32) -> 
         chan_unit=c(UNIT_BYTES / (_num(cols, "hybrid.bus_mts") * 1e6)),
         host_rate=c([i.usable_bytes_per_s for i in ifaces]),
         cmd_s=c([i.cmd_overhead_us * 1e-6 for i in ifaces]),
-        drain=c(dies * page_units / t_page), wa=c([w for _, w in tp]),
+        drain=c(dies * page_units / t_page), wa=c(np.asarray(wa, float)),
         block_pages=c([v["block_pages"] for v in nv]),
     )
     # gathering slots per set: the write unit spread over the sets, with room for its fluctuation

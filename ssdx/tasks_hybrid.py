@@ -190,7 +190,7 @@ def run_group(cols: Mapping[str, np.ndarray], footprint: float, lines: Mapping[s
               progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
     """Replay one stream through every configuration of ``cols`` (same workload); metric columns."""
     n = len(cols["hybrid.nand"])
-    hp, lay = hybrid_params.build(cols, np.full(n, footprint), dtype=dtype)
+    hp, lay = hybrid.build(cols, np.full(n, footprint), dtype=dtype)
     return hybrid.simulate(hp, lay, dict(lines), chunk_len=chunk_len, progress=progress)
 
 
@@ -426,13 +426,13 @@ def findings(rel: Mapping[str, Mapping[str, float]],
 def balance_ratio(h: Mapping[str, Any], a: str = "3d_ct_tlc", b: str = BASELINE) -> float:
     """NAND page reads per page programmed at which NAND ``a`` and ``b`` cost a die the same time:
     ``(t_page,b − t_page,a) / (t_read,a − t_read,b)`` with ``t_page`` the program + GC die time per page
-    (``hybrid_params.die_seconds_per_page``).  Where the die array limits IOPS, ``a`` wins below it."""
+    (``ssdx.models.hybrid.die_seconds_per_page``).  Where the die array limits IOPS, ``a`` wins below it."""
     from ssdx import catalog
 
     def cost(name: str) -> tuple[float, float]:
         m = catalog.nand(name)
-        t, _ = hybrid_params.die_seconds_per_page(m.t_prog_us, m.t_read_us, m.t_erase_us, m.block_pages,
-                                                  float(h["nand_utilisation"]))
+        t, _ = hybrid.die_seconds_per_page(m.t_prog_us, m.t_read_us, m.t_erase_us, m.block_pages,
+                                           float(h["nand_utilisation"]))
         return t, m.t_read_us * 1e-6
 
     (pa_, ra), (pb, rb) = cost(a), cost(b)

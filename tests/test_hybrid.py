@@ -32,7 +32,7 @@ def cols_for(n: int = 1, **over) -> dict[str, np.ndarray]:
 
 def build(cols, footprint_lines: int):
     n = len(cols["hybrid.nand"])
-    return hybrid_params.build(cols, np.full(n, footprint_lines * LINE))
+    return hybrid.build(cols, np.full(n, footprint_lines * LINE))
 
 
 def random_requests(rng, n, span, read_fraction=0.5, max_lines=3, theta=None):
@@ -363,17 +363,17 @@ def test_batch_equals_single_runs():
 
 def test_bad_values_name_the_field():
     with pytest.raises(ConfigError, match="hybrid.scm_ratio"):  # 25 MB blocks cannot gather in 20 % of 8 MB
-        hybrid_params.build(cols_for(nand="3d_fg_tlc", scm_ratio=0.01, block_staging="whole"), [800e6])
-    hybrid_params.build(cols_for(nand="3d_fg_tlc", scm_ratio=0.01), [800e6])  # word lines do
+        hybrid.build(cols_for(nand="3d_fg_tlc", scm_ratio=0.01, block_staging="whole"), [800e6])
+    hybrid.build(cols_for(nand="3d_fg_tlc", scm_ratio=0.01), [800e6])  # word lines do
     with pytest.raises(ConfigError, match="hybrid.block_staging"):
-        hybrid_params.build(cols_for(block_staging="partial"), [1e9])
+        hybrid.build(cols_for(block_staging="partial"), [1e9])
     with pytest.raises(ConfigError, match="hybrid.scm_basis"):
-        hybrid_params.build(cols_for(scm_basis="dram"), [1e9])
+        hybrid.build(cols_for(scm_basis="dram"), [1e9])
     with pytest.raises(ConfigError, match="hybrid.scm_banks"):
-        hybrid_params.build(cols_for(scm_banks=0), [1e9])
+        hybrid.build(cols_for(scm_banks=0), [1e9])
     with pytest.raises(ConfigError, match="hybrid.victim"):
-        hybrid_params.build(cols_for(victim="random"), [1e9])
+        hybrid.build(cols_for(victim="random"), [1e9])
     with pytest.raises(ConfigError, match="hybrid.write_unit_kib"):
-        hybrid_params.build(cols_for(write_unit_kib=[6.0]), [1e9])
+        hybrid.build(cols_for(write_unit_kib=[6.0]), [1e9])
     with pytest.raises(ConfigError, match="hybrid.threshold"):
-        hybrid_params.build(cols_for(threshold=1.0), [1e9])
+        hybrid.build(cols_for(threshold=1.0), [1e9])

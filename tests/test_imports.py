@@ -101,3 +101,13 @@ def test_parameter_modules_import_no_model_or_job():
             "print(sorted(m for m in sys.modules if m.startswith(('ssdx.models', 'ssdx.tasks', 'numba'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_parameter_modules_run_no_model():
+    """A parameter module builds numbers from a configuration; a model (the analytic WA of the hybrid
+    drive's NAND tier, the engine's back-end probe) runs elsewhere — not even a lazy import of one."""
+    mods = modules()
+    for name in ("ssdx.params", "ssdx.engine_params", "ssdx.gc_params", "ssdx.hybrid_params",
+                 "ssdx.thermal_params"):
+        used = imports(mods[name], set(mods))
+        assert not [m for m in used if m.startswith(("ssdx.models", "ssdx.tasks"))], name

@@ -17,7 +17,7 @@ import pytest
 from conftest import x64
 
 from ssdx import catalog, engine_params, hybrid_params, params, presets, replay
-from ssdx.models import engine, fluid, gc
+from ssdx.models import engine, fluid, gc, hybrid
 from ssdx.params import ConfigError
 from ssdx.units import KIB, MIB
 from ssdx.workloads.traces import READ, WRITE, Chunk
@@ -236,7 +236,7 @@ def test_hybrid_word_line_follows_optional_page_and_bits_overrides():
     a word line of 3 x 16 KiB = its 48 KiB write unit."""
     def unit_lines(**over):
         cols = hybrid_params.columns({**hybrid_params.defaults(), "nand": "3d_ct_tlc", **over})
-        hp, _ = hybrid_params.build(cols, [1e9])
+        hp, _ = hybrid.build(cols, [1e9])
         return int(hp.unit[0]), int(hp.page_units[0])
 
     assert unit_lines() == (12, 4)
@@ -244,9 +244,9 @@ def test_hybrid_word_line_follows_optional_page_and_bits_overrides():
     assert unit_lines(page_kib=8) == (6, 2)  # a 24 KiB word line, 8 KiB pages
     assert unit_lines(page_kib=None, bits_per_cell=None) == (12, 4)  # null: the catalog
     with pytest.raises(ConfigError, match="hybrid.page_kib"):
-        hybrid_params.build(hybrid_params.columns({**hybrid_params.defaults(), "page_kib": 6}), [1e9])
+        hybrid.build(hybrid_params.columns({**hybrid_params.defaults(), "page_kib": 6}), [1e9])
     with pytest.raises(ConfigError, match="hybrid.bits_per_cell"):
-        hybrid_params.build(hybrid_params.columns({**hybrid_params.defaults(), "bits_per_cell": 2.5}), [1e9])
+        hybrid.build(hybrid_params.columns({**hybrid_params.defaults(), "bits_per_cell": 2.5}), [1e9])
 
 
 # ----------------------------------------------------------------------------- MQSim's default drive

@@ -37,7 +37,7 @@ dies`` (logical striping, as the engine's reads); consecutive missing lines of o
 read (a request's lines were written and evicted together, so they sit in one page).  Each line then
 crosses the die's channel (die ``d`` on channel ``d mod channels``).  A flushed unit is read out of SCM,
 crosses the target die's channel and costs ``pages × t_page`` on the die, where ``t_page`` adds greedy GC's
-copies and the erases to the program time (``ssdx.hybrid_params.die_seconds_per_page``: block size and
+copies and the erases to the program time (:func:`die_seconds_per_page`: block size and
 erase latency enter there).  Dies serve reads first (program/erase suspension, ``read_priority``) or in
 FIFO order.
 
@@ -63,19 +63,62 @@ the steady-state check.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ssdx import hybrid_params
 from ssdx.core.stats import N_BINS, kahan_add, latency_bin, percentile_from_hist
 from ssdx.hybrid_params import SECTOR_BYTES, UNIT_BYTES, VICTIMS, HybridParams, Layout
+from ssdx.models import wa_analytic
 from ssdx.models.booking import fluid_book
 from ssdx.workloads.traces import READ, WRITE
 
 LRU, FIFO, CFLRU = (VICTIMS.index(v) for v in ("lru", "fifo", "cflru"))
 _HASH = np.uint32(2654435761)  # Knuth's multiplicative hash constant (2^32 / golden ratio)
+
+
+@lru_cache(maxsize=1024)
+def _greedy_wa(spare: float, block_pages: int) -> float:
+    """Greedy WA at ``spare`` (1 with no valid data), cached: a sweep repeats few (spare, b) pairs."""
+    return wa_analytic.greedy_wa(spare, block_pages) if spare < 1.0 else 1.0
+
+
+def die_seconds_per_page(t_prog_us: float, t_read_us: float, t_erase_us: float, block_pages: int,
+                         utilisation: float) -> tuple[float, float]:
+    """Die time per host page programmed into the NAND tier, s, and the write amplification ``WA``.
+
+    Greedy GC at spare factor ``1 - utilisation`` (uniform-random mean field, ``wa_analytic.greedy_wa``)
+    copies ``WA - 1`` valid pages per host page (read + program on the die: copyback, no channel
+    transfer) and erases ``WA / block_pages`` blocks per host page::
+
+        t_page = WA·t_prog + (WA - 1)·t_read + (WA / block_pages)·t_erase
+    """
+    wa = _greedy_wa(round(1.0 - float(utilisation), 12), int(block_pages))
+    return 1e-6 * (wa * t_prog_us + (wa - 1.0) * t_read_us + wa / block_pages * t_erase_us), wa
+
+
+def gc_cost(cols: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`die_seconds_per_page` of every configuration of ``hybrid.*`` columns (effective NAND numbers,
+    ``ssdx.hybrid_params.nand_table``, and ``hybrid.nand_utilisation``): die seconds per host page and the
+    NAND tier's write amplification, each ``(n,)``."""
+    table = hybrid_params.nand_table(cols)
+    util = np.asarray(cols["hybrid.nand_utilisation"], float)
+    tp = [die_seconds_per_page(table["t_prog_us"][i], table["t_read_us"][i], table["t_erase_us"][i],
+                               int(table["block_pages"][i]), util[i]) for i in range(len(util))]
+    return np.array([t for t, _ in tp]), np.array([w for _, w in tp])
+
+
+def build(cols: Mapping[str, np.ndarray], footprint_bytes: np.ndarray | list[float],
+          dtype=np.float32) -> tuple[HybridParams, Layout]:
+    """The parameters and layout of a batch: ``ssdx.hybrid_params.build`` with the NAND tier's garbage
+    collection cost of :func:`gc_cost` (the columns are checked first, so a bad value is named)."""
+    hybrid_params.validate(cols, np.asarray(footprint_bytes, float))
+    t_page, wa = gc_cost(cols)
+    return hybrid_params.build(cols, footprint_bytes, t_page, wa, dtype=dtype)
 
 
 class Lines(NamedTuple):
