@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ssdx import engine_params, params, presets, replay, report
-from ssdx.core import io, stats
-from ssdx.models import engine, engine_backends, fluid
+from ssdx import engine_params, params, presets, replay
+from ssdx.core import io
+from ssdx.models import engine_backends, fluid
+from ssdx.report import engine as engine_report
 from ssdx.workloads import fio, synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError
 
@@ -208,29 +209,11 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
                         "fio_truncated": bool(getattr(chunks, "truncated", False))})
     out_dir.mkdir(parents=True, exist_ok=True)
     io.write_json(out_dir / "summary.json", summary)
-    _plot_cdf({summary["drive"]: res.extra["sums"]["hist"][0]}, out_dir / "latency_cdf.png",
-              f"{label} on {summary['drive']} ({summary['loop']} loop, QD {summary['queue_depth']})")
+    engine_report.plot_latency_cdf({summary["drive"]: res.extra["sums"]["hist"][0]},
+                                   out_dir / "latency_cdf.png",
+                                   f"{label} on {summary['drive']} ({summary['loop']} loop, "
+                                   f"QD {summary['queue_depth']})")
     return summary
-
-
-def _plot_cdf(hists: Mapping[str, np.ndarray], path: Path, title: str) -> None:
-    """Latency CDFs (read and write) from the engine's log histograms."""
-
-    edges = stats.bin_edges() * 1e6
-    fig, ax = report.subplots(figsize=(7, 4))
-    for name, h in hists.items():
-        for op, style in ((READ, "-"), (WRITE, "--")):
-            c = np.cumsum(h[op])
-            if c[-1] > 0:
-                ax.step(edges[1:], c / c[-1], style, where="post", label=f"{name} {engine.OPS[op]}")
-    ax.set_xscale("log")
-    ax.set_xlabel("latency (µs)")
-    ax.set_ylabel("fraction of requests")
-    ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
 
 
 # ------------------------------------------------------------------------------------------- boot
@@ -319,7 +302,7 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     io.write_json(out_dir / "summary.json", summary)
-    _plot_boot(per, out_dir / "boot_qd1.png")
+    engine_report.plot_boot(per, out_dir / "boot_qd1.png")
     return summary
 
 
@@ -344,24 +327,3 @@ def _boot_fio(cfg: Mapping[str, Any], jobs: fio.FioWorkload, drives: list[dict],
                 "fio_ignored_by_design": jobs.ignored_by_design,
                 "fio_truncated": bool(getattr(chunks, "truncated", False))})
     return out
-
-
-def _plot_boot(per: Mapping[str, Mapping[str, float]], path: Path) -> None:
-    names = list(per)
-    fig, (a1, a2) = report.subplots(1, 2, figsize=(10, 4))
-    x = np.arange(len(names))
-    r = [per[n]["boot_read_time_s"] for n in names]
-    w = [per[n]["boot_write_time_s"] for n in names]
-    a1.bar(x, r, label="reads")
-    a1.bar(x, w, bottom=r, label="writes")
-    a1.set_xticks(x, [f"{n}\n({per[n]['interface']})" for n in names], fontsize=7)
-    a1.set_ylabel("storage time of the boot log at QD1 (s)")
-    a1.legend()
-    a2.bar(x - 0.2, [per[n]["qd1_read_4k_us"] for n in names], 0.4, label="4K read")
-    a2.bar(x + 0.2, [per[n]["qd1_write_4k_us"] for n in names], 0.4, label="4K write")
-    a2.set_xticks(x, names, fontsize=7)
-    a2.set_ylabel("QD1 latency (µs)")
-    a2.legend()
-    fig.suptitle("Windows 11 boot log (seeds/003) replayed at QD1")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)

@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ssdx import api, params, report
+from ssdx import api, params
 from ssdx.core import io
 from ssdx.models import coupled, hctm
 from ssdx.optimize import tmt
@@ -146,37 +146,8 @@ def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = Tru
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     io.write_json(out_dir / "summary.json", summary)
-    _plot_landscape(grid, res, limit, out_dir / "tmt_landscape.png")
+    thermal_report.plot_tmt_landscape(grid, res, limit, out_dir / "tmt_landscape.png")
     return summary
-
-
-def _plot_landscape(grid: dict, res: dict, limit_k: float, path: Path) -> None:
-    """Heatmap of the exact objective over the grid, infeasible points hatched, with the Optax path."""
-
-    tab = grid["table"]
-    t1, t2 = tab["tmt1_k"], tab["tmt2_k"]
-    a, b = np.unique(t1), np.unique(t2)
-    z = np.full((len(b), len(a)), np.nan)
-    feas = np.zeros_like(z, bool)
-    z[np.searchsorted(b, t2), np.searchsorted(a, t1)] = tab["written_gb"]
-    feas[np.searchsorted(b, t2), np.searchsorted(a, t1)] = grid["feasible"]
-    fig, ax = report.subplots(figsize=(7, 5.5))
-    m = ax.pcolormesh(a, b, z, shading="nearest", cmap="viridis")
-    ax.contourf(a, b, (~feas & np.isfinite(z)).astype(float), levels=[0.5, 1.5], hatches=["//"],
-                colors="none")
-    fig.colorbar(m, ax=ax, label="GB written in the window (exact model)")
-    p1 = [p["tmt1_k"] for p in res["path"]]
-    p2 = [p["tmt2_k"] for p in res["path"]]
-    ax.plot(p1, p2, "w.-", lw=1, ms=3, label="Optax path (relaxed)")
-    ax.plot(res["tmt1_k"], res["tmt2_k"], "r*", ms=14, label="optimiser, exact re-evaluation")
-    ax.plot(grid["tmt1_k"], grid["tmt2_k"], "wo", mfc="none", ms=12, label="grid best")
-    ax.set_xlabel("TMT1 (K)")
-    ax.set_ylabel("TMT2 (K)")
-    ax.set_title(f"TMT landscape; hatched: composite exceeds {limit_k:.2f} K")
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-
 
 
 def run_fit_rc(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
@@ -242,23 +213,6 @@ def run_fit_rc(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     io.write_json(out_dir / "summary.json", summary)
-    _plot_fit(np.arange(len(comp)) * dt, comp, before, after, summary, out_dir / "fit_rc.png")
+    thermal_report.plot_fit_rc(np.arange(len(comp)) * dt, comp, before, after, summary,
+                               out_dir / "fit_rc.png")
     return summary
-
-
-def _plot_fit(t: np.ndarray, measured: np.ndarray, before: np.ndarray, after: np.ndarray,
-              s: dict[str, Any], path: Path) -> None:
-    fig, (ax, ax_r) = report.subplots(2, 1, figsize=(9, 6), sharex=True, height_ratios=[3, 1],
-                                   layout="constrained")
-    ax.plot(t, measured - ZERO_C_IN_K, ".", ms=2, color="0.5", label="measured")
-    ax.plot(t, before - ZERO_C_IN_K, "--", color="tab:blue",
-            label=f'preset "{s["cooling"]}" (RMSE {s["preset_rmse_k"]:.2f} K)')
-    ax.plot(t, after - ZERO_C_IN_K, color="tab:red", label=f'fitted (RMSE {s["rmse_k"]:.2f} K)')
-    ax.set_ylabel("composite temperature (°C)")
-    ax.set_title(f'{s["drive"]}: RC fit of {", ".join(s["fields"])}')
-    ax.legend(fontsize=8)
-    ax_r.plot(t, after - measured, color="tab:red", lw=0.8)
-    ax_r.axhline(0.0, color="0.3", lw=0.5)
-    ax_r.set_ylabel("residual (K)")
-    ax_r.set_xlabel("time (s)")
-    fig.savefig(path, dpi=120)

@@ -1,8 +1,11 @@
-"""Thermal-run reports: the seed's temperature/throughput figure and the time-series CSV."""
+"""Thermal-run reports: the seed's temperature/throughput figure and the time-series CSV, the TMT
+landscape of ``experiment=tmt_optimize`` and the RC fit of ``experiment=fit_rc``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,4 +66,53 @@ def plot(out, path: Path, title: str, tmt1_k: float, tmt2_k: float, dt_s: float,
     ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="lower left", fontsize=8)
     ax.set_title(title)
     fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def plot_tmt_landscape(grid: dict, res: dict, limit_k: float, path: Path) -> None:
+    """Heatmap of the exact objective (GB written) over the TMT grid (K), points above ``limit_k`` hatched,
+    with the Optax path and the grid's best (``ssdx.tasks_thermal.run_tmt_optimize``)."""
+
+    tab = grid["table"]
+    t1, t2 = tab["tmt1_k"], tab["tmt2_k"]
+    a, b = np.unique(t1), np.unique(t2)
+    z = np.full((len(b), len(a)), np.nan)
+    feas = np.zeros_like(z, bool)
+    z[np.searchsorted(b, t2), np.searchsorted(a, t1)] = tab["written_gb"]
+    feas[np.searchsorted(b, t2), np.searchsorted(a, t1)] = grid["feasible"]
+    fig, ax = report.subplots(figsize=(7, 5.5))
+    m = ax.pcolormesh(a, b, z, shading="nearest", cmap="viridis")
+    ax.contourf(a, b, (~feas & np.isfinite(z)).astype(float), levels=[0.5, 1.5], hatches=["//"],
+                colors="none")
+    fig.colorbar(m, ax=ax, label="GB written in the window (exact model)")
+    p1 = [p["tmt1_k"] for p in res["path"]]
+    p2 = [p["tmt2_k"] for p in res["path"]]
+    ax.plot(p1, p2, "w.-", lw=1, ms=3, label="Optax path (relaxed)")
+    ax.plot(res["tmt1_k"], res["tmt2_k"], "r*", ms=14, label="optimiser, exact re-evaluation")
+    ax.plot(grid["tmt1_k"], grid["tmt2_k"], "wo", mfc="none", ms=12, label="grid best")
+    ax.set_xlabel("TMT1 (K)")
+    ax.set_ylabel("TMT2 (K)")
+    ax.set_title(f"TMT landscape; hatched: composite exceeds {limit_k:.2f} K")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def plot_fit_rc(t: np.ndarray, measured: np.ndarray, before: np.ndarray, after: np.ndarray,
+                s: Mapping[str, Any], path: Path) -> None:
+    """Measured composite temperature against the preset's and the fitted RC network's (°C; inputs in K,
+    time in s) and the fit's residual (K), for ``ssdx experiment=fit_rc``."""
+    fig, (ax, ax_r) = report.subplots(2, 1, figsize=(9, 6), sharex=True, height_ratios=[3, 1],
+                                      layout="constrained")
+    ax.plot(t, measured - ZERO_C_IN_K, ".", ms=2, color="0.5", label="measured")
+    ax.plot(t, before - ZERO_C_IN_K, "--", color="tab:blue",
+            label=f'preset "{s["cooling"]}" (RMSE {s["preset_rmse_k"]:.2f} K)')
+    ax.plot(t, after - ZERO_C_IN_K, color="tab:red", label=f'fitted (RMSE {s["rmse_k"]:.2f} K)')
+    ax.set_ylabel("composite temperature (°C)")
+    ax.set_title(f'{s["drive"]}: RC fit of {", ".join(s["fields"])}')
+    ax.legend(fontsize=8)
+    ax_r.plot(t, after - measured, color="tab:red", lw=0.8)
+    ax_r.axhline(0.0, color="0.3", lw=0.5)
+    ax_r.set_ylabel("residual (K)")
+    ax_r.set_xlabel("time (s)")
     fig.savefig(path, dpi=120)
