@@ -29,7 +29,7 @@ to back (JAX used the way one-configuration simulators are used), extrapolated p
 configuration-request.  Its results equal the batch's to float32 rounding (checked, ``max_rel_diff``).
 
 Reference point (not run here): a single-threaded C++ discrete-event SSD simulator processes on the
-order of 10^4-10^5 requests per second for one configuration (issue 5).
+order of 10^4-10^5 requests per second for one configuration.
 
 Usage: ``python -m bench.engine [--configs N] [--requests M] [--repeats R] [--single-configs S]
 [--cuda-threads T] [--json FILE]``.
@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "sizes": {"configs": a.configs, "requests": a.requests, "layout": lay._asdict(),
                   "drives": list(DRIVES), "queue_depths": list(QDS)},
         "baseline": "jax_single (one configuration per call)", "rows": rows,
-        "reference": "single-threaded C++ discrete-event SSD simulators: ~1e4-1e5 requests/s (issue 5)",
+        "reference": "single-threaded C++ discrete-event SSD simulators: ~1e4-1e5 requests/s",
     }
     print(f"{'engine':<12}{'configs':>9}{'compile s':>11}{'run s':>10}{'config-req/s':>15}{'speed-up':>10}")
     for r in rows:

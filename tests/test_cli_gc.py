@@ -1,4 +1,4 @@
-"""The GC CLI contracts (issue 4, point 6) run as a user would: wa_uniform and thnsns120_fill."""
+"""The GC CLI contracts, run as a user would: wa_uniform and thnsns120_fill."""
 
 import json
 

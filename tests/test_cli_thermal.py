@@ -1,4 +1,4 @@
-"""The thermal CLI contract (issue 3, point 7) and the TMT sweep/optimiser, run as a user would."""
+"""The thermal CLI contract and the TMT sweep/optimiser, run as a user would."""
 
 import json
 
