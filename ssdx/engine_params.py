@@ -60,7 +60,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ssdx import params
-from ssdx.params import ConfigError, _check, _num, _pytree
+from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
+from ssdx.params import _pytree
 from ssdx.units import MIB
 
 LOOPS = ("closed", "open")
@@ -76,24 +77,35 @@ OPTIONAL: dict[str, Any] = {
     "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0, "map_cache": "auto",
     "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0}
-#: field -> (low, high, meaning); both inclusive
-BOUNDS: dict[str, tuple[float, float, str]] = {
-    "engine.write_buffer_mib": (0.0, 65536.0, "write-back buffer, MiB"),
-    "engine.map_cache_mib": (0.0, 65536.0, "mapping-table cache of a DRAM-less drive, MiB"),
-    "engine.map_hit_us": (0.0, 1e4, "lookup time of a cached mapping entry, us"),
-    "engine.ctrl_kiops": (1.0, 1e6, "controller command rate, thousands per second"),
-    "engine.time_scale": (1e-6, 1e9, "open-loop time compression"),
-    "engine.suspend_program_us": (0.0, 1e5, "overhead of a read that suspends a program, us"),
-    "engine.suspend_erase_us": (0.0, 1e5, "overhead of a read that suspends an erase, us"),
-    "engine.suspend_min_program_us": (0.0, 1e6, "least program time left for a read to suspend it, us"),
-    "engine.suspend_min_erase_us": (0.0, 1e6, "least erase time left for a read to suspend it, us"),
-    "engine.buffer_dram_mts": (0.0, 1e5, "write-buffer DRAM data rate, MT/s (0: no DRAM timing)"),
-    "engine.buffer_dram_row_bytes": (64.0, 1e6, "write-buffer DRAM row, bytes"),
-    "engine.buffer_dram_burst_bytes": (1.0, 1024.0, "write-buffer DRAM bytes per transfer"),
-    "engine.buffer_dram_trcd_ns": (0.0, 1e4, "write-buffer DRAM tRCD, ns"),
-    "engine.buffer_dram_tcl_ns": (0.0, 1e4, "write-buffer DRAM tCL, ns"),
-    "engine.buffer_dram_trp_ns": (0.0, 1e4, "write-buffer DRAM tRP, ns"),
-}
+#: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
+RANGES: dict[str, Field] = table(
+    Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
+    Field("engine.map_cache_mib", "MiB", 0.0, 65536.0, doc="mapping-table cache of a DRAM-less drive, MiB"),
+    Field("engine.map_hit_us", "us", 0.0, 1e4, doc="lookup time of a cached mapping entry, us"),
+    Field("engine.ctrl_kiops", "kIOPS", 1.0, 1e6, doc="controller command rate, thousands per second"),
+    Field("engine.time_scale", "", 1e-6, 1e9, doc="open-loop time compression"),
+    Field("engine.suspend_program_us", "us", 0.0, 1e5, optional=True,
+          default=OPTIONAL["suspend_program_us"], doc="overhead of a read that suspends a program, us"),
+    Field("engine.suspend_erase_us", "us", 0.0, 1e5, optional=True,
+          default=OPTIONAL["suspend_erase_us"], doc="overhead of a read that suspends an erase, us"),
+    Field("engine.suspend_min_program_us", "us", 0.0, 1e6, optional=True,
+          default=OPTIONAL["suspend_min_program_us"],
+          doc="least program time left for a read to suspend it, us"),
+    Field("engine.suspend_min_erase_us", "us", 0.0, 1e6, optional=True,
+          default=OPTIONAL["suspend_min_erase_us"], doc="least erase time left for a read to suspend it, us"),
+    Field("engine.buffer_dram_mts", "MT/s", 0.0, 1e5, optional=True,
+          default=OPTIONAL["buffer_dram_mts"], doc="write-buffer DRAM data rate, MT/s (0: no DRAM timing)"),
+    Field("engine.buffer_dram_row_bytes", "B", 64.0, 1e6, optional=True,
+          default=OPTIONAL["buffer_dram_row_bytes"], doc="write-buffer DRAM row, bytes"),
+    Field("engine.buffer_dram_burst_bytes", "B", 1.0, 1024.0, optional=True,
+          default=OPTIONAL["buffer_dram_burst_bytes"], doc="write-buffer DRAM bytes per transfer"),
+    Field("engine.buffer_dram_trcd_ns", "ns", 0.0, 1e4, optional=True,
+          default=OPTIONAL["buffer_dram_trcd_ns"], doc="write-buffer DRAM tRCD, ns"),
+    Field("engine.buffer_dram_tcl_ns", "ns", 0.0, 1e4, optional=True,
+          default=OPTIONAL["buffer_dram_tcl_ns"], doc="write-buffer DRAM tCL, ns"),
+    Field("engine.buffer_dram_trp_ns", "ns", 0.0, 1e4, optional=True,
+          default=OPTIONAL["buffer_dram_trp_ns"], doc="write-buffer DRAM tRP, ns"),
+)
 MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
 MAP_UNIT_BYTES = 4096
 MAX_SLOTS = 4096  # outstanding commands the engine tracks (NVMe allows more; none of our studies need it)
@@ -161,25 +173,21 @@ def backend_name(engine: Mapping) -> str:
 def validate(cols: Mapping, report: list | None = None) -> None:
     """Check the engine fields and the queue depth the engine can track."""
     a = np.asarray(cols["engine.loop"]).astype(str)
-    _check(cols, "engine.loop", np.isin(a, LOOPS), f"must be one of {list(LOOPS)}", a, report)
+    check_rule(cols, "engine.loop", np.isin(a, LOOPS), f"must be one of {list(LOOPS)}", a, report)
     mc = _categorical(cols, "map_cache")
-    _check(cols, "engine.map_cache", np.isin(mc, list(MAP_CACHES)), f"must be one of {list(MAP_CACHES)}", mc,
-           report)
+    check_rule(cols, "engine.map_cache", np.isin(mc, list(MAP_CACHES)), f"must be one of {list(MAP_CACHES)}",
+               mc, report)
     sus = _suspension(cols)
-    _check(cols, "engine.suspension", np.isin(sus, list(SUSPENSIONS)), f"must be one of {list(SUSPENSIONS)}",
-           sus, report)
-    for key, (lo, hi, what) in BOUNDS.items():
-        if key not in cols and key.split(".", 1)[1] in OPTIONAL:
-            continue
-        v = _num(cols, key)
-        _check(cols, key, (v >= lo) & (v <= hi), f"{lo:g} <= x <= {hi:g} ({what})", report=report)
-    qd = _num(cols, "workload.queue_depth")
-    _check(cols, "workload.queue_depth", qd <= MAX_SLOTS,
-           f"the request-level engine tracks at most {MAX_SLOTS} outstanding commands", report=report)
+    check_rule(cols, "engine.suspension", np.isin(sus, list(SUSPENSIONS)),
+               f"must be one of {list(SUSPENSIONS)}", sus, report)
+    check(RANGES, cols, report)
+    qd = num(cols, "workload.queue_depth")
+    check_rule(cols, "workload.queue_depth", qd <= MAX_SLOTS,
+               f"the request-level engine tracks at most {MAX_SLOTS} outstanding commands", report=report)
     page = params.nand_value(cols, "page_bytes")  # effective: nand.page_kib or the catalog's
-    _check(cols, "nand.page_kib", (page >= MAP_UNIT_BYTES) & (np.mod(page, MAP_UNIT_BYTES) == 0),
-           f"the request-level engine maps {MAP_UNIT_BYTES // 1024} KiB units: the page must be a whole "
-           f"number of them (>= {MAP_UNIT_BYTES // 1024} KiB)", page / 1024, report)
+    check_rule(cols, "nand.page_kib", (page >= MAP_UNIT_BYTES) & (np.mod(page, MAP_UNIT_BYTES) == 0),
+               f"the request-level engine maps {MAP_UNIT_BYTES // 1024} KiB units: the page must be a whole "
+               f"number of them (>= {MAP_UNIT_BYTES // 1024} KiB)", page / 1024, report)
 
 
 def _categorical(cols: Mapping, field: str) -> np.ndarray:
@@ -203,7 +211,7 @@ def map_policy(cols: Mapping) -> np.ndarray:
 def _opt(cols: Mapping, key: str) -> np.ndarray:
     """A numeric optional ``engine.*`` column (its default where a batch leaves it out)."""
     if key in cols:
-        return _num(cols, key)
+        return num(cols, key)
     n = len(np.atleast_1d(cols["engine.loop"]))
     return np.broadcast_to(float(OPTIONAL[key.split(".", 1)[1]]), (n,))
 
@@ -211,7 +219,7 @@ def _opt(cols: Mapping, key: str) -> np.ndarray:
 def map_pages(cols: Mapping) -> np.ndarray:
     """Translation pages a DRAM-less map cache holds: cache bytes / effective NAND page bytes (>= 1)."""
     page = params.nand_value(cols, "page_bytes")
-    return np.maximum(np.floor(_num(cols, "engine.map_cache_mib") * MIB / page), 1).astype(np.int32)
+    return np.maximum(np.floor(num(cols, "engine.map_cache_mib") * MIB / page), 1).astype(np.int32)
 
 
 def layout(cols: Mapping) -> Layout:
@@ -219,9 +227,9 @@ def layout(cols: Mapping) -> Layout:
     cached = ~np.asarray(cols["drive.dram"]).astype(bool) | (map_policy(cols) > 0)  # configs with a cache
     sets = map_pages(cols)
     return Layout(
-        ways=int(_num(cols, "drive.dies_per_channel").max()),
-        channels=int(_num(cols, "drive.channels").max()),
-        slots=int(_num(cols, "workload.queue_depth").max()),
+        ways=int(num(cols, "drive.dies_per_channel").max()),
+        channels=int(num(cols, "drive.channels").max()),
+        slots=int(num(cols, "workload.queue_depth").max()),
         map_sets=int(sets[cached].max()) if cached.any() else 1,
     )
 
@@ -234,11 +242,11 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
     iface = np.asarray(cols["drive.interface"]).astype(str)
     eng = EngineParams(
         open_loop=c(np.asarray(cols["engine.loop"]).astype(str) == "open"),
-        write_buffer_bytes=c(_num(cols, "engine.write_buffer_mib") * MIB),
+        write_buffer_bytes=c(num(cols, "engine.write_buffer_mib") * MIB),
         map_cache_pages=map_pages(cols),
-        map_hit_s=c(_num(cols, "engine.map_hit_us") * 1e-6),
-        ctrl_s=c(1.0 / (_num(cols, "engine.ctrl_kiops") * 1e3)),
-        time_scale=c(_num(cols, "engine.time_scale")),
+        map_hit_s=c(num(cols, "engine.map_hit_us") * 1e-6),
+        ctrl_s=c(1.0 / (num(cols, "engine.ctrl_kiops") * 1e3)),
+        time_scale=c(num(cols, "engine.time_scale")),
         duplex=c(~np.char.startswith(iface, "sata")),
         suspend_program=c([SUSPENSIONS[v][0] for v in _suspension(cols)]),
         suspend_erase=c([SUSPENSIONS[v][1] for v in _suspension(cols)]),

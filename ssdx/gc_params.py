@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ssdx.params import ConfigError, _check, _choice, _num, _pytree
+from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
+from ssdx.params import _choice, _pytree
 
 POLICIES = ("greedy", "fifo", "cost_benefit", "d_choices")
 PATTERNS = ("sequential", "uniform", "hot_cold")
@@ -40,21 +41,23 @@ D_MAX = 32
 FIELDS = ("n_blocks", "pages_per_block", "spare_factor", "policy", "d", "pattern", "hot_fraction",
           "hot_share", "trim_fraction", "compressibility", "precondition", "round_fraction", "seed")
 
-#: field -> (low, high, low inclusive, high inclusive, integer, meaning)
-BOUNDS: dict[str, tuple[float, float, bool, bool, bool, str]] = {
-    "gc.n_blocks": (8, 1 << 20, True, True, True, "blocks of the scaled drive"),
-    "gc.pages_per_block": (2, 4096, True, True, True, "pages per block b"),
-    "gc.spare_factor": (0.0, 1.0, False, False, False,
-                        "spare factor (physical - logical) / physical, strictly between 0 and 1"),
-    "gc.d": (1, D_MAX, True, True, True, "blocks sampled by d-choices"),
-    "gc.hot_fraction": (0.0, 1.0, False, False, False, "fraction of the written space that is hot"),
-    "gc.hot_share": (0.0, 1.0, True, True, False, "fraction of the writes that go to the hot space"),
-    "gc.trim_fraction": (0.0, 1.0, True, False, False, "fraction of the logical space trimmed"),
-    "gc.compressibility": (0.0, 1.0, False, True, False, "NAND bytes per host byte after data reduction"),
-    "gc.precondition": (0.0, 100.0, True, True, False, "sequential preconditioning, x the written space"),
-    "gc.round_fraction": (0.001, 100.0, True, True, False, "host writes per round, x the written space"),
-    "gc.seed": (0, 2**31 - 1, True, True, True, "random seed"),
-}
+#: the numeric fields, their ranges and meanings
+RANGES: dict[str, Field] = table(
+    Field("gc.n_blocks", "blocks", 8, 1 << 20, integer=True, doc="blocks of the scaled drive"),
+    Field("gc.pages_per_block", "pages", 2, 4096, integer=True, doc="pages per block b"),
+    Field("gc.spare_factor", "", 0.0, 1.0, lo_open=True, hi_open=True,
+          doc="spare factor (physical - logical) / physical, strictly between 0 and 1"),
+    Field("gc.d", "blocks", 1, D_MAX, integer=True, doc="blocks sampled by d-choices"),
+    Field("gc.hot_fraction", "", 0.0, 1.0, lo_open=True, hi_open=True,
+          doc="fraction of the written space that is hot"),
+    Field("gc.hot_share", "", 0.0, 1.0, doc="fraction of the writes that go to the hot space"),
+    Field("gc.trim_fraction", "", 0.0, 1.0, hi_open=True, doc="fraction of the logical space trimmed"),
+    Field("gc.compressibility", "", 0.0, 1.0, lo_open=True,
+          doc="NAND bytes per host byte after data reduction"),
+    Field("gc.precondition", "", 0.0, 100.0, doc="sequential preconditioning, x the written space"),
+    Field("gc.round_fraction", "", 0.001, 100.0, doc="host writes per round, x the written space"),
+    Field("gc.seed", "", 0, 2**31 - 1, integer=True, doc="random seed"),
+)
 
 
 @_pytree
@@ -89,35 +92,28 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     """Check ranges and the combinations a GC run needs (raise :class:`ConfigError` or report)."""
     _choice(cols, "gc.policy", lambda x: x in POLICIES, list(POLICIES), report)
     _choice(cols, "gc.pattern", lambda x: x in PATTERNS, list(PATTERNS), report)
-    for key, (lo, hi, lo_in, hi_in, integer, what) in BOUNDS.items():
-        a = _num(cols, key)
-        ok = np.isfinite(a) & ((a >= lo) if lo_in else (a > lo)) & ((a <= hi) if hi_in else (a < hi))
-        if integer:
-            ok &= a == np.round(a)
-        lo_op, hi_op = ("<=" if lo_in else "<"), ("<=" if hi_in else "<")
-        _check(cols, key, ok, f"{'integer ' if integer else ''}{lo:g} {lo_op} x {hi_op} {hi:g} ({what})",
-               report=report)
-    n, b, s = _num(cols, "gc.n_blocks"), _num(cols, "gc.pages_per_block"), _num(cols, "gc.spare_factor")
+    check(RANGES, cols, report)
+    n, b, s = num(cols, "gc.n_blocks"), num(cols, "gc.pages_per_block"), num(cols, "gc.spare_factor")
     with np.errstate(invalid="ignore"):
-        written = np.floor((1.0 - s) * n * b) * (1.0 - _num(cols, "gc.trim_fraction")) \
-            * _num(cols, "gc.compressibility")
+        written = np.floor((1.0 - s) * n * b) * (1.0 - num(cols, "gc.trim_fraction")) \
+            * num(cols, "gc.compressibility")
     # one block is the GC destination and greedy needs a block with an invalid page: U <= (n - 2)·b
-    _check(cols, "gc.spare_factor", ~(s < 2.0 / np.maximum(n, 1)),
-           "at least 2 blocks' worth of spare: spare_factor >= 2 / gc.n_blocks (one block is the GC "
-           "destination, and a victim must hold an invalid page)", report=report)
-    _check(cols, "gc.trim_fraction", ~(written < 2 * b),
-           "the written space (1 - trim_fraction)·compressibility·U must span at least 2 blocks",
-           report=report)
+    check_rule(cols, "gc.spare_factor", ~(s < 2.0 / np.maximum(n, 1)),
+               "at least 2 blocks' worth of spare: spare_factor >= 2 / gc.n_blocks (one block is the GC "
+               "destination, and a victim must hold an invalid page)", report=report)
+    check_rule(cols, "gc.trim_fraction", ~(written < 2 * b),
+               "the written space (1 - trim_fraction)·compressibility·U must span at least 2 blocks",
+               report=report)
     if "gc.max_pages_per_block" in cols:
-        _check(cols, "gc.pages_per_block", ~(b > _num(cols, "gc.max_pages_per_block")),
-               "pages_per_block <= gc.max_pages_per_block (the array size)", report=report)
+        check_rule(cols, "gc.pages_per_block", ~(b > num(cols, "gc.max_pages_per_block")),
+                   "pages_per_block <= gc.max_pages_per_block (the array size)", report=report)
 
 
 def build(cols: Mapping, dtype=np.float32) -> GcParams:
     """Validate and turn ``gc.*`` columns into a :class:`GcParams` (leaves shaped ``(n,)``)."""
     validate(cols)
-    f = lambda k: np.asarray(_num(cols, f"gc.{k}"), dtype=dtype)  # noqa: E731
-    i = lambda k: np.asarray(_num(cols, f"gc.{k}"), dtype=np.int32)  # noqa: E731
+    f = lambda k: np.asarray(num(cols, f"gc.{k}"), dtype=dtype)  # noqa: E731
+    i = lambda k: np.asarray(num(cols, f"gc.{k}"), dtype=np.int32)  # noqa: E731
     return GcParams(
         pages_per_block=i("pages_per_block"), spare_factor=f("spare_factor"),
         policy=np.asarray([POLICIES.index(str(x)) for x in np.asarray(cols["gc.policy"])], np.int32),
@@ -125,5 +121,5 @@ def build(cols: Mapping, dtype=np.float32) -> GcParams:
         pattern=np.asarray([PATTERNS.index(str(x)) for x in np.asarray(cols["gc.pattern"])], np.int32),
         hot_fraction=f("hot_fraction"), hot_share=f("hot_share"), trim_fraction=f("trim_fraction"),
         compressibility=f("compressibility"), precondition=f("precondition"),
-        round_fraction=f("round_fraction"), seed=np.asarray(_num(cols, "gc.seed"), np.uint32),
+        round_fraction=f("round_fraction"), seed=np.asarray(num(cols, "gc.seed"), np.uint32),
     )

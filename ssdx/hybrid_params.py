@@ -53,7 +53,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ssdx import catalog, params
-from ssdx.params import ConfigError, _check, _num, _pytree
+from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
+from ssdx.params import _pytree
 from ssdx.units import KIB
 
 UNIT_BYTES = 4096  # SCM line and mapping unit (page-level FTL granularity), bytes
@@ -68,21 +69,27 @@ FIELDS = ("nand", "channels", "dies_per_channel", "bus_mts", "interface", "scm_r
 OVERRIDES = ("t_prog_us", "t_read_us", "t_erase_us", "block_pages", "write_unit_kib")
 #: NAND geometry overrides a config may add (absent or null = the catalog value)
 OPTIONAL_OVERRIDES = ("page_kib", "bits_per_cell")
-#: field -> (low, high, integer, meaning); both inclusive
-BOUNDS: dict[str, tuple[float, float, bool, str]] = {
-    "hybrid.channels": (1, 64, True, "NAND channels"),
-    "hybrid.dies_per_channel": (1, 64, True, "dies per channel"),
-    "hybrid.bus_mts": (10.0, 1e5, False, "NAND bus transfer rate, MT/s"),
-    "hybrid.scm_ratio": (1e-4, 4.0, False, "SCM capacity / footprint or NAND capacity (scm_basis)"),
-    "hybrid.nand_capacity_gib": (1.0, 1e6, False, "NAND tier capacity, GiB"),
-    "hybrid.scm_banks": (1, 64, True, "independently busy SCM banks"),
-    "hybrid.ways": (1, 1024, True, "SCM table associativity"),
-    "hybrid.nand_utilisation": (0.0, 0.95, False, "valid data / physical NAND"),
-    "hybrid.queue_depth": (1, 1024, True, "outstanding host commands"),
-}
-OVERRIDE_BOUNDS = {"t_prog_us": (0.01, 1e6), "t_read_us": (0.01, 1e6), "t_erase_us": (0.01, 1e7),
-                   "block_pages": (2, 65536), "write_unit_kib": (4, 1 << 20), "page_kib": (4, 1024),
-                   "bits_per_cell": (1, 4)}
+#: the numeric fields, their ranges and meanings; the NAND overrides (null / NaN: the catalog value) may be
+#: absent from a batch
+RANGES: dict[str, Field] = table(
+    Field("hybrid.channels", "", 1, 64, integer=True, doc="NAND channels"),
+    Field("hybrid.dies_per_channel", "", 1, 64, integer=True, doc="dies per channel"),
+    Field("hybrid.bus_mts", "MT/s", 10.0, 1e5, doc="NAND bus transfer rate, MT/s"),
+    Field("hybrid.scm_ratio", "", 1e-4, 4.0, doc="SCM capacity / footprint or NAND capacity (scm_basis)"),
+    Field("hybrid.nand_capacity_gib", "GiB", 1.0, 1e6, doc="NAND tier capacity, GiB"),
+    Field("hybrid.scm_banks", "", 1, 64, integer=True, doc="independently busy SCM banks"),
+    Field("hybrid.ways", "", 1, 1024, integer=True, doc="SCM table associativity"),
+    Field("hybrid.nand_utilisation", "", 0.0, 0.95, doc="valid data / physical NAND"),
+    Field("hybrid.queue_depth", "", 1, 1024, integer=True, doc="outstanding host commands"),
+    Field("hybrid.threshold", "", 0.0, 1.0, lo_open=True, hi_open=True, doc="free-space fraction of the SCM"),
+    Field("hybrid.t_prog_us", "us", 0.01, 1e6, nullable=True, optional=True),
+    Field("hybrid.t_read_us", "us", 0.01, 1e6, nullable=True, optional=True),
+    Field("hybrid.t_erase_us", "us", 0.01, 1e7, nullable=True, optional=True),
+    Field("hybrid.block_pages", "pages", 2, 65536, nullable=True, optional=True),
+    Field("hybrid.write_unit_kib", "KiB", 4, 1 << 20, nullable=True, optional=True),
+    Field("hybrid.page_kib", "KiB", 4, 1024, nullable=True, optional=True),
+    Field("hybrid.bits_per_cell", "bits", 1, 4, integer=True, nullable=True, optional=True),
+)
 #: NAND numbers of a configuration (:func:`nand_values`): us, pages, KiB, bytes, bits
 NAND_FIELDS = ("t_prog_us", "t_read_us", "t_erase_us", "block_pages", "write_unit_kib", "page_bytes",
                "bits_per_cell")
@@ -173,55 +180,42 @@ def _nand_rows(cols: Mapping) -> list[dict[str, float]]:
 def validate(cols: Mapping, footprint_bytes: np.ndarray, report: list | None = None) -> None:
     """Check every ``hybrid.*`` rule (``footprint_bytes`` per configuration sizes the SCM)."""
     names = np.asarray(cols["hybrid.nand"]).astype(str)
-    _check(cols, "hybrid.nand", np.isin(names, list(catalog.NAND)), f"must be one of {sorted(catalog.NAND)}",
-           names, report)
+    check_rule(cols, "hybrid.nand", np.isin(names, list(catalog.NAND)),
+               f"must be one of {sorted(catalog.NAND)}", names, report)
     iface = np.asarray(cols["hybrid.interface"]).astype(str)
-    _check(cols, "hybrid.interface", np.isin(iface, list(catalog.INTERFACES)),
-           f"must be one of {sorted(catalog.INTERFACES)}", iface, report)
+    check_rule(cols, "hybrid.interface", np.isin(iface, list(catalog.INTERFACES)),
+               f"must be one of {sorted(catalog.INTERFACES)}", iface, report)
     vic = np.asarray(cols["hybrid.victim"]).astype(str)
-    _check(cols, "hybrid.victim", np.isin(vic, VICTIMS), f"must be one of {list(VICTIMS)}", vic, report)
+    check_rule(cols, "hybrid.victim", np.isin(vic, VICTIMS), f"must be one of {list(VICTIMS)}", vic, report)
     for key, allowed in (("hybrid.block_staging", STAGING), ("hybrid.scm_basis", SCM_BASES)):
         a = np.asarray(cols[key]).astype(str)
-        _check(cols, key, np.isin(a, allowed), f"must be one of {list(allowed)}", a, report)
+        check_rule(cols, key, np.isin(a, allowed), f"must be one of {list(allowed)}", a, report)
     rp = np.asarray(cols["hybrid.read_priority"])
-    _check(cols, "hybrid.read_priority", np.isin(rp.astype(object), [True, False, 0, 1]),
-           "must be true or false", report=report)
-    for key, (lo, hi, integer, what) in BOUNDS.items():
-        a = _num(cols, key)
-        ok = (a >= lo) & (a <= hi) & ((a == np.round(a)) if integer else True)
-        _check(cols, key, ok, f"{'integer ' if integer else ''}{lo:g} <= x <= {hi:g} ({what})", report=report)
-    thr = _num(cols, "hybrid.threshold")
-    _check(cols, "hybrid.threshold", (thr > 0) & (thr < 1), "0 < x < 1 (free-space fraction of the SCM)",
-           report=report)
-    for f, (lo, hi) in OVERRIDE_BOUNDS.items():
-        if f"hybrid.{f}" not in cols:  # an optional override left out
-            continue
-        a = _num(cols, f"hybrid.{f}")
-        integer = f == "bits_per_cell"
-        ok = (a >= lo) & (a <= hi) & ((a == np.round(a)) if integer else True)
-        _check(cols, f"hybrid.{f}", np.isnan(a) | ok,
-               f"{'integer ' if integer else ''}{lo:g} <= x <= {hi:g}, or null for the catalog value",
-               report=report)
-    if report is None and (np.unique(_num(cols, "hybrid.ways")).size != 1):
-        raise ConfigError("hybrid.ways", np.unique(_num(cols, "hybrid.ways")).tolist(),
+    check_rule(cols, "hybrid.read_priority", np.isin(rp.astype(object), [True, False, 0, 1]),
+               "must be true or false", report=report)
+    check(RANGES, cols, report)
+    thr = num(cols, "hybrid.threshold")
+    if report is None and (np.unique(num(cols, "hybrid.ways")).size != 1):
+        raise ConfigError("hybrid.ways", np.unique(num(cols, "hybrid.ways")).tolist(),
                           "one value per batch (it sizes the SCM table)")
     if not np.isin(names, list(catalog.NAND)).all():
         return
     nv = _nand_rows(cols)
     wu = np.array([v["write_unit_kib"] * KIB for v in nv])
-    _check(cols, "hybrid.write_unit_kib", wu % UNIT_BYTES == 0,
-           f"the write unit must be a whole number of {UNIT_BYTES // KIB} KiB lines", wu / KIB, report)
+    check_rule(cols, "hybrid.write_unit_kib", wu % UNIT_BYTES == 0,
+               f"the write unit must be a whole number of {UNIT_BYTES // KIB} KiB lines", wu / KIB, report)
     page = np.array([v["page_bytes"] for v in nv])
-    _check(cols, "hybrid.page_kib", page % UNIT_BYTES == 0,
-           f"the page must be a whole number of {UNIT_BYTES // KIB} KiB lines", page / KIB, report)
+    check_rule(cols, "hybrid.page_kib", page % UNIT_BYTES == 0,
+               f"the page must be a whole number of {UNIT_BYTES // KIB} KiB lines", page / KIB, report)
     if not np.isin(np.asarray(cols["hybrid.block_staging"]).astype(str), STAGING).all():
         return
     unit = gathering_unit_bytes(cols, nv)
     cap = capacity_lines(cols, footprint_bytes)
-    _check(cols, "hybrid.scm_ratio", thr * cap * UNIT_BYTES >= unit,
-           "the SCM's threshold space (threshold x capacity) must hold one gathering unit (the write unit, "
-           "or a word line under progressive staging), which waits there until it is programmed",
-           report=report)
+    check_rule(cols, "hybrid.scm_ratio", thr * cap * UNIT_BYTES >= unit,
+               "the SCM's threshold space (threshold x capacity) must hold one gathering unit "
+               "(the write unit, "
+               "or a word line under progressive staging), which waits there until it is programmed",
+               report=report)
 
 
 def gathering_unit_bytes(cols: Mapping, nv: Sequence[Mapping[str, float]]) -> np.ndarray:
@@ -238,11 +232,11 @@ def gathering_unit_bytes(cols: Mapping, nv: Sequence[Mapping[str, float]]) -> np
 def capacity_lines(cols: Mapping, footprint_bytes: np.ndarray) -> np.ndarray:
     """SCM capacity in 4 KiB lines, rounded up to whole sets: ``scm_ratio`` times the footprint or the NAND
     capacity (``scm_basis``)."""
-    ways = _num(cols, "hybrid.ways")
+    ways = num(cols, "hybrid.ways")
     nand = np.asarray(cols["hybrid.scm_basis"]).astype(str) == "nand"
-    basis = np.where(nand, _num(cols, "hybrid.nand_capacity_gib") * 2.0**30,
+    basis = np.where(nand, num(cols, "hybrid.nand_capacity_gib") * 2.0**30,
                      np.asarray(footprint_bytes, float))
-    lines = np.ceil(_num(cols, "hybrid.scm_ratio") * basis / UNIT_BYTES)
+    lines = np.ceil(num(cols, "hybrid.scm_ratio") * basis / UNIT_BYTES)
     return (np.ceil(np.maximum(lines, 1) / ways) * ways).astype(np.int64)
 
 
@@ -257,26 +251,26 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[fl
     validate(cols, footprint_bytes)
     n = len(cols["hybrid.nand"])
     nv = _nand_rows(cols)
-    ways = int(_num(cols, "hybrid.ways")[0])
+    ways = int(num(cols, "hybrid.ways")[0])
     cap = capacity_lines(cols, footprint_bytes)
     sets = cap // ways
     page_units = np.array([v["page_bytes"] / UNIT_BYTES for v in nv])
     unit = gathering_unit_bytes(cols, nv) / UNIT_BYTES
-    dies = _num(cols, "hybrid.channels") * _num(cols, "hybrid.dies_per_channel")
+    dies = num(cols, "hybrid.channels") * num(cols, "hybrid.dies_per_channel")
     t_page = np.asarray(t_page_s, float)
     ifaces = [catalog.interface(str(x)) for x in np.asarray(cols["hybrid.interface"])]
     i32 = lambda a: np.asarray(np.round(a), np.int32)  # noqa: E731
     c = lambda a: np.asarray(a, dtype)  # noqa: E731
     hp = HybridParams(
-        sets=i32(sets), limit=i32(np.floor((1.0 - _num(cols, "hybrid.threshold")) * cap)), unit=i32(unit),
-        page_units=i32(page_units), n_dies=i32(dies), n_channels=i32(_num(cols, "hybrid.channels")),
-        n_banks=i32(_num(cols, "hybrid.scm_banks")),
+        sets=i32(sets), limit=i32(np.floor((1.0 - num(cols, "hybrid.threshold")) * cap)), unit=i32(unit),
+        page_units=i32(page_units), n_dies=i32(dies), n_channels=i32(num(cols, "hybrid.channels")),
+        n_banks=i32(num(cols, "hybrid.scm_banks")),
         policy=i32([VICTIMS.index(str(v)) for v in np.asarray(cols["hybrid.victim"])]),
         read_priority=c(np.asarray(cols["hybrid.read_priority"]).astype(bool)),
-        queue_depth=i32(_num(cols, "hybrid.queue_depth")),
+        queue_depth=i32(num(cols, "hybrid.queue_depth")),
         t_sector=c(np.full(n, catalog.Scm().t_write_ns_per_sector * 1e-9)),
         t_read=c([v["t_read_us"] * 1e-6 for v in nv]), t_page=c(t_page),
-        chan_unit=c(UNIT_BYTES / (_num(cols, "hybrid.bus_mts") * 1e6)),
+        chan_unit=c(UNIT_BYTES / (num(cols, "hybrid.bus_mts") * 1e6)),
         host_rate=c([i.usable_bytes_per_s for i in ifaces]),
         cmd_s=c([i.cmd_overhead_us * 1e-6 for i in ifaces]),
         drain=c(dies * page_units / t_page), wa=c(np.asarray(wa, float)),
@@ -285,7 +279,7 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[fl
     # gathering slots per set: the write unit spread over the sets, with room for its fluctuation
     g = int(min(max(ways, int(np.ceil(3 * (unit / sets).max())) + 4), 4096))
     lay = Layout(sets=int(sets.max()), ways=ways, gways=g, dies=int(dies.max()),
-                 slots=int(_num(cols, "hybrid.queue_depth").max()),
-                 channels=int(_num(cols, "hybrid.channels").max()),
-                 banks=int(_num(cols, "hybrid.scm_banks").max()))
+                 slots=int(num(cols, "hybrid.queue_depth").max()),
+                 channels=int(num(cols, "hybrid.channels").max()),
+                 banks=int(num(cols, "hybrid.scm_banks").max()))
     return hp, lay

@@ -64,6 +64,7 @@ import jax
 import numpy as np
 
 from ssdx import catalog
+from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
 from ssdx.units import GB, KIB, MB, gbit_die_to_bytes
 
 #: pSLC cache policies; a mode's integer code is its index (append new modes at the end)
@@ -75,14 +76,16 @@ NAND_TIMINGS = ("t_prog_us", "t_read_us", "t_erase_us", "t_prog_slc_us", "t_read
 NAND_GEOMETRY = ("bits_per_cell", "page_kib", "block_pages", "write_unit_kib")
 #: every ``nand.<field>`` override column (null / NaN = the catalog value)
 NAND_OVERRIDES = NAND_TIMINGS + NAND_GEOMETRY
-#: override field -> (low, high, integer, meaning); both inclusive
-NAND_BOUNDS: dict[str, tuple[float, float, bool, str]] = {
-    **{f: (0.01, 1e6, False, "us") for f in NAND_TIMINGS},  # the rule text of check_nand_overrides
-    "bits_per_cell": (1, 4, True, "bits per cell"),
-    "page_kib": (0.5, 1024.0, False, "page size, KiB, a whole number of bytes"),
-    "block_pages": (1, 65536, True, "pages per block"),
-    "write_unit_kib": (0.5, 65536.0 * 1024.0, False, "program unit of a plane, KiB"),
-}
+#: the ranges of the override fields (null / NaN: the catalog value), by field name
+NAND_RANGES: dict[str, Field] = table(
+    *(Field(f, "us", 0.01, 1e6, nullable=True, doc="us", rule="0.01 <= x <= 1e6 us") for f in NAND_TIMINGS),
+    Field("bits_per_cell", "bits", 1, 4, integer=True, nullable=True, doc="bits per cell"),
+    Field("page_kib", "KiB", 0.5, 1024.0, nullable=True, doc="page size, KiB, a whole number of bytes",
+          also=lambda a: a * KIB == np.round(a * KIB)),
+    Field("block_pages", "pages", 1, 65536, integer=True, nullable=True, doc="pages per block"),
+    Field("write_unit_kib", "KiB", 0.5, 65536.0 * 1024.0, nullable=True, doc="program unit of a plane, KiB",
+          rule="0.5 <= x <= 67108864 (program unit of a plane, KiB)"),
+)
 #: override field -> (catalog attribute of ``ssdx.catalog.NandType``, attribute units per field unit)
 _NAND_COLUMN: dict[str, tuple[str, float]] = {
     **{f: (f, 1.0) for f in NAND_TIMINGS},
@@ -92,19 +95,6 @@ _NAND_COLUMN: dict[str, tuple[str, float]] = {
 #: catalog byte size -> (its override field, bytes per field unit)
 _BYTES_COLUMN: dict[str, tuple[str, float]] = {"page_bytes": ("page_kib", KIB),
                                                "write_unit_bytes": ("write_unit_kib", KIB)}
-
-
-class ConfigError(ValueError):
-    """A configuration value breaks a rule.  ``field``, ``value`` and ``rule`` are attributes."""
-
-    def __init__(self, field: str, value: Any, rule: str, row: int | None = None, n: int = 1):
-        self.field, self.value, self.rule, self.row = field, value, rule, row
-        where = "" if row is None or n == 1 else f" (configuration {row} of {n})"
-        super().__init__(
-            f"Invalid configuration{where}: field '{field}' = {value!r} breaks the rule: {rule}. "
-            f"Fix the value (Hydra override e.g. {field}=...) or the sweep definition; "
-            "nothing was computed."
-        )
 
 
 def _pytree(cls):
@@ -178,27 +168,43 @@ DRIVE_FIELDS = (
     "planes_per_die", "bus_mts", "bus_efficiency", "dram", "slc_mode", "static_slc_gb",
     "reserve_fraction", "fold_efficiency", "max_dynamic_slc_gb", "idle_fold_mb_s",
 )
-#: Drive fields a config mapping may omit, with the value they then take (older presets lack them).
-DRIVE_DEFAULTS: dict[str, Any] = {"max_dynamic_slc_gb": 0.0, "idle_fold_mb_s": 0.0}
 WORKLOAD_FIELDS = (
     "pattern", "block_kib", "queue_depth", "prefill_fraction", "fill_fraction", "burst_gb", "idle_s",
 )
-#: Plausible physical ranges (also keep float32 finite): field -> (low, high, integer, meaning).
-BOUNDS: dict[str, tuple[float, float, bool, str]] = {
-    "drive.channels": (1, 64, True, "number of NAND channels"),
-    "drive.dies_per_channel": (1, 64, True, "dies (chip enables) per channel"),
-    "drive.planes_per_die": (1, 16, True, "planes per die"),
-    "drive.user_capacity_gb": (1.0, 1e6, False, "user capacity, GB"),
-    "drive.die_gbit": (1.0, 1e5, False, "die density, binary Gbit"),
-    "drive.bus_mts": (10.0, 1e5, False, "NAND bus transfer rate, MT/s"),
-    "drive.static_slc_gb": (0.0, 1e6, False, "static pSLC size, GB"),
-    "drive.max_dynamic_slc_gb": (0.0, 1e6, False, "cap on the dynamic pSLC region, GB; 0 = uncapped"),
-    "drive.idle_fold_mb_s": (0.0, 1e6, False, "idle cache-recovery rate, MB/s; 0 = derived"),
-    "workload.block_kib": (0.5, 1e6, False, "host command size, KiB"),
-    "workload.queue_depth": (1, 65536, True, "outstanding commands"),
-    "workload.burst_gb": (0.0, 1e6, False, "GB between idle gaps; 0 = none"),
-    "workload.idle_s": (0.0, 1e9, False, "seconds of each idle gap"),
-}
+#: Plausible physical ranges of the numeric drive and workload fields (they also keep float32 finite).
+RANGES: dict[str, Field] = table(
+    Field("drive.channels", "", 1, 64, integer=True, doc="number of NAND channels"),
+    Field("drive.dies_per_channel", "", 1, 64, integer=True, doc="dies (chip enables) per channel"),
+    Field("drive.planes_per_die", "", 1, 16, integer=True, doc="planes per die"),
+    Field("drive.user_capacity_gb", "GB", 1.0, 1e6, doc="user capacity, GB"),
+    Field("drive.die_gbit", "Gibit", 1.0, 1e5, doc="die density, binary Gbit"),
+    Field("drive.bus_mts", "MT/s", 10.0, 1e5, doc="NAND bus transfer rate, MT/s"),
+    Field("drive.static_slc_gb", "GB", 0.0, 1e6, doc="static pSLC size, GB"),
+    Field("drive.max_dynamic_slc_gb", "GB", 0.0, 1e6, default=0.0,
+          doc="cap on the dynamic pSLC region, GB; 0 = uncapped"),
+    Field("drive.idle_fold_mb_s", "MB/s", 0.0, 1e6, default=0.0,
+          doc="idle cache-recovery rate, MB/s; 0 = derived"),
+    Field("workload.block_kib", "KiB", 0.5, 1e6, doc="host command size, KiB"),
+    Field("workload.queue_depth", "", 1, 65536, integer=True, doc="outstanding commands"),
+    Field("workload.burst_gb", "GB", 0.0, 1e6, doc="GB between idle gaps; 0 = none"),
+    Field("workload.idle_s", "s", 0.0, 1e9, doc="seconds of each idle gap"),
+    Field("drive.reserve_fraction", "", 0.0, 0.5, hi_open=True, doc="fraction of raw NAND reserved",
+          rule="0 <= x < 0.5: fraction of raw NAND reserved"),
+    Field("workload.prefill_fraction", "", 0.0, 1.0, hi_open=True,
+          doc="fraction of user capacity already used",
+          rule="0 <= x < 1: fraction of user capacity already used"),
+    Field("drive.bus_efficiency", "", 0.0, 1.0, lo_open=True, rule="0 < x <= 1"),
+    Field("drive.fold_efficiency", "", 0.0, 1.0, lo_open=True, rule="0 < x <= 1"),
+    Field("workload.fill_fraction", "", 0.0, 1.0, lo_open=True,
+          doc="fraction of the free capacity to write",
+          rule="0 < x <= 1: fraction of the free capacity to write"),
+)
+
+
+#: Drive fields a config mapping may omit, with the value they then take (older presets lack them): the
+#: drive fields of :data:`RANGES` with a default.
+DRIVE_DEFAULTS: dict[str, Any] = {k.split(".", 1)[1]: f.default for k, f in RANGES.items()
+                                  if k.startswith("drive.") and f.default is not None}
 
 
 def columns_from_config(drive: Mapping, workload: Mapping, nand: Mapping | None = None) -> dict:
@@ -230,42 +236,6 @@ def nand_columns(nand: Mapping | None = None) -> dict[str, np.ndarray]:
     return cols
 
 
-def _num(cols: Mapping, key: str) -> np.ndarray:
-    a = np.asarray(cols[key])
-    if a.dtype.kind not in "biuf":
-        try:
-            a = a.astype(float)
-        except (TypeError, ValueError):
-            bad = next(v for v in a if not _is_number(v))
-            raise ConfigError(key, _py(bad), "must be a number") from None
-    return a.astype(float)
-
-
-def _is_number(v: Any) -> bool:
-    try:
-        float(v)
-        return True
-    except (TypeError, ValueError):
-        return False
-
-
-def _py(v: Any) -> Any:
-    return v.item() if hasattr(v, "item") else v
-
-
-def _check(cols: Mapping, key: str, ok: np.ndarray, rule: str, values: np.ndarray | None = None,
-           report: list | None = None):
-    """Raise on the first breach, or, with ``report``, append ``(key, rule, ok-mask)`` and go on."""
-    ok = np.asarray(ok, dtype=bool)
-    if report is not None:
-        report.append((key, rule, ok))
-        return
-    if not ok.all():
-        i = int(np.argmin(ok))
-        v = (np.asarray(cols[key]) if values is None else values)[i]
-        raise ConfigError(key, _py(v), rule, row=i, n=len(ok))
-
-
 class Codes:
     """A column factorised once: its distinct values and each entry's index into them."""
 
@@ -286,7 +256,7 @@ def lookup(values: Any, fn: Callable[[Any], Any], dtype: Any = float) -> np.ndar
 def _choice(cols: Mapping, key: str, known: Callable[[str], bool], names: list[str],
             report: list | None = None) -> np.ndarray:
     a = np.asarray(cols[key]).astype(str)
-    _check(cols, key, lookup(a, known, bool), f"must be one of {names}", a, report)
+    check_rule(cols, key, lookup(a, known, bool), f"must be one of {names}", a, report)
     return a
 
 
@@ -306,56 +276,39 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     mode = _choice(cols, "drive.slc_mode", lambda x: x in SLC_MODES, list(SLC_MODES), report)
     _choice(cols, "workload.pattern", lambda x: x in PATTERNS, list(PATTERNS), report)
 
-    for key, (lo, hi, integer, what) in BOUNDS.items():
-        a = _num(cols, key)
-        ok = (a >= lo) & (a <= hi)  # NaN and inf fail too
-        if integer:
-            ok &= a == np.round(a)
-        _check(cols, key, ok, f"{'integer ' if integer else ''}{lo:g} <= x <= {hi:g} ({what})", report=report)
-    for key, lo, hi, what in (
-        ("drive.reserve_fraction", 0.0, 0.5, "0 <= x < 0.5: fraction of raw NAND reserved"),
-        ("workload.prefill_fraction", 0.0, 1.0, "0 <= x < 1: fraction of user capacity already used"),
-    ):
-        a = _num(cols, key)
-        _check(cols, key, (a >= lo) & (a < hi), what, report=report)
-    for key, what in (
-        ("drive.bus_efficiency", "0 < x <= 1"),
-        ("drive.fold_efficiency", "0 < x <= 1"),
-        ("workload.fill_fraction", "0 < x <= 1: fraction of the free capacity to write"),
-    ):
-        a = _num(cols, key)
-        _check(cols, key, (a > 0) & (a <= 1), what, report=report)
+    check(RANGES, cols, report)
     check_nand_overrides(cols, "nand.", report)
     dram = np.asarray(cols["drive.dram"])
-    _check(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false",
-           report=report)
+    check_rule(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false",
+               report=report)
     page, unit = nand_value(cols, "page_bytes"), nand_value(cols, "write_unit_bytes")
     with np.errstate(invalid="ignore", divide="ignore"):
         pages = unit / page
-    _check(cols, "nand.write_unit_kib",
-           (np.abs(pages - np.round(pages)) <= 1e-9 * pages) & (pages >= 1)
-           & (unit <= nand_value(cols, "block_bytes")),
-           "the write unit (one program operation of a plane: a page, a word line or a block) must be a "
-           "whole number of pages (nand.page_kib) and at most one block (nand.block_pages pages); null keeps "
-           "the catalog type's, so set it when a page or block override no longer fits that",
-           unit / KIB, report)
+    check_rule(cols, "nand.write_unit_kib",
+               (np.abs(pages - np.round(pages)) <= 1e-9 * pages) & (pages >= 1)
+               & (unit <= nand_value(cols, "block_bytes")),
+               "the write unit (one program operation of a plane: a page, a word line or a block) must be a "
+               "whole number of pages (nand.page_kib) and at most one block (nand.block_pages pages); "
+               "null keeps "
+               "the catalog type's, so set it when a page or block override no longer fits that",
+               unit / KIB, report)
 
     bits = np.nan_to_num(nand_value(cols, "bits_per_cell"), nan=0.0)  # 0: an unknown type (reported above)
     needs_multibit = np.isin(mode, ["dynamic", "static", "pure_slc", "hybrid"])
-    _check(cols, "drive.slc_mode", ~needs_multibit | (bits >= 2),
-           "pSLC modes need a multi-bit NAND (bits per cell >= 2, nand.bits_per_cell or the catalog "
-           "type's); use pure_native for SLC", mode, report)
-    static = _num(cols, "drive.static_slc_gb")
+    check_rule(cols, "drive.slc_mode", ~needs_multibit | (bits >= 2),
+               "pSLC modes need a multi-bit NAND (bits per cell >= 2, nand.bits_per_cell or the catalog "
+               "type's); use pure_native for SLC", mode, report)
+    static = num(cols, "drive.static_slc_gb")
     has_static = np.isin(mode, ["static", "hybrid"])
-    _check(cols, "drive.static_slc_gb", ~has_static | (static > 0),
-           "static and hybrid modes need a static pSLC size > 0", report=report)
+    check_rule(cols, "drive.static_slc_gb", ~has_static | (static > 0),
+               "static and hybrid modes need a static pSLC size > 0", report=report)
     raw = _raw_bytes(cols)
-    usable = raw * (1 - _num(cols, "drive.reserve_fraction"))
-    user = _num(cols, "drive.user_capacity_gb") * GB
+    usable = raw * (1 - num(cols, "drive.reserve_fraction"))
+    user = num(cols, "drive.user_capacity_gb") * GB
     static_raw = np.where(has_static, static * GB * bits, 0.0)
-    _check(cols, "drive.user_capacity_gb", user + static_raw <= usable * (1 + 1e-9),
-           "user capacity (+ bits x static pSLC size) must fit in raw NAND x (1 - reserve); raw = "
-           "channels x dies_per_channel x die_gbit", report=report)
+    check_rule(cols, "drive.user_capacity_gb", user + static_raw <= usable * (1 + 1e-9),
+               "user capacity (+ bits x static pSLC size) must fit in raw NAND x (1 - reserve); raw = "
+               "channels x dies_per_channel x die_gbit", report=report)
 
 
 def valid_rows(cols: Mapping,
@@ -375,20 +328,9 @@ def valid_rows(cols: Mapping,
 
 def check_nand_overrides(cols: Mapping, prefix: str = "nand.", report: list | None = None) -> None:
     """Range rules of the NAND override columns ``<prefix><field>`` present in ``cols`` (NaN = the catalog
-    value, always allowed): :data:`NAND_BOUNDS`, and a page of a whole number of bytes."""
-    for f, (lo, hi, integer, what) in NAND_BOUNDS.items():
-        key = prefix + f
-        if key not in cols:
-            continue
-        a = _num(cols, key)
-        ok = (a >= lo) & (a <= hi)
-        if integer:
-            ok &= a == np.round(a)
-        if f == "page_kib":
-            ok &= a * KIB == np.round(a * KIB)
-        rule = ("0.01 <= x <= 1e6 us" if f in NAND_TIMINGS
-                else f"{'integer ' if integer else ''}{lo:.10g} <= x <= {hi:.10g} ({what})")
-        _check(cols, key, np.isnan(a) | ok, f"{rule}, or null for the catalog value", report=report)
+    value, always allowed): :data:`NAND_RANGES` (a page of a whole number of bytes)."""
+    check([dataclasses.replace(f, name=prefix + f.name, optional=True) for f in NAND_RANGES.values()], cols,
+          report)
 
 
 def nand_value(cols: Mapping, field: str, names: Any = None, prefix: str = "nand.") -> np.ndarray:
@@ -415,7 +357,7 @@ def nand_value(cols: Mapping, field: str, names: Any = None, prefix: str = "nand
     if per != 1.0:
         base = base / per
     if column is not None and prefix + column in cols:
-        over = _num(cols, prefix + column) * scale
+        over = num(cols, prefix + column) * scale
         base = np.where(np.isnan(over), base, over)
     return base
 
@@ -450,8 +392,8 @@ def nand_names(cols: Mapping) -> np.ndarray:
 
 
 def _raw_bytes(cols: Mapping) -> np.ndarray:
-    return (_num(cols, "drive.channels") * _num(cols, "drive.dies_per_channel")
-            * gbit_die_to_bytes(_num(cols, "drive.die_gbit")))
+    return (num(cols, "drive.channels") * num(cols, "drive.dies_per_channel")
+            * gbit_die_to_bytes(num(cols, "drive.die_gbit")))
 
 
 def build(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
@@ -469,34 +411,34 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
         write_unit_bytes=c(med("write_unit_bytes")),
         t_prog_slc_us=c(med("t_prog_slc_us")), t_read_slc_us=c(med("t_read_slc_us")),
     )
-    channels = _num(cols, "drive.channels")
+    channels = num(cols, "drive.channels")
     drive = Drive(
         nand=nand,
-        user_bytes=c(_num(cols, "drive.user_capacity_gb") * GB),
+        user_bytes=c(num(cols, "drive.user_capacity_gb") * GB),
         raw_bytes=c(_raw_bytes(cols)),
-        reserve_fraction=c(_num(cols, "drive.reserve_fraction")),
+        reserve_fraction=c(num(cols, "drive.reserve_fraction")),
         channels=c(channels),
-        dies=c(channels * _num(cols, "drive.dies_per_channel")),
-        planes_per_die=c(_num(cols, "drive.planes_per_die")),
+        dies=c(channels * num(cols, "drive.dies_per_channel")),
+        planes_per_die=c(num(cols, "drive.planes_per_die")),
         # ONFI/Toggle buses are 8 bits wide: MB/s = MT/s per channel (REFERENCE §6).
-        bus_bytes_per_s=c(channels * _num(cols, "drive.bus_mts") * 1e6 * _num(cols, "drive.bus_efficiency")),
+        bus_bytes_per_s=c(channels * num(cols, "drive.bus_mts") * 1e6 * num(cols, "drive.bus_efficiency")),
         host_bytes_per_s=c(iface.map(lambda x: catalog.interface(x).usable_bytes_per_s)),
         cmd_overhead_s=c(iface.map(lambda x: catalog.interface(x).cmd_overhead_us * 1e-6)),
         dram=c(np.asarray(cols["drive.dram"]).astype(bool).astype(float)),
         slc_mode=c(mode.map(SLC_MODES.index)),
-        static_slc_bytes=c(_num(cols, "drive.static_slc_gb") * GB),
-        fold_efficiency=c(_num(cols, "drive.fold_efficiency")),
-        max_dynamic_slc_bytes=c(_num(cols, "drive.max_dynamic_slc_gb") * GB),
-        idle_fold_bytes_per_s=c(_num(cols, "drive.idle_fold_mb_s") * MB),
+        static_slc_bytes=c(num(cols, "drive.static_slc_gb") * GB),
+        fold_efficiency=c(num(cols, "drive.fold_efficiency")),
+        max_dynamic_slc_bytes=c(num(cols, "drive.max_dynamic_slc_gb") * GB),
+        idle_fold_bytes_per_s=c(num(cols, "drive.idle_fold_mb_s") * MB),
     )
     workload = Workload(
         random=c(np.asarray(cols["workload.pattern"]).astype(str) == "random"),
-        block_bytes=c(_num(cols, "workload.block_kib") * KIB),
-        queue_depth=c(_num(cols, "workload.queue_depth")),
-        prefill_fraction=c(_num(cols, "workload.prefill_fraction")),
-        fill_fraction=c(_num(cols, "workload.fill_fraction")),
-        burst_bytes=c(_num(cols, "workload.burst_gb") * GB),
-        idle_s=c(_num(cols, "workload.idle_s")),
+        block_bytes=c(num(cols, "workload.block_kib") * KIB),
+        queue_depth=c(num(cols, "workload.queue_depth")),
+        prefill_fraction=c(num(cols, "workload.prefill_fraction")),
+        fill_fraction=c(num(cols, "workload.fill_fraction")),
+        burst_bytes=c(num(cols, "workload.burst_gb") * GB),
+        idle_s=c(num(cols, "workload.idle_s")),
     )
     return drive, workload
 

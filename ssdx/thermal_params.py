@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from ssdx import catalog, params
-from ssdx.params import ConfigError, _check, _choice, _num, _pytree
+from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
+from ssdx.params import _choice, _pytree
 from ssdx.units import ZERO_C_IN_K
 
 POLICIES = ("ssd_a", "ssd_b")
@@ -41,28 +42,31 @@ RC_FIELDS = ("c_ctrl", "c_nand", "c_case", "g_ctrl_nand", "g_ctrl_case", "g_nand
 RC_PREFIX = "thermal.rc."
 MAX_STEPS = 1_000_000
 
-#: field -> (low, high, low inclusive, meaning)
-BOUNDS: dict[str, tuple[float, float, bool, str]] = {
-    "power.idle_w": (0.0, 100.0, True, "idle power, W"),
-    "power.ctrl_active_w": (0.0, 100.0, True, "controller power added while busy, W"),
-    "power.datapath_nj_per_byte": (0.0, 100.0, True, "controller datapath energy per host byte, nJ"),
-    "power.nand_io_pj_per_bit": (0.0, 1000.0, True, "NAND bus I/O energy per bit, pJ"),
-    "power.light_rate_fraction": (0.0, 1.0, False, "throughput fraction kept in light throttling"),
-    "power.heavy_rate_fraction": (0.0, 1.0, False, "throughput fraction kept in heavy throttling"),
-    "power.light_ctrl_fraction": (0.0, 1.0, True, "controller active power kept in light throttling"),
-    "power.heavy_ctrl_fraction": (0.0, 1.0, True, "controller active power kept in heavy throttling"),
-    "power.light_power_cap_w": (0.0, 100.0, True, "power-state cap in light throttling, W; 0 = none"),
-    "power.heavy_power_cap_w": (0.0, 100.0, True, "power-state cap in heavy throttling, W; 0 = none"),
-    "power.hysteresis_k": (0.0, 50.0, True, "vendor hysteresis below a TMT before leaving its state, K"),
-    "power.sensor_ctrl_weight": (0.0, 1.0, True, "weight of the controller node in the composite"),
-    "power.wctemp_k": (273.15, 423.15, True, "warning composite temperature WCTEMP, K"),
-    "power.cctemp_k": (273.15, 423.15, True, "critical composite temperature CCTEMP, K"),
-    "power.mntmt_k": (1.0, 423.15, True, "minimum thermal management temperature MNTMT, K"),
-    "power.mxtmt_k": (1.0, 423.15, True, "maximum thermal management temperature MXTMT, K"),
-    "thermal.ambient_c": (-40.0, 85.0, True, "ambient temperature, deg C"),
-    "thermal.dt_s": (1e-3, 60.0, True, "time step, s"),
-    "thermal.duration_s": (1.0, 1e7, True, "run duration, s"),
-}
+#: the numeric fields, their ranges and meanings
+RANGES: dict[str, Field] = table(
+    Field("power.idle_w", "W", 0.0, 100.0, doc="idle power, W"),
+    Field("power.ctrl_active_w", "W", 0.0, 100.0, doc="controller power added while busy, W"),
+    Field("power.datapath_nj_per_byte", "nJ", 0.0, 100.0, doc="controller datapath energy per host byte, nJ"),
+    Field("power.nand_io_pj_per_bit", "pJ", 0.0, 1000.0, doc="NAND bus I/O energy per bit, pJ"),
+    Field("power.light_rate_fraction", "", 0.0, 1.0, lo_open=True,
+          doc="throughput fraction kept in light throttling"),
+    Field("power.heavy_rate_fraction", "", 0.0, 1.0, lo_open=True,
+          doc="throughput fraction kept in heavy throttling"),
+    Field("power.light_ctrl_fraction", "", 0.0, 1.0, doc="controller active power kept in light throttling"),
+    Field("power.heavy_ctrl_fraction", "", 0.0, 1.0, doc="controller active power kept in heavy throttling"),
+    Field("power.light_power_cap_w", "W", 0.0, 100.0, doc="power-state cap in light throttling, W; 0 = none"),
+    Field("power.heavy_power_cap_w", "W", 0.0, 100.0, doc="power-state cap in heavy throttling, W; 0 = none"),
+    Field("power.hysteresis_k", "K", 0.0, 50.0,
+          doc="vendor hysteresis below a TMT before leaving its state, K"),
+    Field("power.sensor_ctrl_weight", "", 0.0, 1.0, doc="weight of the controller node in the composite"),
+    Field("power.wctemp_k", "K", 273.15, 423.15, doc="warning composite temperature WCTEMP, K"),
+    Field("power.cctemp_k", "K", 273.15, 423.15, doc="critical composite temperature CCTEMP, K"),
+    Field("power.mntmt_k", "K", 1.0, 423.15, doc="minimum thermal management temperature MNTMT, K"),
+    Field("power.mxtmt_k", "K", 1.0, 423.15, doc="maximum thermal management temperature MXTMT, K"),
+    Field("thermal.ambient_c", "degC", -40.0, 85.0, doc="ambient temperature, deg C"),
+    Field("thermal.dt_s", "s", 1e-3, 60.0, doc="time step, s"),
+    Field("thermal.duration_s", "s", 1.0, 1e7, doc="run duration, s"),
+)
 
 
 @_pytree
@@ -126,38 +130,37 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     """Check the power/thermal rules (raise :class:`ConfigError`, or append to ``report``)."""
     _choice(cols, "power.policy", lambda x: x in POLICIES, list(POLICIES), report)
     _choice(cols, "thermal.cooling", lambda x: x in catalog.COOLING, sorted(catalog.COOLING), report)
-    for key, (lo, hi, incl, what) in BOUNDS.items():
-        a = _num(cols, key)
-        ok = ((a >= lo) if incl else (a > lo)) & (a <= hi)
-        _check(cols, key, ok, f"{lo:g} {'<=' if incl else '<'} x <= {hi:g} ({what})", report=report)
-    wc, cc = _num(cols, "power.wctemp_k"), _num(cols, "power.cctemp_k")
-    _check(cols, "power.cctemp_k", cc > wc, "CCTEMP must be above WCTEMP (power.wctemp_k)", report=report)
-    lo, hi = _num(cols, "power.mntmt_k"), _num(cols, "power.mxtmt_k")
-    _check(cols, "power.mxtmt_k", hi > lo, "MXTMT must be above MNTMT (power.mntmt_k)", report=report)
-    t1, t2 = _num(cols, "thermal.tmt1_k"), _num(cols, "thermal.tmt2_k")
+    check(RANGES, cols, report)
+    wc, cc = num(cols, "power.wctemp_k"), num(cols, "power.cctemp_k")
+    check_rule(cols, "power.cctemp_k", cc > wc, "CCTEMP must be above WCTEMP (power.wctemp_k)", report=report)
+    lo, hi = num(cols, "power.mntmt_k"), num(cols, "power.mxtmt_k")
+    check_rule(cols, "power.mxtmt_k", hi > lo, "MXTMT must be above MNTMT (power.mntmt_k)", report=report)
+    t1, t2 = num(cols, "thermal.tmt1_k"), num(cols, "thermal.tmt2_k")
     for key, t in (("thermal.tmt1_k", t1), ("thermal.tmt2_k", t2)):
-        _check(cols, key, (t == 0) | ((t >= lo) & (t <= hi)),
-               "Kelvin; 0 disables the level, otherwise MNTMT <= x <= MXTMT (power.mntmt_k, power.mxtmt_k); "
-               "the drive answers Invalid Field in Command", report=report)
-    _check(cols, "thermal.tmt2_k", (t1 == 0) | (t2 == 0) | (t2 > t1),
-           "when both are non-zero, thermal.tmt2_k must be greater than thermal.tmt1_k (NVMe HCTM)",
-           report=report)
-    dt, dur = _num(cols, "thermal.dt_s"), _num(cols, "thermal.duration_s")
+        check_rule(cols, key, (t == 0) | ((t >= lo) & (t <= hi)),
+                   "Kelvin; 0 disables the level, otherwise MNTMT <= x <= MXTMT "
+                   "(power.mntmt_k, power.mxtmt_k); "
+                   "the drive answers Invalid Field in Command", report=report)
+    check_rule(cols, "thermal.tmt2_k", (t1 == 0) | (t2 == 0) | (t2 > t1),
+               "when both are non-zero, thermal.tmt2_k must be greater than thermal.tmt1_k (NVMe HCTM)",
+               report=report)
+    dt, dur = num(cols, "thermal.dt_s"), num(cols, "thermal.duration_s")
     with np.errstate(divide="ignore", invalid="ignore"):
         steps = dur / dt
-    _check(cols, "thermal.duration_s",
-           (np.abs(steps - np.round(steps)) < 1e-6 * np.maximum(steps, 1))
-           & (steps <= MAX_STEPS) & (steps >= 1),
-           f"must be a whole number of thermal.dt_s steps, at most {MAX_STEPS}", report=report)
+    check_rule(cols, "thermal.duration_s",
+               (np.abs(steps - np.round(steps)) < 1e-6 * np.maximum(steps, 1))
+               & (steps <= MAX_STEPS) & (steps >= 1),
+               f"must be a whole number of thermal.dt_s steps, at most {MAX_STEPS}", report=report)
     for key in (k for k in cols if k.startswith(RC_PREFIX)):
         unit = "J/K" if key[len(RC_PREFIX):].startswith("c_") else "W/K"
-        a = _num(cols, key)
+        a = num(cols, key)
         ok = (a <= 1e6) & (a >= 0) if key.endswith("_amb") else (a <= 1e6) & (a > 0)
-        _check(cols, key, ok, f"finite, {'0 <=' if key.endswith('_amb') else '0 <'} x <= 1e6 ({unit}; "
-               "replaces the cooling preset's value)", report=report)
+        check_rule(cols, key, ok, f"finite, {'0 <=' if key.endswith('_amb') else '0 <'} x <= 1e6 ({unit}; "
+                   "replaces the cooling preset's value)", report=report)
     if "workload.burst_gb" in cols:
-        _check(cols, "workload.burst_gb", _num(cols, "workload.burst_gb") == 0,
-               "idle gaps are not modelled by the thermal engine; use 0 (a continuous write)", report=report)
+        check_rule(cols, "workload.burst_gb", num(cols, "workload.burst_gb") == 0,
+                   "idle gaps are not modelled by the thermal engine; use 0 (a continuous write)",
+                   report=report)
 
 
 def valid_rows(cols: Mapping) -> tuple[np.ndarray, list[dict[str, Any]]]:
@@ -167,10 +170,10 @@ def valid_rows(cols: Mapping) -> tuple[np.ndarray, list[dict[str, Any]]]:
 
 def n_steps(cols: Mapping) -> int:
     """Scan length of a thermal run (static); every configuration of a run must share it."""
-    steps = np.round(_num(cols, "thermal.duration_s") / _num(cols, "thermal.dt_s")).astype(int)
+    steps = np.round(num(cols, "thermal.duration_s") / num(cols, "thermal.dt_s")).astype(int)
     if len(np.unique(steps)) != 1:
         i = int(np.flatnonzero(steps != steps[0])[0])
-        raise ConfigError("thermal.duration_s", _num(cols, "thermal.duration_s")[i],
+        raise ConfigError("thermal.duration_s", num(cols, "thermal.duration_s")[i],
                           f"every configuration of one run needs the same number of steps "
                           f"(duration_s / dt_s = {steps[0]} for the first, {steps[i]} here)",
                           row=i, n=len(steps))
@@ -183,32 +186,32 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[Power, Thermal]:
     c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
     links = params.Codes(np.asarray(cols["drive.interface"]).astype(str))
     cool = params.Codes(np.asarray(cols["thermal.cooling"]).astype(str))
-    num = lambda k: _num(cols, k)  # noqa: E731
+    col = lambda k: num(cols, k)  # noqa: E731
     power = Power(
-        idle_w=c(num("power.idle_w")),
-        ctrl_w=c(num("power.ctrl_active_w")),
-        host_j_per_byte=c(num("power.datapath_nj_per_byte") * 1e-9
+        idle_w=c(col("power.idle_w")),
+        ctrl_w=c(col("power.ctrl_active_w")),
+        host_j_per_byte=c(col("power.datapath_nj_per_byte") * 1e-9
                           + links.map(lambda x: catalog.interface(x).link_pj_per_bit) * 8e-12),
-        io_j_per_byte=c(num("power.nand_io_pj_per_bit") * 8e-12),
+        io_j_per_byte=c(col("power.nand_io_pj_per_bit") * 8e-12),
         die_w=c(params.nand_value(cols, "die_active_w")),  # the configuration's NAND type (catalog)
         policy=c(params.lookup(np.asarray(cols["power.policy"]).astype(str), POLICIES.index)),
-        light_rate=c(num("power.light_rate_fraction")),
-        light_ctrl=c(num("power.light_ctrl_fraction")),
-        light_cap_w=c(num("power.light_power_cap_w")),
-        heavy_rate=c(num("power.heavy_rate_fraction")),
-        heavy_ctrl=c(num("power.heavy_ctrl_fraction")),
-        heavy_cap_w=c(num("power.heavy_power_cap_w")),
-        hysteresis_k=c(num("power.hysteresis_k")),
-        sensor_ctrl_weight=c(num("power.sensor_ctrl_weight")),
-        wctemp_k=c(num("power.wctemp_k")),
-        cctemp_k=c(num("power.cctemp_k")),
+        light_rate=c(col("power.light_rate_fraction")),
+        light_ctrl=c(col("power.light_ctrl_fraction")),
+        light_cap_w=c(col("power.light_power_cap_w")),
+        heavy_rate=c(col("power.heavy_rate_fraction")),
+        heavy_ctrl=c(col("power.heavy_ctrl_fraction")),
+        heavy_cap_w=c(col("power.heavy_power_cap_w")),
+        hysteresis_k=c(col("power.hysteresis_k")),
+        sensor_ctrl_weight=c(col("power.sensor_ctrl_weight")),
+        wctemp_k=c(col("power.wctemp_k")),
+        cctemp_k=c(col("power.cctemp_k")),
     )
     thermal = Thermal(
-        ambient_k=c(num("thermal.ambient_c") + ZERO_C_IN_K),
-        tmt1_k=c(num("thermal.tmt1_k")),
-        tmt2_k=c(num("thermal.tmt2_k")),
-        dt_s=c(num("thermal.dt_s")),
-        **{f: c(num(RC_PREFIX + f) if RC_PREFIX + f in cols
+        ambient_k=c(col("thermal.ambient_c") + ZERO_C_IN_K),
+        tmt1_k=c(col("thermal.tmt1_k")),
+        tmt2_k=c(col("thermal.tmt2_k")),
+        dt_s=c(col("thermal.dt_s")),
+        **{f: c(col(RC_PREFIX + f) if RC_PREFIX + f in cols
                 else cool.map(lambda x, f=f: getattr(catalog.cooling(x), f)))
            for f in RC_FIELDS},
     )

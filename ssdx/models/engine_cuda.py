@@ -29,10 +29,10 @@ from numba import cuda, float64
 from ssdx.engine_params import Layout
 from ssdx.models import engine_cpu
 from ssdx.models.engine import Acc, Requests, State
-from ssdx.params import BOUNDS
+from ssdx.params import RANGES
 
-#: scratch size per thread: the most channels a configuration can have (``params.BOUNDS``)
-MAX_CH = int(BOUNDS["drive.channels"][1])
+#: scratch size per thread: the most channels a configuration can have (``params.RANGES``)
+MAX_CH = int(RANGES["drive.channels"].hi)
 #: threads per block; small blocks spread 10^4 configurations over every multiprocessor of an H100
 THREADS = 64
 
