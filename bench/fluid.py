@@ -4,7 +4,7 @@ What is timed
 -------------
 ``jax_vmap``: ``jax.jit(jax.vmap(lambda d, w: fluid.metrics(d, w, S, idle_gaps)))`` over chunks of
 ``C`` configurations (float32), grouped by the static ``idle_gaps`` flag as the sweep runner groups
-them (``ssdx.sweep.runner.idle_gap_groups``).  The first call of each group's kernel (trace + compile +
+them (``ssdx.core.registry.idle_gap_groups``).  The first call of each group's kernel (trace + compile +
 one chunk, ``block_until_ready`` included) is summed into ``compile_s``; ``run_s`` is the best of 3
 later passes over all ``N`` configurations, each ending in ``jax.block_until_ready``.  A short last
 chunk is padded to ``C`` so it reuses the compiled program.
@@ -51,9 +51,9 @@ import jax
 import numpy as np
 
 from ssdx import catalog, params, presets
+from ssdx.core import registry
 from ssdx.models import fluid
 from ssdx.report.machine import machine
-from ssdx.sweep import runner
 from ssdx.units import GB, gbit_die_to_bytes
 
 DYNAMIC, STATIC, PURE_SLC, PURE_NATIVE = fluid.DYNAMIC, fluid.STATIC, fluid.PURE_SLC, fluid.PURE_NATIVE
@@ -492,7 +492,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     # chunked and run by its own jit(vmap) kernel; first calls compile, then best of `repeats` passes.
     groups = []
     compile_s = 0.0
-    for flag, idx in runner.idle_gap_groups(workload):
+    for flag, idx in registry.idle_gap_groups(workload):
         sub_tree = jax.tree_util.tree_map(lambda x, idx=idx: np.asarray(x)[idx], (drive, workload))
         fn, parts = jax_metrics_fn(steps, flag), chunks(*sub_tree, min(chunk, len(idx)))
         t0 = time.perf_counter()

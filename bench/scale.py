@@ -94,11 +94,12 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     from ssdx import params
+    from ssdx.core import registry
     from ssdx.sweep import executors, runner
 
     cols = sweep_cols(args.configs)
     n = len(cols["drive.nand"])
-    model = runner.fluid_model(args.steps)
+    model = registry.fluid_model(args.steps)
     out: dict[str, Any] = {"configs": n, "devices": [str(d) for d in jax.local_devices()]}
     if args.what == "bare":
         trees = params.build(cols)

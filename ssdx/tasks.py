@@ -14,8 +14,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from ssdx import params, thermal_params
-from ssdx.core import io
+from ssdx import params
+from ssdx.core import io, registry
 from ssdx.models import fluid
 from ssdx.report import fill as fill_report
 from ssdx.report.tables import best_per_group, format_table
@@ -90,6 +90,7 @@ def sweep_base(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> dict[st
     presets, plus the ``gc.*`` or ``power.*``/``thermal.*`` columns its model needs."""
     from ssdx import presets
 
+    spec = _vmap_model(sweep)
     base_cfg = dict(base_cfg)
     for group in ("drive", "workload"):  # a sweep may name its own base presets
         if sweep.get(group):
@@ -98,16 +99,8 @@ def sweep_base(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> dict[st
             except KeyError as e:
                 raise params.ConfigError(f"sweep.{group}", sweep[group], str(e)) from None
     base = params.columns_from_config(base_cfg["drive"], base_cfg["workload"], base_cfg.get("nand"))
-    thermal = _is_thermal(sweep)
-    is_gc = sweep.get("model") == "gc"
-    if is_gc:
-        from ssdx import gc_params, tasks_gc
-
-        base.update(gc_params.columns(tasks_gc.gc_config(base_cfg)))
-    if thermal:
-        if "power" not in base_cfg["drive"]:
-            raise params.ConfigError("drive.power", None, "a thermal sweep needs the drive's power block")
-        base.update(thermal_params.columns(base_cfg["drive"]["power"], base_cfg["thermal"]))
+    if spec.base_columns:
+        base.update(registry.resolve(spec.base_columns)(base_cfg))
     return base
 
 
@@ -125,17 +118,13 @@ def sweep_space(sweep: Mapping[str, Any],
     configurations.
     """
     base = sweep_base(sweep, base_cfg)
-    thermal = _is_thermal(sweep)
-    is_gc = sweep.get("model") == "gc"
-    if is_gc:
-        from ssdx import gc_params
+    spec = _vmap_model(sweep)
     cols = space.sweep_rows(base, sweep)
     n = len(cols["drive.nand"])
     policy = sweep.get("on_invalid", "error")
     if policy not in ("error", "drop"):
         raise params.ConfigError("sweep.on_invalid", policy, "must be 'error' or 'drop'")
-    checks = [params.validate] + ([thermal_params.validate] if thermal else []) \
-        + ([gc_params.validate] if is_gc else [])
+    checks = [params.validate] + [registry.resolve(c) for c in spec.checks]
     if policy == "error":
         for check in checks:
             check(cols)
@@ -151,11 +140,14 @@ def sweep_space(sweep: Mapping[str, Any],
     return cols, ok, broken, n
 
 
-def _is_thermal(sweep: Mapping[str, Any]) -> bool:
-    model = sweep.get("model", "fluid")
-    if model not in ("fluid", "thermal", "gc"):
-        raise params.ConfigError("sweep.model", model, "must be 'fluid', 'thermal' or 'gc'")
-    return model == "thermal"
+def _vmap_model(sweep: Mapping[str, Any]) -> registry.SweepModelSpec:
+    """The registry's spec of the sweep's model, which must run in the chunked runner (``build``)."""
+    spec = registry.sweep_model(sweep)
+    if spec.build is None:
+        vmap = [m.name for m in registry.SWEEP_MODELS.values() if m.build]
+        raise params.ConfigError("sweep.model", spec.name, "has its own runner; the columns of a sweep are "
+                                 f"built for {', '.join(vmap)}")
+    return spec
 
 
 def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Path,
@@ -164,11 +156,17 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
 
     ``executor`` (``ssdx.sweep.executors``; default: the local devices) runs the chunks.  Chunks are
     checkpointed as they finish; running the same sweep again on the same ``out_dir`` resumes (a
-    finished sweep is merged again without compute), a different sweep there is refused."""
+    finished sweep is merged again without compute), a different sweep there is refused.
+
+    The model (``sweep.model``) is the registry's (``ssdx.core.registry.SWEEP_MODELS``): its spec builds
+    the runner's inputs; a model with its own runner (``hybrid``) is run by it (``chunk_size`` unused)."""
+    spec = registry.sweep_model(sweep)
+    if base_cfg.get("workload", {}).get("fio") and not spec.fio:
+        raise params.ConfigError("workload.fio", base_cfg["workload"]["fio"], FIO_NOT_HERE)
+    if spec.run is not None:
+        return registry.resolve(spec.run)(sweep, base_cfg, out_dir, progress=progress, executor=executor)
     dtype = io.dtype(base_cfg.get("precision", "float32"))
     if base_cfg.get("workload", {}).get("fio"):
-        if sweep.get("model") == "gc":
-            raise params.ConfigError("workload.fio", base_cfg["workload"]["fio"], FIO_NOT_HERE)
         from ssdx.tasks_engine import with_fio_fill
 
         base_cfg, _ = with_fio_fill(base_cfg)  # the base workload of a fluid or thermal sweep
@@ -179,18 +177,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     space_index = np.flatnonzero(ok)
     if not ok.all():
         cols = {k: v[ok] for k, v in cols.items()}
-    if _is_thermal(sweep):
-        from ssdx import api
-
-        trees, n_steps = api.build_thermal(cols, dtype=dtype)
-        model, groups = runner.thermal_model(n_steps), [(False, np.arange(len(cols["drive.nand"])))]
-    elif sweep.get("model") == "gc":
-        from ssdx import tasks_gc
-
-        trees, groups, model, n_steps = tasks_gc.sweep_model(cols, sweep, base_cfg, dtype)
-    else:
-        n_steps = io.scan_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
-        trees, groups, model = None, None, runner.fluid_model(n_steps)
+    trees, groups, model, n_steps = registry.resolve(spec.build)(cols, sweep, base_cfg, dtype)
     chunk = chunk_size if chunk_size is not None else sweep.get("chunk_size", 4096)
     if not isinstance(chunk, int | np.integer) or chunk < 1:
         raise params.ConfigError("sweep.chunk_size", chunk, "must be an integer >= 1")

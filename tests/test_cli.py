@@ -125,3 +125,14 @@ def test_check_choices_reads_group_overrides():
         with pytest.raises(ConfigError) as e:
             check_choices([bad], opts)
         assert bad.split("=")[0].lstrip("+") in str(e.value)
+
+
+def test_a_mistyped_key_of_a_typed_block_exits_2_naming_it(tmp_path):
+    """``fit``, ``fill``, ``optimize``, ``boot``, ``sensitivity`` and ``validate`` have schemas as the
+    groups do (``ssdx.cli.schema``): a key none of their fields holds stops before Hydra composes."""
+    r = ssdx("experiment=fit_fill", "fit.curv=x.csv", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2, r.stderr
+    assert "'fit.curv'" in r.stderr and "did you mean 'fit.curve'" in r.stderr
+    r = ssdx("experiment=thnsns120_fill", "fill.set_seconds=3", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and "'fill.set_seconds'" in r.stderr and "FillConf" in r.stderr, r.stderr
+    assert not list(tmp_path.iterdir())

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import mixed_sweep_cols
 
+from ssdx.core import registry
 from ssdx.params import ConfigError
 from ssdx.sweep import executors, runner, store
 
@@ -31,15 +32,17 @@ from pathlib import Path
 import jax, numpy as np, pyarrow.parquet as pq
 sys.path.insert(0, sys.argv[2])
 from test_executors import _cols, _workers
+from ssdx.core import registry
 from ssdx.sweep import executors, runner
 cols = _cols()
-one = runner.run(cols, runner.fluid_model(64), 5, executor=executors.LocalExecutor(1), progress=False)
-two = runner.run(cols, runner.fluid_model(64), 5, out_dir=Path(sys.argv[1]), progress=False)
-base = runner.fluid_model(64)
+one = runner.run(cols, registry.fluid_model(64), 5, executor=executors.LocalExecutor(1), progress=False)
+two = runner.run(cols, registry.fluid_model(64), 5, out_dir=Path(sys.argv[1]), progress=False)
+base = registry.fluid_model(64)
 def model(idle_gaps):  # the idle-gap kernel fails: its chunks are reported, the others kept
     if idle_gaps:
         raise RuntimeError("no idle-gap kernel")
     return base(idle_gaps)
+model.inputs = base.inputs  # the fluid model's trees and idle-gap groups
 failed = None
 try:
     runner.run(cols, model, 5, out_dir=Path(sys.argv[1]) / "broken", progress=False)
@@ -126,10 +129,10 @@ def cluster():
 
 def test_ray_two_nodes_identical_values_and_both_nodes_used(cluster, tmp_path):
     cols = _cols()
-    ref = runner.run(cols, runner.fluid_model(64), 5, progress=False).to_pandas()
+    ref = runner.run(cols, registry.fluid_model(64), 5, progress=False).to_pandas()
     ex = executors.RayExecutor(num_cpus=1)
     assert not ex.started and ex.workers == 2
-    table = runner.run(cols, runner.fluid_model(64), 5, out_dir=tmp_path, progress=False, executor=ex)
+    table = runner.run(cols, registry.fluid_model(64), 5, out_dir=tmp_path, progress=False, executor=ex)
     pd.testing.assert_frame_equal(table.to_pandas(), ref)
     nodes = {w.split("/")[0] for w in _workers(tmp_path)}
     assert len(nodes) == 2, nodes
@@ -165,14 +168,15 @@ def test_ray_sweep_with_a_failing_group_keeps_the_rest_and_resumes(cluster, tmp_
     broken = tmp_path / "broken"
     broken.write_text("the idle-gap kernel fails while this file exists")
     cols = _cols()
-    ref = runner.run(cols, runner.fluid_model(64), 5, progress=False).to_pandas()
-    base = runner.fluid_model(64)
+    ref = runner.run(cols, registry.fluid_model(64), 5, progress=False).to_pandas()
+    base = registry.fluid_model(64)
 
     def model(idle_gaps):
         if idle_gaps and broken.exists():
             raise RuntimeError("idle-gap kernel unavailable")
         return base(idle_gaps)
 
+    model.inputs = base.inputs  # the fluid model's trees and idle-gap groups
     out = tmp_path / "run"
     with pytest.raises(executors.JobsFailed) as err:
         runner.run(cols, model, 5, out_dir=out, progress=False, executor=executors.RayExecutor(max_retries=1))

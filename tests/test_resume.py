@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import mixed_sweep_cols
 
+from ssdx.core import registry
 from ssdx.params import ConfigError
 from ssdx.sweep import executors, runner, store
 
@@ -54,7 +55,7 @@ class Recording(executors.LocalExecutor):
 
 def test_interrupted_sweep_resumes_to_the_same_rows(tmp_path):
     cols = _cols()
-    model = runner.fluid_model(64)
+    model = registry.fluid_model(64)
     ref = runner.run(cols, model, chunk_size=5, progress=False).to_pandas()
     with pytest.raises(Crash):
         runner.run(cols, model, chunk_size=5, out_dir=tmp_path, progress=False, executor=CrashAfter(4))
@@ -78,7 +79,7 @@ def test_interrupted_sweep_resumes_to_the_same_rows(tmp_path):
 
 def test_damaged_or_foreign_chunk_files_are_recomputed(tmp_path):
     cols = _cols()
-    model = runner.fluid_model(64)
+    model = registry.fluid_model(64)
     ref = runner.run(cols, model, chunk_size=8, out_dir=tmp_path, progress=False).to_pandas()
     store.chunk_path(tmp_path, 2).write_bytes(b"PAR1 truncated")           # damaged
     other = pq.read_table(store.chunk_path(tmp_path, 1))
@@ -95,40 +96,40 @@ def test_damaged_or_foreign_chunk_files_are_recomputed(tmp_path):
 
 def test_a_changed_sweep_in_the_same_directory_is_refused(tmp_path):
     cols = _cols()
-    runner.run(cols, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
+    runner.run(cols, registry.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
                definition={"n_steps": 64})
     changed = dict(cols, **{"drive.dies_per_channel": np.asarray(cols["drive.dies_per_channel"]) * 2})
     with pytest.raises(ConfigError, match=r"different sweep definition \(values of drive.dies_per_channel\)"):
-        runner.run(changed, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
+        runner.run(changed, registry.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
                    definition={"n_steps": 64})
     with pytest.raises(ConfigError, match=r"n_steps 64 -> 128"):
-        runner.run(cols, runner.fluid_model(128), chunk_size=8, out_dir=tmp_path, progress=False,
+        runner.run(cols, registry.fluid_model(128), chunk_size=8, out_dir=tmp_path, progress=False,
                    definition={"n_steps": 128})
     with pytest.raises(ConfigError, match=r"chunk_size 8 -> 16"):
-        runner.run(cols, runner.fluid_model(64), chunk_size=16, out_dir=tmp_path, progress=False,
+        runner.run(cols, registry.fluid_model(64), chunk_size=16, out_dir=tmp_path, progress=False,
                    definition={"n_steps": 64})
     fewer = {k: np.asarray(v)[:30] for k, v in cols.items()}
     with pytest.raises(ConfigError, match=r"48 -> 30 configurations"):
-        runner.run(fewer, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
+        runner.run(fewer, registry.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
                    definition={"n_steps": 64})
     # string columns of equal values but different widths (e.g. after on_invalid: drop) are the same sweep
     narrow = dict(cols, **{"drive.slc_mode": np.asarray(cols["drive.slc_mode"]).astype("<U40")})
-    runner.run(narrow, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
+    runner.run(narrow, registry.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
                definition={"n_steps": 64})
     # chunk files whose manifest is gone: nothing says which sweep wrote them
     (tmp_path / "chunks" / store.MANIFEST).unlink()
     with pytest.raises(ConfigError, match="no manifest.json"):
-        runner.run(cols, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
+        runner.run(cols, registry.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False,
                    definition={"n_steps": 64})
 
 
 def test_a_changed_sweep_is_accepted_while_nothing_has_finished(tmp_path):
     cols = _cols()
     with pytest.raises(Crash):  # dies before its first checkpoint (e.g. out of memory)
-        runner.run(cols, runner.fluid_model(64), chunk_size=48, out_dir=tmp_path, progress=False,
+        runner.run(cols, registry.fluid_model(64), chunk_size=48, out_dir=tmp_path, progress=False,
                    executor=CrashAfter(0))
     assert not list((tmp_path / "chunks").glob("chunk_*.parquet"))
-    table = runner.run(cols, runner.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False)
+    table = runner.run(cols, registry.fluid_model(64), chunk_size=8, out_dir=tmp_path, progress=False)
     assert table.num_rows == 48
 
 

@@ -5,6 +5,7 @@ import pytest
 from conftest import mixed_sweep_cols
 
 from ssdx import params, presets
+from ssdx.core import registry
 from ssdx.params import ConfigError
 from ssdx.sweep import runner, space
 from ssdx.tasks import run_sweep, sweep_columns
@@ -49,7 +50,7 @@ def _cols():
 
 def test_results_identical_whatever_chunk_size_or_order():
     cols = _cols()
-    model = runner.fluid_model(64)
+    model = registry.fluid_model(64)
     # half the configurations have idle gaps: they run in their own group with the splitting kernel
     ref = runner.run(cols, model, chunk_size=72, progress=False).to_pandas()
     a = runner.run(cols, model, chunk_size=5, progress=False).to_pandas()

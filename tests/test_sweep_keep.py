@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ssdx import presets
+from ssdx.core import registry
 from ssdx.params import ConfigError
 from ssdx.sweep import config_of, executors, reduce, runner
 from ssdx.tasks import run_sweep
@@ -86,7 +87,7 @@ def test_a_kept_configuration_rerun_alone_gives_the_same_metrics(tmp_path):
     row = t.iloc[4]
     cols = config_of(sweep, int(row["config_index"]), BASE)
     assert cols["workload.prefill_fraction"][0] == row["workload.prefill_fraction"]
-    alone = runner.run(cols, runner.fluid_model(64), chunk_size=1, progress=False).to_pandas()
+    alone = runner.run(cols, registry.fluid_model(64), chunk_size=1, progress=False).to_pandas()
     for m in ("mean_mb_s", "time_s", "cache_gb"):
         assert alone[m].iloc[0] == row[m]
     with pytest.raises(ConfigError, match="index"):

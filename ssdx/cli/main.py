@@ -135,6 +135,107 @@ def check_choices(argv: list[str], options: dict[str, list[str]] | None = None) 
                                   f"{', '.join(options[group])}")
 
 
+def _yaml_defaults(path: Path) -> list:
+    """The defaults list of a config file (empty when it has none)."""
+    node = OmegaConf.load(path)
+    return list(OmegaConf.to_container(node.get("defaults") or OmegaConf.create([])))
+
+
+def _find_config(group: str, name: str, roots: list[Path]) -> Path | None:
+    for root in roots:
+        path = root / group / f"{name}.yaml"
+        if path.is_file():
+            return path
+    return None
+
+
+def _is_typed(group: str, name: str, roots: list[Path], depth: int = 0) -> bool:
+    """Whether the option ``name`` of ``group`` composes onto the group's schema (``- base`` in its defaults
+    list, or in that of another option of the group it names)."""
+    path = _find_config(group, name, roots)
+    if path is None or depth > 8:
+        return False
+    entries = _yaml_defaults(path)
+    return "base" in entries or any(isinstance(e, str) and e not in ("_self_", "base")
+                                    and _is_typed(group, e, roots, depth + 1) for e in entries)
+
+
+def typed_blocks(argv: list[str], roots: list[Path] | None = None) -> dict[str, type]:
+    """The blocks of the config ``argv`` composes that have a schema (``ssdx.cli.schema.SCHEMAS``), each with
+    its dataclass: the groups whose chosen option (``config.yaml``'s default, the experiment's
+    ``override /group: NAME``, then ``group=NAME`` on the command line) composes onto ``base``, and the
+    blocks the chosen experiment loads by name (``- /fit: rc_base``), following experiments it extends."""
+    roots = roots if roots is not None else [conf_dir(), *user_config_dirs(argv)]
+    choices: dict[str, str] = {}
+    for entry in _yaml_defaults(conf_dir() / "config.yaml"):
+        if isinstance(entry, dict):
+            for key, value in entry.items():
+                if isinstance(value, str):
+                    choices[key.replace("optional ", "").strip()] = value
+    cli = {}
+    for arg in argv:
+        if not arg.startswith("-") and "=" in arg and "." not in arg.split("=", 1)[0]:
+            key, value = arg.split("=", 1)
+            cli[key.lstrip("+")] = value
+    named: dict[str, type] = {}
+
+    def experiment(name: str, depth: int = 0) -> None:
+        path = _find_config("experiment", name, roots)
+        if path is None or depth > 8:
+            return
+        for entry in _yaml_defaults(path):
+            if isinstance(entry, str) and entry != "_self_":
+                experiment(entry, depth + 1)
+            elif isinstance(entry, dict):
+                for key, value in entry.items():
+                    if key.startswith("override /"):
+                        choices[key.removeprefix("override /")] = str(value)
+                    elif key.startswith("/") and (key[1:], str(value)) in schema.SCHEMAS:
+                        named[key[1:]] = schema.SCHEMAS[(key[1:], str(value))]
+
+    if cli.get("experiment") not in (None, "", "null") and "," not in cli["experiment"]:
+        experiment(cli["experiment"])
+    choices.update(cli)
+    blocks = {group: schema.SCHEMAS[(group, "base")] for group, name in choices.items()
+              if (group, "base") in schema.SCHEMAS and "," not in name and _is_typed(group, name, roots)}
+    blocks.update(named)
+    return blocks
+
+
+def check_keys(argv: list[str], roots: list[Path] | None = None) -> None:
+    """Refuse a command-line key that no field of its block's schema holds (``fit.curv=...``,
+    ``drive.chanels=4``), naming it, the block's fields and the closest one, before Hydra composes the
+    config (where it would stop with its own error).  Blocks without a schema (``sweep``) are left to
+    their own checks."""
+    import dataclasses
+    import difflib
+
+    blocks = None
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, value = arg.split("=", 1)
+        key = key.lstrip("+")
+        if key.startswith(("~", "hydra.")) or "." not in key:
+            continue
+        if blocks is None:
+            blocks = typed_blocks(argv, roots)
+        parts = key.split(".")
+        cls = blocks.get(parts[0])
+        for i, part in enumerate(parts[1:], start=1):
+            if cls is None or not dataclasses.is_dataclass(cls):
+                break
+            fields = {f.name: f for f in dataclasses.fields(cls)}
+            if part not in fields:
+                block = ".".join(parts[:i])
+                near = difflib.get_close_matches(part, list(fields), n=1)
+                raise ConfigError(key, value, f"not a field of the '{block}' block ({cls.__name__})"
+                                  + (f"; did you mean '{block}.{near[0]}'?" if near else "")
+                                  + f" Its fields: {', '.join(fields)}")
+            ftype = fields[part].type
+            cls = getattr(schema, ftype, None) if isinstance(ftype, str) else ftype
+
+
 def _out_dir(cfg: DictConfig) -> Path:
     if cfg.get("out_dir"):
         return Path(cfg.out_dir)
@@ -142,8 +243,10 @@ def _out_dir(cfg: DictConfig) -> Path:
 
 
 def run(cfg: DictConfig) -> None:
-    """Dispatch on ``cfg.task``; turn configuration errors into exit status 2."""
+    """Run the job of ``cfg.task`` (``ssdx.core.registry``) and print its lines; configuration errors exit
+    with status 2, failed sweep chunks with status 1."""
     from ssdx import tasks
+    from ssdx.core import registry
 
     out = _out_dir(cfg)
     executor = None
@@ -154,212 +257,17 @@ def run(cfg: DictConfig) -> None:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise ConfigError("seed", seed, "an integer")
         logger = loggers.from_config(container.get("logger"), seed=seed)
+        job = registry.job_for(container)
         fio_job = (container.get("workload") or {}).get("fio")
-        if fio_job and (cfg.task not in ("fill", "thermal", "tmt_optimize", "fit_fill", "replay", "boot",
-                                         "sweep")
-                        or (cfg.task == "sweep" and container["sweep"].get("model") == "hybrid")):
+        if fio_job and not job.fio:
             raise ConfigError("workload.fio", fio_job, tasks.FIO_NOT_HERE)
-        if cfg.task in ("sweep", "hybrid_sensitivity", "hybrid_validate"):
+        if job.executor:
             executor = executors.from_config(container.get("runner"))
         logger.start(container, out)
-        if cfg.task == "fill":
-            s = tasks.run_fill(container, out)
-            print(f'{s["drive"]} ({s["slc_mode"]}, pre-fill {s["prefill_gb"]:.0f} GB): '
-                  f'{s["written_gb"]:.0f} GB in {s["time_s"]:.0f} s, mean {s["mean_mb_s"]:.0f} MB/s')
-            if s.get("fio_job") is not None:
-                w = s["fio_workload"]
-                print(f'fio job {s["fio_job"]}: {w["pattern"]} {w["block_kib"]:g} KiB writes at QD '
-                      f'{w["queue_depth"]}, {100 * w["fill_fraction"]:.0f} % of the drive'
-                      + (f', {w["burst_gb"]:g} GB bursts with {w["idle_s"]:g} s idle'
-                         if w["burst_gb"] else "")
-                      + ('; ignored (workload.fio_unknown=warn): '
-                         + ", ".join(i["option"] for i in s["fio_ignored"]) if s["fio_ignored"] else ""))
-            for p in s["phases"]:
-                print(f'  {p["name"]:<14} {p["start_gb"]:8.1f} -> {p["end_gb"]:8.1f} GB  '
-                      f'{p["mean_mb_s"]:8.1f} MB/s')
-            print(f"outputs: {out / 'summary.json'}, {out / 'fill_curve.png'}, {out / 'fill_curve.csv'}")
-        elif cfg.task == "sweep" and container["sweep"].get("model") == "hybrid":
-            from ssdx import tasks_hybrid
-
-            s = tasks_hybrid.run_sweep(container["sweep"], container, out,
-                                       progress=not cfg.get("quiet", False), executor=executor)
-            print(f'sweep {s["sweep"]}: {s["n_configs"]} hybrid drives in {s["wall_s"]:.1f} s; '
-                  f'IOPS relative to '
-                  f'{tasks_hybrid.BASELINE} at SCM = {s["scm_ratio"]:g} x {s["scm_basis"]}:')
-            nands = list(tasks_hybrid.TABLE1)
-            print(f'  {"workload":<8} ' + " ".join(f"{n:>10}" for n in nands) + "  best")
-            for w, rel in s["relative_iops"].items():
-                ties = s["best_nand_ties"][w]
-                print(f"  {w:<8} " + " ".join(f"{rel.get(n, float('nan')):10.3f}" for n in nands)
-                      + f'  {s["best_nand"][w] if len(ties) == 1 else "tie: " + ", ".join(ties)}')
-            print(f"outputs: {out / 'results.parquet'}, {out / 'summary.json'}, {out / 'relative_iops.png'}")
-        elif cfg.task == "hybrid_sensitivity":
-            from ssdx import tasks_hybrid
-
-            s = tasks_hybrid.run_sensitivity(container, out, progress=not cfg.get("quiet", False),
-                                             executor=executor)
-            print("3D CT TLC with one 2D FG MLC characteristic: largest |IOPS change| over the workloads: "
-                  + ", ".join(f"{k} {v:.2f} %" for k, v in s["sensitivity"].items())
-                  + f'; dominant: {s["dominant"]}')
-            print(f"outputs: {out / 'summary.json'}, {out / 'sensitivity.png'}")
-        elif cfg.task == "hybrid_validate":
-            from ssdx import tasks_hybrid
-
-            s = tasks_hybrid.run_validate(container, out, progress=not cfg.get("quiet", False),
-                                          executor=executor)
-            print(f'findings of the hybrid SSD study: {s["holds"]} of {s["of"]} hold '
-                  f'({s["requests"]} measured requests per run, SCM = {s["scm_ratio"]:g} x {s["scm_basis"]})')
-            for f in s["findings"]:
-                print(f'  [{"holds" if f["holds"] else "FAILS"}] {f["name"]}: {f["detail"]}')
-            if not s["steady_state"]["all_steady"]:
-                print(f'  {len(s["steady_state"]["not_steady"])} runs not steady (halves differ > '
-                      f'{100 * s["steady_state"]["tolerance"]:g} %): see summary.json steady_state')
-            print(f"outputs: {out / 'summary.json'}, {out / 'validation.png'}")
-        elif cfg.task == "sweep":
-            chunk = cfg.runner.get("chunk_size")
-            s = tasks.run_sweep(container["sweep"], container, out, chunk_size=chunk,
-                                progress=not cfg.get("quiet", False), executor=executor)
-            resumed = (f'; resumed: {s["resumed_chunks"]} of {s["chunks"]} chunks were already done'
-                       if s["resumed_chunks"] else "")
-            print(f'sweep {s["sweep"]}: {s["n_configs"]} configurations '
-                  f'({s["n_dropped"]} infeasible dropped) in {s["wall_s"]:.1f} s on '
-                  f'{s["runner"]["executor"]} ({s["runner"]["workers"]} worker'
-                  f'{"s" if s["runner"]["workers"] > 1 else ""}){resumed}')
-            print(f'best by {s["best_by"]["metric"]} per {", ".join(s["best_by"]["group_by"]) or "run"}:')
-            print(s["_table"])
-            plots = [v for k, v in s["plots"].items() if k.endswith("_png")]
-            print(f"outputs: {', '.join([*s['outputs'], *plots])}")
-        elif cfg.task == "thermal":
-            from ssdx import tasks_thermal
-
-            s = tasks_thermal.run_thermal(container, out)
-            sm = s["smart"]
-            print(f'{s["drive"]} ({s["cooling"]}, ambient {s["ambient_c"]:.0f} C, TMT1 {s["tmt1_k"]:.0f} K, '
-                  f'TMT2 {s["tmt2_k"]:.0f} K): max composite {s["max_composite_k"]:.1f} K '
-                  f'({s["max_composite_c"]:.1f} C), {s["written_gb"]:.0f} GB written')
-            print(f'  throttle entries TMT1 {sm["tmt1_transitions"]}, TMT2 {sm["tmt2_transitions"]}; '
-                  f'{sm["time_tmt1_s"]} s light, {sm["time_tmt2_s"]} s heavy; '
-                  f'unthrottled {s["unthrottled_mean_mb_s"]:.0f} MB/s, '
-                  f'throttled {s["throttled_mean_mb_s"] or float("nan"):.0f} MB/s')
-            print(f"outputs: {out / 'summary.json'}, {out / 'thermal.png'}, {out / 'thermal.csv'}")
-        elif cfg.task == "tmt_optimize":
-            from ssdx import tasks_thermal
-
-            s = tasks_thermal.run_tmt_optimize(container, out, progress=not cfg.get("quiet", False))
-            print(f'TMT1 {s["tmt1_k"]:.0f} K, TMT2 {s["tmt2_k"]:.0f} K: {s["objective"]:.1f} GB '
-                  f'({100 * s["objective_ratio"]:.2f} % of the grid best {s["grid_best_objective"]:.1f} GB) '
-                  f'with {s["evaluations"]} model evaluations vs {s["grid_evaluations"]} for the grid; '
-                  f'max composite {s["max_composite_k"]:.2f} K <= {s["temp_limit_k"]:.2f} K')
-            print(f'apply: {s["nvme_command"]}')
-            print(f'   or: {s["nvme_hctm_command"]}')
-            print(f"outputs: {out / 'summary.json'}, {out / 'tmt_landscape.png'}")
-        elif cfg.task == "mqsim":
-            from ssdx import tasks_mqsim
-
-            s = tasks_mqsim.run_mqsim(container, out, progress=not container.get("quiet", False))
-            for i, sc in enumerate(s["scenarios"]):
-                for f in sc["flows"]:
-                    print(f'scenario {i} {f["name"]}: {f["requests"]} requests, {f["iops"]:.0f} IOPS, '
-                          f'{f["mb_s"]:.1f} MB/s, response {f["device_response_time_us"]:.1f} us '
-                          f'(p99 {f["p99_response_time_us"]:.1f} us)')
-            print(f'{len(s["warnings"])} warnings (fields not modelled) in {out / "summary.json"}')
-        elif cfg.task == "fit_rc":
-            from ssdx import tasks_thermal
-
-            s = tasks_thermal.run_fit_rc(container, out)
-            fitted = ", ".join(f"{k} {v:.4g} ({s['ratio_to_preset'][k]:.2f}x preset)"
-                               for k, v in s["fitted"].items())
-            print(f'RC fit of {s["n_steps"]} steps from {s["series"]}: {fitted}; RMSE {s["rmse_k"]:.2f} K '
-                  f'(preset {s["preset_rmse_k"]:.2f} K), {s["iterations"]} iterations')
-            print(f'apply: {s["overrides"]}')
-            print(f"outputs: {out / 'summary.json'}, {out / 'fit_rc.png'}")
-        elif cfg.task == "fit_fill":
-            from ssdx import tasks_fit
-
-            s = tasks_fit.run_fit_fill(container, out)
-            print(f'fit of {s["curve"]} ({s["format"]}, {s["n_samples"]} samples) on {s["drive"]}: '
-                  f'rule {s["rule"]}, RMSE {s["rmse_mb_s"]:.3g} MB/s ({100 * s["rmse_fraction"]:.2g} % of '
-                  f'the mean {s["mean_measured_mb_s"]:.0f} MB/s; preset {s["preset_rmse_mb_s"]:.1f} MB/s)')
-            for p in s["phases"]:
-                print(f'  {p["name"]:<14} {p["start_gb"]:8.1f} -> {p["end_gb"]:8.1f} GB  '
-                      f'{p["mean_mb_s"]:8.1f} MB/s')
-            for note in ([s["warning"]] if s["warning"] else []) + s["notes"]:
-                print(f"  note: {note}")
-            print(f'apply: {s["command"]}')
-            print(f'preset: {s["preset_path"]} (+ {s["nand_preset_path"]}): {s["preset_command"]}')
-            print(f"outputs: {out / 'summary.json'}, {out / 'fit_curve.png'}, {out / 'fit_curve.csv'}")
-        elif cfg.task == "wa":
-            from ssdx import tasks_gc
-
-            s = tasks_gc.run_wa(container, out)
-            ss = s["steady_state_round"]
-            ana = s["analytic_write_amplification"]
-            print(f'{s["policy"]}, {s["pattern"]}, S_f {s["spare_factor"]:g}, b {s["pages_per_block"]}: '
-                  f'WA {s["write_amplification"]:.3f}'
-                  + (f' (analytic {ana:.3f}, {100 * s["relative_error"]:+.2f} %)' if ana else "")
-                  + (f'; SNIA steady state at round {ss}' if ss else "; SNIA steady state not reached")
-                  + f'; {s["mb_s"]:.0f} MB/s')
-            print(f"outputs: {out / 'summary.json'}, {out / 'wa_rounds.png'}")
-        elif cfg.task == "gc_fill":
-            from ssdx import tasks_gc
-
-            s = tasks_gc.run_gc_fill(container, out)
-            gib = s["gc_onset_gib"]
-            print(f'{s["drive"]}: fresh {s["fresh_mb_s"]:.0f} MB/s; GC starts at '
-                  + (f'{gib:.1f} GiB written' if gib else "before the test (preconditioning)")
-                  + (f'; speed drop from {s["drop_onset_gib"]:.1f} GiB' if s["drop_onset_gib"] else "")
-                  + (f', then {s["after_drop_mb_s"]:.0f} MB/s' if s["after_drop_mb_s"] else "")
-                  + f'; WA {s["write_amplification"]:.2f}'
-                  + (f'; after secure erase {s["restored_mb_s"]:.0f} MB/s' if s["restored_mb_s"] else ""))
-            print(f"outputs: {out / 'summary.json'}, {out / 'fill_sets.png'}")
-        elif cfg.task == "analyse":
-            s = tasks.run_analyse(container, out)
-            seq = s["sequential_fraction"]
-            print(f'{s["trace"]} ({s["format"]}): {s["requests"]} requests, read fraction '
-                  f'{s["read_fraction"] if s["read_fraction"] is None else round(s["read_fraction"], 4)}, '
-                  f'{100 * seq:.2f} % sequential, footprint {s["footprint_bytes"] / 2**30:.2f} GiB'
-                  + (f'; {s["skipped_lines"]} malformed lines skipped' if s["skipped_lines"] else "")
-                  + (f'; {s["unsorted_requests"]} out-of-order timestamps' if s["unsorted_requests"] else ""))
-            print(f"outputs: {out / 'summary.json'}")
-        elif cfg.task == "replay":
-            from ssdx import tasks_engine
-
-            s = tasks_engine.run_replay(container, out, progress=not cfg.get("quiet", False))
-            lat = s["latency_us"]
-            print(f'{s["trace"]} on {s["drive"]} ({s["loop"]} loop, QD {s["queue_depth"]}): '
-                  f'{s["requests"]} requests, read fraction {s["read_fraction"]:.3f}, {s["iops"]:.0f} IOPS, '
-                  f'{s["mb_s"]:.1f} MB/s; latency mean {lat["mean"]:.1f} us, p99 {lat["p99"]:.1f} us; '
-                  f'queue share {s["queue_share"]:.2f}'
-                  + (f'; {s["skipped_lines"]} malformed lines skipped' if s["skipped_lines"] else ""))
-            if s.get("fio_job") is not None:
-                c = s["clat_us"]
-                print(f'fio job {s["fio_job"]}: IOPS={s["iops"]:.0f}, BW={s["bw"]:.0f}KiB/s; clat (usec) '
-                      f'p50 {c["p50"]:.1f}, p99 {c["p99"]:.1f}, p99.9 {c["p99.9"]:.1f}'
-                      + (f'; the first {s["requests"]} requests of the job (workload.requests)'
-                         if s["fio_truncated"] else ""))
-                if s["fio_ignored"]:
-                    print("fio options ignored (workload.fio_unknown=warn): "
-                          + ", ".join(f'{i["option"]} ({i["where"]})' for i in s["fio_ignored"]))
-            print(f"outputs: {out / 'summary.json'}, {out / 'latency_cdf.png'}")
-        elif cfg.task == "boot":
-            from ssdx import tasks_engine
-
-            s = tasks_engine.run_boot(container, out, progress=not cfg.get("quiet", False))
-            for name, d in s["drives"].items():
-                print(f'{name:<16} {d["interface"]:<8} QD1 4K read {d["qd1_read_4k_us"]:6.1f} us, write '
-                      f'{d["qd1_write_4k_us"]:6.1f} us; boot storage time {d["boot_storage_time_s"]:.2f} s')
-                if "fio" in d:
-                    f = d["fio"]
-                    print(f'{"":<16} fio job {s["fio_job"]} (QD {s["fio_queue_depth"]}, {s["fio_loop"]} '
-                          f'loop): IOPS={f["iops"]:.0f}, BW={f["bw"]:.0f}KiB/s, '
-                          f'clat p99 {f["clat_us"]["p99"]:.1f} us')
-            print(f'SATA - PCIe 4.0: model {s["model_difference_s"]:.2f} s; seed method '
-                  f'{s["seed_method_difference_s"]:.2f} s; press: < 2 s')
-            print(f"outputs: {out / 'summary.json'}, {out / 'boot_qd1.png'}")
-        else:
-            raise ConfigError("task", cfg.task, "must be 'sweep', 'fill', 'thermal', 'tmt_optimize', "
-                              "'fit_rc', 'fit_fill', 'wa', 'gc_fill', 'analyse', 'replay', 'boot', "
-                              "'hybrid_sensitivity' or 'hybrid_validate'")
+        s = registry.run(job, container, out, progress=not cfg.get("quiet", False), executor=executor,
+                         chunk_size=(container.get("runner") or {}).get("chunk_size"))
+        for line in registry.lines(job, s, out):
+            print(line)
         logger.finish(s, out)
         if logger.name == "wandb":
             where = f"{logger.dir or out}/wandb"
@@ -407,6 +315,7 @@ def main() -> None:
     try:
         argv, from_file = source.split_argv(sys.argv[1:])
         check_choices(argv)
+        check_keys(argv)
     except ConfigError as e:
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)

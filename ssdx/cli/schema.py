@@ -229,6 +229,66 @@ class FitFillConf:
 
 
 @dataclass
+class FitRcConf:
+    """Fit of the thermal RC network to a measured series (``ssdx experiment=fit_rc``;
+    ``ssdx.tasks_thermal.run_fit_rc``, ``ssdx.optimize.fit_rc``): stored as ``fit/rc_base``."""
+
+    series: Optional[str] = None  # noqa: UP045 (required: JSON-lines smart-log capture or CSV series)
+    format: Optional[str] = None  # noqa: UP045 (jsonl | csv; None: from the file name)
+    fields: list[str] = field(default_factory=lambda: ["g_case_amb", "c_case"])  # of thermal_params.RC_FIELDS
+
+
+@dataclass
+class FillConf:
+    """Timed write sets of the GC fill experiment (``task=gc_fill``, ``ssdx.tasks_gc.run_gc_fill``;
+    IOMeter-style sets as in seeds/004): stored as ``fill/base``."""
+
+    set_s: float = 15.0  # seconds per set
+    sets: int = 40  # sets before the secure erase
+    sets_after_erase: int = 4  # sets after it
+    random_fill: float = 0.0  # x user capacity of uniform random 4 KiB writes before the test (0: none)
+    lifetime_limit_mb_s: float = 0.0  # life-time throttling: bytes allowed per power-on second, MB/s (0: off)
+    lifetime_credit_gb: float = 0.0  # allowance before it applies, GB
+
+
+@dataclass
+class OptimizeConf:
+    """Host TMT optimisation (``task=tmt_optimize``, ``ssdx.tasks_thermal.run_tmt_optimize``): stored as
+    ``optimize/base``.  Temperatures in Kelvin; the grid is of integer Kelvin as Set Features carries them."""
+
+    temp_limit_k: float = 351.15  # the composite temperature never to exceed (78 C)
+    tmt1_range: list[int] = field(default_factory=lambda: [330, 362])  # grid [low, high], TMT2 > TMT1 kept
+    tmt2_range: list[int] = field(default_factory=lambda: [331, 372])
+    init: list[float] = field(default_factory=lambda: [335.0, 345.0])  # optimiser start (TMT1, TMT2)
+    steps: int = 60  # Adam steps on the relaxed model
+    learning_rate: float = 0.5  # K per Adam step
+    sharpness: float = 1.0  # K: width of the logistic relaxation of the throttle thresholds
+
+
+@dataclass
+class BootConf:
+    """QD1 / OS-boot study (``task=boot``, ``ssdx.tasks_engine.run_boot``; seeds/003): stored as
+    ``boot/base``.  Drives are preset names (``conf/drive``)."""
+
+    drives: list[str] = field(default_factory=lambda: ["sata_tlc_500", "generic_tlc_1tb", "sn8e_1920",
+                                                       "aldrin_pro_2tb"])
+    sata: str = "sata_tlc_500"  # the SATA drive of the comparison (one of drives)
+    pcie4: str = "aldrin_pro_2tb"  # the PCIe 4.0 drive of the comparison (one of drives)
+    probe_requests: int = 2000  # 4 KiB random QD1 probe commands per type
+
+
+@dataclass
+class HybridStudyConf:
+    """Workloads of the hybrid SSD studies (``task=hybrid_sensitivity`` / ``hybrid_validate``,
+    ``ssdx.tasks_hybrid``; Fukuchi et al.'s seven MSR Cambridge volumes): stored as ``sensitivity/base``
+    and ``validate/base``."""
+
+    workloads: list[str] = field(default_factory=lambda: ["prxy_0", "proj_0", "hm_0", "web_1", "prxy_1",
+                                                          "proj_3", "src2_1"])
+    requests: int = 100_000  # measured requests per workload (after the SCM warm-up)
+
+
+@dataclass
 class MqsimConf:
     """MQSim's input files run on the request engine (``ssdx experiment=mqsim``; ``ssdx.tasks_mqsim``):
     stored as ``mqsim/base``, which that experiment loads at ``mqsim``."""
@@ -239,16 +299,30 @@ class MqsimConf:
     closed_loop_passes: int = 6  # closed-loop scenarios of several flows: rate re-weighting passes
 
 
+#: Every schema as ``(group, name) -> dataclass``, stored under that group and name: the groups of
+#: ``conf/`` name ``base`` in their defaults list, an experiment names its blocks' (``- /fit: rc_base``).
+SCHEMAS: dict[tuple[str, str], type] = {
+    ("drive", "base"): DriveConf,
+    ("nand", "base"): NandConf,
+    ("workload", "base"): WorkloadConf,
+    ("model", "base"): ModelConf,
+    ("thermal", "base"): ThermalConf,
+    ("gc", "base"): GcConf,
+    ("engine", "base"): EngineConf,
+    ("hybrid", "base"): HybridConf,
+    ("fit", "fill_base"): FitFillConf,
+    ("fit", "rc_base"): FitRcConf,
+    ("fill", "base"): FillConf,
+    ("optimize", "base"): OptimizeConf,
+    ("boot", "base"): BootConf,
+    ("sensitivity", "base"): HybridStudyConf,
+    ("validate", "base"): HybridStudyConf,
+    ("mqsim", "base"): MqsimConf,
+}
+
+
 def register() -> None:
-    """Store the schemas as ``<group>/base`` (and the fill-curve fit's as ``fit/fill_base``)."""
+    """Store every schema of :data:`SCHEMAS` in Hydra's ConfigStore."""
     cs = ConfigStore.instance()
-    cs.store(group="drive", name="base", node=DriveConf)
-    cs.store(group="nand", name="base", node=NandConf)
-    cs.store(group="workload", name="base", node=WorkloadConf)
-    cs.store(group="model", name="base", node=ModelConf)
-    cs.store(group="thermal", name="base", node=ThermalConf)
-    cs.store(group="gc", name="base", node=GcConf)
-    cs.store(group="engine", name="base", node=EngineConf)
-    cs.store(group="hybrid", name="base", node=HybridConf)
-    cs.store(group="fit", name="fill_base", node=FitFillConf)
-    cs.store(group="mqsim", name="base", node=MqsimConf)
+    for (group, name), node in SCHEMAS.items():
+        cs.store(group=group, name=name, node=node)

@@ -17,7 +17,6 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -25,30 +24,9 @@ import jax
 import numpy as np
 import pyarrow as pa
 
-from ssdx import params
 from ssdx.core import io
-from ssdx.models import fluid
 from ssdx.sweep import reduce as reduce_mod
 from ssdx.sweep import store
-
-
-def fluid_model(n_steps: int) -> Callable[[bool], Callable]:
-    """Factory of the per-configuration function a sweep vmaps, given the static ``idle_gaps`` flag:
-    (Drive, Workload) -> dict of scalars."""
-    return lambda idle_gaps: partial(fluid.metrics, n_steps=n_steps, idle_gaps=idle_gaps)
-
-
-def thermal_model(n_steps: int) -> Callable[[bool], Callable]:
-    """Factory for the coupled write/power/thermal model: (Drive, Workload, Power, Thermal) -> scalars."""
-    from ssdx.models import coupled
-
-    return lambda _flag: partial(coupled.metrics, n_steps=n_steps)
-
-
-def idle_gap_groups(workload) -> list[tuple[bool, np.ndarray]]:
-    """``(idle_gaps, indices)`` for the configurations without and with idle gaps (non-empty groups)."""
-    has = (np.asarray(workload.burst_bytes) > 0) & (np.asarray(workload.idle_s) > 0)
-    return [(flag, np.flatnonzero(has == flag)) for flag in (False, True) if np.any(has == flag)]
 
 
 def _take(tree, idx: np.ndarray):
@@ -230,10 +208,12 @@ def run(
 ) -> pa.Table | Outcome:
     """Run ``model(flag)`` over every configuration in ``cols``; one row per configuration.
 
-    Chunks are cut within each static-flag group (default: :func:`idle_gap_groups`, configurations
-    without idle gaps first) and numbered in that order.  The table holds ``config_id``, every column
-    of ``cols`` and every metric.  ``trees`` are the stacked parameter pytrees ``model(flag)`` takes
-    (default: ``params.build(cols)``, i.e. (Drive, Workload)).
+    ``model`` is a model's factory (``ssdx.core.registry``: e.g. ``fluid_model(n_steps)``), ``trees`` the
+    stacked parameter pytrees ``model(flag)`` takes and ``groups`` the ``(flag, row indices)`` of each
+    static choice; when either is None the factory's ``inputs(cols, dtype)`` gives them (the fluid
+    model's: (Drive, Workload) and its idle-gap groups, configurations without idle gaps first).  The
+    runner imports no model.  Chunks are cut within each group and numbered in group order.  The table
+    holds ``config_id``, every column of ``cols`` and every metric.
 
     ``executor`` (:mod:`ssdx.sweep.executors`; default: every local device) runs the chunks, through
     :func:`execute`: with ``out_dir`` they are checkpointed and a re-run of the same sweep (``definition``
@@ -246,10 +226,14 @@ def run(
     from ssdx.sweep import executors
 
     n = len(next(iter(cols.values())))
-    if trees is None:
-        trees = params.build(cols, dtype=dtype)
-    if groups is None:
-        groups = idle_gap_groups(trees[1])
+    if trees is None or groups is None:
+        inputs = getattr(model, "inputs", None)
+        if inputs is None:
+            raise ValueError("runner.run needs trees and groups for a model factory without an inputs "
+                             "function (ssdx.core.registry)")
+        built_trees, built_groups = inputs(cols, dtype)
+        trees = built_trees if trees is None else trees
+        groups = built_groups if groups is None else groups
     chunk_size = max(1, min(int(chunk_size), n))
     chunks = plan(groups, chunk_size)
     token = uuid.uuid4().hex

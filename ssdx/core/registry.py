@@ -1,0 +1,307 @@
+"""The registry of ssdx's jobs and sweep models: what ``ssdx`` runs for each ``task`` and ``sweep.model``.
+
+A :class:`JobSpec` names, for one value of ``task`` (set by an experiment, ``conf/experiment/NAME.yaml``):
+the function that runs it, the config blocks it reads, whether it takes a fio job, a progress bar or a
+sweep executor, and the formatter of the lines the CLI prints (``ssdx.report.console``).  A
+:class:`SweepModelSpec` names, for one ``sweep.model``: how the base columns and the checks of its
+parameters are made, how its parameter trees, static groups and per-configuration function are built
+for the chunked ``jit(vmap)`` runner (``ssdx.sweep.runner``), and its formatter — or, for a model whose
+sweeps run elsewhere (``hybrid``: a trace replay per group, ``ssdx.tasks_hybrid.run_sweep``), that
+runner, stated here rather than intercepted by the CLI.
+
+Functions are named as ``"module:function"`` and imported only when used (:func:`resolve`), so importing
+the registry imports no job or model module; the CLI, :func:`ssdx.tasks.run_sweep` and the tests read it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ssdx.params import ConfigError
+
+#: Config blocks every job may read (the root config's own keys and groups).
+COMMON = ("seed", "precision", "quiet", "logger")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job of the CLI (one value of ``task``).
+
+    ``run`` is ``"module:function"`` taking ``(cfg, out_dir, **kw)`` (a sweep: ``(sweep, cfg, out_dir,
+    **kw)``) and returning the summary it wrote; ``lines`` the formatter ``(summary, out_dir) -> lines``.
+    ``blocks`` are the config blocks it reads, ``required`` those of them it cannot run without (a missing
+    one is refused naming it; the others have defaults); ``experiments`` the ``conf/experiment`` files
+    that select it; ``fio`` whether ``workload.fio`` is a workload it takes; ``progress``/``executor``/
+    ``chunk_size`` which keyword arguments ``run`` takes."""
+
+    name: str
+    run: str
+    lines: str
+    experiments: tuple[str, ...] = ()
+    blocks: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    fio: bool = False
+    progress: bool = False
+    executor: bool = False
+    chunk_size: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class SweepModelSpec:
+    """One ``sweep.model``.
+
+    For the chunked runner: ``base_columns`` (``"module:function"``, ``base_cfg -> columns``, added to
+    the drive/workload columns), ``checks`` (validators of the columns besides ``ssdx.params.validate``)
+    and ``build`` (``(cols, sweep, base_cfg, dtype) -> (trees, groups, factory, n_steps)``, the inputs of
+    :func:`ssdx.sweep.runner.run`).  A model with its own runner gives ``run`` instead
+    (``(sweep, cfg, out_dir, progress=, executor=) -> summary``); it does not reduce in the runner
+    (``reduces`` False: ``keep`` must be ``all``).  ``blocks`` are the config blocks its columns come
+    from; ``metrics`` the scalar metrics its per-configuration function returns, the table's columns
+    besides ``config_id`` and the parameters (a model with its own runner lists none here: its table is
+    that runner's)."""
+
+    name: str
+    lines: str
+    base_columns: str | None = None
+    checks: tuple[str, ...] = ()
+    build: str | None = None
+    run: str | None = None
+    blocks: tuple[str, ...] = ()
+    fio: bool = True
+    reduces: bool = True
+    metrics: tuple[str, ...] = ()
+    description: str = ""
+
+
+def resolve(ref: str) -> Callable[..., Any]:
+    """The function ``"module:function"`` names (imported now)."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+# ------------------------------------------------------------------------------------ model factories
+
+def fluid_inputs(cols: Mapping[str, np.ndarray],
+                 dtype=np.float32) -> tuple[tuple, list[tuple[bool, np.ndarray]]]:
+    """The fluid model's stacked ``(Drive, Workload)`` trees and its static groups
+    (:func:`idle_gap_groups`)."""
+    from ssdx import params
+
+    trees = params.build(cols, dtype=dtype)
+    return trees, idle_gap_groups(trees[1])
+
+
+def idle_gap_groups(workload) -> list[tuple[bool, np.ndarray]]:
+    """``(idle_gaps, indices)`` for the configurations without and with idle gaps (non-empty groups): the
+    fluid step splits at idle gaps only when the workload has bursts and idle time (a static choice)."""
+    has = (np.asarray(workload.burst_bytes) > 0) & (np.asarray(workload.idle_s) > 0)
+    return [(flag, np.flatnonzero(has == flag)) for flag in (False, True) if np.any(has == flag)]
+
+
+def fluid_model(n_steps: int) -> Callable[[bool], Callable]:
+    """Factory of the per-configuration function a fluid sweep vmaps, given the static ``idle_gaps`` flag:
+    (Drive, Workload) -> dict of scalars (``ssdx.models.fluid.metrics``).  Its ``inputs`` attribute
+    (:func:`fluid_inputs`) builds the trees and groups the runner needs when none are given."""
+    from ssdx.models import fluid
+
+    factory = lambda idle_gaps: partial(fluid.metrics, n_steps=n_steps, idle_gaps=idle_gaps)  # noqa: E731
+    factory.inputs = fluid_inputs  # type: ignore[attr-defined]
+    return factory
+
+
+def thermal_model(n_steps: int) -> Callable[[bool], Callable]:
+    """Factory for the coupled write/power/thermal model: (Drive, Workload, Power, Thermal) -> scalars
+    (``ssdx.models.coupled.metrics``); one static group."""
+    from ssdx.models import coupled
+
+    return lambda _flag: partial(coupled.metrics, n_steps=n_steps)
+
+
+def fluid_build(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
+                dtype=np.float32) -> tuple:
+    """Runner inputs of a ``model: fluid`` sweep; ``sweep.n_steps`` (default ``model.n_steps``) scan steps."""
+    from ssdx.core import io
+
+    n_steps = io.scan_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
+    trees, groups = fluid_inputs(cols, dtype)
+    return trees, groups, fluid_model(n_steps), n_steps
+
+
+def thermal_build(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
+                  dtype=np.float32) -> tuple:
+    """Runner inputs of a ``model: thermal`` sweep: the four stacked trees, one group, the step count from
+    ``thermal.duration_s`` / ``thermal.dt_s`` (``ssdx.thermal_params.n_steps``)."""
+    from ssdx import api
+
+    trees, n_steps = api.build_thermal(dict(cols), dtype=dtype)
+    return trees, [(False, np.arange(len(cols["drive.nand"])))], thermal_model(n_steps), n_steps
+
+
+def thermal_columns(base_cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The ``power.*`` and ``thermal.*`` base columns of a thermal sweep (the drive's power block needed)."""
+    from ssdx import thermal_params
+
+    if "power" not in base_cfg["drive"]:
+        raise ConfigError("drive.power", None, "a thermal sweep needs the drive's power block")
+    return thermal_params.columns(base_cfg["drive"]["power"], base_cfg["thermal"])
+
+
+def gc_columns(base_cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The ``gc.*`` base columns of a GC sweep (``pages_per_block`` resolved from the drive's NAND)."""
+    from ssdx import gc_params, tasks_gc
+
+    return gc_params.columns(tasks_gc.gc_config(base_cfg))
+
+
+# ----------------------------------------------------------------------------------------- registry
+
+_CONSOLE = "ssdx.report.console"
+
+JOBS: dict[str, JobSpec] = {s.name: s for s in (
+    JobSpec("sweep", "ssdx.tasks:run_sweep", f"{_CONSOLE}:sweep", (), ("sweep", "runner"), ("sweep",),
+            fio=True, progress=True, executor=True, chunk_size=True,
+            description="a sweep definition (sweeps/NAME.yaml or sweep_file=); per model: SWEEP_MODELS"),
+    JobSpec("fill", "ssdx.tasks:run_fill", f"{_CONSOLE}:fill", ("aldrin_pro_fill",),
+            ("drive", "nand", "workload", "model"), fio=True,
+            description="whole-drive fill of one configuration (fluid model)"),
+    JobSpec("thermal", "ssdx.tasks_thermal:run_thermal", f"{_CONSOLE}:thermal",
+            ("sn8e_thermal", "harsh_throttle"), ("drive", "nand", "workload", "thermal"), fio=True,
+            description="coupled write/power/thermal run with HCTM throttling"),
+    JobSpec("tmt_optimize", "ssdx.tasks_thermal:run_tmt_optimize", f"{_CONSOLE}:tmt_optimize",
+            ("tmt_optimize",), ("drive", "nand", "workload", "thermal", "optimize"), fio=True, progress=True,
+            description="host TMT thresholds by Optax against the exhaustive grid"),
+    JobSpec("fit_rc", "ssdx.tasks_thermal:run_fit_rc", f"{_CONSOLE}:fit_rc", ("fit_rc",),
+            ("drive", "nand", "workload", "thermal", "fit"),
+            description="RC thermal network fitted to a measured temperature series"),
+    JobSpec("fit_fill", "ssdx.tasks_fit:run_fit_fill", f"{_CONSOLE}:fit_fill", ("fit_fill",),
+            ("drive", "nand", "workload", "fit"), fio=True,
+            description="fluid-model drive fitted to a measured fill curve"),
+    JobSpec("wa", "ssdx.tasks_gc:run_wa", f"{_CONSOLE}:wa", ("wa_uniform",),
+            ("drive", "nand", "workload", "gc"),
+            description="steady-state write amplification of the block-level GC model"),
+    JobSpec("gc_fill", "ssdx.tasks_gc:run_gc_fill", f"{_CONSOLE}:gc_fill", ("thnsns120_fill",),
+            ("drive", "nand", "workload", "gc", "fill"), ("fill",),
+            description="timed write sets on a GC'd drive, secure erase, more sets"),
+    JobSpec("analyse", "ssdx.tasks:run_analyse", f"{_CONSOLE}:analyse", ("trace_analyse",), ("workload",),
+            description="statistics of a block trace"),
+    JobSpec("replay", "ssdx.tasks_engine:run_replay", f"{_CONSOLE}:replay", ("trace_replay",),
+            ("drive", "nand", "workload", "engine"), fio=True, progress=True,
+            description="a trace, synthetic stream or fio job through the request engine"),
+    JobSpec("boot", "ssdx.tasks_engine:run_boot", f"{_CONSOLE}:boot", ("boot_qd1",),
+            ("drive", "nand", "workload", "engine", "boot"), fio=True, progress=True,
+            description="QD1 latencies and the OS boot log per drive preset"),
+    JobSpec("mqsim", "ssdx.tasks_mqsim:run_mqsim", f"{_CONSOLE}:mqsim", ("mqsim",), ("engine", "mqsim"),
+            progress=True, description="MQSim's ssdconfig.xml and workload.xml on the request engine"),
+    JobSpec("hybrid_sensitivity", "ssdx.tasks_hybrid:run_sensitivity", f"{_CONSOLE}:hybrid_sensitivity",
+            ("hybrid_sensitivity",), ("workload", "hybrid", "sensitivity", "runner"), progress=True,
+            executor=True,
+            description="one 2D FG MLC characteristic at a time on 3D CT TLC (SCM/NAND hybrid)"),
+    JobSpec("hybrid_validate", "ssdx.tasks_hybrid:run_validate", f"{_CONSOLE}:hybrid_validate",
+            ("hybrid_validate",), ("workload", "hybrid", "validate", "runner"), progress=True, executor=True,
+            description="the hybrid SSD study's findings checked on the model"),
+)}
+
+SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
+    SweepModelSpec("fluid", f"{_CONSOLE}:sweep", build="ssdx.core.registry:fluid_build",
+                   blocks=("drive", "nand", "workload", "model"),
+                   metrics=("cache_gb", "capacity_gb", "direct_gb", "folding_gb", "folding_mb_s",
+                            "host_mb_s", "mean_mb_s", "min_mb_s", "native_mb_s", "p5_mb_s", "pslc_gb",
+                            "pslc_mb_s", "raw_gb", "time_s", "written_gb"),
+                   description="fluid write model: fill time, speeds, cache phases"),
+    SweepModelSpec("thermal", f"{_CONSOLE}:sweep", base_columns="ssdx.core.registry:thermal_columns",
+                   checks=("ssdx.thermal_params:validate",), build="ssdx.core.registry:thermal_build",
+                   blocks=("drive", "nand", "workload", "thermal"),
+                   metrics=("energy_j", "max_composite_k", "max_nand_k", "mb_per_j", "mean_mb_s",
+                            "mean_power_w", "p5_mb_s", "throttled_mean_mb_s", "throttled_s",
+                            "time_above_cctemp_s", "time_above_wctemp_s", "time_tmt1_s", "time_tmt2_s",
+                            "tmt1_transitions", "tmt2_transitions", "unthrottled_mean_mb_s", "written_gb"),
+                   description="coupled write/power/thermal model"),
+    SweepModelSpec("gc", f"{_CONSOLE}:sweep", base_columns="ssdx.core.registry:gc_columns",
+                   checks=("ssdx.gc_params:validate",), build="ssdx.tasks_gc:sweep_model",
+                   blocks=("drive", "nand", "workload", "gc"), fio=False,
+                   metrics=("complete", "cycles", "erases_per_host_page", "mb_s", "precondition_wa",
+                            "steady_state_round", "write_amplification"),
+                   description="block-level GC: write amplification after SNIA preconditioning"),
+    SweepModelSpec("hybrid", f"{_CONSOLE}:hybrid_sweep", run="ssdx.tasks_hybrid:run_sweep",
+                   blocks=("workload", "hybrid"), fio=False, reduces=False,
+                   description="SCM/NAND hybrid drive replaying MSR streams (its own runner: one replay "
+                               "per group of configurations sharing a stream)"),
+)}
+
+
+def _names(names: list[str]) -> str:
+    quoted = [f"'{n}'" for n in names]
+    return ", ".join(quoted[:-1]) + f" or {quoted[-1]}" if len(quoted) > 1 else quoted[0]
+
+
+def job(name: str) -> JobSpec:
+    """The job ``task=name`` runs; an unknown name is refused listing the registered ones."""
+    if name not in JOBS:
+        raise ConfigError("task", name, f"must be {_names(list(JOBS))}")
+    return JOBS[name]
+
+
+def sweep_model(sweep: Mapping[str, Any]) -> SweepModelSpec:
+    """The spec of a sweep's ``model`` (default ``fluid``); an unknown model is refused listing them."""
+    name = sweep.get("model", "fluid")
+    if name not in SWEEP_MODELS:
+        raise ConfigError("sweep.model", name, f"must be {_names(list(SWEEP_MODELS))}")
+    return SWEEP_MODELS[name]
+
+
+def job_for(cfg: Mapping[str, Any]) -> JobSpec:
+    """The job a composed config runs: ``task``'s, and for a sweep with the model's fio rule and printer
+    (and its own runner, where it has one)."""
+    spec = job(str(cfg.get("task")))
+    if spec.name != "sweep":
+        return spec
+    model = sweep_model(cfg.get("sweep") or {})
+    return dataclasses.replace(spec, lines=model.lines, fio=model.fio, chunk_size=model.run is None)
+
+
+def check_blocks(spec: JobSpec, cfg: Mapping[str, Any]) -> None:
+    """Refuse a config that lacks a block the job cannot run without (e.g. ``task=gc_fill`` without an
+    experiment that sets ``fill``), naming the block and the experiments that set it."""
+    for block in spec.required:
+        if cfg.get(block) is None:
+            where = (f" (set by experiment={' or experiment='.join(spec.experiments)})"
+                     if spec.experiments else "")
+            raise ConfigError(block, None, f"task={spec.name} needs the '{block}' block{where}")
+
+
+def run(spec: JobSpec, cfg: Mapping[str, Any], out_dir: Path, *, progress: bool = True, executor=None,
+        chunk_size: int | None = None) -> dict[str, Any]:
+    """Run the job ``spec`` on the composed config ``cfg`` (plain containers) into ``out_dir``; returns
+    its summary."""
+    check_blocks(spec, cfg)
+    kw: dict[str, Any] = {}
+    if spec.progress:
+        kw["progress"] = progress
+    if spec.executor:
+        kw["executor"] = executor
+    if spec.chunk_size:
+        kw["chunk_size"] = chunk_size
+    fn = resolve(spec.run)
+    if spec.name == "sweep":
+        return fn(cfg["sweep"], cfg, out_dir, **kw)
+    return fn(cfg, out_dir, **kw)
+
+
+def lines(spec: JobSpec, summary: Mapping[str, Any], out_dir: Path) -> list[str]:
+    """The lines the CLI prints for ``summary`` (the job's formatter)."""
+    return resolve(spec.lines)(summary, out_dir)
+
+
+def fio_jobs() -> list[str]:
+    """The jobs (and sweep models, as ``sweep:MODEL``) that take ``workload.fio``."""
+    return [j.name for j in JOBS.values() if j.fio and j.name != "sweep"] + [
+        f"sweep:{m.name}" for m in SWEEP_MODELS.values() if m.fio]
