@@ -54,7 +54,7 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -265,10 +265,20 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
     return drive, workload, eng, layout(cols)
 
 
+def columns_from_config(cfg: Mapping, drives: Sequence[Mapping] | None = None) -> dict[str, np.ndarray]:
+    """Columns of the configured drive (``drive``, ``nand``, ``workload``, ``engine``), or one row per drive
+    of ``drives`` with the same NAND overrides, workload and engine."""
+    rows = []
+    for d in drives or [cfg["drive"]]:
+        c = params.columns_from_config(d, cfg["workload"], cfg.get("nand"))
+        c.update(columns(cfg["engine"]))
+        rows.append(c)
+    return params.concat_columns(rows)
+
+
 def build_from_config(cfg: Mapping, n: int = 1, dtype=np.float32):
-    """Columns and pytrees of one configuration (``drive``, ``nand``, ``workload``, ``engine``)."""
-    cols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
-    cols.update(columns(cfg["engine"]))
+    """Columns and pytrees of one configuration (``drive``, ``nand``, ``workload``, ``engine``), repeated
+    ``n`` times."""
+    cols = columns_from_config(cfg)
     cols = params.broadcast_columns(cols, n) if n > 1 else cols
     return cols, build(cols, dtype=dtype)
-

@@ -27,6 +27,7 @@ Fields (config ``gc:``):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -78,12 +79,23 @@ class GcParams:
     seed: Any
 
 
+#: SNIA rounds of a run (static: the scan length); SNIA PTS judges steady state over a 5-round window
+ROUNDS = Field("gc.rounds", "rounds", 5, 10_000, integer=True, doc="SNIA needs a 5-round window")
+
+
+def n_rounds(value: Any, field: str = "gc.rounds") -> int:
+    """The number of SNIA rounds ``value`` (config ``gc.rounds``, or a sweep's ``rounds`` with ``field``
+    ``sweep.rounds``), checked against :data:`ROUNDS`."""
+    check([dataclasses.replace(ROUNDS, name=field)], {field: np.asarray([value])})
+    return int(value)
+
+
 def columns(gc: Mapping) -> dict[str, np.ndarray]:
     """One-row ``gc.*`` columns from a config mapping (every field required)."""
     cols = {}
     for f in FIELDS:
         if f not in gc:
-            raise ConfigError(f"gc.{f}", None, "the field is required (see conf/gc/base.yaml)")
+            raise ConfigError(f"gc.{f}", None, "the field is required (see conf/gc/default.yaml)")
         cols[f"gc.{f}"] = np.asarray([gc[f]])
     return cols
 

@@ -37,16 +37,6 @@ from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError
 BOOT_DRIVES = ("sata_tlc_500", "generic_tlc_1tb", "sn8e_1920", "aldrin_pro_2tb")
 
 
-def _columns(cfg: Mapping[str, Any], drives: list[dict] | None = None) -> dict[str, np.ndarray]:
-    """Columns of the configured drive (or of each of ``drives``) with the workload and engine fields."""
-    rows = []
-    for d in drives or [cfg["drive"]]:
-        c = params.columns_from_config(d, cfg["workload"], cfg.get("nand"))
-        c.update(engine_params.columns(cfg["engine"]))
-        rows.append(c)
-    return params.concat_columns(rows)
-
-
 def _requests(w: Mapping[str, Any]) -> int:
     """``workload.requests`` of a generated stream (default 100,000)."""
     n = int(w.get("requests", 100_000))
@@ -174,7 +164,7 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     if jobs is not None:
         cfg = with_fio(cfg, jobs)
     dtype = io.dtype(cfg.get("precision", "float32"))
-    cols = _columns(cfg)
+    cols = engine_params.columns_from_config(cfg)
     trees = engine_params.build(cols, dtype=dtype)
     backend = engine_backends.select(cfg["engine"])
     chunks, reader, label = stream(cfg, jobs, capacity_bytes(cfg) if jobs is not None else None)
@@ -246,7 +236,7 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
         raise params.ConfigError("boot.drives", names, str(e)) from None
     w = dict(cfg["workload"], queue_depth=1)
     run_cfg = dict(cfg, workload=w, engine=dict(cfg["engine"], loop="closed"))
-    cols = _columns(run_cfg, drives)
+    cols = engine_params.columns_from_config(run_cfg, drives)
     trees = engine_params.build(cols, dtype=dtype)
     backend = engine_backends.select(cfg["engine"])
     seed = int(cfg.get("seed", 0))
@@ -314,7 +304,7 @@ def _boot_fio(cfg: Mapping[str, Any], jobs: fio.FioWorkload, drives: list[dict],
     the smallest drive's capacity, so every drive sees the same requests (a comparison of drives)."""
     caps = [capacity_bytes(dict(cfg, drive=d)) for d in drives]
     run_cfg = with_fio(dict(cfg, drive=drives[0]), jobs)
-    trees = engine_params.build(_columns(run_cfg, drives), dtype=dtype)
+    trees = engine_params.build(engine_params.columns_from_config(run_cfg, drives), dtype=dtype)
     chunks = jobs.stream(min(caps), _requests(cfg["workload"]), seed=int(cfg.get("seed", 0)))
     res = replay.replay(trees, chunks, progress=progress, desc="fio", backend=backend)
     m = res.metrics

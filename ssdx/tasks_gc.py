@@ -37,9 +37,7 @@ def setup(cfg: Mapping[str, Any], dtype=np.float32) -> tuple[gc_params.GcParams,
     gp = params.index(gc_params.build(cols, dtype=dtype), 0)
     dcols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
     drive, workload = (params.index(x, 0) for x in params.build(dcols, dtype=dtype))
-    rounds = int(g["rounds"])
-    if not 5 <= rounds <= 10_000:
-        raise params.ConfigError("gc.rounds", rounds, "integer 5 <= x <= 10000 (SNIA needs a 5-round window)")
+    rounds = gc_params.n_rounds(g["rounds"])
     static = {"n_blocks": int(g["n_blocks"]), "max_pages": int(g["pages_per_block"]), "n_rounds": rounds,
               "max_cycles": max_cycles(g, rounds)}
     return gp, gc.timing(drive, workload), static
@@ -71,9 +69,7 @@ def sweep_model(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_c
         raise params.ConfigError("gc.n_blocks", blocks.tolist(), "one value per sweep (it sizes the arrays)")
     n_blocks = int(blocks[0])
     max_pages = int(np.max(np.asarray(cols["gc.pages_per_block"]).astype(int)))
-    n_rounds = int(sweep.get("rounds", base_cfg["gc"]["rounds"]))
-    if not 5 <= n_rounds <= 10_000:
-        raise params.ConfigError("sweep.rounds", n_rounds, "integer 5 <= x <= 10000 (SNIA 5-round window)")
+    n_rounds = gc_params.n_rounds(sweep.get("rounds", base_cfg["gc"]["rounds"]), "sweep.rounds")
     n = len(cols["gc.policy"])
     keys = [k[3:] for k in cols if k.startswith("gc.")]
     bound = max(max_cycles({k: np.asarray(cols[f"gc.{k}"])[i] for k in keys}, n_rounds) for i in range(n))
