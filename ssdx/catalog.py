@@ -1,13 +1,15 @@
 """Catalog of NAND media, storage-class memory and host interfaces.
 
-Latencies follow the convention of the hybrid-SSD paper's Table 1 (seeds/001, Fukuchi et al.):
+Latencies follow the convention of Table 1 of Fukuchi, Sakaki, Matsui and Takeuchi, "Performance evaluation
+of SCM/NAND flash hybrid SSD with four types of NAND flash" (Chuo Univ., in Japanese; full version ISCAS
+2018; "Fukuchi et al." below):
 program and read latency **per page**, erase latency **per block**.  A multi-bit die programs a
 word line of ``bits_per_cell`` pages at once (one-shot programming), so its per-plane program
 bandwidth is ``page_bytes / t_prog_us``.
 
 Sources
 -------
-* ``2d_fg_mlc``, ``2d_fg_tlc``, ``3d_fg_tlc``, ``3d_ct_tlc``: seeds/001 Table 1, exactly (latencies,
+* ``2d_fg_mlc``, ``2d_fg_tlc``, ``3d_fg_tlc``, ``3d_ct_tlc``: Fukuchi et al. Table 1, exactly (latencies,
   block size, write unit).  The paper prints block sizes in MB; they equal a power-of-two page count
   of 16 KiB pages (4.2 MB = 256 pages, 9.4 MB = 576 pages, 25 MB = 1536 pages), which is what we store.
 * Generic ``slc``/``mlc``/``tlc``/``qlc``: representative datasheet-class values, not a specific part.
@@ -15,21 +17,25 @@ Sources
   3.8 ms erase).  Override any field from a datasheet for a real design study.
 * pSLC timings of multi-bit dies (``t_prog_slc_us``/``t_read_slc_us``) are not in Table 1; we use
   representative SLC-mode values (SLC-mode program is several times faster than a multi-bit page).
-* ``ymtc_cdt1b``: YMTC 128-layer 512 Gbit TLC (Xtacking, charge trap) of the Pichau Aldrin Pro 2 TB
-  (seeds/002).  No datasheet is public: its program times are **fitted** to the review's measured
-  pSLC (6579 MB/s) and pure-TLC (2159 MB/s) speeds over 32 dies x 4 planes x 16 KiB pages
-  (see ``ssdx.presets``).  Read/erase/block values are taken from Table 1's 3D CT TLC.
-* Interfaces: lane rate x lanes x line-code efficiency, times a protocol efficiency of 0.89 for PCIe
-  (TLP header, framing and LCRC on 256 B payloads plus DLLP traffic) and 0.92 for SATA (FIS and
-  primitives).  These reproduce the usable rates of REFERENCE §6: SATA III ~550 MB/s, PCIe 3.0 x4
-  ~3.5 GB/s, PCIe 4.0 x4 ~7 GB/s.
+* ``ymtc_cdt1b``: YMTC 128-layer 512 Gbit TLC (Xtacking, charge trap) of the Pichau Aldrin Pro 2 TB ("O
+  impacto do SLC Cache no desempenho de um SSD NVMe – Testes e resultados!" (Portuguese-language test of the
+  Pichau Aldrin Pro 2 TB with its pSLC cache enabled and disabled, 2024)).  No datasheet is public: its
+  program times are **fitted** to the review's measured pSLC (6579 MB/s) and pure-TLC (2159 MB/s) speeds over
+  32 dies x 4 planes x 16 KiB pages (see ``ssdx.presets``).  Read/erase/block values are taken from Table 1's
+  3D CT TLC.
+* Interfaces: lane rate x lanes x line-code efficiency, times a protocol efficiency of 0.89 for PCIe (TLP
+  header, framing and LCRC on 256 B payloads plus DLLP traffic) and 0.92 for SATA (FIS and primitives).  Line
+  rates and codes: SATA-IO, Serial ATA Revision 3.0 (2009: 6 Gb/s, 8b/10b); PCI-SIG, PCI Express Base
+  Specification 3.0 (2010: 8 GT/s) and 4.0 (2017: 16 GT/s), 128b/130b.  The results are the usable rates
+  drives on these links reach: SATA III ~550 MB/s, PCIe 3.0 x4 ~3.5 GB/s, PCIe 4.0 x4 ~7 GB/s.
 * Power (``die_active_w``): ONFI-class NAND datasheets give the array read, program and erase supply
   currents (ICC1-ICC3) as about 25 mA typical each; at VCC 3.3 V (planar parts) that is 82.5 mW per
   busy die, at the 2.5 V VCC of 3D parts 62.5 mW.  Representative, not one part's figure; one value
   for read, program and erase, since the datasheets give the same typical current for all three.
 * Link energy (``link_pj_per_bit``): serial-link PHYs at 6-32 GT/s spend a few pJ per bit; we use
   5 pJ/bit for PCIe and 10 pJ/bit for SATA's older PHY (representative).
-* SCM: 100 ns per 512 B sector read and write (seeds/001 Table 1); Optane-class < 10 us (REFERENCE §6).
+* SCM: 100 ns per 512 B sector read and write (Fukuchi et al. Table 1); an Optane-class SSD answers in
+  about 10 us (Intel Optane SSD DC P4800X product brief, 2017).
 """
 
 from __future__ import annotations
@@ -90,16 +96,16 @@ class Interface:
 
 @dataclass(frozen=True)
 class Scm:
-    """Storage-class memory tier (seeds/001 Table 1)."""
+    """Storage-class memory tier (Fukuchi et al. Table 1)."""
 
     name: str = "scm"
     t_read_ns_per_sector: float = 100.0
     t_write_ns_per_sector: float = 100.0
     sector_bytes: float = 512.0
-    source: str = "seeds/001 Table 1"
+    source: str = "Fukuchi et al. Table 1 (SCM/NAND hybrid SSD, Chuo Univ.; ISCAS 2018)"
 
 
-T1 = "seeds/001 Table 1 (Fukuchi et al., hybrid SSD)"
+T1 = "Fukuchi et al. Table 1 (SCM/NAND hybrid SSD, Chuo Univ.; ISCAS 2018)"
 REP = "representative datasheet-class value; override for a specific part"
 W2D = 0.0825  # W: 25 mA x 3.3 V, planar ONFI NAND
 
@@ -116,16 +122,16 @@ NAND: dict[str, NandType] = {
         NandType("tlc", 3, PAGE_16K, 1000.0, 80.0, 5000.0, 576, 3 * PAGE_16K, 300.0, 40.0, REP),
         NandType("qlc", 4, PAGE_16K, 2000.0, 120.0, 10000.0, 768, 4 * PAGE_16K, 350.0, 45.0, REP),
         NandType("ymtc_cdt1b", 3, PAGE_16K, 971.4, 76.0, 4300.0, 576, 3 * PAGE_16K, 318.76, 40.0,
-                 "seeds/002 (fitted program times; see ssdx.presets)"),
+                 "Pichau Aldrin Pro 2 TB pSLC review, 2024 (fitted program times; see ssdx.presets)"),
     )
 }
 
 INTERFACES: dict[str, Interface] = {
     i.name: i
     for i in (
-        Interface("sata3", 1, 6.0, 8 / 10, 0.92, 15.0, "SATA 3.x; REFERENCE §6 ~550 MB/s", 10.0),
-        Interface("pcie3x4", 4, 8.0, 128 / 130, 0.89, 6.0, "PCIe 3.0 x4; REFERENCE §6 ~3.5 GB/s"),
-        Interface("pcie4x4", 4, 16.0, 128 / 130, 0.89, 6.0, "PCIe 4.0 x4; REFERENCE §6 ~7 GB/s"),
+        Interface("sata3", 1, 6.0, 8 / 10, 0.92, 15.0, "SATA 3.x; ~550 MB/s usable", 10.0),
+        Interface("pcie3x4", 4, 8.0, 128 / 130, 0.89, 6.0, "PCIe 3.0 x4; ~3.5 GB/s usable"),
+        Interface("pcie4x4", 4, 16.0, 128 / 130, 0.89, 6.0, "PCIe 4.0 x4; ~7 GB/s usable"),
         Interface("pcie5x4", 4, 32.0, 128 / 130, 0.89, 6.0, "PCIe 5.0 x4 (same efficiency)"),
     )
 }
@@ -154,16 +160,16 @@ class Cooling:
     source: str
 
 
-#: Cooling presets.  Heat capacities from masses: an M.2 2280 PCB (~3.5 g FR4 + copper, ~1.1 J/gK)
-#: plus the connector and mounting, four NAND BGA packages (~1 g each, mould compound + die + substrate)
-#: and a ~2 g controller package with its local copper; an aluminium M.2 heatsink of ~22 g
-#: (0.9 J/gK).  Conductances from surface areas: natural convection plus radiation ~12 W/m^2K on the
-#: ~35 cm^2 of the bare board's two faces, forced air at ~2 m/s ~40 W/m^2K, a finned heatsink
-#: ~150 cm^2 of fins; board conduction through the M.2 connector and standoff screw ~0.03 W/K.
-#: Chosen so the bare drive's total resistance to ambient is ~8 K/W, the heatsink's ~4 K/W and the
-#: forced-air case's ~2.5 K/W, the range M.2 drives show in published thermal tests; NAND surfaces
-#: run > 10 K cooler with a heatsink (seeds/000).  Representative values: fit them to a measured
-#: series with ``ssdx.optimize.fit_rc`` for a specific chassis.
+#: Cooling presets.  Heat capacities from masses: an M.2 2280 PCB (~3.5 g FR4 + copper, ~1.1 J/gK) plus the
+#: connector and mounting, four NAND BGA packages (~1 g each, mould compound + die + substrate) and a ~2 g
+#: controller package with its local copper; an aluminium M.2 heatsink of ~22 g (0.9 J/gK).  Conductances from
+#: surface areas: natural convection plus radiation ~12 W/m^2K on the ~35 cm^2 of the bare board's two faces,
+#: forced air at ~2 m/s ~40 W/m^2K, a finned heatsink ~150 cm^2 of fins; board conduction through the M.2
+#: connector and standoff screw ~0.03 W/K.  Chosen so the bare drive's total resistance to ambient is ~8 K/W,
+#: the heatsink's ~4 K/W and the forced-air case's ~2.5 K/W, the range M.2 drives show in published thermal
+#: tests; NAND surfaces run > 10 K cooler with a heatsink (KIOXIA's thermal-throttling article,
+#: ``ssdx.models.hctm``).  Representative values: fit them to a measured series with ``ssdx.optimize.fit_rc``
+#: for a specific chassis.
 COOLING: dict[str, Cooling] = {
     c.name: c
     for c in (
@@ -207,8 +213,8 @@ def cooling(name: str) -> Cooling:
 def pslc(base: NandType) -> NandType:
     """The pSLC operation of a multi-bit die: one bit per cell, SLC-mode timing, same blocks.
 
-    A block in pSLC mode holds ``1/bits_per_cell`` of its native data (REFERENCE §6: a TLC block
-    used as pSLC holds one third).
+    A block in pSLC mode holds ``1/bits_per_cell`` of its native data (one bit per cell instead of
+    ``bits_per_cell``: a TLC block used as pSLC holds one third).
     """
     return NandType(
         name=f"pslc({base.name})",

@@ -2,8 +2,9 @@
 
 A GC run simulates a page-mapped FTL on a drive **scaled down in block count** but keeping the two
 numbers that decide write amplification: the spare factor ``S_f = (physical − logical) / physical``
-and the pages per block ``b`` (REFERENCE §5; Desnoyers, ACM TOS 10(2) 2014; Van Houdt, SIGMETRICS
-2013).  Every leaf below is dynamic (swept by ``vmap`` without recompiling) except the array sizes
+and the pages per block ``b`` (Desnoyers, "Analytic models of SSD write performance", ACM TOS 10(2),
+2014; Van Houdt, "A mean field model for a class of garbage collection algorithms in flash-based SSDs",
+SIGMETRICS 2013).  Every leaf below is dynamic (swept by ``vmap`` without recompiling) except the array sizes
 ``n_blocks`` and ``max_pages_per_block`` and the scan lengths, which are static.
 
 Fields (config ``gc:``):

@@ -1,8 +1,9 @@
 """nvme-cli commands for Host Controlled Thermal Management, and measured temperature series.
 
-**Commands** (strings to paste into a root shell; nothing here touches a device).  HCTM is Set
-Features, Feature ID 0x10, Dword 11 = TMT1 << 16 | TMT2 in Kelvin (NVMe base specification; REFERENCE
-§3), encoded by :func:`ssdx.thermal_params.nvme_value`.  Syntax checked against linux-nvme/nvme-cli:
+**Commands** (strings to paste into a root shell; nothing here touches a device).  HCTM is Set Features,
+Feature ID 0x10, Dword 11 = TMT1 << 16 | TMT2 in Kelvin (NVM Express Base Specification, revision 1.3d (NVM
+Express, March 2019), Host Controlled Thermal Management), encoded by :func:`ssdx.thermal_params.nvme_value`.
+Syntax checked against linux-nvme/nvme-cli:
 
 * ``nvme set-feature <device> -f 0x10 --value=0x01610166 [--save]`` (``Documentation/nvme-set-feature.txt``).
   The long ``--value=`` form is used on purpose: nvme-cli 1.x spells the short option ``-v``, 2.x

@@ -420,7 +420,8 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
         channels=c(channels),
         dies=c(channels * num(cols, "drive.dies_per_channel")),
         planes_per_die=c(num(cols, "drive.planes_per_die")),
-        # ONFI/Toggle buses are 8 bits wide: MB/s = MT/s per channel (REFERENCE §6).
+        # ONFI/Toggle buses are 8 bits wide: MB/s = MT/s per channel (Open NAND Flash Interface
+        # specification).
         bus_bytes_per_s=c(channels * num(cols, "drive.bus_mts") * 1e6 * num(cols, "drive.bus_efficiency")),
         host_bytes_per_s=c(iface.map(lambda x: catalog.interface(x).usable_bytes_per_s)),
         cmd_overhead_s=c(iface.map(lambda x: catalog.interface(x).cmd_overhead_us * 1e-6)),

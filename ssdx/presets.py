@@ -1,10 +1,12 @@
 """Named drive and workload presets (the YAML files under ``conf/``) and their calibration.
 
-``aldrin_pro_2tb`` (seeds/002, REFERENCE §1) — how its fitted numbers were obtained
-------------------------------------------------------------------------------------
-Known hardware: 32 dies (8 channels x 4 CE) x 4 planes x 16 KiB pages, 512 Gbit dies, 1200 MT/s bus,
-PCIe 4.0 x4, 2000 GB user capacity.  Three numbers are fitted, one per measured speed, and nothing
-else; every phase *boundary* then follows from capacity accounting (``ssdx.models.fluid``):
+``aldrin_pro_2tb`` — how its fitted numbers were obtained
+---------------------------------------------------------
+The review: "O impacto do SLC Cache no desempenho de um SSD NVMe – Testes e resultados!" (Portuguese-language
+test of the Pichau Aldrin Pro 2 TB with its pSLC cache enabled and disabled, 2024). Known hardware: 32 dies (8
+channels x 4 CE) x 4 planes x 16 KiB pages, 512 Gbit dies, 1200 MT/s bus, PCIe 4.0 x4, 2000 GB user capacity.
+Three numbers are fitted, one per measured speed, and nothing else; every phase *boundary* then follows from
+capacity accounting (``ssdx.models.fluid``):
 
 * pSLC page program time: ``t = 32·4·16 KiB / 6579 MB/s = 318.76 us`` (the die limit; the PCIe link,
   ~7.0 GB/s usable, and the bus, 8 x 1200 MT/s x 0.9, are both faster);
@@ -20,7 +22,7 @@ mutually consistent with one-third pSLC density: 691 GB of pSLC data plus 177 GB
 needs 3·691 + 177 = 2250 GB of raw NAND, more than the 2199 GB the 32 dies hold, so no single
 accounting meets all three exactly; we keep the physical one.
 
-Power of ``aldrin_pro_2tb`` (Quarch PPM, seeds/002): > 7.3 W peak in the pSLC region, ~5 W with
+Power of ``aldrin_pro_2tb`` (Quarch PPM, the same review): > 7.3 W peak in the pSLC region, ~5 W with
 pSLC disabled writing at ~1900-2100 MB/s.  Both phases are die-limited, so all 32 dies are busy in
 both and draw the same ``32 x 62.5 mW = 2.0 W`` (catalog); the difference is per-byte energy::
 
@@ -31,12 +33,13 @@ With the link (5 pJ/bit = 0.040 nJ/B) and NAND I/O (5 pJ/bit) assumed and idle 1
 :func:`fit_power` gives ``datapath_nj_per_byte = 0.440`` and ``ctrl_active_w = 0.876``.  MB/s per W
 then falls from 901 (pSLC) to 432 (TLC direct): -52 %, the review's "sharp" fall.
 
-``sn8e_1920`` (seeds/000): the seed reports behaviour, not hardware; the drive is a representative
-1.92 TB M.2 (32 dies of generic TLC, 2.1 GB/s sequential write, ~6.6 W) on the ``bare`` cooling
-preset at 25 deg C.  Its light-throttle action keeps 95 % of the throughput (-105 MB/s, the seed's
-"at most ~100 MB/s") and drops to a lower controller power state (40 % of active controller power);
-the 5 K hysteresis is the seed's 80 -> 75 deg C.  With these, 80 deg C is reached after ~270 s and
-the drive cycles every ~170 s; the heatsink preset peaks at ~57 deg C.
+``sn8e_1920`` (KIOXIA, "How thermal throttling of NVMe SSDs works" (Japanese technical article, revised from a
+Qiita post of January 2020)): the article reports behaviour, not hardware; the drive is a representative 1.92
+TB M.2 (32 dies of generic TLC, 2.1 GB/s sequential write, ~6.6 W) on the ``bare`` cooling preset at 25 deg C.
+Its light-throttle action keeps 95 % of the throughput (-105 MB/s, the article's "at most ~100 MB/s") and
+drops to a lower controller power state (40 % of active controller power); the 5 K hysteresis is the article's
+80 -> 75 deg C.  With these, 80 deg C is reached after ~270 s and the drive cycles every ~170 s; the heatsink
+preset peaks at ~57 deg C.
 """
 
 from __future__ import annotations

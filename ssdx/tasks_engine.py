@@ -1,4 +1,4 @@
-"""Jobs of the request-level engine: trace replay and the QD1 / OS-boot study (seeds/003).
+"""Jobs of the request-level engine: trace replay and the QD1 / OS-boot study (``run_boot``).
 
 Each takes a composed config as plain mappings and an output directory, writes its files there and
 returns the summary it wrote (as ``ssdx.tasks`` does).
@@ -214,7 +214,8 @@ def qd1_probe(op: int, n: int, seed: int) -> Chunk:
 
 
 def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> dict[str, Any]:
-    """QD1 latencies and the Windows 11 boot replay per preset drive (seeds/003, REFERENCE §4).
+    """QD1 latencies and the Windows 11 boot replay per preset drive, after "Storage requirements suited to
+    an OS installation (2/3)" (Qiita, in Japanese, posted 2022-03-15).
 
     With ``workload.fio`` the study also replays the fio job on every drive (``_boot_fio``): each drive's
     ``fio`` block holds fio's figures (``iops``, ``bw``, ``clat_us``) at the job's own depth and loop.
@@ -274,18 +275,20 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
     write_diff = s["qd1_write_4k_us"] - p["qd1_write_4k_us"]
     counts = synthetic.BOOT
     summary = {
-        "workload": "windows11_boot (seeds/003)", "backend": backend,
+        "workload": "windows11_boot (Qiita, 2022-03-15)", "backend": backend,
         "reads": counts[READ]["commands"], "writes": counts[WRITE]["commands"],
         "read_mb": counts[READ]["bytes_mb"], "write_mb": counts[WRITE]["bytes_mb"],
         "seed_method_difference_s": synthetic.seed_method_difference_s(),
-        "seed_method": "40,000 reads x 30 us + 5,000 writes x 200 us (seeds/003's stated assumptions)",
+        "seed_method": "40,000 reads x 30 us + 5,000 writes x 200 us (the Qiita article's stated "
+                       "assumptions)",
         "drives": per,
         "sata_drive": sata, "pcie4_drive": pcie4,
         "model_difference_s": s["boot_storage_time_s"] - p["boot_storage_time_s"],
         "seed_method_with_model_latencies_s": synthetic.seed_method_difference_s(
             read_diff_us=read_diff, write_diff_us=write_diff),
         "model_qd1_read_4k_difference_us": read_diff, "model_qd1_write_4k_difference_us": write_diff,
-        "press_measurement": "less than 2 s difference SATA vs PCIe (seeds/003)",
+        "press_measurement": "less than 2 s difference SATA vs PCIe (PC Watch, 2022-02-08, as quoted by "
+                             "the Qiita article)",
         "fio_job": jobs.name if jobs is not None else None,
         "fio_ignored": jobs.ignored if jobs is not None else [],
         **(fio_summary or {}),

@@ -144,10 +144,11 @@ def run_wa(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
 def lifetime_throttle(duration_s: np.ndarray, host_bytes: np.ndarray, limit_b_s: float,
                       credit_bytes: float, t0: float = 0.0, written0: float = 0.0) -> np.ndarray:
     """End times of consecutive writes under a lifetime write limit (SandForce "life-time performance
-    throttling", seeds/004 comment): by power-on time ``t`` the drive accepts at most
-    ``credit + limit·t`` bytes in its life, so a write ends no earlier than its physics allows nor
-    before its bytes fit the allowance.  ``limit_b_s`` 0 disables it.  Secure erase does not reset it
-    (callers carry ``t0`` and ``written0`` across erases).  Returns the end time of each write, s.
+    throttling", a reader's comment on "On the write slowdown of the TOSHIBA THNSNS120GBSP" (a Japanese blog
+    post and its reader comments)): by power-on time ``t`` the drive accepts at most ``credit + limit·t``
+    bytes in its life, so a write ends no earlier than its physics allows nor before its bytes fit the
+    allowance.  ``limit_b_s`` 0 disables it.  Secure erase does not reset it (callers carry ``t0`` and
+    ``written0`` across erases).  Returns the end time of each write, s.
     """
     ends = np.empty(len(duration_s))
     t, w = t0, written0
@@ -164,7 +165,8 @@ def _drive(cfg: Mapping[str, Any], dtype):
 
 
 def run_gc_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
-    """IOMeter-style timed write sets on a drive whose GC is simulated (seeds/004; module ``gc``).
+    """IOMeter-style timed write sets on a drive whose GC is simulated (module ``gc``), after "On the write
+    slowdown of the TOSHIBA THNSNS120GBSP" (a Japanese blog post and its reader comments).
 
     The drive (``drive``) is scaled down to ``gc.n_blocks`` blocks with its own spare factor
     ``1 − user / (raw·(1 − reserve))`` and NAND pages per block; bytes and seconds scale back by the
@@ -172,7 +174,7 @@ def run_gc_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     ``fill.random_fill`` × the user capacity of uniform random writes (untimed preconditioning);
     ``fill.sets`` sets of ``fill.set_s`` seconds of the workload (``workload.pattern``, block size); then
     a secure erase and ``fill.sets_after_erase`` more sets.  Writes ``summary.json`` and
-    ``fill_sets.png`` (speed and total written against time, the seed's figure).
+    ``fill_sets.png`` (speed and total written against time, the blog post's figure).
     """
     dtype = io.dtype(cfg.get("precision", "float32"))
     drive, workload = _drive(cfg, dtype)

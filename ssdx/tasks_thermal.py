@@ -38,7 +38,8 @@ def _commands(tmt1_k: float, tmt2_k: float) -> dict[str, str]:
 
 
 def run_thermal(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
-    """One coupled run: ``summary.json``, ``thermal.png`` (the seed's figure), ``thermal.csv``."""
+    """One coupled run: ``summary.json``, ``thermal.png`` (the KIOXIA thermal-throttling article's figure),
+    ``thermal.csv``."""
     dtype = io.dtype(cfg.get("precision", "float32"))
     trees, n_steps = _single(cfg, dtype)
     run = jax.jit(coupled.run, static_argnums=4)

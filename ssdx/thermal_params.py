@@ -12,8 +12,9 @@ Two column families join the drive/workload columns of :mod:`ssdx.params` when a
   replaces RC values of the cooling preset — e.g. a chassis measured with ``ssdx experiment=fit_rc``
   — as columns ``thermal.rc.<field>`` (J/K, W/K).
 
-Rules follow the NVMe base specification's Host Controlled Thermal Management (REFERENCE §3): a
-non-zero TMT must lie in [MNTMT, MXTMT], and non-zero TMT2 must be greater than non-zero TMT1.
+Rules follow the Host Controlled Thermal Management of the NVM Express Base Specification, revision 1.3d (NVM
+Express, March 2019): a non-zero TMT must lie in [MNTMT, MXTMT], and non-zero TMT2 must be greater than
+non-zero TMT1.
 """
 
 from __future__ import annotations

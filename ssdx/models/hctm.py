@@ -1,7 +1,8 @@
 """NVMe Host Controlled Thermal Management: throttle states, policies and SMART counters.
 
-State machine (NVMe base specification, HCTM; REFERENCE §3), sampled once per step on the
-composite temperature ``T`` (Kelvin), with ``h`` the vendor hysteresis:
+State machine (NVM Express Base Specification, revision 1.3d (NVM Express, March 2019), Host Controlled
+Thermal Management), sampled once per step on the composite temperature ``T`` (Kelvin), with ``h`` the vendor
+hysteresis:
 
 * enter **heavy** (TMT2 state) when TMT2 ≠ 0 and ``T ≥ TMT2``; stay while ``T ≥ TMT2 − h``;
 * enter **light** (TMT1 state) when TMT1 ≠ 0 and ``T ≥ TMT1``; stay while ``T ≥ TMT1 − h``;
@@ -22,9 +23,10 @@ As ``τ → 0`` the relaxation becomes the exact machine.  State occupancies are
 fraction of each write mode's throughput, a fraction of the controller's active power (a lower
 power state's clocks and voltages) and an optional power-state cap (W):
 
-* ``ssd_a`` — seeds/000's SSD A: strong throttling as soon as TMT1 is crossed (the heavy action in
-  both states), kept until the temperature is well down (a large hysteresis in its presets);
-* ``ssd_b`` — seeds/000's SSD B: the light action between TMT1 and TMT2, the heavy one above TMT2.
+* ``ssd_a`` — SSD A of KIOXIA, "How thermal throttling of NVMe SSDs works" (Japanese technical article,
+  revised from a Qiita post of January 2020): strong throttling as soon as TMT1 is crossed (the heavy action
+  in both states), kept until the temperature is well down (a large hysteresis in its presets);
+* ``ssd_b`` — that article's SSD B: the light action between TMT1 and TMT2, the heavy one above TMT2.
 
 **SMART / Health log (02h)** counters, accumulated as the log defines them: TMT1TC / TMT2TC count
 transitions into the light / heavy state (light from normal only: leaving heavy for light is a move
@@ -75,12 +77,12 @@ def _heavy(p: Power) -> Action:
 
 
 def ssd_a() -> Policy:
-    """seeds/000 SSD A: strong throttling from TMT1 until cooled."""
+    """The KIOXIA article's SSD A (module docstring): strong throttling from TMT1 until cooled."""
     return Policy("ssd_a", light=_heavy, heavy=_heavy)
 
 
 def ssd_b() -> Policy:
-    """seeds/000 SSD B: light between TMT1 and TMT2, heavy above TMT2."""
+    """The KIOXIA article's SSD B (module docstring): light between TMT1 and TMT2, heavy above TMT2."""
     return Policy("ssd_b", light=_light, heavy=_heavy)
 
 

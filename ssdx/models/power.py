@@ -20,7 +20,7 @@ folding), its power is affine in ``x``::
 Node split (``ssdx.models.thermal``): idle, controller and datapath power heat the controller node;
 die and NAND I/O power heat the NAND node; the case node has no source.
 
-Calibration of ``aldrin_pro_2tb`` (seeds/002, REFERENCE §1): see ``ssdx.presets.fit_power``.
+Calibration of ``aldrin_pro_2tb`` (its review, ``ssdx.presets``): see ``ssdx.presets.fit_power``.
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ so it is stable for any ``dt`` and its steady state is exactly ``T_amb + R·P`` 
 ``−C⁻¹L`` is a Metzler matrix, so ``Φ ≥ 0`` element-wise: temperatures stay between ambient and the
 equilibrium of the largest power applied.
 
-The **composite temperature** the firmware reports and compares with TMT1/TMT2 is
-``w·T_ctrl + (1−w)·T_nand`` (``power.sensor_ctrl_weight = w``, Kelvin).  The NVMe specification
-does not say where it is measured (seeds/000); a controller-die sensor is ``w = 1``.
+The **composite temperature** the firmware reports and compares with TMT1/TMT2 is ``w·T_ctrl + (1−w)·T_nand``
+(``power.sensor_ctrl_weight = w``, Kelvin).  The NVMe specification does not say where it is measured (KIOXIA,
+"How thermal throttling of NVMe SSDs works" (Japanese technical article, revised from a Qiita post of January
+2020)); a controller-die sensor is ``w = 1``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Trace analyser: the figures an SSD engineer reads off a block trace, streamed chunk by chunk.
 
 * **Mix**: commands and bytes per type (read, write, trim), the read fraction of read+write commands.
-* **Sequential / random** by the rule of seeds/003 (REFERENCE §4): a command is sequential when it has
-  the same type as the command before it and starts where that one ended (LBA-contiguous and
-  increasing); every other command is random.  The rule is carried across chunk boundaries.
+* **Sequential / random** by the rule of "Storage requirements suited to an OS installation (2/3)" (Qiita, in
+  Japanese, posted 2022-03-15): a command is sequential when it has the same type as the command before it and
+  starts where that one ended (LBA-contiguous and increasing); every other command is random.  The rule is
+  carried across chunk boundaries.
 * **Sizes**: exact histogram in 512-byte sectors (sizes above 32 MiB share the last bin), mean, p50, p99.
 * **Footprint**: distinct 4 KiB pages touched (all commands, and written), i.e. the union of extents.
 * **Inter-arrival**: mean, coefficient of variation (exact running sums) and p50/p99 from a histogram

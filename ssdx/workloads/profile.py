@@ -4,10 +4,10 @@
 the stream's own profile matches the original in what the analyser measures (tested):
 
 * **Command mix** — read / write / trim counts (``per_type.*.commands``).
-* **Sequentiality by the seed's rule** (same command type, consecutive, LBA-contiguous and increasing,
-  ``ssdx.workloads.analyse``).  The stream is a sequence of runs: a run opens with a random command of
-  type ``t`` and continues with probability ``c_t`` by a command of the same type starting where the
-  last one ended.  A type-``t`` command is then sequential with probability ``c_t``, so ``c_t`` is that
+* **Sequentiality by the boot-log article's rule** (same command type, consecutive, LBA-contiguous and
+  increasing, ``ssdx.workloads.analyse``).  The stream is a sequence of runs: a run opens with a random
+  command of type ``t`` and continues with probability ``c_t`` by a command of the same type starting where
+  the last one ended.  A type-``t`` command is then sequential with probability ``c_t``, so ``c_t`` is that
   type's sequential fraction, and run heads are drawn with weights ``n_t (1 - c_t)``.
 * **Sizes** — drawn from the profile's size histogram (one distribution for every type: the analyser
   keeps one histogram; the per-type byte totals are not matched separately).

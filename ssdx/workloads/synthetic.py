@@ -1,22 +1,22 @@
 """Synthetic request streams in the trace array form (``ssdx.workloads.traces.Chunk``).
 
-**windows11_boot** — the Windows 11 cold-boot command log of seeds/003 (REFERENCE §4), regenerated with
-its published totals exactly (MB = 1e6 bytes, sizes in whole 512-byte sectors, so a total is exact to
-the log's 0.01 MB precision):
+**windows11_boot** — the Windows 11 cold-boot command log of "Storage requirements suited to an OS
+installation (2/3)" (Qiita, in Japanese, posted 2022-03-15), regenerated with its published totals exactly (MB
+= 1e6 bytes, sizes in whole 512-byte sectors, so a total is exact to the log's 0.01 MB precision):
 
 | | commands | sequential / random commands | bytes | sequential / random bytes |
 |---|---|---|---|---|
 | read | 40,553 | 6 / 40,547 | 1029.5 MB | 0.14 / 1029.36 MB |
 | write | 4,938 | 2 / 4,936 | 96.2 MB | 0.02 / 96.18 MB |
 
-"Sequential" is the seed's rule (``ssdx.workloads.analyse``): the same type as the command before and
+"Sequential" is the article's rule (``ssdx.workloads.analyse``): the same type as the command before and
 LBA-contiguous and increasing.  What the log does not give is assumed and labelled:
 
 * command sizes: a 4 KiB-granular distribution (half of the commands 4 KiB, the rest 8 KiB … 1 MiB,
   geometric), scaled by whole sectors so each type's byte total is exact (assumption: boot I/O is
   dominated by 4 KiB page-ins with larger file reads; the log gives only totals);
 * order: writes interleaved uniformly at random among the reads;
-* addresses: uniformly random 4 KiB-aligned offsets in a 240 GB drive (the seed's logging drive),
+* addresses: uniformly random 4 KiB-aligned offsets in a 240 GB drive (the article's logging drive),
   redrawn wherever they would accidentally continue the previous command; the 6 + 2 sequential
   commands continue the command before them;
 * timing: none (a boot is dependency-bound, replayed at QD1).
@@ -34,7 +34,7 @@ import numpy as np
 from ssdx.workloads.traces import READ, SECTOR, WRITE, Chunk
 
 MB = 1e6
-BOOT = {  # seeds/003 (REFERENCE §4)
+BOOT = {  # the boot log's totals (module docstring)
     READ: {"commands": 40_553, "sequential": 6, "bytes_mb": 1029.5, "sequential_mb": 0.14},
     WRITE: {"commands": 4_938, "sequential": 2, "bytes_mb": 96.2, "sequential_mb": 0.02},
 }
@@ -58,7 +58,7 @@ def _sizes(rng: np.random.Generator, n: int, total_sectors: int) -> np.ndarray:
 
 
 def windows11_boot(seed: int = 0) -> Chunk:
-    """The seeds/003 boot log as a request stream (module docstring); ``time_s`` is NaN (QD1 replay)."""
+    """The Windows 11 boot log as a request stream (module docstring); ``time_s`` is NaN (QD1 replay)."""
     rng = np.random.default_rng(seed)
     n_r, n_w = BOOT[READ]["commands"], BOOT[WRITE]["commands"]
     n = n_r + n_w
@@ -92,7 +92,7 @@ def windows11_boot(seed: int = 0) -> Chunk:
 
 def seed_method_difference_s(read_commands: int = 40_000, write_commands: int = 5_000,
                              read_diff_us: float = 30.0, write_diff_us: float = 200.0) -> float:
-    """seeds/003's back-of-envelope SATA-vs-PCIe boot-time difference, s.
+    """The boot-log article's back-of-envelope SATA-vs-PCIe boot-time difference, s (module docstring).
 
     Its assumptions: a boot is dependency-bound (QD1); a 4 KB random QD1 read takes ~40 µs on SATA
     (100 MB/s) and a third of that on PCIe, "take a 30 µs difference"; QD1 random writes are ~10× slower

@@ -8,7 +8,8 @@ line, for error messages downstream).
 
 Formats (``fmt``):
 
-* ``msr`` — SNIA IOTTA / MSR Cambridge CSV without a header (REFERENCE §2):
+* ``msr`` — SNIA IOTTA / MSR Cambridge CSV without a header (Narayanan, Donnelly and Rowstron, "Write
+  off-loading: practical power management for enterprise storage", FAST 2008; SNIA IOTTA repository):
   ``Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime``; Timestamp in Windows filetime (100 ns
   ticks), Type ``Read``/``Write``, Offset and Size in bytes.  Times are returned in seconds since the
   first request, subtracted in integer ticks (absolute filetimes, ~1.3e17 ticks, would keep only ~2 µs
