@@ -163,6 +163,9 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     spec = registry.sweep_model(sweep)
     if base_cfg.get("workload", {}).get("fio") and not spec.fio:
         raise params.ConfigError("workload.fio", base_cfg["workload"]["fio"], FIO_NOT_HERE)
+    if not spec.reduces and sweep.get("keep", "all") != "all":
+        raise params.ConfigError("sweep.keep", sweep["keep"],
+                                 f"a {spec.name} sweep keeps its whole table: 'all'")
     if spec.run is not None:
         return registry.resolve(spec.run)(sweep, base_cfg, out_dir, progress=progress, executor=executor)
     dtype = io.dtype(base_cfg.get("precision", "float32"))

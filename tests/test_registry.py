@@ -111,6 +111,9 @@ def test_a_bad_job_or_model_name_is_refused_naming_it():
     with pytest.raises(ConfigError) as e:  # a hybrid sweep has no columns for the chunked runner
         tasks.sweep_space({"model": "hybrid"}, {})
     assert e.value.field == "sweep.model" and "own runner" in str(e.value)
+    with pytest.raises(ConfigError) as e:  # a model that does not reduce in the runner keeps its table
+        tasks.run_sweep({"model": "hybrid", "keep": {"top_k": {"by": "iops"}}}, {}, Path("unused"))
+    assert e.value.field == "sweep.keep" and "a hybrid sweep keeps its whole table" in str(e.value)
     with pytest.raises(ConfigError) as e:
         registry.check_blocks(registry.job("gc_fill"), {"task": "gc_fill"})
     assert e.value.field == "fill" and "experiment=thnsns120_fill" in str(e.value)
