@@ -70,6 +70,20 @@ RANGES: dict[str, Field] = table(
 )
 
 
+def _rc_field(name: str) -> Field:
+    """The range of ``thermal.rc.<name>``: a heat capacity (``c_*``, J/K) or a conductance (W/K) above 0; a
+    conductance to ambient may be 0 (no path)."""
+    unit, amb = ("J/K" if name.startswith("c_") else "W/K"), name.endswith("_amb")
+    return Field(RC_PREFIX + name, unit, 0.0, 1e6, lo_open=not amb, optional=True,
+                 doc="replaces the cooling preset's value",
+                 rule=f"finite, {'0 <=' if amb else '0 <'} x <= 1e6 ({unit}; replaces the cooling preset's "
+                      "value)")
+
+
+#: the RC values ``thermal.rc`` may replace (absent: the cooling preset's)
+RC_RANGES: dict[str, Field] = table(*(_rc_field(f) for f in RC_FIELDS))
+
+
 @_pytree
 class Power:
     """Power model and firmware thermal management of one drive (W, J/byte, K)."""
@@ -152,12 +166,7 @@ def validate(cols: Mapping, report: list | None = None) -> None:
                (np.abs(steps - np.round(steps)) < 1e-6 * np.maximum(steps, 1))
                & (steps <= MAX_STEPS) & (steps >= 1),
                f"must be a whole number of thermal.dt_s steps, at most {MAX_STEPS}", report=report)
-    for key in (k for k in cols if k.startswith(RC_PREFIX)):
-        unit = "J/K" if key[len(RC_PREFIX):].startswith("c_") else "W/K"
-        a = num(cols, key)
-        ok = (a <= 1e6) & (a >= 0) if key.endswith("_amb") else (a <= 1e6) & (a > 0)
-        check_rule(cols, key, ok, f"finite, {'0 <=' if key.endswith('_amb') else '0 <'} x <= 1e6 ({unit}; "
-                   "replaces the cooling preset's value)", report=report)
+    check(RC_RANGES, cols, report)
     if "workload.burst_gb" in cols:
         check_rule(cols, "workload.burst_gb", num(cols, "workload.burst_gb") == 0,
                    "idle gaps are not modelled by the thermal engine; use 0 (a continuous write)",

@@ -50,3 +50,12 @@ def test_every_parameter_module_declares_its_ranges_as_fields():
     assert params.DRIVE_DEFAULTS == {"max_dynamic_slc_gb": 0.0, "idle_fold_mb_s": 0.0}
     assert all(engine_params.RANGES[f"engine.{k}"].default == v for k, v in engine_params.OPTIONAL.items()
                if f"engine.{k}" in engine_params.RANGES)
+
+
+def test_rc_overrides_are_fields_too():
+    ok = {"thermal.rc.g_case_amb": np.array([0.0]), "thermal.rc.c_ctrl": np.array([2.0])}
+    check(thermal_params.RC_RANGES, ok)  # no conductance to ambient is allowed, an absent field is skipped
+    with pytest.raises(ConfigError, match=r"thermal\.rc\.c_ctrl.*finite, 0 < x <= 1e6 \(J/K"):
+        check(thermal_params.RC_RANGES, {**ok, "thermal.rc.c_ctrl": np.array([0.0])})
+    with pytest.raises(ConfigError, match=r"thermal\.rc\.g_case_amb.*finite, 0 <= x <= 1e6 \(W/K"):
+        check(thermal_params.RC_RANGES, {**ok, "thermal.rc.g_case_amb": np.array([np.inf])})
