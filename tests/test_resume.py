@@ -133,9 +133,14 @@ def test_a_changed_sweep_is_accepted_while_nothing_has_finished(tmp_path):
     assert table.num_rows == 48
 
 
+# steps per fill: a chunk of 4 configurations takes ~0.05 s on a 2-core CPU, so the sweep's 36 chunks last
+# far longer than the kill takes to follow the third (the asserted window is 3 <= done < 36)
+KILL_STEPS = 25_000
+
+
 def _ssdx(run_dir, *extra):
     cmd = [sys.executable, "-m", "ssdx.cli.main", f"hydra.run.dir={run_dir}", "sweep.chunk_size=4",
-           "sweep.n_steps=100000", "runner.devices=1", *extra]
+           f"sweep.n_steps={KILL_STEPS}", "runner.devices=1", *extra]
     return cmd, dict(os.environ, TQDM_DISABLE="1")
 
 
@@ -173,7 +178,7 @@ def test_sigkill_mid_sweep_then_rerun_gives_the_uninterrupted_rows(tmp_path):
     cmd, env = _ssdx(killed, "sweep.n_steps=1000")
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 2
-    assert "different sweep definition" in r.stderr and "n_steps 100000 -> 1000" in r.stderr
+    assert "different sweep definition" in r.stderr and f"n_steps {KILL_STEPS} -> 1000" in r.stderr
     pd.testing.assert_frame_equal(pq.read_table(killed / "results.parquet").to_pandas(), b)
 
 
