@@ -257,6 +257,9 @@ def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]
     ``drive.interface``, ``drive.dram``, ``drive.die_gbit`` (binary Gbit), ``drive.user_capacity_gb``
     (decimal GB), ``drive.nand``, ``drive.slc_mode`` (``pure_native``: MQSim has no pSLC cache),
     ``nand.t_read_us``/``t_prog_us``/``t_erase_us`` (µs, module docstring for the page-type mean),
+    ``nand.t_read_slc_us``/``t_prog_slc_us`` the same page times (MQSim has no pSLC mode; its translation
+    pages are read and programmed like data pages, and ssdx's engine times translation pages with the
+    pSLC timings),
     ``nand.bits_per_cell``, ``nand.page_kib``, ``nand.block_pages``, ``engine.write_buffer_mib``,
     ``engine.map_cache_mib`` (``CMT_Capacity``) with ``engine.map_cache`` = ``lru`` (MQSim's CMT is
     LRU; ``auto`` when ``Ideal_Mapping_Table``), ``engine.buffer_dram_*`` (``Data_Cache_DRAM_*``; MT/s,
@@ -321,6 +324,9 @@ def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]
         "drive.dram": True,
         "drive.slc_mode": "pure_native",
         "nand.t_read_us": t_read, "nand.t_prog_us": t_prog, "nand.t_erase_us": t_erase,
+        # MQSim has no pSLC mode: translation pages live on the same flash and are read and programmed
+        # at the technology's page times, which ssdx's engine takes from the pSLC timings
+        "nand.t_read_slc_us": t_read, "nand.t_prog_slc_us": t_prog,
         "nand.bits_per_cell": bits, "nand.page_kib": page_b / 1024, "nand.block_pages": pages,
         "engine.write_buffer_mib": _int(p, get(d, "Data_Cache_Capacity"), 0) / 2**20,
         "engine.map_cache_mib": _int(p, get(d, "CMT_Capacity"), 0) / 2**20,
@@ -432,7 +438,7 @@ _SYNTH = {**_COMMON,
           "Average_Request_Size": ("mean_size_sectors", "int", (1, 1 << 16)),
           "Variance_Request_Size": ("variance_size_sectors", "int", (0, 1 << 32)),
           "Seed": ("seed", "int", (0, 2**63)),
-          "Average_No_of_Reqs_in_Queue": ("queue_depth", "int", (1, 65535)),
+          "Average_No_of_Reqs_in_Queue": ("queue_depth", "int", (0, 65535)),
           "Bandwidth": ("bandwidth_bytes_s", "int", (0, 2**32 - 1)),
           "Intensity": (None, "warn", "Intensity is not read by MQSim's deserialiser (Bandwidth is)"),
           "Stop_Time": ("stop_time_ns", "float", (0, 1e18)),
@@ -492,6 +498,9 @@ def _flow(p: Path, n: Node) -> Flow:
         if fl.generator == "BANDWIDTH" and fl.bandwidth_bytes_s <= 0:
             raise MqsimXmlError(p, n.line, n.name, "a BANDWIDTH flow needs Bandwidth > 0 (bytes/s)",
                                 field="mqsim.workload")
+        if fl.generator == "QUEUE_DEPTH" and fl.queue_depth < 1:
+            raise MqsimXmlError(p, n.line, n.name, "a QUEUE_DEPTH flow needs Average_No_of_Reqs_in_Queue "
+                                ">= 1 (a BANDWIDTH flow does not read it)", field="mqsim.workload")
         if fl.total_requests == 0 and fl.stop_time_ns == 0:
             raise MqsimXmlError(p, n.line, n.name, "neither Total_Requests_To_Generate nor Stop_Time is set",
                                 field="mqsim.workload")

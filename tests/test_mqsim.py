@@ -1,0 +1,243 @@
+"""MQSim's input files: the ``ssdconfig.xml`` / ``workload.xml`` parsers and ``experiment=mqsim``.
+
+References: MQSim's deserialisers (Tavakkol et al., "MQSim: A Framework for Enabling Realistic Studies
+of Modern Multi-Queue SSD Devices", USENIX FAST 2018; its ``Device_Parameter_Set``,
+``Flash_Parameter_Set`` and ``IO_Flow_Parameter_Set`` classes) and the values written in the example
+files under ``examples/mqsim`` (MQSim's default drive).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from test_cli import ssdx
+
+from ssdx.params import ConfigError
+from ssdx.workloads import mqsim_xml
+from ssdx.workloads.mqsim_xml import MqsimXmlError
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "mqsim"
+SSDCONFIG = EXAMPLES / "ssdconfig.xml"
+
+
+def _flow(generator: str = "QUEUE_DEPTH", qd: int = 4, read_pct: int = 100, n: int = 3000,
+          bandwidth: int = 0, extra: str = "") -> str:
+    return f"""		<IO_Flow_Parameter_Set_Synthetic>
+			<Priority_Class>HIGH</Priority_Class>
+			<Initial_Occupancy_Percentage>0</Initial_Occupancy_Percentage>
+			<Working_Set_Percentage>100</Working_Set_Percentage>
+			<Synthetic_Generator_Type>{generator}</Synthetic_Generator_Type>
+			<Read_Percentage>{read_pct}</Read_Percentage>
+			<Address_Distribution>RANDOM_UNIFORM</Address_Distribution>
+			<Generated_Aligned_Addresses>true</Generated_Aligned_Addresses>
+			<Address_Alignment_Unit>8</Address_Alignment_Unit>
+			<Request_Size_Distribution>FIXED</Request_Size_Distribution>
+			<Average_Request_Size>8</Average_Request_Size>
+			<Variance_Request_Size>0</Variance_Request_Size>
+			<Seed>11</Seed>
+			<Average_No_of_Reqs_in_Queue>{qd}</Average_No_of_Reqs_in_Queue>
+			<Bandwidth>{bandwidth}</Bandwidth>
+			<Stop_Time>0</Stop_Time>
+			<Total_Requests_To_Generate>{n}</Total_Requests_To_Generate>{extra}
+		</IO_Flow_Parameter_Set_Synthetic>
+"""
+
+
+def _workload(*scenarios: list[str]) -> str:
+    body = "".join("\t<IO_Scenario>\n" + "".join(s) + "\t</IO_Scenario>\n" for s in scenarios)
+    return f'<?xml version="1.0" encoding="us-ascii"?>\n<MQSim_IO_Scenarios>\n{body}</MQSim_IO_Scenarios>\n'
+
+
+# ------------------------------------------------------------------------------------- ssdconfig.xml
+
+
+def test_default_drive_by_hand() -> None:
+    """MQSim's default drive, each override computed by hand from the file's values."""
+    o, _ = mqsim_xml.parse_ssdconfig(SSDCONFIG)
+    assert o["drive.channels"] == 8 and o["drive.dies_per_channel"] == 4 * 2
+    assert o["drive.planes_per_die"] == 2
+    assert o["nand.bits_per_cell"] == 2 and o["drive.nand"] == "mlc"
+    # MLC: the mean over its two page types (LSB, MSB); ns -> us
+    assert o["nand.t_read_us"] == 75.0 and o["nand.t_prog_us"] == 750.0 and o["nand.t_erase_us"] == 3800.0
+    # no pSLC mode in MQSim: translation pages (timed by the engine's pSLC timings) at the same page times
+    assert o["nand.t_read_slc_us"] == 75.0 and o["nand.t_prog_slc_us"] == 750.0
+    assert o["nand.page_kib"] == 8.0 and o["nand.block_pages"] == 256
+    raw = 8 * 4 * 2 * 2 * 2048 * 256 * 8192  # channels x chips x dies x planes x blocks x pages x bytes
+    assert o["drive.user_capacity_gb"] == pytest.approx(raw * (1 - 0.07) / 1e9, rel=1e-12)
+    assert o["drive.die_gbit"] == pytest.approx(2 * 2048 * 256 * 8192 * 8 / 2**30, rel=1e-12)
+    assert o["drive.bus_mts"] == 333.0
+    assert o["engine.write_buffer_mib"] == 256.0 and o["engine.map_cache_mib"] == 2.0
+    assert o["engine.map_cache"] == "lru"  # Ideal_Mapping_Table false
+    assert o["engine.suspension"] == "erase"
+    assert o["engine.suspend_erase_us"] == 700.0 and o["engine.suspend_program_us"] == 100.0
+    assert o["engine.buffer_dram_mts"] == 100.0 and o["engine.buffer_dram_trcd_ns"] == 13.0
+
+
+def test_every_element_is_mapped_or_named_in_a_warning() -> None:
+    """No field of MQSim's drive is dropped silently: each element is either mapped or warned about."""
+    o, warnings = mqsim_xml.parse_ssdconfig(SSDCONFIG)
+    leaves = re.findall(r"<(\w+)>[^<]*</\1>", SSDCONFIG.read_text())
+    mapped = {"PCIe_Lane_Bandwidth", "PCIe_Lane_Count", "HostInterface_Type", "Flash_Channel_Count",
+              "Chip_No_Per_Channel", "Die_No_Per_Chip", "Plane_No_Per_Die", "Block_No_Per_Plane",
+              "Page_No_Per_Block", "Page_Capacity", "Overprovisioning_Ratio", "Channel_Transfer_Rate",
+              "Flash_Technology", "Block_Erase_Latency", "Data_Cache_Capacity", "CMT_Capacity",
+              "Ideal_Mapping_Table", "CMD_Suspension_Support", "Suspend_Program_Time", "Suspend_Erase_Time",
+              "IO_Queue_Depth", "Preferred_suspend_write_time_for_read"}
+    mapped |= {x for x in leaves
+               if x.startswith(("Page_Read_Latency", "Page_Program_Latency", "Data_Cache_DRAM"))}
+    text = "\n".join(warnings)
+    unaccounted = [x for x in leaves if x not in mapped and x not in text]
+    assert not unaccounted, unaccounted
+
+
+def test_ideal_mapping_table_and_technology_page_types(tmp_path: Path) -> None:
+    """Ideal_Mapping_Table turns the LRU mapping cache off; TLC averages its three page types."""
+    s = SSDCONFIG.read_text()
+    s = s.replace("<Ideal_Mapping_Table>false", "<Ideal_Mapping_Table>true")
+    s = s.replace("<Flash_Technology>MLC", "<Flash_Technology>TLC")
+    s = s.replace("<Page_Read_Latency_CSB>75000", "<Page_Read_Latency_CSB>120000")
+    p = tmp_path / "ssd.xml"
+    p.write_text(s)
+    o, _ = mqsim_xml.parse_ssdconfig(p)
+    assert o["engine.map_cache"] == "auto"
+    assert o["nand.bits_per_cell"] == 3 and o["nand.t_read_us"] == pytest.approx((75 + 120 + 75) / 3)
+
+
+@pytest.mark.parametrize("bad, after, what", [
+    ("<Flash_Channel_Count>eight</Flash_Channel_Count>", 0, "Flash_Channel_Count"),
+    ("<Flash_Channel_Count>8</Flash_Channel_Count><Flash_Chanel_Count>8</Flash_Chanel_Count>", 0,
+     "Flash_Chanel_Count"),
+    # an unclosed end tag: expat finds the bad token where the next element starts, one line on
+    ("<Flash_Channel_Count>8</Flash_Channel_Count", 1, "not well-formed"),
+])
+def test_bad_ssdconfig_names_file_element_and_line(tmp_path: Path, bad: str, after: int, what: str) -> None:
+    text = SSDCONFIG.read_text()
+    want_line = text[:text.index("<Flash_Channel_Count>")].count("\n") + 1
+    p = tmp_path / "broken.xml"
+    p.write_text(text.replace("<Flash_Channel_Count>8</Flash_Channel_Count>", bad))
+    with pytest.raises(MqsimXmlError) as e:
+        mqsim_xml.parse_ssdconfig(p)
+    assert e.value.path.endswith("broken.xml") and what in str(e.value)
+    assert e.value.line == want_line + after
+    assert isinstance(e.value, ConfigError)
+
+
+@pytest.mark.parametrize("doctype", [
+    # entity expansion ("billion laughs")
+    '<!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>',
+    # an external entity that would read a local file
+    '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>',
+])
+def test_doctype_and_entities_are_refused(tmp_path: Path, doctype: str) -> None:
+    root = "<Execution_Parameter_Set>"
+    text = SSDCONFIG.read_text().replace(root, doctype + "\n" + root, 1)
+    text = text.replace("<Seed>321</Seed>", "<Seed>&b;&e;</Seed>" if "b " in doctype else "<Seed>&e;</Seed>")
+    p = tmp_path / "evil.xml"
+    p.write_text(text)
+    with pytest.raises(MqsimXmlError, match="DOCTYPE and entity declarations are refused") as e:
+        mqsim_xml.parse_ssdconfig(p)
+    assert e.value.line == text[:text.index("<!DOCTYPE")].count("\n") + 1
+
+
+# -------------------------------------------------------------------------------------- workload.xml
+
+
+def test_bandwidth_flow_interarrival_repeats_mqsims_integer_arithmetic(tmp_path: Path) -> None:
+    """A BANDWIDTH flow does not read its queue depth (0 accepted); its mean gap is MQSim's integer one."""
+    p = tmp_path / "w.xml"
+    p.write_text(_workload([_flow("BANDWIDTH", qd=0, bandwidth=40_960_000)]))
+    (sc,) = mqsim_xml.parse_workload(p)
+    fl = sc.flows[0]
+    # (40,960,000 / 512) / 8 = 10,000 requests/s -> 10^9 // 10,000 = 100,000 ns
+    assert fl.mean_interarrival_s == pytest.approx(100e-6, rel=1e-15)
+    p.write_text(_workload([_flow("BANDWIDTH", qd=0, bandwidth=40_000_000)]))
+    # (40,000,000 // 512) // 8 = 9,765 -> 10^9 // 9,765 = 102,406 ns (integer divisions, as MQSim)
+    assert mqsim_xml.parse_workload(p)[0].flows[0].mean_interarrival_s == pytest.approx(102_406e-9, rel=1e-15)
+
+
+def test_queue_depth_flow_needs_a_queue_depth(tmp_path: Path) -> None:
+    p = tmp_path / "w.xml"
+    p.write_text(_workload([_flow("QUEUE_DEPTH", qd=0)]))
+    with pytest.raises(MqsimXmlError, match="Average_No_of_Reqs_in_Queue") as e:
+        mqsim_xml.parse_workload(p)
+    assert e.value.line == 4  # the flow's opening element
+
+
+def test_unknown_flow_element_is_refused_with_its_line(tmp_path: Path) -> None:
+    p = tmp_path / "w.xml"
+    p.write_text(_workload([_flow(extra="\n\t\t\t<Read_Percantage>50</Read_Percantage>")]))
+    text = p.read_text()
+    with pytest.raises(MqsimXmlError, match="Read_Percantage") as e:
+        mqsim_xml.parse_workload(p)
+    assert e.value.line == text[:text.index("<Read_Percantage>")].count("\n") + 1
+
+
+# ------------------------------------------------------------------------------------ experiment=mqsim
+
+
+def _run(tmp_path: Path, workload: str, *overrides: str) -> tuple[int, str, dict | None]:
+    w = tmp_path / "workload.xml"
+    w.write_text(workload)
+    out = tmp_path / "run"
+    r = ssdx("experiment=mqsim", f"mqsim.ssdconfig={SSDCONFIG}", f"mqsim.workload={w}",
+             f"hydra.run.dir={out}", *overrides)
+    s = json.loads((out / "summary.json").read_text()) if r.returncode == 0 else None
+    return r.returncode, r.stderr, s
+
+
+def test_closed_and_open_loop_flows_keep_their_definitions(tmp_path: Path) -> None:
+    """Scenario 1, closed loop at QD8: Little's law, iops x mean response = 8.  Scenario 2, open loop at
+    MQSim's BANDWIDTH rate, unsaturated: iops = the offered rate (Poisson count, 5 sigma)."""
+    n, rate = 4000, 20_000  # requests, requests/s
+    rc, err, s = _run(tmp_path, _workload([_flow(qd=8, read_pct=70, n=n)],
+                                          [_flow("BANDWIDTH", qd=0, n=n, bandwidth=rate * 8 * 512)]))
+    assert rc == 0, err
+    closed, opened = s["scenarios"][0]["flows"][0], s["scenarios"][1]["flows"][0]
+    for f in (closed, opened):
+        assert f["requests"] == n == f["read_requests"] + f["write_requests"]
+        assert f["mb_s"] == pytest.approx(f["iops"] * 4096 / 1e6, rel=1e-9)
+        assert 0 < f["device_response_time_us"] < f["p99_response_time_us"]
+    assert closed["read_requests"] / n == pytest.approx(0.7, abs=5 * math.sqrt(0.21 / n))
+    assert closed["iops"] * closed["device_response_time_us"] * 1e-6 == pytest.approx(8, rel=0.03)
+    assert s["scenarios"][0]["loop"] == "closed" and s["scenarios"][1]["loop"] == "open"
+    assert opened["iops"] == pytest.approx(rate, rel=5 / math.sqrt(n))
+    assert any("Priority_Class" in w for w in s["warnings"])  # not modelled, so named
+    assert s["overrides"]["drive.channels"] == 8
+
+
+def test_mapping_cache_misses_cost_a_translation_read(tmp_path: Path) -> None:
+    """QD1 random reads over the whole drive: with MQSim's 2 MiB CMT almost every lookup misses and reads
+    a translation page first, so the mean response grows by about one page read (t_R = 75 us plus its
+    transfer); with Ideal_Mapping_Table it does not."""
+    wl = _workload([_flow(qd=1, n=1500)])
+    (tmp_path / "a").mkdir()
+    rc, err, lru = _run(tmp_path / "a", wl)
+    assert rc == 0, err
+    ideal_cfg = tmp_path / "ideal.xml"
+    ideal_cfg.write_text(SSDCONFIG.read_text().replace("<Ideal_Mapping_Table>false",
+                                                       "<Ideal_Mapping_Table>true"))
+    w = tmp_path / "w.xml"
+    w.write_text(wl)
+    r = ssdx("experiment=mqsim", f"mqsim.ssdconfig={ideal_cfg}", f"mqsim.workload={w}",
+             f"hydra.run.dir={tmp_path / 'b'}")
+    assert r.returncode == 0, r.stderr
+    ideal = json.loads((tmp_path / "b" / "summary.json").read_text())
+    extra = (lru["scenarios"][0]["flows"][0]["device_response_time_us"]
+             - ideal["scenarios"][0]["flows"][0]["device_response_time_us"])
+    assert 75.0 <= extra <= 75.0 + 40.0  # one t_R plus at most one channel transfer and a lookup
+
+
+def test_mixed_loops_in_one_scenario_are_refused(tmp_path: Path) -> None:
+    rc, err, _ = _run(tmp_path, _workload([_flow(qd=4), _flow("BANDWIDTH", qd=0, bandwidth=10_000_000)]))
+    assert rc == 2
+    assert "mqsim.workload" in err and "QUEUE_DEPTH" in err
+
+
+def test_bad_workload_file_exits_2_naming_file_and_line(tmp_path: Path) -> None:
+    rc, err, _ = _run(tmp_path, _workload([_flow(qd=0)]))
+    assert rc == 2
+    assert "workload.xml:4" in err and "Average_No_of_Reqs_in_Queue" in err
