@@ -26,12 +26,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
 import resource
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -327,9 +329,21 @@ def evidence_cases() -> list[Case]:
         Case(name="mix70_qd16_susp_prog_erase", read_pct=70, qd=16,
              drive_overrides={"CMD_Suspension_Support": "PROGRAM_ERASE"},
              note="mix70_qd16 with program and erase suspension"),
+        Case(name="randwrite_qd16_ideal_map", read_pct=0, qd=16,
+             drive_overrides={"Ideal_Mapping_Table": True}, note="randwrite_qd16 with Ideal_Mapping_Table"),
         Case(name="randwrite_qd16_dram800", read_pct=0, qd=16,
              drive_overrides={"Data_Cache_DRAM_Data_Rate": 800},
              note="randwrite_qd16 with the data cache's DRAM at 800 MT/s instead of 100"),
+        Case(name="randwrite_qd16_tprog375", read_pct=0, qd=16,
+             drive_overrides={"Page_Program_Latency": 375000},
+             note="randwrite_qd16 with half the page program time: does MQSim's write ceiling follow it?"),
+        Case(name="randwrite_qd16_ideal_map_tprog375", read_pct=0, qd=16,
+             drive_overrides={"Page_Program_Latency": 375000, "Ideal_Mapping_Table": True},
+             note="randwrite_qd16 with half the page program time and no mapping-table misses"),
+        Case(name="small_occ90_randwrite_qd16_10s", drive="small", read_pct=0, qd=16, precondition=True,
+             occupancy_pct=90, stop_time_s=10,
+             note="10 s of random writes on the 90 % full small drive: 1.5 GB, past the 256 MiB data "
+                  "cache, so that garbage collection runs"),
         Case(name="pair_qd16_qd2_count", kind="pair", read_pct=100, qd=16, second_flow_qd=2, stop_time_s=0,
              total_requests=50000,
              note="two random-read flows (QD16, QD2) with equal request counts: the QD16 flow's IOPS is "
@@ -379,8 +393,8 @@ def parse_result(path: Path) -> list[dict[str, Any]]:
     return flows
 
 
-def run_mqsim(binary: Path, case: Case, workdir: Path, mqsim_src: Path | None) -> dict[str, Any]:
-    """Write the case's XML files in ``workdir``, run MQSim, return its flows and CPU/wall time."""
+def write_case_files(case: Case, workdir: Path, mqsim_src: Path | None) -> tuple[Path, Path]:
+    """Write the case's ``ssdconfig.xml`` and ``workload.xml`` (and copy its trace) into ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     trace_path = ""
     if case.kind == "trace":
@@ -392,6 +406,12 @@ def run_mqsim(binary: Path, case: Case, workdir: Path, mqsim_src: Path | None) -
     wl = workdir / "workload.xml"
     ssd.write_text(ssdconfig_xml(case.drive_params()))
     wl.write_text(workload_xml(case, trace_path))
+    return ssd, wl
+
+
+def run_mqsim(binary: Path, case: Case, workdir: Path, mqsim_src: Path | None) -> dict[str, Any]:
+    """Write the case's XML files in ``workdir``, run MQSim, return its flows and CPU/wall time."""
+    ssd, wl = write_case_files(case, workdir, mqsim_src)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([str(binary), "-i", ssd.name, "-w", wl.name], cwd=workdir,
@@ -518,26 +538,38 @@ def closed_form(case: Case, flow: dict[str, Any], wall_stop_s: int | None = None
 # ----------------------------------------------------------------------------------------------------
 
 
-def run_ssdx(workdir: Path) -> dict[str, Any] | None:
-    """ssdx's figures on the case's XML files through ``ssdx.tasks_mqsim.run_mqsim``, or None if absent."""
-    try:
-        from omegaconf import OmegaConf
-        from ssdx.tasks_mqsim import run_mqsim as ssdx_run  # type: ignore[import-not-found]
-    except ImportError:
+def run_ssdx(workdir: Path, overrides: list[str] | None = None) -> dict[str, Any] | None:
+    """ssdx's figures on the case's XML files, run as a user runs them (``ssdx experiment=mqsim ...``).
+
+    ``overrides`` are further Hydra overrides.  Returns the first flow of the first scenario, the wall
+    time and the child's CPU time (which includes starting Python and JAX and compiling), or None where
+    ssdx is not installed.
+    """
+    if importlib.util.find_spec("ssdx") is None:
         return None
     out_dir = workdir / "ssdx"
-    out_dir.mkdir(exist_ok=True)
-    cfg = OmegaConf.create({"mqsim": {"ssdconfig": str(workdir / "ssdconfig.xml"),
-                                      "workload": str(workdir / "workload.xml")}})
-    before = resource.getrusage(resource.RUSAGE_SELF)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    ssdx_run(cfg, out_dir)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ssdx.cli.main", "experiment=mqsim",
+         f"mqsim.ssdconfig={workdir / 'ssdconfig.xml'}", f"mqsim.workload={workdir / 'workload.xml'}",
+         f"hydra.run.dir={out_dir}", *(overrides or [])],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+        env={**os.environ, "TQDM_DISABLE": "1", "MPLBACKEND": "Agg"})
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_SELF)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ssdx exit {proc.returncode}: {(proc.stdout + proc.stderr)[-600:]}")
     summary = json.loads((out_dir / "summary.json").read_text())
     flow = summary["scenarios"][0]["flows"][0]
-    return {"flow": flow, "wall_s": wall,
+    return {"flow": flow, "wall_s": wall, "summary_warnings": len(summary.get("warnings", [])),
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+
+
+def ssdx_requests(rec: dict[str, Any]) -> int:
+    """Requests per flow for ssdx: as many as MQSim executed in the case (its ``Stop_Time`` or its count),
+    at least 1,000."""
+    return max(max(int(f["Request_Count"] or 0) for f in rec["mqsim"]["flows"]), 1000)
 
 
 def rel(a: float | None, b: float | None) -> float | None:
@@ -567,14 +599,29 @@ def mqsim_commit(binary: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the matrix; write ``mqsim_reference.json`` (and ``xval.json``/``table.md`` when ssdx can run)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mqsim", type=Path, required=True, help="MQSim binary (its source tree holds traces/)")
+    ap.add_argument("--mqsim", type=Path, required=True,
+                    help="MQSim binary (its source tree holds traces/; --ssdx-only reads only the traces)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/mqsim_xval"))
     ap.add_argument("--quick", action="store_true", help="a subset of the cases")
     ap.add_argument("--no-ssdx", action="store_true", help="MQSim only")
     ap.add_argument("--only", default="", help="comma-separated case names: run these, merge into the "
                     "existing mqsim_reference.json")
+    ap.add_argument("--ssdx-only", action="store_true",
+                    help="run ssdx on every case of the existing mqsim_reference.json (MQSim is not run) and "
+                         "write xval.json and table.md")
     args = ap.parse_args(argv)
     binary = args.mqsim.resolve()
+    ref_path = args.out / "mqsim_reference.json"
+    if args.ssdx_only:
+        if not ref_path.is_file():
+            ap.error(f"--ssdx-only needs an existing {ref_path}")
+        ref = json.loads(ref_path.read_text())
+        tmp = Path(tempfile.mkdtemp(prefix="mqsim_xval_"))
+        for name, rec in ref["cases"].items():
+            if "error" not in rec:
+                write_case_files(Case(**rec["case"]), tmp / name, binary.parent)
+        write_xval(ref, tmp, args.out)
+        return 0
     if not binary.is_file():
         ap.error(f"--mqsim {args.mqsim}: no such file")
     src = binary.parent
@@ -583,7 +630,6 @@ def main(argv: list[str] | None = None) -> int:
 
     cases = closed_loop_cases(args.quick)
     results: dict[str, Any] = {}
-    ref_path = args.out / "mqsim_reference.json"
     only = [x for x in args.only.split(",") if x]
 
     def do(case: Case) -> None:
@@ -654,7 +700,13 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path) -> None:
     for name, rec in ref["cases"].items():
         if "error" in rec:
             continue
-        s = run_ssdx(tmp / name)
+        t0 = time.perf_counter()
+        try:
+            s = run_ssdx(tmp / name, [f"mqsim.requests_per_flow={ssdx_requests(rec)}"])
+        except Exception as exc:  # noqa: BLE001 - one case's failure is recorded, the others still run
+            rows[name] = {"error": f"{type(exc).__name__}: {exc}"[-600:]}
+            print(f"{name}: ssdx failed: {rows[name]['error']}", flush=True)
+            continue
         if s is None:
             print("ssdx.tasks_mqsim not available: no side-by-side table")
             return
@@ -676,6 +728,9 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path) -> None:
             "cpu_us_per_request": {"mqsim": cpu_m, "ssdx": cpu_s,
                                    "ratio_ssdx_over_mqsim": (cpu_s / cpu_m) if cpu_s and cpu_m else None},
         }
+        mean = _f(rows[name]["ssdx"]["mean_us"], ".1f")
+        print(f"{name:36s} ssdx {time.perf_counter() - t0:6.1f} s  mean {mean} us vs MQSim "
+              f"{m['Device_Response_Time']} us", flush=True)
     (out / "xval.json").write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
     (out / "table.md").write_text(table_md(rows))
     print(f"wrote {out / 'xval.json'} and {out / 'table.md'}")
@@ -686,11 +741,16 @@ def _f(x: float | None, fmt: str) -> str:
 
 
 def table_md(rows: dict[str, Any]) -> str:
-    """The side-by-side table in Markdown (MQSim logs no percentile, so p99 is ssdx's only)."""
+    """The side-by-side table in Markdown (MQSim logs no percentile, so p99 is ssdx's only).  CPU time
+    per request: MQSim's process; ssdx's whole ``ssdx`` process, Python, JAX start-up and compilation
+    included (about two seconds, so it dominates at these request counts)."""
     lines = ["| case | MQSim IOPS | ssdx IOPS | Δ IOPS | MQSim mean µs | ssdx mean µs | Δ mean | ssdx p99 µs "
-             "| MQSim checks | CPU µs/req MQSim | ssdx | ratio |",
+             "| MQSim checks | CPU µs/req MQSim | ssdx (with start-up) | ratio |",
              "|---|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|---:|"]
     for k, r in rows.items():
+        if "error" in r:
+            lines.append(f"| {k} | ssdx failed: {r['error'][:80]} |" + " |" * 10)
+            continue
         c = r["cpu_us_per_request"]
         lines.append(
             f"| {k} | {_f(r['mqsim']['iops'], ',.0f')} | {_f(r['ssdx']['iops'], ',.0f')} | "
