@@ -57,7 +57,7 @@ def _workload(*scenarios: list[str]) -> str:
 
 def test_default_drive_by_hand() -> None:
     """MQSim's default drive, each override computed by hand from the file's values."""
-    o, _ = mqsim_xml.parse_ssdconfig(SSDCONFIG)
+    o, warnings = mqsim_xml.parse_ssdconfig(SSDCONFIG)
     assert o["drive.channels"] == 8 and o["drive.dies_per_channel"] == 4 * 2
     assert o["drive.planes_per_die"] == 2
     assert o["nand.bits_per_cell"] == 2 and o["drive.nand"] == "mlc"
@@ -73,6 +73,8 @@ def test_default_drive_by_hand() -> None:
     assert o["engine.write_buffer_mib"] == 256.0 and o["engine.map_cache_mib"] == 2.0
     assert o["engine.map_cache"] == "lru"  # Ideal_Mapping_Table false
     assert o["engine.suspension"] == "erase"
+    # MQSim's schedulers never suspend whatever the file asks: said, not silently copied or dropped
+    assert any("never do" in w and "engine.suspension=none" in w for w in warnings)
     assert o["engine.suspend_erase_us"] == 700.0 and o["engine.suspend_program_us"] == 100.0
     assert o["engine.buffer_dram_mts"] == 100.0 and o["engine.buffer_dram_trcd_ns"] == 13.0
 

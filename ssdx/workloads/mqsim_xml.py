@@ -345,6 +345,12 @@ def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]
         "engine.suspend_min_erase_us": _float(p, get(d, "Prefered_suspend_erase_time_for_read")) / 1e3,
         "workload.queue_depth": _int(p, get(d, "IO_Queue_Depth"), 1, 65535),
     }
+    if overrides["engine.suspension"] != "none":
+        warnings.append(
+            f"Flash_Parameter_Set.CMD_Suspension_Support = {overrides['engine.suspension'].upper()}: ssdx "
+            "suspends programs/erases for reads as this asks, but MQSim's schedulers never do (in "
+            "TSU_OutofOrder and TSU_Priority_OutOfOrder::service_read_transaction the WRITING and ERASING "
+            "cases fall through to 'default: return false'); engine.suspension=none reproduces MQSim")
     from ssdx.engine_params import MAX_SLOTS
 
     if overrides["workload.queue_depth"] > MAX_SLOTS:
