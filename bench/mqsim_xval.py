@@ -234,12 +234,15 @@ class Case:
 
 def workload_xml(case: Case, trace_path: str = "") -> str:
     """MQSim's ``MQSim_IO_Scenarios`` with one scenario holding the case's single flow."""
+    d = case.drive_params()
+    ids = {k: ",".join(str(i) for i in range(int(d[k]))) for k in
+           ("Flash_Channel_Count", "Chip_No_Per_Channel", "Die_No_Per_Chip", "Plane_No_Per_Die")}
     common = f"""			<Priority_Class>HIGH</Priority_Class>
 			<Device_Level_Data_Caching_Mode>WRITE_CACHE</Device_Level_Data_Caching_Mode>
-			<Channel_IDs>0,1,2,3,4,5,6,7</Channel_IDs>
-			<Chip_IDs>0,1,2,3</Chip_IDs>
-			<Die_IDs>0,1</Die_IDs>
-			<Plane_IDs>0,1</Plane_IDs>
+			<Channel_IDs>{ids['Flash_Channel_Count']}</Channel_IDs>
+			<Chip_IDs>{ids['Chip_No_Per_Channel']}</Chip_IDs>
+			<Die_IDs>{ids['Die_No_Per_Chip']}</Die_IDs>
+			<Plane_IDs>{ids['Plane_No_Per_Die']}</Plane_IDs>
 			<Initial_Occupancy_Percentage>{case.occupancy_pct}</Initial_Occupancy_Percentage>
 """
     if case.kind == "trace":
@@ -340,6 +343,13 @@ def evidence_cases() -> list[Case]:
         Case(name="randwrite_qd16_ideal_map_tprog375", read_pct=0, qd=16,
              drive_overrides={"Page_Program_Latency": 375000, "Ideal_Mapping_Table": True},
              note="randwrite_qd16 with half the page program time and no mapping-table misses"),
+        Case(name="randwrite_qd16_8chips_1die", read_pct=0, qd=16,
+             drive_overrides={"Chip_No_Per_Channel": 8, "Die_No_Per_Chip": 1},
+             note="randwrite_qd16 with the same 64 dies as 8 one-die chips per channel: is the write "
+                  "ceiling per chip?"),
+        Case(name="randwrite_qd16_2chips_4dies", read_pct=0, qd=16,
+             drive_overrides={"Chip_No_Per_Channel": 2, "Die_No_Per_Chip": 4},
+             note="randwrite_qd16 with the same 64 dies as 2 four-die chips per channel"),
         Case(name="small_occ90_randwrite_qd16_10s", drive="small", read_pct=0, qd=16, precondition=True,
              occupancy_pct=90, stop_time_s=10,
              note="10 s of random writes on the 90 % full small drive: 1.5 GB, past the 256 MiB data "
