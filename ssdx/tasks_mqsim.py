@@ -220,9 +220,13 @@ def flow_figures(lat_s: np.ndarray, op: np.ndarray, size: np.ndarray, makespan_s
             "mean_outstanding": n / makespan_s * float(np.mean(lat_s)) if n else 0.0}
 
 
-def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: list[str],
-                 progress: bool = False) -> dict[str, Any]:
-    """Simulate one scenario on the configured drive (overrides already applied); its per-flow figures."""
+def scenario_streams(cfg: Mapping[str, Any], sc: Scenario, index: int,
+                     warnings: list[str]) -> tuple[dict[str, Any], list[Chunk], bool]:
+    """A scenario's engine configuration (loop, queue depth, pre-fill set) and its flows' request streams.
+
+    Returns ``(run_cfg, chunks, closed)``: one chunk per flow, on its own slice of the logical space;
+    ``closed`` when every flow is QUEUE_DEPTH (closed loop; otherwise every flow is open loop).
+    """
     closed = [f.kind == "synthetic" and f.generator == "QUEUE_DEPTH" for f in sc.flows]
     if any(closed) and not all(closed):
         raise params.ConfigError("mqsim.workload", f"IO_Scenario at line {sc.line}",
@@ -241,28 +245,34 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
         warnings.extend(f"{tag}: {w}" for w in fl.warnings)
     run_cfg = apply_overrides(cfg, {
         "workload.prefill_fraction": float(np.mean([f.initial_occupancy_pct for f in sc.flows])) / 100.0})
-    dtype = io.dtype(cfg.get("precision", "float32"))
-    backend = engine_backends.select(run_cfg["engine"])
     if all(closed):
-        qd = [f.queue_depth for f in sc.flows]
         run_cfg["engine"]["loop"] = "closed"
-        run_cfg["workload"]["queue_depth"] = int(sum(qd))
-        rates = np.asarray(qd, np.float64)
-        passes = 1 if len(sc.flows) == 1 else int(_conf(cfg, "closed_loop_passes", 6))
+        run_cfg["workload"]["queue_depth"] = int(sum(f.queue_depth for f in sc.flows))
     else:
         run_cfg["engine"]["loop"] = "open"
         run_cfg["workload"]["queue_depth"] = int(cfg["workload"]["queue_depth"])
-        passes = 1
+    return run_cfg, chunks, all(closed)
+
+
+def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: list[str],
+                 progress: bool = False) -> dict[str, Any]:
+    """Simulate one scenario on the configured drive (overrides already applied); its per-flow figures."""
+    run_cfg, chunks, closed = scenario_streams(cfg, sc, index, warnings)
+    dtype = io.dtype(cfg.get("precision", "float32"))
+    backend = engine_backends.select(run_cfg["engine"])
+    qd = [f.queue_depth for f in sc.flows]
+    rates = np.asarray(qd, np.float64)
+    passes = int(_conf(cfg, "closed_loop_passes", 6)) if closed and len(sc.flows) > 1 else 1
     _, trees = engine_params.build_from_config(run_cfg, dtype=dtype)
     for _ in range(passes):
-        if all(closed):
+        if closed:
             merged, flow_id, kept = _merge_closed(chunks, rates)
         else:
             merged, flow_id = _merge_timed(chunks)
         res = replay.replay(trees, [merged], chunk_len=min(replay.DEFAULT_CHUNK, len(merged)),
                             keep_latency=True, progress=progress, desc=f"scenario {index}", backend=backend)
         lat = np.asarray(res.latencies, np.float64)[0]
-        if all(closed):
+        if closed:
             mean_lat = np.array([lat[flow_id == i].mean() for i in range(len(sc.flows))])
             held = kept / float(res.metrics["makespan_s"][0]) * mean_lat  # Little: mean outstanding
             if np.allclose(held, qd, rtol=0.02):
@@ -270,7 +280,7 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
             # damped (geometric mean of the old rate and the Little's-law one): a flow's latency moves
             # with the others' load, and the undamped update can oscillate
             rates = np.sqrt(rates * np.asarray(qd, np.float64) / mean_lat)
-    if all(closed):
+    if closed:
         for i, (k, c) in enumerate(zip(kept, chunks)):
             if k < len(c):
                 warnings.append(f"scenario {index} flow {i} (line {sc.flows[i].line}): {k} of its {len(c)} "
@@ -284,16 +294,28 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
             "simulated_time_s": span, "flows": flows}
 
 
-def run_mqsim(cfg: Mapping, out_dir: Path, progress: bool = True) -> dict:
-    """Run every scenario of ``mqsim.workload`` on the drive of ``mqsim.ssdconfig`` (both default to
-    ``examples/mqsim``); writes and returns ``summary.json``: ``scenarios`` (each with ``flows`` of
-    :func:`flow_figures`), ``warnings`` (fields not modelled, caps) and ``overrides`` (from the XML)."""
-    ssdconfig = Path(_conf(cfg, "ssdconfig", EXAMPLES / "ssdconfig.xml"))
-    workload = Path(_conf(cfg, "workload", EXAMPLES / "workload.xml"))
+def _paths(cfg: Mapping[str, Any]) -> tuple[Path, Path]:
+    return (Path(_conf(cfg, "ssdconfig", EXAMPLES / "ssdconfig.xml")),
+            Path(_conf(cfg, "workload", EXAMPLES / "workload.xml")))
+
+
+def load(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], list[Scenario], dict[str, Any], list[str]]:
+    """Read ``mqsim.ssdconfig`` and ``mqsim.workload``: the configuration with the drive file's overrides
+    applied, the scenarios, the overrides and the warnings."""
+    ssdconfig, workload = _paths(cfg)
     overrides, warnings = mqsim_xml.parse_ssdconfig(ssdconfig)
     scenarios = mqsim_xml.parse_workload(workload)
     run_cfg = apply_overrides(cfg, overrides)
     run_cfg["drive"].pop("defaults", None)
+    return run_cfg, scenarios, overrides, warnings
+
+
+def run_mqsim(cfg: Mapping, out_dir: Path, progress: bool = True) -> dict:
+    """Run every scenario of ``mqsim.workload`` on the drive of ``mqsim.ssdconfig`` (both default to
+    ``examples/mqsim``); writes and returns ``summary.json``: ``scenarios`` (each with ``flows`` of
+    :func:`flow_figures`), ``warnings`` (fields not modelled, caps) and ``overrides`` (from the XML)."""
+    run_cfg, scenarios, overrides, warnings = load(cfg)
+    ssdconfig, workload = _paths(cfg)
     out = [run_scenario(run_cfg, sc, i, warnings, progress) for i, sc in enumerate(scenarios)]
     summary = {"ssdconfig": str(ssdconfig), "workload": str(workload), "scenarios": out,
                "warnings": warnings, "overrides": overrides}
