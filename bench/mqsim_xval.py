@@ -582,6 +582,49 @@ def ssdx_requests(rec: dict[str, Any]) -> int:
     return max(max(int(f["Request_Count"] or 0) for f in rec["mqsim"]["flows"]), 1000)
 
 
+#: cases timed by ``--speed``: a closed-loop read, a mixed load, a write load and MQSim's bursty trace
+SPEED_CASES = ("randread_qd16", "mix70_qd16", "randwrite_qd16", "tpcc")
+
+
+def ssdx_speed(workdir: Path, requests: int, batches: tuple[int, ...],
+               backend: str = "auto") -> list[dict[str, Any]]:
+    """ssdx's engine on a case's XML files with ``B`` configurations per batch, each ``B`` of ``batches``.
+
+    The configuration is composed as the ``ssdx`` command composes it (``experiment=mqsim`` and the two
+    files), read with ``ssdx.tasks_mqsim.load``; the first scenario's stream (one flow) is replayed once
+    through ``B`` copies of the drive (every copy costs the engine the same as a different drive would:
+    its work does not depend on the values).  Compile time apart; ``run_s`` is the replay's own time.
+    """
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from ssdx import engine_params, replay
+    from ssdx.cli import main as cli_main
+    from ssdx.cli import schema
+    from ssdx.paths import conf_dir
+    from ssdx.tasks_mqsim import load, scenario_streams
+
+    schema.register()
+    cli_main.register_sweeps()
+    overrides = ["experiment=mqsim", f"mqsim.ssdconfig={workdir / 'ssdconfig.xml'}",
+                 f"mqsim.workload={workdir / 'workload.xml'}", f"mqsim.requests_per_flow={requests}",
+                 f"engine.backend={backend}"]
+    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+        cfg = OmegaConf.to_container(compose("config", overrides), resolve=True)
+    run_cfg, scenarios, _, _ = load(cfg)
+    run_cfg_s, chunks, _ = scenario_streams(run_cfg, scenarios[0], 0, [])
+    stream = chunks[0]
+    rows = []
+    for b in batches:
+        _, trees = engine_params.build_from_config(run_cfg_s, n=b)
+        res = replay.replay(trees, [stream], chunk_len=min(replay.DEFAULT_CHUNK, len(stream)),
+                            backend=run_cfg_s["engine"].get("backend", "auto"))
+        rate = b * len(stream) / res.run_s
+        rows.append({"configs": b, "requests": len(stream), "compile_s": res.compile_s, "run_s": res.run_s,
+                     "config_requests_per_s": rate, "us_per_config_request": 1e6 / rate})
+    return rows
+
+
 def rel(a: float | None, b: float | None) -> float | None:
     """(a - b) / b, or None where either is missing or b is 0."""
     if a is None or b is None or b == 0:
@@ -619,9 +662,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ssdx-only", action="store_true",
                     help="run ssdx on every case of the existing mqsim_reference.json (MQSim is not run) and "
                          "write xval.json and table.md")
+    ap.add_argument("--speed", default="", help="comma-separated batch sizes: time ssdx's engine on the "
+                    f"cases {', '.join(SPEED_CASES)} with that many configurations per batch against MQSim's "
+                    "CPU time per request (from the existing mqsim_reference.json); writes speed.json")
     args = ap.parse_args(argv)
     binary = args.mqsim.resolve()
     ref_path = args.out / "mqsim_reference.json"
+    if args.speed:
+        if not ref_path.is_file():
+            ap.error(f"--speed needs an existing {ref_path}")
+        write_speed(json.loads(ref_path.read_text()), binary.parent, args.out,
+                    tuple(int(x) for x in args.speed.split(",")))
+        return 0
     if args.ssdx_only:
         if not ref_path.is_file():
             ap.error(f"--ssdx-only needs an existing {ref_path}")
@@ -744,6 +796,37 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path) -> None:
     (out / "xval.json").write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
     (out / "table.md").write_text(table_md(rows))
     print(f"wrote {out / 'xval.json'} and {out / 'table.md'}")
+
+
+def write_speed(ref: dict[str, Any], mqsim_src: Path, out: Path, batches: tuple[int, ...]) -> None:
+    """Time ssdx on :data:`SPEED_CASES` (``ssdx_speed``) and write ``speed.json`` with the ratio of MQSim's
+    CPU time per request to ssdx's per configuration-request."""
+    import platform
+
+    import jax
+
+    tmp = Path(tempfile.mkdtemp(prefix="mqsim_speed_"))
+    rows: dict[str, Any] = {}
+    print(f"{'case':16s} {'configs':>8s} {'requests':>9s} {'compile s':>9s} {'run s':>8s} "
+          f"{'cfg-req/s':>10s} {'MQSim us/req':>12s} {'ssdx us/cfg-req':>15s} {'ratio':>8s}")
+    for name in SPEED_CASES:
+        rec = ref["cases"][name]
+        write_case_files(Case(**rec["case"]), tmp / name, mqsim_src)
+        mq = rec["mqsim"]["cpu_us_per_request"]
+        rows[name] = {"mqsim_cpu_us_per_request": mq, "ssdx": []}
+        for r in ssdx_speed(tmp / name, ssdx_requests(rec), batches):
+            r["ratio_mqsim_over_ssdx"] = mq / r["us_per_config_request"]
+            rows[name]["ssdx"].append(r)
+            print(f"{name:16s} {r['configs']:8d} {r['requests']:9d} {r['compile_s']:9.2f} {r['run_s']:8.3f} "
+                  f"{r['config_requests_per_s']:10.3g} {mq:12.2f} {r['us_per_config_request']:15.4f} "
+                  f"{r['ratio_mqsim_over_ssdx']:8.0f}", flush=True)
+    doc = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                       "processor": platform.processor()},
+           "device": str(jax.devices()[0]), "baseline": "MQSim's CPU time per request (same machine, one "
+           "process, mqsim_reference.json)", "batches": list(batches), "cases": rows,
+           "command": "python -m bench.mqsim_xval --mqsim PATH --speed " + ",".join(map(str, batches))}
+    (out / "speed.json").write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {out / 'speed.json'}")
 
 
 def _f(x: float | None, fmt: str) -> str:
