@@ -36,26 +36,62 @@ NOTEBOOKS = {
 }
 
 
-def _inject_after_parameters(nb, source: str) -> None:
-    tagged = [i for i, c in enumerate(nb.cells)
-              if c.cell_type == "code" and "parameters" in c.get("metadata", {}).get("tags", [])]
+RENDERED_NOTE = ("# The stored copy of this notebook was run at these small sizes (the test suite's);\n"
+                 "# delete this cell to run the study at the sizes of the cell above.\n")
+
+
+def prepare(nb, name: str) -> None:
+    """Put the small sizes of ``name`` in the cell after the one tagged ``parameters`` (replacing the
+    stored copy's cell of small sizes, or inserting one), so they win over the study's own sizes."""
+    tags = lambda c: c.get("metadata", {}).get("tags", [])  # noqa: E731
+    nb.cells[:] = [c for c in nb.cells if "injected-parameters" not in tags(c)]
+    tagged = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "parameters" in tags(c)]
     assert len(tagged) == 1, "the notebook needs exactly one code cell tagged 'parameters'"
-    cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
+    cell = nbformat.v4.new_code_cell(RENDERED_NOTE + NOTEBOOKS[name],
+                                     metadata={"tags": ["injected-parameters"]})
     nb.cells.insert(tagged[0] + 1, cell)
 
 
+def execute(name: str):
+    """``notebooks/name`` run end to end at its small sizes in a fresh ``python3`` kernel started in the
+    repository root with the repository on ``PYTHONPATH``; the executed notebook (raises
+    ``CellExecutionError`` on the first failing cell)."""
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    prepare(nb, name)
+    for c in nb.cells:
+        if c.cell_type == "code":
+            c.outputs, c.execution_count = [], None
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "MPLBACKEND")}
+    old = saved["PYTHONPATH"]
+    os.environ["PYTHONPATH"] = str(ROOT) if not old else os.pathsep.join([str(ROOT), old])
+    os.environ.pop("MPLBACKEND", None)  # the kernel's own (inline) backend, so figures are outputs
+    try:
+        nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                resources={"metadata": {"path": str(ROOT)}}).execute()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return nb
+
+
 @pytest.mark.parametrize("name", sorted(NOTEBOOKS))
-def test_notebook_executes(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = ROOT / "notebooks" / name
-    nb = nbformat.read(path, as_version=4)
-    assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), \
-        f"{name} is stored with outputs; clear them before committing"
-    _inject_after_parameters(nb, NOTEBOOKS[name])
+def test_notebook_executes(name: str) -> None:
+    execute(name)
 
-    # The kernel inherits os.environ: make `import ssdx` work from the repo root.
-    old = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv("PYTHONPATH", str(ROOT) if not old else os.pathsep.join([str(ROOT), old]))
 
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(ROOT)}})
-    client.execute()  # raises CellExecutionError on the first failing cell
+@pytest.mark.parametrize("name", sorted(NOTEBOOKS))
+def test_notebook_is_stored_executed_with_its_figures(name: str) -> None:
+    """A reader of the repository sees the stored run: every code cell executed, in order, at the small
+    sizes of the suite, with at least one figure (``python -m tests.render_notebooks`` writes them)."""
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), \
+        f"{name} is not stored executed in order: run python -m tests.render_notebooks {name}"
+    small = [c for c in code if "injected-parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(small) == 1 and small[0].source == RENDERED_NOTE + NOTEBOOKS[name], \
+        f"{name} was stored at other sizes than the suite's: run python -m tests.render_notebooks {name}"
+    assert not any(o.get("output_type") == "error" for c in code for o in c.outputs)
+    assert any("image/png" in o.get("data", {}) for c in code for o in c.outputs), f"{name}: no figure"
