@@ -1,0 +1,532 @@
+"""fio job files, part 2: what the options of a job mean (sizes, mixes, distributions, rates, limits).
+
+:func:`read_job` turns a :class:`~ssdx.workloads.fio_ini.Section` into a :class:`Job`, refusing what
+ssdx does not model with its name and line, as ``ssdx.workloads.fio`` documents ("Options").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ssdx.engine_params import MAX_SLOTS
+from ssdx.workloads import synthetic
+from ssdx.workloads.fio_ini import FioError, Section, Setting
+from ssdx.workloads.traces import READ, SECTOR, WRITE
+
+MAX_NUMJOBS = 1024
+MAX_QUEUE_DEPTH = MAX_SLOTS  # outstanding commands the engine tracks
+MAX_BLOCK = 1 << 28  # 256 MiB
+MAX_BYTES = 1 << 62
+MAX_SPLIT = 64  # bssplit entries per direction (fio's BSSPLIT_MAX)
+MAX_ZONES = 256  # zoned entries (fio's ZONESPLIT_MAX)
+MAX_RANGE_SIZES = 1 << 16  # distinct sizes of one bsrange
+DEFAULT_BS = 4096
+
+#: Options ssdx models, with what it does with them (module docstring).
+SUPPORTED: dict[str, str] = {
+    "rw": "I/O type and mix: read, write, randread, randwrite, rw, readwrite, randrw; ':N' suffix",
+    "rw_sequencer": "sequential | identical: what the requests between random offsets of rw=rand*:N do",
+    "rwmixread": "percentage of reads of a mixed job",
+    "rwmixwrite": "percentage of writes of a mixed job (the later of the two wins)",
+    "bs": "block size, bytes; r,w[,t] forms",
+    "bsrange": "block size range lo-hi (or lo:hi), multiples of lo drawn uniformly; r,w forms",
+    "bssplit": "block size weights bs/perc:bs/perc; r,w forms",
+    "blockalign": "alignment of random offsets; turns fio's random map off",
+    "iodepth": "outstanding requests per clone",
+    "numjobs": "clones of the job, sharing the drive",
+    "size": "region per clone, bytes or % of the drive",
+    "offset": "start of the region, bytes or % of the drive",
+    "offset_align": "alignment of a % offset",
+    "offset_increment": "clone k starts k x this later",
+    "io_size": "bytes per clone (default: the region)",
+    "number_ios": "requests per clone at most",
+    "loops": "passes over the job's bytes",
+    "runtime": "open loop: the end of the clone's requests; seconds by default",
+    "time_based": "run for runtime rather than for size",
+    "rate": "bytes/s per direction: open-loop arrival times",
+    "rate_iops": "requests/s per direction (x the smallest block size, as fio): arrival times",
+    "rate_process": "linear | poisson arrivals",
+    "random_distribution": "random | zipf | pareto | normal | zoned | zoned_abs",
+    "norandommap": "draw random offsets with replacement",
+    "randseed": "seed of the job's stream",
+    "thinktime": "pause after thinktime_blocks requests; microseconds by default; open loop",
+    "thinktime_blocks": "requests between pauses (default 1); caps the depth",
+    "thinktime_spin": "part of thinktime spent spinning: the pause is still thinktime",
+    "kb_base": "1024 | 1000: how unit prefixes read",
+}
+_HOST = "how fio issues I/O on the host; the engine models the device (as direct=1)"
+_REPORT = "fio's reporting and logs; ssdx writes its own summary"
+_DATA = "data content; ssdx models no data"
+_NAME = "names and files; every job runs on the one modelled drive"
+#: Options accepted without effect, with the reason.
+IGNORED_BY_DESIGN: dict[str, str] = {
+    **dict.fromkeys(("name", "description", "filename", "directory", "filename_format", "unique_filename",
+                     "file_service_type", "openfiles", "create_serialize", "create_fsync", "create_on_open",
+                     "allow_file_create", "allow_mounted_write", "fallocate", "unlink", "unlink_each_loop",
+                     "invalidate", "lockfile"), _NAME),
+    **dict.fromkeys(("group_reporting", "new_group", "stats", "per_job_logs", "write_bw_log",
+                     "write_lat_log", "write_iops_log", "write_hist_log", "log_avg_msec", "log_hist_msec",
+                     "log_hist_coarseness", "log_max_value", "log_offset", "log_compression",
+                     "log_unix_epoch", "log_alternate_epoch", "log_prio", "log_issue_time",
+                     "percentile_list", "clat_percentiles", "lat_percentiles", "slat_percentiles",
+                     "unified_rw_reporting", "disable_lat", "disable_clat", "disable_slat",
+                     "disable_bw_measurement", "gtod_reduce", "gtod_cpu", "clocksource", "unit_base",
+                     "significant_figures", "bwavgtime", "iopsavgtime"), _REPORT),
+    **dict.fromkeys(("ioengine", "direct", "buffered", "thread", "iodepth_batch_submit", "iodepth_batch",
+                     "iodepth_batch_complete_min", "iodepth_batch_complete", "iodepth_batch_complete_max",
+                     "iodepth_low", "hipri", "fixedbufs", "registerfiles", "sqthread_poll",
+                     "sqthread_poll_cpu", "nonvectored", "cpus_allowed", "cpus_allowed_policy", "cpumask",
+                     "numa_cpu_nodes", "numa_mem_policy", "nice", "iomem", "mem", "iomem_align", "mem_align",
+                     "hugepage-size", "userspace_reap", "continue_on_error", "ignore_error",
+                     "error_dump"), _HOST),
+    **dict.fromkeys(("zero_buffers", "refill_buffers", "scramble_buffers", "buffer_pattern",
+                     "buffer_compress_percentage", "buffer_compress_chunk", "dedupe_percentage"), _DATA),
+    "randrepeat": "ssdx streams are always repeatable",
+    "allrandrepeat": "ssdx streams are always repeatable",
+    "random_generator": "fio's generator; ssdx draws its own (random map: a keyed permutation)",
+}
+_RW = {"read": (False, 1.0), "write": (False, 0.0), "randread": (True, 1.0), "randwrite": (True, 0.0),
+       "rw": (False, None), "readwrite": (False, None), "randrw": (True, None)}
+_TRIM = ("trim", "randtrim", "trimwrite", "randtrimwrite")
+_TIME = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "msec": 1e-3, "us": 1e-6, "usec": 1e-6}
+_NUM = re.compile(r"(?P<num>0[xX][0-9a-fA-F]+|\d+)(?P<suf>[A-Za-z%]*)\Z")
+
+
+# --------------------------------------------------------------------------------------------- values
+
+def _split_rwt(value: str) -> list[str | None]:
+    """fio's ``r,w,t`` lists: a value not ending in a comma applies to the types after it."""
+    parts = value.split(",")
+    if parts[-1] == "" and len(parts) > 1:
+        given = parts[:-1]
+        out = given + [""] * (3 - len(given))
+    else:
+        out = parts + [parts[-1]] * (3 - len(parts))
+    return [p.strip() or None for p in out[:3]] if len(parts) <= 3 or parts[3:] == [""] else []
+
+
+class _Job:
+    """Reads one section's options into values, naming the option's file and line on any error."""
+
+    def __init__(self, sec: Section):
+        self.sec = sec
+        for kb in [*sec.kb_bases.values(), sec.options.get("kb_base")]:
+            if kb is not None and (kb.value or "").strip() not in ("1000", "1024"):
+                self.fail(kb, f"kb_base must be 1000 or 1024, got {kb.value!r}")
+
+    def kb_base(self, st: Setting) -> int:
+        """The ``kb_base`` the section that holds ``st`` reads its values with (``Section.kb_bases``)."""
+        kb = self.sec.kb_bases.get(st.scope)
+        return 1024 if kb is None else int(kb.value.strip())  # type: ignore[union-attr]
+
+    def get(self, name: str) -> Setting | None:
+        return self.sec.options.get(name)
+
+    def fail(self, st: Setting | None, problem: str) -> None:
+        if st is None:
+            raise FioError(self.sec.path, self.sec.line, f"job [{self.sec.name}]: {problem}")
+        raise FioError(st.path, st.line, f"{st.key}: {problem}")
+
+    def value(self, st: Setting) -> str:
+        if st.value is None or st.value.strip() == "":
+            self.fail(st, "needs a value")
+        return st.value.strip()
+
+    def size(self, st: Setting, text: str, percent: bool = False, zero: bool = False,
+             limit: int = MAX_BYTES) -> int | float:
+        """Bytes (an int), or with ``percent`` a ``N%`` as the float fraction N/100."""
+        t = text.strip()
+        if t.startswith("("):
+            self.fail(st, "arithmetic expressions in parentheses are not supported: write the value")
+        m = _NUM.match(t)
+        if not m:
+            if re.fullmatch(r"\d*\.\d+[A-Za-z%]*", t):
+                self.fail(st, f"{t!r}: fio reads whole numbers only (it would take the part before the "
+                              "point); write e.g. 1536k for 1.5m")
+            self.fail(st, f"{t!r} is not a whole number with an optional unit")
+        num, suf = m["num"], m["suf"].lower()
+        value = int(num, 16) if num.lower().startswith("0x") else int(num)
+        if suf == "%":
+            if not percent:
+                self.fail(st, "a percentage is not allowed here")
+            if not (0 if zero else 1) <= value <= 100:
+                self.fail(st, f"a percentage must lie in {0 if zero else 1}-100, got {value}")
+            return value / 100.0
+        if num.lower().startswith("0x") and suf:
+            self.fail(st, f"{t!r}: a hexadecimal value takes no unit")
+        if suf in ("ki", "mi", "gi", "ti", "pi"):
+            self.fail(st, f"{t!r}: fio's HOWTO and its parser read '{suf}' differently; write {num}{suf}b "
+                          f"(see kb_base) or {num}{suf[0]}")
+        mult = self._mult(suf, self.kb_base(st))
+        if mult is None:
+            self.fail(st, f"{t!r}: unknown unit {suf!r} (b, k, m, g, t, p with an optional b; KiB ... PiB)")
+        v = value * mult
+        if v > limit or (v == 0 and not zero):
+            self.fail(st, f"{t!r} must lie in {0 if zero else 1} .. {limit}")
+        return v
+
+    @staticmethod
+    def _mult(suf: str, kb_base: int) -> int | None:
+        if suf in ("", "b"):
+            return 1
+        pre = "kmgtp"
+        if suf[0] in pre and suf[1:] in ("", "b"):
+            return kb_base ** (pre.index(suf[0]) + 1)
+        if suf[0] in pre and suf[1:] == "ib":
+            return (1024 if kb_base == 1000 else 1000) ** (pre.index(suf[0]) + 1)
+        return None
+
+    def count(self, name: str, lo: int, hi: int, default: int | None = None) -> int | None:
+        st = self.get(name)
+        if st is None:
+            return default
+        v = self.size(st, self.value(st), zero=True, limit=max(hi, 1))
+        if not lo <= v <= hi:
+            self.fail(st, f"must lie in {lo} .. {hi}, got {v}")
+        return int(v)
+
+    def seconds(self, name: str, default_unit: float) -> float:
+        st = self.get(name)
+        if st is None:
+            return 0.0
+        t = self.value(st)
+        m = re.fullmatch(r"(\d+)([A-Za-z]*)", t)
+        if not m:
+            if t.startswith("("):
+                self.fail(st, "arithmetic expressions in parentheses are not supported: write the value")
+            self.fail(st, f"{t!r} is not a whole number with an optional time unit (d, h, m, s, ms, us)")
+        unit = m.group(2).lower()
+        if unit == "sec":
+            self.fail(st, f"{t!r}: fio's HOWTO reads 'sec' as seconds, its parser as microseconds; write "
+                          f"{m.group(1)}s")
+        if unit and unit not in _TIME:
+            self.fail(st, f"{t!r}: unknown time unit {unit!r} (d, h, m, s, ms, msec, us, usec)")
+        return int(m.group(1)) * (_TIME[unit] if unit else default_unit)
+
+    def flag(self, name: str) -> bool:
+        st = self.get(name)
+        if st is None:
+            return False
+        if st.value is None or st.value.strip() in ("", "1"):
+            return True
+        if st.value.strip() == "0":
+            return False
+        self.fail(st, f"a flag takes no value, 1 or 0, got {st.value!r}")
+        return False
+
+    def per_direction(self, name: str) -> tuple[Setting | None, list[str | None]]:
+        st = self.get(name)
+        if st is None:
+            return None, [None, None, None]
+        parts = _split_rwt(self.value(st))
+        if not parts:
+            self.fail(st, "at most three comma-separated values (reads, writes, trims)")
+        return st, parts
+
+    def block(self, st: Setting, text: str) -> int:
+        v = int(self.size(st, text, limit=MAX_BLOCK))
+        if v % SECTOR:
+            hint = " (under fio's default kb_base=1024, KiB/MiB are powers of 1000)" \
+                if "ib" in text.lower() else ""
+            self.fail(st, f"{text!r} = {v} bytes is not a multiple of {SECTOR}{hint}")
+        return v
+
+
+def _bsrange(job: _Job, st: Setting, text: str) -> dict[int, float]:
+    """fio's draw: ``lo + ⌊hi·u⌋`` rounded down to a multiple of lo, capped at hi (``get_next_buflen``):
+    the multiples ``k·lo ≤ hi`` with probability lo/hi each, hi the rest."""
+    m = re.fullmatch(r"(.+?)[-:](.+)", text)
+    if not m:
+        job.fail(st, f"{text!r} is not a range lo-hi (or lo:hi)")
+    lo, hi = sorted((job.block(st, m.group(1)), job.block(st, m.group(2))))
+    kmax = hi // lo
+    if kmax > MAX_RANGE_SIZES:
+        job.fail(st, f"{text!r} spans more than {MAX_RANGE_SIZES} sizes")
+    table = {k * lo: lo / hi for k in range(1, kmax + 1)}
+    if hi % lo:
+        table[hi] = table.get(hi, 0.0) + 1.0 - kmax * lo / hi
+    return table
+
+
+def _bssplit(job: _Job, st: Setting, text: str) -> dict[int, float]:
+    entries = text.split(":")
+    if len(entries) > MAX_SPLIT:
+        job.fail(st, f"more than {MAX_SPLIT} block sizes")
+    sizes, percs = [], []
+    for e in entries:
+        b, _, p = e.partition("/")
+        sizes.append(job.block(st, b))
+        p = p.strip()
+        try:
+            percs.append(float(p) if p else None)
+        except ValueError:
+            job.fail(st, f"{e!r}: the percentage {p!r} is not a number")
+        if percs[-1] is not None and not 0 <= percs[-1] <= 100:
+            job.fail(st, f"{e!r}: a percentage must lie in 0-100")
+    known = sum(x for x in percs if x is not None)
+    missing = percs.count(None)
+    if known > 100 + 1e-9:
+        job.fail(st, f"the percentages add up to {known:g}, more than 100")
+    if not missing and abs(known - 100) > 1e-6:
+        job.fail(st, f"the percentages add up to {known:g}, not 100 (leave one blank to take the rest)")
+    share = (100.0 - known) / missing if missing else 0.0
+    table: dict[int, float] = {}
+    for b, p in zip(sizes, percs):
+        w = share if p is None else p
+        if w > 0:
+            table[b] = table.get(b, 0.0) + w
+    if not table:
+        job.fail(st, "no block size has a share")
+    return table
+
+
+def _distribution(job: _Job, st: Setting | None) -> synthetic.Distribution:
+    if st is None:
+        return synthetic.Distribution()
+    text = job.value(st)
+    kind, _, rest = text.partition(":")
+    kind = kind.strip().lower()
+    if kind == "random":
+        if rest:
+            job.fail(st, "random takes no value")
+        return synthetic.Distribution()
+    if "," in rest:
+        job.fail(st, "one distribution for all directions only (no per-direction ',' sets)")
+    try:
+        if kind in ("zipf", "pareto", "normal"):
+            vals = [v.strip() for v in rest.split(":")] if rest else []
+            if len(vals) > 2:
+                job.fail(st, f"{kind} takes at most a value and a center")
+            value = float(vals[0]) if vals and vals[0] else {"zipf": 1.1, "pareto": 0.2, "normal": 0.0}[kind]
+            center = float(vals[1]) if len(vals) > 1 else None
+            return synthetic.Distribution(kind, value, center)
+        if kind in ("zoned", "zoned_abs"):
+            return synthetic.Distribution(kind, zones=_zones(job, st, rest, kind == "zoned_abs"))
+    except ValueError as e:
+        job.fail(st, str(e))
+    if kind == "sequence":
+        job.fail(st, "the 'sequence' distribution is not modelled")
+    hint = " (write zoned_abs:...)" if kind.startswith("zoned_abs=") else ""
+    job.fail(st, f"unknown distribution {kind!r}{hint}: random, zipf, pareto, normal, zoned, zoned_abs")
+    raise AssertionError  # unreachable
+
+
+def _zones(job: _Job, st: Setting, text: str, absolute: bool) -> tuple[tuple[float, float], ...]:
+    entries = [e for e in text.split(":") if e.strip()]
+    if not entries or len(entries) > MAX_ZONES:
+        job.fail(st, f"zoned needs 1 to {MAX_ZONES} access/size entries")
+    access: list[float | None] = []
+    sizes: list[float | None] = []
+    for e in entries:
+        a, sep, s = e.partition("/")
+        if not sep:
+            job.fail(st, f"{e!r} is not access/size")
+        try:
+            access.append(float(a) if a.strip() else None)
+        except ValueError:
+            job.fail(st, f"{e!r}: the access percentage is not a number")
+        if absolute:
+            sizes.append(float(job.size(st, s)))
+        else:
+            try:
+                sizes.append(float(s) if s.strip() else None)
+            except ValueError:
+                job.fail(st, f"{e!r}: the size percentage is not a number")
+
+    def fill(vals: list[float | None], what: str, exact: bool) -> list[float]:
+        known = sum(v for v in vals if v is not None)
+        missing = vals.count(None)
+        if known > 100 + 1e-9 or (exact and not missing and abs(known - 100) > 1e-6):
+            job.fail(st, f"the {what} percentages add up to {known:g}, not 100")
+        share = (100.0 - known) / missing if missing else 0.0
+        return [share if v is None else v for v in vals]
+
+    acc = fill(access, "access", True)
+    size = sizes if absolute else fill(sizes, "size", False)  # type: ignore[arg-type]
+    return tuple((a / 100.0, s if absolute else s / 100.0) for a, s in zip(acc, size))
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job section's workload, read from its options (sizes in bytes, times in seconds).
+
+    ``size``/``offset``/``offset_increment``: bytes (int), or a float fraction of the drive (``N%``).
+    ``rates``: bytes/s per direction (0: none), ``rate_iops`` already multiplied by the direction's
+    smallest size."""
+
+    name: str
+    path: str
+    line: int
+    index: int
+    options: Mapping[str, Setting]
+    rw: str
+    random: bool
+    read_fraction: float
+    run_length: int
+    identical: bool
+    hole_bytes: int
+    read_sizes: Mapping[int, float]
+    write_sizes: Mapping[int, float]
+    read_align: int | None
+    write_align: int | None
+    iodepth: int
+    numjobs: int
+    size: int | float | None
+    offset: int | float
+    offset_align: int | None
+    offset_increment: int | float
+    io_size: int | None
+    number_ios: int | None
+    loops: int
+    runtime_s: float
+    time_based: bool
+    rates: tuple[float, float]
+    poisson: bool
+    distribution: synthetic.Distribution
+    random_map: bool
+    randseed: int | None
+    thinktime_s: float
+    thinktime_blocks: int
+
+    @property
+    def timed(self) -> bool:
+        """Open loop: arrival times from ``rate``/``rate_iops`` (of a direction in use) or ``thinktime``."""
+        return any(self.rates[d] > 0 for d in self.directions) or self.thinktime_s > 0
+
+    @property
+    def depth(self) -> int:
+        """Outstanding requests per clone: ``iodepth``, capped by ``thinktime_blocks`` under thinktime."""
+        return min(self.iodepth, self.thinktime_blocks) if self.thinktime_s > 0 else self.iodepth
+
+    @property
+    def directions(self) -> list[int]:
+        return [d for d, used in ((READ, self.read_fraction > 0), (WRITE, self.read_fraction < 1)) if used]
+
+    def sizes(self, d: int) -> Mapping[int, float]:
+        return self.read_sizes if d == READ else self.write_sizes
+
+    @property
+    def min_block(self) -> int:
+        return min(min(self.sizes(d)) for d in self.directions)
+
+    @property
+    def max_block(self) -> int:
+        return max(max(self.sizes(d)) for d in self.directions)
+
+    def at(self, option: str) -> tuple[str, int]:
+        """Where ``option`` was set, else the job's section header."""
+        st = self.options.get(option)
+        return (st.path, st.line) if st else (self.path, self.line)
+
+    def fail(self, option: str, problem: str) -> None:
+        path, line = self.at(option)
+        raise FioError(path, line, f"job [{self.name}]: {problem}")
+
+    def bound(self, open_loop: bool) -> str:
+        """What ends a clone's requests (before ``workload.requests``)."""
+        parts = [f"number_ios={self.number_ios}"] if self.number_ios else []
+        if not self.time_based:
+            parts.append("io_size" if self.io_size else "size")
+        if open_loop and self.runtime_s:
+            parts.append("runtime")
+        if not parts:
+            parts.append("workload.requests (a closed-loop time_based job runs for a time)")
+        return ", ".join(parts)
+
+
+def read_job(sec: Section) -> Job:
+    """The :class:`Job` of a section (supported options only; the others are the caller's concern)."""
+    j = _Job(sec)
+    rw_st = j.get("rw")
+    mode, post = "read", ""
+    if rw_st is not None:
+        mode, _, post = j.value(rw_st).partition(":")
+        mode = mode.strip().lower()
+    if mode in _TRIM:
+        j.fail(rw_st, f"rw={mode}: trims are not modelled (the engine does not model deallocation)")
+    if mode not in _RW:
+        j.fail(rw_st, f"unknown rw value {mode!r}: read, write, randread, randwrite, rw, readwrite, randrw")
+    random, read_fraction = _RW[mode]
+    if read_fraction is None:
+        mixes = [st for st in (j.get("rwmixread"), j.get("rwmixwrite")) if st is not None]
+        read_fraction = 0.5
+        if mixes:  # the later of the two wins (fio HOWTO, rwmixwrite)
+            last = max(mixes, key=lambda st: st.seq)
+            pct = j.count(last.key, 0, 100)
+            read_fraction = pct / 100 if last.key == "rwmixread" else 1 - pct / 100
+    run_length, hole = 1, 0
+    if rw_st is not None and ":" in (rw_st.value or ""):
+        if not post.strip():
+            j.fail(rw_st, "':' needs a number after it")
+        if random:
+            run_length = int(j.size(rw_st, post))
+        else:
+            hole = int(j.size(rw_st, post, zero=True))
+    seq_st = j.get("rw_sequencer")
+    identical = False
+    if seq_st is not None:
+        v = j.value(seq_st).lower()
+        if v not in ("sequential", "identical"):
+            j.fail(seq_st, f"must be sequential or identical, got {v!r}")
+        identical = v == "identical"
+
+    tables: list[dict[int, float]] = []
+    split_st, split = j.per_direction("bssplit")
+    bs_st, bs = j.per_direction("bs")
+    br_st, br = j.per_direction("bsrange")
+    for d in (READ, WRITE):
+        if split[d]:
+            tables.append(_bssplit(j, split_st, split[d]))  # type: ignore[arg-type]
+            continue
+        cands = [(st, parts[d]) for st, parts in ((bs_st, bs), (br_st, br)) if st is not None and parts[d]]
+        if not cands:
+            tables.append({DEFAULT_BS: 1.0})
+            continue
+        st, text = max(cands, key=lambda c: c[0].seq)  # the later of bs and bsrange
+        tables.append({j.block(st, text): 1.0} if st.key in ("bs", "blocksize") else _bsrange(j, st, text))
+    ba_st, ba = j.per_direction("blockalign")
+    aligns = [None if ba[d] is None else j.block(ba_st, ba[d]) for d in (READ, WRITE)]  # type: ignore[arg-type]
+
+    def amount(name: str, zero: bool) -> int | float | None:
+        st = j.get(name)
+        return None if st is None else j.size(st, j.value(st), percent=True, zero=zero)
+
+    rates = [0.0, 0.0]
+    rate_st, rate = j.per_direction("rate")
+    iops_st, iops = j.per_direction("rate_iops")
+    for d in (READ, WRITE):
+        if rate[d]:
+            rates[d] = float(j.size(rate_st, rate[d], zero=True))  # type: ignore[arg-type]
+        elif iops[d]:
+            rates[d] = float(j.size(iops_st, iops[d], zero=True)) * min(tables[d])  # type: ignore[arg-type]
+    proc = j.get("rate_process")
+    if proc is not None and j.value(proc).lower() not in ("linear", "poisson"):
+        j.fail(proc, f"must be linear or poisson, got {proc.value!r}")
+    dist = _distribution(j, j.get("random_distribution"))
+    norandommap = j.flag("norandommap")
+    time_based = j.flag("time_based")
+    runtime = j.seconds("runtime", 1.0)
+    if time_based and not runtime:
+        j.fail(j.get("time_based"), "time_based needs a runtime")
+    thinktime = j.seconds("thinktime", 1e-6)
+    j.seconds("thinktime_spin", 1e-6)  # checked; the pause is thinktime either way
+    job = Job(
+        name=sec.name, path=sec.path, line=sec.line, index=sec.index, options=dict(sec.options), rw=mode,
+        random=random, read_fraction=float(read_fraction), run_length=run_length, identical=identical,
+        hole_bytes=hole, read_sizes=tables[READ], write_sizes=tables[WRITE], read_align=aligns[READ],
+        write_align=aligns[WRITE], iodepth=j.count("iodepth", 1, MAX_QUEUE_DEPTH, 1),  # type: ignore[arg-type]
+        numjobs=j.count("numjobs", 1, MAX_NUMJOBS, 1),  # type: ignore[arg-type]
+        size=amount("size", False), offset=amount("offset", True) or 0,
+        offset_align=j.count("offset_align", 1, MAX_BYTES),
+        offset_increment=amount("offset_increment", True) or 0,
+        io_size=j.count("io_size", 1, MAX_BYTES), number_ios=j.count("number_ios", 0, MAX_BYTES) or None,
+        loops=j.count("loops", 1, 1_000_000, 1),  # type: ignore[arg-type]
+        runtime_s=runtime, time_based=time_based, rates=(rates[READ], rates[WRITE]),
+        poisson=proc is not None and j.value(proc).lower() == "poisson", distribution=dist,
+        random_map=random and dist.uniform and not norandommap and ba_st is None,
+        randseed=j.count("randseed", 0, (1 << 64) - 1), thinktime_s=thinktime,
+        thinktime_blocks=j.count("thinktime_blocks", 1, MAX_BYTES, 1),  # type: ignore[arg-type]
+    )
+    return job
