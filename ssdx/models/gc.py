@@ -240,7 +240,7 @@ def cycle(gp: GcParams, g: Geometry, st: State, policy: str | None = None) -> tu
 
     valid = st.valid.at[jnp.where(stale & ~in_victim, old // m, n_blocks)].add(-1, mode="drop")
     valid = valid.at[jnp.where(gc_on, v, n_blocks)].set(0, mode="drop")
-    valid = valid.at[blk].set(jnp.sum(live & ~rewritten) + jnp.sum(last))
+    valid = valid.at[blk].set((jnp.sum(live & ~rewritten) + jnp.sum(last)).astype(valid.dtype))
     # the scatter's indices read the new valid counts (always >= 0): every read of the old p2l (valid's
     # included) is then ordered before its in-place update, and XLA does not copy p2l each cycle
     p2l_idx = jnp.concatenate([
@@ -248,12 +248,12 @@ def cycle(gp: GcParams, g: Geometry, st: State, policy: str | None = None) -> tu
         jnp.where(active, ppn, oob)])
     p2l = st.p2l.at[jnp.where(valid[blk] >= 0, p2l_idx, oob)].set(jnp.concatenate([
         jnp.where(rewritten, -1, vslots), jnp.full((m,), -1, jnp.int32), jnp.full((m,), -1, jnp.int32),
-        jnp.where(last, lpn, -1)]), mode="drop")
+        jnp.where(last, lpn, -1)]).astype(st.p2l.dtype), mode="drop")
     # the destination block now holds exactly the pages it maps: point them here (reading the new p2l
     # orders this write after every read of l2p above, so neither map is copied)
     here = jax.lax.dynamic_slice(p2l, (blk * m,), (m,))
     here = jnp.where(valid[blk] >= 0, here, -1)  # always true: orders the l2p write after valid's read of it
-    l2p = st.l2p.at[jnp.where(here >= 0, here, oob)].set(blk * m + j, mode="drop")
+    l2p = st.l2p.at[jnp.where(here >= 0, here, oob)].set((blk * m + j).astype(st.l2p.dtype), mode="drop")
     closed = st.closed.at[jnp.where(gc_on, v, n_blocks)].set(-1, mode="drop").at[blk].set(st.cycle)
     new = State(l2p=l2p, p2l=p2l, valid=valid, closed=closed, spare=jnp.where(fresh, st.spare, v),
                 next_fresh=st.next_fresh + fresh.astype(jnp.int32), host=st.host + room, cycle=st.cycle + 1)
