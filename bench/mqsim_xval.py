@@ -350,6 +350,12 @@ def evidence_cases() -> list[Case]:
         Case(name="randwrite_qd16_2chips_4dies", read_pct=0, qd=16,
              drive_overrides={"Chip_No_Per_Channel": 2, "Die_No_Per_Chip": 4},
              note="randwrite_qd16 with the same 64 dies as 2 four-die chips per channel"),
+        Case(name="randread_qd64_ideal_map", read_pct=100, qd=64,
+             drive_overrides={"Ideal_Mapping_Table": True},
+             note="randread_qd64 without mapping-table misses: where do MQSim's reads saturate?"),
+        Case(name="randread_qd64_8chips_1die", read_pct=100, qd=64,
+             drive_overrides={"Chip_No_Per_Channel": 8, "Die_No_Per_Chip": 1},
+             note="randread_qd64 with the same 64 dies as 8 one-die chips per channel"),
         Case(name="small_occ90_randwrite_qd16_10s", drive="small", read_pct=0, qd=16, precondition=True,
              occupancy_pct=90, stop_time_s=10,
              note="10 s of random writes on the 90 % full small drive: 1.5 GB, past the 256 MiB data "
