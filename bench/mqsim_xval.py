@@ -671,6 +671,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speed", default="", help="comma-separated batch sizes: time ssdx's engine on the "
                     f"cases {', '.join(SPEED_CASES)} with that many configurations per batch against MQSim's "
                     "CPU time per request (from the existing mqsim_reference.json); writes speed.json")
+    ap.add_argument("--chip-as-die", action="store_true",
+                    help="with --ssdx-only: give ssdx each chip as one die of the chip's capacity (MQSim "
+                         "keeps one busy status per chip); writes xval_chip_as_die.json and its table")
     args = ap.parse_args(argv)
     binary = args.mqsim.resolve()
     ref_path = args.out / "mqsim_reference.json"
@@ -687,8 +690,9 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tempfile.mkdtemp(prefix="mqsim_xval_"))
         for name, rec in ref["cases"].items():
             if "error" not in rec:
-                write_case_files(Case(**rec["case"]), tmp / name, binary.parent)
-        write_xval(ref, tmp, args.out)
+                case = Case(**rec["case"])
+                write_case_files(chip_as_die(case) if args.chip_as_die else case, tmp / name, binary.parent)
+        write_xval(ref, tmp, args.out, suffix="_chip_as_die" if args.chip_as_die else "")
         return 0
     if not binary.is_file():
         ap.error(f"--mqsim {args.mqsim}: no such file")
@@ -762,8 +766,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def write_xval(ref: dict[str, Any], tmp: Path, out: Path) -> None:
-    """Run ssdx on every case's XML files and write ``xval.json`` and ``table.md`` (if ssdx can)."""
+def chip_as_die(case: Case) -> Case:
+    """The case with each chip of its drive as one die of the chip's capacity (``Die_No_Per_Chip`` 1,
+    blocks per plane × the dies a chip had): ssdx's dies then serialise as MQSim's chips do, whose
+    scheduler keeps one busy status per chip (``TSU_Priority_OutOfOrder``)."""
+    d = case.drive_params()
+    over = {**case.drive_overrides, "Die_No_Per_Chip": 1,
+            "Block_No_Per_Plane": int(d["Block_No_Per_Plane"]) * int(d["Die_No_Per_Chip"])}
+    return Case(**{**asdict(case), "drive_overrides": over})
+
+
+def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "") -> None:
+    """Run ssdx on every case's XML files and write ``xval{suffix}.json`` and ``table{suffix}.md``."""
     rows = {}
     for name, rec in ref["cases"].items():
         if "error" in rec:
@@ -799,9 +813,9 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path) -> None:
         mean = _f(rows[name]["ssdx"]["mean_us"], ".1f")
         print(f"{name:36s} ssdx {time.perf_counter() - t0:6.1f} s  mean {mean} us vs MQSim "
               f"{m['Device_Response_Time']} us", flush=True)
-    (out / "xval.json").write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
-    (out / "table.md").write_text(table_md(rows))
-    print(f"wrote {out / 'xval.json'} and {out / 'table.md'}")
+    (out / f"xval{suffix}.json").write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    (out / f"table{suffix}.md").write_text(table_md(rows))
+    print(f"wrote {out / f'xval{suffix}.json'} and {out / f'table{suffix}.md'}")
 
 
 def write_speed(ref: dict[str, Any], mqsim_src: Path, out: Path, batches: tuple[int, ...]) -> None:
