@@ -2,7 +2,7 @@
 
 Same rules as the model's module docstring, written the obvious way: each SCM set is a dict of its
 lines, the gathering unit a dict of lines, the NAND a set of the lines programmed into it.  With one
-set it is the fully associative NV-WB cache of seeds/001 (global LRU victim, global threshold); with the
+set it is the fully associative NV-WB cache of Fukuchi et al. (global LRU victim, global threshold); with the
 model's sets and hash it must agree with the vectorised model line for line.
 """
 

@@ -6,7 +6,7 @@ from ssdx.units import KIB, gbit_die_to_bytes
 
 @pytest.mark.parametrize(
     "name, t_prog, t_read, t_erase, block_mb, unit",
-    [  # seeds/001 Table 1: us/page, us/page, us/block, MB, write unit bytes
+    [  # Fukuchi et al. Table 1: us/page, us/page, us/block, MB, write unit bytes
         ("2d_fg_mlc", 1185, 44, 3300, 4.2, 16 * KIB),
         ("2d_fg_tlc", 2180, 87, 3200, 4.2, "block"),
         ("3d_fg_tlc", 1900, 102, 7500, 25.0, "block"),
@@ -23,7 +23,7 @@ def test_table1_values(name, t_prog, t_read, t_erase, block_mb, unit):
 
 
 def test_interfaces_match_reference_usable_rates():
-    # REFERENCE §6: SATA III ~550 MB/s, PCIe 3.0 x4 ~3.5 GB/s, PCIe 4.0 x4 ~7 GB/s (7.88 raw).
+    # docs/references.md, physical anchors: SATA III ~550 MB/s, PCIe 3.0 x4 ~3.5 GB/s, PCIe 4.0 x4 ~7 GB/s.
     assert catalog.interface("sata3").usable_bytes_per_s == pytest.approx(550e6, rel=0.03)
     assert catalog.interface("pcie3x4").usable_bytes_per_s == pytest.approx(3.5e9, rel=0.03)
     assert catalog.interface("pcie4x4").link_bytes_per_s == pytest.approx(7.88e9, rel=0.01)

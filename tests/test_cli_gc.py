@@ -47,12 +47,12 @@ def test_thnsns120_fill_contract(tmp_path):
     assert set(s) >= {"fresh_mb_s", "after_drop_mb_s", "drop_onset_gib"}
     assert (fresh / "fill_sets.png").read_bytes()[:8] == PNG
     assert len(s["set_mb_s"]) == 40 + 4
-    # GC starts once the NAND that holds data has been written once: 120 GiB (seeds/004: "about 120 GiB",
-    # more than the 111.79 GiB user capacity)
+    # GC starts once the NAND that holds data has been written once: 120 GiB (THNSNS120GBSP test:
+    # "about 120 GiB", more than the 111.79 GiB user capacity)
     assert s["user_gib"] == pytest.approx(111.79, abs=0.01)
     assert s["gc_onset_gib"] == pytest.approx(120.0, rel=0.01) and s["gc_onset_gib"] > s["user_gib"]
     # a sequential overwrite invalidates whole blocks in write order: no copies (the Marvell behaviour
-    # of seeds/004); only erases join the work, ~1 % here
+    # of the THNSNS120GBSP test); only erases join the work, ~1 % here
     assert s["write_amplification"] == pytest.approx(1.0)
     assert 0.95 * s["fresh_mb_s"] < s["after_drop_mb_s"] < s["fresh_mb_s"]
     assert s["restored_mb_s"] == pytest.approx(s["fresh_mb_s"], rel=1e-3)
@@ -63,7 +63,7 @@ def test_thnsns120_fill_contract(tmp_path):
     assert sr["write_amplification"] > 1.5 and max(sr["set_mb_s"][:20]) < 0.75 * s["fresh_mb_s"]
     assert sr["restored_mb_s"] == pytest.approx(s["fresh_mb_s"], rel=1e-3)
     # life-time throttling: once the allowance is spent, writes are held to the limit, and a secure
-    # erase does not restore them (seeds/004 comment)
+    # erase does not restore them (THNSNS120GBSP test, a reader's comment)
     r = ssdx("experiment=thnsns120_fill", "fill.lifetime_limit_mb_s=100", "fill.lifetime_credit_gb=50",
              "fill.sets=20", f"hydra.run.dir={life}")
     assert r.returncode == 0, r.stderr

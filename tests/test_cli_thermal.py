@@ -31,7 +31,7 @@ def test_sn8e_thermal_bare_and_heatsink(tmp_path):
         assert set(s["smart"]) >= {"tmt1_transitions", "tmt2_transitions", "time_tmt1_s", "time_tmt2_s"}
         for name in ("thermal.png",):
             assert (bare / name).read_bytes()[:8] == PNG
-    # seeds/000: bare reaches TMT1 = 80 C, throttles ~100 MB/s, recovers at ~75 C and cycles.
+    # KIOXIA thermal article: bare reaches TMT1 = 80 C, throttles ~100 MB/s, recovers at ~75 C and cycles.
     assert b["tmt1_k"] == 353 and b["tmt2_k"] == 358
     assert b["max_composite_k"] >= 353 - 0.1 and b["max_composite_k"] < 358
     assert b["smart"]["tmt1_transitions"] >= 2 and b["smart"]["tmt2_transitions"] == 0
@@ -100,7 +100,8 @@ def test_tmt_grid_sweep_small(tmp_path):
 
 
 def test_harsh_throttle_experiment_cuts_to_a_tenth(tmp_path):
-    """seeds/000: "another product throttled so hard performance fell to nearly 1/10" (SSD A preset)."""
+    """KIOXIA thermal article: "another product throttled so hard performance fell to nearly 1/10"
+    (SSD A preset)."""
     r = ssdx("experiment=harsh_throttle", "quiet=true", f"hydra.run.dir={tmp_path}")
     assert r.returncode == 0, r.stderr
     s = _summary(tmp_path)

@@ -1,8 +1,8 @@
 """RC-parameter fit (ssdx.optimize.fit_rc): forward model, powers, and recovery from a noisy series.
 
-Synthetic measurement: sn8e_1920 on the bare preset with TMT1/TMT2 = 353.15/358.15 K (seeds/000), so
-the composite cycles through throttling (rich excitation), then cools once the fill ends (~950 s);
-1,200 s at 1 s, 0.3 K Gaussian noise.  The truth is the preset; the fit starts 20-40 % away from it
+Synthetic measurement: sn8e_1920 on the bare preset with TMT1/TMT2 = 353.15/358.15 K (KIOXIA thermal
+article), so the composite cycles through throttling (rich excitation), then cools once the fill ends
+(~950 s); 1,200 s at 1 s, 0.3 K Gaussian noise.  The truth is the preset; the fit starts 20-40 % away from it
 in every fitted parameter and must land within 5 %.
 """
 

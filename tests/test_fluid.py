@@ -1,4 +1,4 @@
-"""Fluid engine: calibration to seeds/002, conservation, phase order, physics directions."""
+"""Fluid engine: calibration to the Aldrin Pro review, conservation, phase order, physics directions."""
 
 import jax
 import numpy as np

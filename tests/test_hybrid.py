@@ -1,5 +1,5 @@
 """SCM/NAND hybrid model (ssdx.models.hybrid): NV-WB against the exact reference, invariants, gathering,
-timing closed forms and the relative-IOPS direction of seeds/001."""
+timing closed forms and the relative-IOPS direction of Fukuchi et al."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def table_content(s, hp):
 @pytest.mark.parametrize("ways,unit_kib", [(64, 16), (8, 48)])
 def test_model_equals_exact_reference(policy, ways, unit_kib):
     """Line for line: hits, NAND reads and programs, flushes and the final SCM content equal the plain
-    Python NV-WB.  ways=64 over a 64-line SCM is one set: the fully associative cache of seeds/001."""
+    Python NV-WB.  ways=64 over a 64-line SCM is one set: the fully associative cache of Fukuchi et al."""
     rng = np.random.default_rng(1)
     op, off, size = random_requests(rng, 3000, 400, read_fraction=0.4, theta=0.6)
     lines = hybrid.lines_from_requests(op, off, size)

@@ -12,7 +12,7 @@ from ssdx import nvme
 from ssdx.thermal_params import nvme_value
 from ssdx.units import ZERO_C_IN_K
 
-SEED_T1, SEED_T2 = 80.0 + ZERO_C_IN_K, 85.0 + ZERO_C_IN_K  # seeds/000: TMT1 = 80 C, TMT2 = 85 C
+SEED_T1, SEED_T2 = 80.0 + ZERO_C_IN_K, 85.0 + ZERO_C_IN_K  # KIOXIA thermal article: TMT1 = 80 C, TMT2 = 85 C
 
 
 def smart_log(temperature: int, **over) -> dict:

@@ -1,4 +1,5 @@
-"""Synthetic workloads (ssdx.workloads.synthetic): the seeds/003 boot log, its back-of-envelope estimate."""
+"""Synthetic workloads (ssdx.workloads.synthetic): the OS-boot article's boot log and its
+back-of-envelope estimate."""
 
 import numpy as np
 import pytest

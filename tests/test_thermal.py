@@ -1,5 +1,5 @@
-"""Thermal core: RC network energy balance and bounds, HCTM rules and SMART counters, calibration to
-seeds/000 and seeds/002 (REFERENCE §3, §1), gradients of the relaxed model, vmap and float64 agreement.
+"""Thermal core: RC network energy balance and bounds, HCTM rules and SMART counters, calibration to the
+KIOXIA thermal article and the Aldrin Pro review, gradients of the relaxed model, vmap and float64 agreement.
 
 Compilation is the cost here: every coupled run of the exact model goes through one jitted ``run`` with
 1200 or 1800 steps (one compile per step count), and the x64 checks compile once each.
@@ -24,7 +24,7 @@ from ssdx.params import ConfigError
 from ssdx.thermal_params import Thermal
 from ssdx.units import ZERO_C_IN_K
 
-TMT1, TMT2 = 353.15, 358.15  # seeds/000: 80 and 85 deg C
+TMT1, TMT2 = 353.15, 358.15  # KIOXIA thermal article: 80 and 85 deg C
 COOLINGS = sorted(catalog.COOLING)
 
 

@@ -72,7 +72,7 @@ def test_streaming_chunks_equal_one_read_and_analysis(tmp_path):
     np.testing.assert_array_equal(np.concatenate([c.offset for c in chunks]), whole.offset)
     a_stream, a_whole = analyse.analyse(chunks), analyse.analyse([whole])
     assert a_stream == a_whole
-    # brute force of the seeds/003 rule: same type as the previous command, starting where it ended
+    # brute force of the OS-boot article's rule: same type as the previous command, starting where it ended
     seq = np.r_[False, (ops[1:] == ops[:-1]) & (off[1:] == off[:-1] + size[:-1])]
     assert a_stream["per_type"]["write"]["sequential_commands"] == int((seq & (ops == 1)).sum())
     assert a_stream["per_type"]["read"]["random_commands"] == int((~seq & (ops == 0)).sum())

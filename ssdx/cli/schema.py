@@ -241,7 +241,7 @@ class FitRcConf:
 @dataclass
 class FillConf:
     """Timed write sets of the GC fill experiment (``task=gc_fill``, ``ssdx.tasks_gc.run_gc_fill``;
-    IOMeter-style sets as in seeds/004): stored as ``fill/base``."""
+    IOMeter-style sets as in the THNSNS120GBSP test): stored as ``fill/base``."""
 
     set_s: float = 15.0  # seconds per set
     sets: int = 40  # sets before the secure erase
@@ -267,7 +267,7 @@ class OptimizeConf:
 
 @dataclass
 class BootConf:
-    """QD1 / OS-boot study (``task=boot``, ``ssdx.tasks_engine.run_boot``; seeds/003): stored as
+    """QD1 / OS-boot study (``task=boot``, ``ssdx.tasks_engine.run_boot``; OS-boot article): stored as
     ``boot/base``.  Drives are preset names (``conf/drive``)."""
 
     drives: list[str] = field(default_factory=lambda: ["sata_tlc_500", "generic_tlc_1tb", "sn8e_1920",

@@ -1,4 +1,4 @@
-"""Request-engine reports: a replay's latency CDFs and the QD1 / OS-boot study's bars (seeds/003)."""
+"""Request-engine reports: a replay's latency CDFs and the QD1 / OS-boot study's bars (OS-boot article)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,6 @@ def plot_boot(per: Mapping[str, Mapping[str, float]], path: Path) -> None:
     a2.set_xticks(x, names, fontsize=7)
     a2.set_ylabel("QD1 latency (µs)")
     a2.legend()
-    fig.suptitle("Windows 11 boot log (seeds/003) replayed at QD1")
+    fig.suptitle("Windows 11 boot log (OS-boot article) replayed at QD1")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

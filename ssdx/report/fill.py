@@ -9,7 +9,7 @@ import numpy as np
 from ssdx import report
 from ssdx.models.fluid import PHASES, StepOut
 
-#: Review figures of seeds/002 (REFERENCE §1): (name, start GB, end GB, mean MB/s).
+#: Figures of the Aldrin Pro review (docs/references.md): (name, start GB, end GB, mean MB/s).
 ALDRIN_REVIEW = (("pslc", 0.0, 691.0, 6579.0), ("direct_native", 693.0, 868.0, 2159.0),
                  ("folding", 868.0, 2000.0, 863.0))
 
@@ -73,7 +73,7 @@ def plot_fill(out: StepOut, path, title: str = "", reference=None) -> None:
     if reference:
         for i, (_name, a, b, v) in enumerate(reference):
             ax.hlines(v, a, b, colors="tab:green", linestyles="--", lw=1.5,
-                      label="review (seeds/002)" if i == 0 else None)
+                      label="Aldrin Pro review" if i == 0 else None)
     ax.set_xlabel("host data written in this run, GB (1e9 B)")
     ax.set_ylabel("write speed, MB/s (1e6 B/s)")
     ax.set_ylim(0, max(mbs.max() * 1.15, 1.0))

@@ -1,4 +1,4 @@
-"""Block-level GC reports: write amplification per SNIA round and the timed fill sets (seeds/004)."""
+"""Block-level GC reports: write amplification per SNIA round and the timed fill sets (THNSNS120GBSP test)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def plot_wa_rounds(s: Mapping[str, Any], path: Path) -> None:
 
 def plot_fill_sets(s: Mapping[str, Any], path: Path) -> None:
     """Write speed per timed set (MB/s) and total written (GiB) of a ``task=gc_fill`` summary
-    (``ssdx.tasks_gc.run_gc_fill``), with the GC onset and the secure erase marked (seeds/004)."""
+    (``ssdx.tasks_gc.run_gc_fill``), with the GC onset and the secure erase marked (THNSNS120GBSP test)."""
     n = len(s["set_mb_s"])
     t = (np.arange(n) + 1) * s["set_s"]
     fig, ax = report.subplots(figsize=(9, 4.5), layout="constrained")

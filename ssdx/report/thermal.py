@@ -1,5 +1,5 @@
-"""Thermal-run reports: the seed's temperature/throughput figure and the time-series CSV, the TMT
-landscape of ``experiment=tmt_optimize`` and the RC fit of ``experiment=fit_rc``."""
+"""Thermal-run reports: the KIOXIA thermal article's temperature/throughput figure and the time-series
+CSV, the TMT landscape of ``experiment=tmt_optimize`` and the RC fit of ``experiment=fit_rc``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from ssdx.units import ZERO_C_IN_K
 
 
 def moving_average(x: np.ndarray, window_steps: int) -> np.ndarray:
-    """Trailing moving average over ``window_steps`` samples (shorter at the start), as the seed's
-    plots use a 4-s moving average (seeds/000)."""
+    """Trailing moving average over ``window_steps`` samples (shorter at the start), as the KIOXIA
+    thermal article's plots use a 4-s moving average."""
     x = np.asarray(x, float)
     w = max(int(window_steps), 1)
     c = np.cumsum(np.r_[0.0, x])
@@ -39,7 +39,8 @@ def write_csv(out, path: Path, dt_s: float, window_s: float = 4.0) -> None:
 
 def plot(out, path: Path, title: str, tmt1_k: float, tmt2_k: float, dt_s: float,
          window_s: float = 4.0) -> None:
-    """Write throughput (moving average) and composite temperature (deg C) against time, as in seeds/000."""
+    """Write throughput (moving average) and composite temperature (deg C) against time, as in the
+    KIOXIA thermal article."""
 
     t = np.asarray(out.time_s)
     speed = moving_average(np.asarray(out.speed) / 1e6, round(window_s / dt_s))
