@@ -1,5 +1,5 @@
 """``bench/scale.py`` runs end to end at a small size: every runner gives the bare call's values and the
-JSON carries the fields the README quotes (no timing is asserted)."""
+JSON carries the fields docs/performance.md quotes (no timing is asserted)."""
 
 import json
 import subprocess

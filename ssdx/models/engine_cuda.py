@@ -2,11 +2,10 @@
 
 Why a kernel of its own.  The batched JAX step (:mod:`ssdx.models.engine`) books every die position of
 every configuration with masks and runs as a ``lax.scan``: XLA launches a handful of kernels per request
-and round-trips the whole state through GPU memory between them, which caps it near 10^8
-configuration-requests per second at 10^4 configurations on an H100 (measured, see README).  The CPU back
-end (:mod:`ssdx.models.engine_cpu`) showed the cheaper formulation: each configuration walks its chunk of
-requests alone and touches only the dies and channels a request uses.  Here each GPU thread does exactly
-that for one configuration, over the whole chunk, in one launch.
+and round-trips the whole state through GPU memory between them, which caps its rate on a GPU (measured
+in docs/performance.md).  The CPU back end (:mod:`ssdx.models.engine_cpu`) showed the cheaper formulation:
+each configuration walks its chunk of requests alone and touches only the dies and channels a request
+uses.  Here each GPU thread does exactly that for one configuration, over the whole chunk, in one launch.
 
 The same source, not a port: the loop body is :func:`ssdx.models.engine_cpu._config` and its helpers,
 compiled a second time by Numba's CUDA target from their Python code (:func:`_device`), so the CPU and GPU
