@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +118,11 @@ def test_nothing_cites_files_outside_the_repository():
                 if _OUTSIDE.search(line):
                     hits.append(f"{f.relative_to(ROOT)}:{i}: {line.strip()[:100]}")
     assert not hits, "\n".join(hits[:40])
+
+
+def test_site_builds_strictly(tmp_path):
+    """``mkdocs build --strict``: a broken link, a page missing from the navigation or a bad anchor fails."""
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "site" / "validation" / "index.html").exists()
