@@ -9,7 +9,7 @@ import pytest
 from conftest import x64
 
 from ssdx import engine_params, params, presets, replay
-from ssdx.models import engine, engine_backends, engine_cpu
+from ssdx.models import engine, engine_backends, engine_book, engine_cpu
 from ssdx.workloads import synthetic
 from ssdx.workloads.traces import Chunk
 
@@ -203,9 +203,10 @@ def test_idle_folding_matches_between_backends():
 
 def test_work_exactly_as_long_as_a_gap_fills_it_in_both_backends():
     # a die busy [0, 100] us after an idle gap [10, 30] us: a 20 us read ready at 10 us fits the gap
-    sv = engine.Server(end=np.array(100e-6), win=np.array(30e-6), work=np.array(70e-6), gap=np.array(10e-6))
+    sv = engine_book.Server(end=np.array(100e-6), win=np.array(30e-6), work=np.array(70e-6),
+                            gap=np.array(10e-6))
     dur = 30e-6 - 10e-6
-    start, new = engine._book(sv, np.array(10e-6), np.array(dur))
+    start, new = engine_book.book(sv, np.array(10e-6), np.array(dur))
     got = engine_cpu._book(100e-6, 30e-6, 70e-6, 10e-6, 10e-6, dur)
     assert float(start) == pytest.approx(10e-6) and got[0] == pytest.approx(10e-6)
     assert float(new.end) == pytest.approx(100e-6) and got[1] == pytest.approx(100e-6)  # nothing queued

@@ -100,7 +100,7 @@ def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
 # ------------------------------------------------------------------------------------------- the loop
 @numba.njit(cache=True, inline="always")
 def _book(end, win, work, gap, ready, dur):
-    """engine._book on scalars: returns (start, end, win, work, gap)."""
+    """engine_book.book on scalars: returns (start, end, win, work, gap)."""
     fit = dur * (1.0 - FIT_SLACK)
     if ready + (dur - fit) >= end:
         return ready, ready + dur, ready, dur, end
@@ -128,7 +128,7 @@ def _nth_die(start, j, n_dies):
 
 @numba.njit(cache=True)
 def _suspend(f, die, a, pd, ready, dur, start, end, win, work, gap):
-    """engine._suspend for a read of ``dur`` s ready at ``ready`` on the die at position ``pd``, booked to
+    """engine_book.suspend for a read of ``dur`` s ready at ``ready`` on the die at position ``pd``, booked to
     start at ``start`` (the read booking before it was ``end, win, work, gap``): where it would start at
     once inside the die's program/erase run, how long it waits for the operation in progress or how much
     longer it takes to suspend it (counted in ``a``), booked again; then the run is pushed back.  Returns
@@ -171,7 +171,7 @@ def _suspend(f, die, a, pd, ready, dur, start, end, win, work, gap):
 @numba.njit(cache=True, inline="always")
 def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
     """Book a read of ``dur`` s ready at ``ready`` on the die at position ``pd`` with read priority
-    (engine._book on its read booking; where ``sus_on``, a suspension option, :func:`_suspend`), then
+    (engine_book.book on its read booking; where ``sus_on``, a suspension option, :func:`_suspend`), then
     its all-work backlog and busy time; returns its start and its die time (``dur`` plus any suspend
     overhead)."""
     end, win, work, gap = die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd]
