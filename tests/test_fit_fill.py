@@ -8,7 +8,7 @@ import pytest
 
 from ssdx import params, presets
 from ssdx.models import fluid
-from ssdx.optimize import fit_fill
+from ssdx.optimize import fit_fill, fit_fill_model
 from ssdx.report import fill as fill_report
 from ssdx.workloads import fill_curve
 from tests.test_cli import ssdx
@@ -41,7 +41,7 @@ def build(**over):
 def truth_curve(truth):
     """The model's own curve for ``truth``, as a measurement averaging over each 2 GB sample reports it."""
     drive, workload = build(**truth)
-    return np.array(fit_fill._speed(drive, workload, np.stack([LO, HI]), N_STEPS))
+    return np.array(fit_fill_model.speed(drive, workload, np.stack([LO, HI]), N_STEPS))
 
 
 def fill_phases(**cfg):
