@@ -54,7 +54,8 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -139,12 +140,18 @@ class EngineParams:
 
 
 class Layout(NamedTuple):
-    """Static array sizes of a batch: die positions are ``ways x channels``."""
+    """Static array sizes of a batch: die positions are ``ways x channels``.  Whether any configuration of
+    the batch tracks read suspension (:func:`suspend_on`), uses the LRU mapping cache (``map_lru``) or
+    writes dirty translation pages back (``map_writeback``): where none does, the batched step leaves
+    that mechanism out of its arithmetic, and the results are the same."""
 
     ways: int
     channels: int
     slots: int
     map_sets: int
+    suspension: bool = True
+    map_lru: bool = True
+    map_writeback: bool = True
 
 
 def columns(engine: Mapping) -> dict[str, np.ndarray]:
@@ -222,8 +229,30 @@ def map_pages(cols: Mapping) -> np.ndarray:
     return np.maximum(np.floor(num(cols, "engine.map_cache_mib") * MIB / page), 1).astype(np.int32)
 
 
+def _suspend_fields(cols: Mapping, c: Callable = np.asarray) -> dict[str, Any]:
+    """The suspension leaves of :class:`EngineParams` (``c`` converts each to its dtype)."""
+    sus = _suspension(cols)
+    return dict(
+        suspend_program=c([SUSPENSIONS[v][0] for v in sus]),
+        suspend_erase=c([SUSPENSIONS[v][1] for v in sus]),
+        suspend_program_s=c(_opt(cols, "engine.suspend_program_us") * 1e-6),
+        suspend_erase_s=c(_opt(cols, "engine.suspend_erase_us") * 1e-6),
+        suspend_min_program_s=c(_opt(cols, "engine.suspend_min_program_us") * 1e-6),
+        suspend_min_erase_s=c(_opt(cols, "engine.suspend_min_erase_us") * 1e-6),
+    )
+
+
+def suspend_on(e: Any) -> Any:
+    """Where a configuration's suspension options leave the default (``program_erase`` at no cost and
+    with no thresholds, which needs no tracking: a read starts as soon as the die is free of reads):
+    then the engine tracks each die's program/erase run.  ``e`` holds the suspension leaves of
+    :class:`EngineParams`, NumPy or JAX arrays."""
+    return ((e.suspend_program < 0.5) | (e.suspend_erase < 0.5) | (e.suspend_program_s > 0)
+            | (e.suspend_erase_s > 0) | (e.suspend_min_program_s > 0) | (e.suspend_min_erase_s > 0))
+
+
 def layout(cols: Mapping) -> Layout:
-    """The batch's static sizes (largest of every configuration)."""
+    """The batch's static sizes (largest of every configuration) and whether any tracks suspension."""
     cached = ~np.asarray(cols["drive.dram"]).astype(bool) | (map_policy(cols) > 0)  # configs with a cache
     sets = map_pages(cols)
     return Layout(
@@ -231,6 +260,9 @@ def layout(cols: Mapping) -> Layout:
         channels=int(num(cols, "drive.channels").max()),
         slots=int(num(cols, "workload.queue_depth").max()),
         map_sets=int(sets[cached].max()) if cached.any() else 1,
+        suspension=bool(np.any(suspend_on(SimpleNamespace(**_suspend_fields(cols))))),
+        map_lru=bool(np.any(map_policy(cols) > 1.5)),
+        map_writeback=bool(np.any(map_policy(cols) > 0.5)),
     )
 
 
@@ -248,12 +280,7 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         ctrl_s=c(1.0 / (num(cols, "engine.ctrl_kiops") * 1e3)),
         time_scale=c(num(cols, "engine.time_scale")),
         duplex=c(~np.char.startswith(iface, "sata")),
-        suspend_program=c([SUSPENSIONS[v][0] for v in _suspension(cols)]),
-        suspend_erase=c([SUSPENSIONS[v][1] for v in _suspension(cols)]),
-        suspend_program_s=c(_opt(cols, "engine.suspend_program_us") * 1e-6),
-        suspend_erase_s=c(_opt(cols, "engine.suspend_erase_us") * 1e-6),
-        suspend_min_program_s=c(_opt(cols, "engine.suspend_min_program_us") * 1e-6),
-        suspend_min_erase_s=c(_opt(cols, "engine.suspend_min_erase_us") * 1e-6),
+        **_suspend_fields(cols, c),
         map_policy=c(map_policy(cols)),
         dram_rate=c(_opt(cols, "engine.buffer_dram_mts") * 1e6),
         dram_row=c(_opt(cols, "engine.buffer_dram_row_bytes")),

@@ -316,3 +316,38 @@ def test_writes_go_through_the_buffers_dram_one_at_a_time():
     p, lay = _plan()
     lat, _ = _run(p, lay, [1], [0], [4096], [0.0])
     assert lat[0] == pytest.approx(cmd + 4096 / host, rel=1e-9)
+
+
+@pytest.mark.parametrize("mechanism", [{"suspension": "none"}, {"map_cache": "lru"}, {"map_cache": "direct"}])
+def test_a_mechanism_no_configuration_uses_is_left_out_exactly(mechanism):
+    # the batch's layout turns a mechanism off where no configuration uses it (the fast path); a default
+    # configuration must get the same latencies and counts alone (mechanism off) as beside one that uses it
+    # (mechanism on, masked for the default one); the mechanism must change the other configuration
+    rng = np.random.default_rng(7)
+    n = 3000
+    ops = (rng.random(n) < 0.3).astype(np.int64)  # 70 % reads
+    offs = rng.integers(0, 1 << 27, n) * 4096
+    sizes = np.full(n, 4096)
+    times = np.cumsum(rng.exponential(20e-6, n))
+    drive = presets.drive("generic_tlc_1tb")  # DRAM-less: the map cache misses
+    rows = [params.columns_from_config(drive, WORK) | engine_params.columns(ENGINE | e)
+            for e in ({}, mechanism)]
+
+    def run(cols):
+        d, w, e, lay = engine_params.build(cols, dtype=np.float64)
+        with x64():
+            p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, lay))
+            req, _ = engine.requests(ops, offs, sizes, times, None, n, np.float64)
+            run_chunk = jax.jit(engine.run_chunk, static_argnums=(3, 4))
+            _, acc, lat = run_chunk(p, engine.init(p, lay), req, lay, True)
+        return lay, np.asarray(lat), jax.tree_util.tree_map(np.asarray, acc)
+
+    lay1, lat1, acc1 = run(rows[0])
+    lay2, lat2, acc2 = run(params.concat_columns(rows))
+    assert (lay1.suspension, lay1.map_lru, lay1.map_writeback) == (False, False, False)
+    assert lay2 != lay1  # the mixed batch runs the mechanism
+    np.testing.assert_allclose(lat2[:, 0], lat1[:, 0], rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(acc2.hist[..., 0], acc1.hist[..., 0])
+    np.testing.assert_array_equal(acc2.map_misses[0], acc1.map_misses[0])
+    changed = not np.allclose(lat2[:, 1], lat2[:, 0], rtol=1e-6)
+    assert changed or acc2.map_writebacks[1] > 0 or acc2.map_misses[1] != acc2.map_misses[0]

@@ -120,7 +120,7 @@ import jax.numpy as jnp
 from ssdx.core.stats import kahan_add, latency_bin
 from ssdx.engine_params import MAP_UNIT_BYTES, Layout
 from ssdx.models.booking import fluid_book
-from ssdx.models.engine_book import FIT_SLACK, pe_push, pick, shift, suspend
+from ssdx.models.engine_book import FIT_SLACK, book, pe_push, pick, shift, suspend
 from ssdx.models.engine_state import (
     OPS,
     PE,
@@ -231,48 +231,70 @@ class Look(NamedTuple):
     writeback: jax.Array  # a dirty translation page was evicted: its number, else -1
 
 
-def _lookup(p: Plan, s: State, r: Requests) -> Look:
+def _lookup(p: Plan, lay: Layout, s: State, r: Requests) -> Look:
     """3: probe the translation-page cache (direct-mapped, or LRU with ``map_lru``); only reads and writes
     look up (and miss).  With ``map_writeback`` a write marks its translation page dirty, and a miss that
-    evicts a dirty page writes it back (see :func:`step`)."""
+    evicts a dirty page writes it back (see :func:`step`).  What no configuration of the batch uses
+    (``lay.map_lru``, ``lay.map_writeback``) is left out: it would change nothing."""
     tags = s.tags
     off4k = jnp.mod(r.off4k, p.cap_4k)
     tpage = off4k // p.tpage_4k
     cset = jnp.mod(tpage, p.map_sets)
     cols = jnp.arange(tpage.shape[0])
-    # LRU: the slot holding the page, else the least recently used (an empty one first) of this
-    # configuration's map_sets slots
-    in_cfg = jnp.arange(tags.shape[0])[:, None] < p.map_sets[None]
-    match = (tags == tpage[None]) & in_cfg
-    hit_lru = jnp.any(match, axis=0)
-    victim = jnp.argmin(jnp.where(in_cfg, s.map_age, jnp.iinfo(jnp.int32).max), axis=0)
-    cset = jnp.where(p.map_lru, jnp.where(hit_lru, jnp.argmax(match, axis=0), victim), cset)
-    held = tags[cset, cols]
     looked = r.valid & (r.op != TRIM) & ~p.map_always_hit
+    age = s.map_age
+    if lay.map_lru:
+        # LRU: the slot holding the page, else the least recently used (an empty one first) of this
+        # configuration's map_sets slots
+        in_cfg = jnp.arange(tags.shape[0])[:, None] < p.map_sets[None]
+        match = (tags == tpage[None]) & in_cfg
+        hit_lru = jnp.any(match, axis=0)
+        victim = jnp.argmin(jnp.where(in_cfg, s.map_age, jnp.iinfo(jnp.int32).max), axis=0)
+        cset = jnp.where(p.map_lru, jnp.where(hit_lru, jnp.argmax(match, axis=0), victim), cset)
+        clock = jnp.max(s.map_age, axis=0) + 1
+        age = jnp.where(p.map_lru & looked, s.map_age.at[cset, cols].set(clock), s.map_age)
+    held = tags[cset, cols]
     miss = ~(p.map_always_hit | (held == tpage)) & r.valid & (r.op != TRIM)
-    was_dirty = s.map_dirty[cset, cols] > 0
-    writeback = jnp.where(p.map_writeback & miss & (held >= 0) & was_dirty, held, -1)
-    clock = jnp.max(s.map_age, axis=0) + 1
-    age = jnp.where(p.map_lru & looked, s.map_age.at[cset, cols].set(clock), s.map_age)
-    dirty_new = ((r.op == WRITE) | (~miss & was_dirty)).astype(jnp.int32)
-    dirty = jnp.where(p.map_writeback & looked, s.map_dirty.at[cset, cols].set(dirty_new), s.map_dirty)
+    writeback = jnp.full(tpage.shape, -1, held.dtype)
+    dirty = s.map_dirty
+    if lay.map_writeback:
+        was_dirty = s.map_dirty[cset, cols] > 0
+        writeback = jnp.where(p.map_writeback & miss & (held >= 0) & was_dirty, held, -1)
+        dirty_new = ((r.op == WRITE) | (~miss & was_dirty)).astype(jnp.int32)
+        dirty = jnp.where(p.map_writeback & looked, s.map_dirty.at[cset, cols].set(dirty_new), s.map_dirty)
     return Look(off4k, tpage, miss, tags.at[cset, cols].set(jnp.where(miss, tpage, held)), age, dirty,
                 writeback)
 
 
-def _map_read(p: Plan, t_cmd, tpage, miss, die_r: Server, die_free, busy, pe: PE):
+def _read_book(p: Plan, lay: Layout, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
+    """:func:`~.engine_book.suspend` where a configuration of the batch tracks suspension
+    (``lay.suspension``); else :func:`~.engine_book.book`, which gives every configuration that does not
+    track it the same start, booking and die time, with no suspension and no cost."""
+    if lay.suspension:
+        return suspend(p, pe, sv, ready, dur)
+    start, new = book(sv, ready, dur)
+    none = jnp.zeros(start.shape, bool)
+    return start, new, jnp.broadcast_to(dur, start.shape), none, none
+
+
+def _push_runs(p: Plan, lay: Layout, pe: PE, on: jax.Array, start: jax.Array, dur: jax.Array) -> PE:
+    """:func:`~.engine_book.pe_push`, skipped where no configuration of the batch tracks suspension."""
+    return pe_push(p, pe, on, start, dur) if lay.suspension else pe
+
+
+def _map_read(p: Plan, lay: Layout, t_cmd, tpage, miss, die_r: Server, die_free, busy, pe: PE):
     """3: a missed translation page is read from die ``tpage mod dies`` (SLC timing), booked with read
     priority under the suspension policy (:func:`suspend`); returns the die state, busy time, the
     program/erase runs, the read's start and its end (-inf where none) and the suspensions (2, B)."""
     on = (p.die_id == jnp.mod(tpage, p.n_dies)[None]) & p.mask & miss[None]
-    ms, die_r_m, m_dur, s_p, s_e = suspend(p, pe, die_r, t_cmd[None], p.t_map_read[None])
+    ms, die_r_m, m_dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_cmd[None], p.t_map_read[None])
     m_start = jnp.max(jnp.where(on, ms, -jnp.inf), axis=0)
     m_end = jnp.max(jnp.where(on, ms + m_dur, -jnp.inf), axis=0)
     die_r = pick(on, die_r_m, die_r)
     die_free = jnp.where(on, jnp.maximum(die_free, m_start[None]) + m_dur, die_free)
     sus = jnp.stack([jnp.sum(on & s_p, axis=0), jnp.sum(on & s_e, axis=0)]).astype(busy.dtype)
-    return (die_r, die_free, busy + on * m_dur, pe_push(p, pe, on, m_start[None], m_dur), m_start, m_end,
-            sus)
+    pe = _push_runs(p, lay, pe, on, m_start[None], m_dur)
+    return die_r, die_free, busy + on * m_dur, pe, m_start, m_end, sus
 
 
 def _by_channel(x: jax.Array, lay: Layout) -> jax.Array:
@@ -308,8 +330,8 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     dt = f.issue.dtype
     size = r.size.astype(dt)
     off4k, tpage, miss = look.off4k, look.tpage, look.miss
-    die_r, die_free, busy, pe, m_start, m_end, sus_m = _map_read(p, f.t_cmd, tpage, miss, s.die_r,
-                                                                  s.die_free, acc.busy, s.pe)
+    die_r, die_free, busy, pe, m_start, m_end, sus_m = _map_read(p, lay, f.t_cmd, tpage, miss,
+                                                                  s.die_r, s.die_free, acc.busy, s.pe)
     t_map = jnp.where(miss, m_end + MAP_UNIT_BYTES / p.chan_rate, f.t_cmd + p.map_hit_s)
     q_map = jnp.where(miss, m_start - f.t_cmd, 0.0)
 
@@ -320,7 +342,7 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     active = n_d > 0
     n_f = n_d.astype(dt)
     dur = jnp.ceil(n_f / p.planes[None]) * p.t_read[None]
-    r_start, die_r_new, dur, s_p, s_e = suspend(p, pe, die_r, t_map[None], dur)
+    r_start, die_r_new, dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_map[None], dur)
     r_end = r_start + dur
     xfer = n_f * (size / k.astype(dt) / p.chan_rate)[None]
     x_c = jnp.sum(_by_channel(xfer, lay), axis=0)
@@ -340,7 +362,7 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     return _finish(
         p, s, acc, r, f, READ, done, -f.arrival + f.ctrl_start + q_map + q_read,
         state=dict(die_r=pick(active, die_r_new, die_r), die_free=die_free, free_max=_max_free(p, die_free),
-                   pe=pe_push(p, pe, active, r_start, dur),
+                   pe=_push_runs(p, lay, pe, active, r_start, dur),
                    chan_r=jnp.where(act_c, chan_r_new, s.chan_r),
                    chan_free=jnp.where(act_c, jnp.maximum(s.chan_free, c_start) + x_c, s.chan_free),
                    link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx, tx_new)),
@@ -368,8 +390,8 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     dt = f.issue.dtype
     size = r.size.astype(dt)
     miss = look.miss
-    die_r, die_free, busy, pe, _, _, sus_m = _map_read(p, f.t_cmd, look.tpage, miss, s.die_r, s.die_free,
-                                                        acc.busy, s.pe)
+    die_r, die_free, busy, pe, _, _, sus_m = _map_read(p, lay, f.t_cmd, look.tpage, miss, s.die_r,
+                                                        s.die_free, acc.busy, s.pe)
     h_start, rx_new = fluid_book(s.link_rx, f.t_cmd, size / p.host_rate)
     h_end = h_start + size / p.host_rate
     (ds, dn, draw), mode_bytes = _place(p, s.ds, s.dn, s.draw, size)
@@ -388,13 +410,14 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     p_dur = u_f * t_unit[None] + n_erase * p.t_erase[None]
     # the program/erase run (suspend): the erases first (they free the block the units go to), then the
     # units; a run that starts after the die's backlog has ended starts a new run
-    on = (u_d > 0) & p.suspend_on[None]
-    er_len = n_erase * p.t_erase[None]
-    pe = PE(start=jnp.where(on & (p_start > pe.end), p_start, pe.start),
-            end=jnp.where(on, p_start + p_dur, pe.end),
-            er_end=jnp.where(on & (n_erase > 0), p_start + er_len, pe.er_end),
-            er_len=jnp.where(on & (n_erase > 0), er_len, pe.er_len),
-            t_op=jnp.where(on, jnp.broadcast_to(t_unit[None], on.shape), pe.t_op))
+    if lay.suspension:
+        on = (u_d > 0) & p.suspend_on[None]
+        er_len = n_erase * p.t_erase[None]
+        pe = PE(start=jnp.where(on & (p_start > pe.end), p_start, pe.start),
+                end=jnp.where(on, p_start + p_dur, pe.end),
+                er_end=jnp.where(on & (n_erase > 0), p_start + er_len, pe.er_end),
+                er_len=jnp.where(on & (n_erase > 0), er_len, pe.er_len),
+                t_op=jnp.where(on, jnp.broadcast_to(t_unit[None], on.shape), pe.t_op))
     die_free = jnp.where(u_d > 0, p_start + p_dur, die_free)
     backlog_end = _max_free(p, die_free)
     drain = p.n_dies.astype(dt) * p.unit_bytes / t_unit
@@ -428,7 +451,7 @@ def step(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests) -> tuple[State, 
     returns the new state, accumulators and the latencies (s, (B,)).  The request's type picks one
     branch (``lax.switch`` on a value shared by the batch: only that path is computed); padding changes
     nothing."""
-    look = _lookup(p, s, r)
+    look = _lookup(p, lay, s, r)
     idx = jnp.where(r.valid, jnp.clip(r.op, 0, 2), 3)
     # the cache and the histogram stay outside the branches (no copies of them through the switch)
     inner_s = s._replace(tags=None, map_age=None, map_dirty=None)
@@ -444,15 +467,16 @@ def step(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests) -> tuple[State, 
     # 3: a dirty translation page evicted by this request's miss is written back on its die (tpage mod
     # dies) from the request's issue on: the rest of the page read (SLC) and programmed (a pSLC page
     # program), as background work behind the die's backlog; the request does not wait for it
-    wb = look.writeback >= 0
-    on = (p.die_id == jnp.mod(look.writeback, p.n_dies)[None]) & p.mask & wb[None]
-    t_wb = p.t_map_read + p.t_unit[0]
-    die_free = jnp.where(on, jnp.maximum(new.die_free, 0.0) + t_wb[None], new.die_free)
-    free_max = jnp.where(wb, jnp.maximum(new.free_max, _max_free(p, die_free)), new.free_max)
-    new = new._replace(tags=look.tags, map_age=look.age, map_dirty=look.dirty, die_free=die_free,
-                       free_max=free_max)
-    new_acc = new_acc._replace(busy=new_acc.busy + on * t_wb[None],
-                               map_writebacks=new_acc.map_writebacks + wb.astype(new_acc.busy.dtype))
+    new = new._replace(tags=look.tags, map_age=look.age, map_dirty=look.dirty)
+    if lay.map_writeback:
+        wb = look.writeback >= 0
+        on = (p.die_id == jnp.mod(look.writeback, p.n_dies)[None]) & p.mask & wb[None]
+        t_wb = p.t_map_read + p.t_unit[0]
+        die_free = jnp.where(on, jnp.maximum(new.die_free, 0.0) + t_wb[None], new.die_free)
+        free_max = jnp.where(wb, jnp.maximum(new.free_max, _max_free(p, die_free)), new.free_max)
+        new = new._replace(die_free=die_free, free_max=free_max)
+        new_acc = new_acc._replace(busy=new_acc.busy + on * t_wb[None],
+                                   map_writebacks=new_acc.map_writebacks + wb.astype(new_acc.busy.dtype))
     return new, new_acc._replace(hist=hist), lat
 
 

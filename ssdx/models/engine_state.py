@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ssdx.core.stats import N_BINS, percentile_from_hist
-from ssdx.engine_params import MAP_ENTRY_BYTES, MAP_UNIT_BYTES, EngineParams, Layout
+from ssdx.engine_params import MAP_ENTRY_BYTES, MAP_UNIT_BYTES, EngineParams, Layout, suspend_on
 from ssdx.models import fluid
 from ssdx.params import Drive, Workload
 
@@ -203,8 +203,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         suspend_program=eng.suspend_program, suspend_erase=eng.suspend_erase,
         suspend_program_s=eng.suspend_program_s, suspend_erase_s=eng.suspend_erase_s,
         suspend_min_program_s=eng.suspend_min_program_s, suspend_min_erase_s=eng.suspend_min_erase_s,
-        suspend_on=(eng.suspend_program < 0.5) | (eng.suspend_erase < 0.5) | (eng.suspend_program_s > 0)
-        | (eng.suspend_erase_s > 0) | (eng.suspend_min_program_s > 0) | (eng.suspend_min_erase_s > 0),
+        suspend_on=suspend_on(eng),
         map_lru=eng.map_policy > 1.5, map_writeback=eng.map_policy > 0.5,
         dram_rate=eng.dram_rate, dram_row=eng.dram_row, dram_burst=eng.dram_burst, dram_trcd=eng.dram_trcd,
         dram_tcl=eng.dram_tcl, dram_trp=eng.dram_trp,
