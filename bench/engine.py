@@ -1,8 +1,9 @@
-"""Benchmark of the request-level engine (``ssdx.models.engine``): configuration-requests per second.
+"""Benchmark of the request-level engine (``ssdx.models.engine.model``): configuration-requests per second.
 
 What is timed
 -------------
-``jax_batch``: the compiled batched ``engine.run_chunk`` that ``ssdx.replay`` runs (``replay.prepare``:
+``jax_batch``: the compiled batched ``engine.run_chunk`` that ``ssdx.models.engine.replay`` runs
+(``replay.prepare``:
 configurations on the last axis, split over the local devices when there are several), over ``N``
 configurations sharing one stream of ``M`` requests (70 % reads; 4 KiB, 16 KiB and 128 KiB commands;
 uniform random offsets over 50 GB; closed loop).  The configurations cycle through four drive presets
@@ -11,14 +12,14 @@ layout is padded to the largest) and queue depths 1-32.  ``compile_s`` (lower + 
 time) is kept apart from ``run_s``, the median of ``--repeats`` calls, each ending in
 ``jax.block_until_ready``.  Throughput: ``N·M / run_s`` configuration-requests per second.
 
-``cpu_loop`` (on a CPU only): the same batch through ``ssdx.models.engine_cpu``, the compiled
-per-configuration loop that ``ssdx.replay`` runs on a CPU (``engine.backend=auto``): configurations in
-parallel over the cores, a request visiting only the dies it uses.  ``compile_s`` is Numba's compile (or
-its on-disk cache load) on a one-configuration call; ``max_rel_diff_vs_jax_batch`` compares its latency
-sums with the ``jax_batch`` row's (float32 against float64 rounding).
+``cpu_loop`` (on a CPU only): the same batch through ``ssdx.models.engine.cpu``, the compiled
+per-configuration loop that ``ssdx.models.engine.replay`` runs on a CPU (``engine.backend=auto``):
+configurations in parallel over the cores, a request visiting only the dies it uses.  ``compile_s`` is
+Numba's compile (or its on-disk cache load) on a one-configuration call; ``max_rel_diff_vs_jax_batch``
+compares its latency sums with the ``jax_batch`` row's (float32 against float64 rounding).
 
 ``cuda_loop`` (where Numba sees a CUDA GPU): the same per-configuration loop compiled as a CUDA kernel by
-``ssdx.models.engine_cuda``, one GPU thread per configuration (``--cuda-threads`` per block), through
+``ssdx.models.engine.cuda``, one GPU thread per configuration (``--cuda-threads`` per block), through
 ``replay.prepare(backend="cuda")``; ``run_s`` includes copying the state to the GPU and back (as a replay
 chunk does), ``compile_s`` is Numba's CUDA compile on a one-configuration call.
 
@@ -49,9 +50,11 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # leave GPU mem
 import jax
 import numpy as np
 
-from ssdx import engine_params, params, presets
-from ssdx.models import engine, engine_backends
-from ssdx.replay import prepare
+from ssdx import params, presets
+from ssdx.models.engine import backends as engine_backends
+from ssdx.models.engine import model as engine
+from ssdx.models.engine import params as engine_params
+from ssdx.models.engine.replay import prepare
 from ssdx.report.machine import machine
 from ssdx.workloads import synthetic
 
@@ -115,8 +118,7 @@ def _cuda_ready() -> bool:
     """A real CUDA GPU (not Numba's simulator) for the ``cuda_loop`` row."""
     if jax.default_backend() != "gpu":
         return False
-    from ssdx.models import engine_cuda
-
+    from ssdx.models.engine import cuda as engine_cuda
     return engine_cuda.available() and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "0"
 
 
@@ -146,8 +148,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     loop = time_batch(cols, a.requests, a.repeats, "cpu") if engine_backends.select({}) == "cpu" else None
     gpu_loop = None
     if _cuda_ready():
-        from ssdx.models import engine_cuda
-
+        from ssdx.models.engine import cuda as engine_cuda
         engine_cuda.THREADS = a.cuda_threads or engine_cuda.THREADS
         gpu_loop = time_batch(cols, a.requests, a.repeats, "cuda")
     k = min(a.single_configs, a.configs)

@@ -2,7 +2,7 @@
 
 The batch and the stream are ``bench/engine.py``'s (four drive presets of different shapes × queue depths
 1-32; 70 % reads of 4 KiB, 16 KiB and 128 KiB over 50 GB, closed loop), run through the back end
-``engine.backend=auto`` picks here (the compiled CPU loop on a CPU, ``ssdx.models.engine_cpu``; the
+``engine.backend=auto`` picks here (the compiled CPU loop on a CPU, ``ssdx.models.engine.cpu``; the
 batched scan on a GPU), once per case:
 
 * ``default`` — today's engine (``engine.suspension=program_erase`` at no cost);
@@ -38,7 +38,8 @@ import jax
 import numpy as np
 
 from bench import engine as bench_engine
-from ssdx.models import engine, engine_backends
+from ssdx.models.engine import backends as engine_backends
+from ssdx.models.engine import model as engine
 from ssdx.report.machine import machine
 
 CASES: dict[str, dict[str, Any]] = {

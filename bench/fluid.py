@@ -1,4 +1,4 @@
-"""Benchmark of the fluid write-stream engine (``ssdx.models.fluid``) over many drive configurations.
+"""Benchmark of the fluid write-stream engine (``ssdx.models.fluid.model``) over many drive configurations.
 
 What is timed
 -------------
@@ -52,7 +52,7 @@ import numpy as np
 
 from ssdx import catalog, params, presets
 from ssdx.core import registry
-from ssdx.models import fluid
+from ssdx.models.fluid import model as fluid
 from ssdx.report.machine import machine
 from ssdx.units import GB, gbit_die_to_bytes
 

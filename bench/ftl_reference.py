@@ -1,6 +1,6 @@
-"""A page-by-page page-mapped FTL in plain Python: the reference for :mod:`ssdx.models.gc`.
+"""A page-by-page page-mapped FTL in plain Python: the reference for :mod:`ssdx.models.gc.model`.
 
-It follows the FTL that ``ssdx.models.gc`` describes, one NAND page at a time with Python lists
+It follows the FTL that ``ssdx.models.gc.model`` describes, one NAND page at a time with Python lists
 (no JAX, no batching of a block's host writes): a block is filled from the never-written pool while
 it lasts (the last block is kept as the first spare), afterwards the policy's victim among the closed
 blocks other than the spare has its valid pages copied, in page order, into the spare, is erased and
@@ -55,9 +55,8 @@ class PageFTL:
             # the candidates come from the model's counter-based stream (a stream, not policy logic)
             import jax.numpy as jnp
 
-            from ssdx.gc_params import D_MAX
-            from ssdx.models import gc
-
+            from ssdx.models.gc import model as gc
+            from ssdx.models.gc.params import D_MAX
             j = np.arange(D_MAX, dtype=np.uint32)
             u = np.asarray(gc.uniform(jnp.uint32(seed), jnp.uint32(self.cycle * D_MAX) + j, 2))
             cand = np.minimum((u * self.n).astype(np.int64), self.n - 1)[:d]

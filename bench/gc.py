@@ -1,4 +1,4 @@
-"""Benchmark of the block-level GC model (``ssdx.models.gc``): NAND page writes per second, many drives.
+"""Benchmark of the block-level GC model (``ssdx.models.gc.model``): NAND page writes per second, many drives.
 
 What is timed
 -------------
@@ -43,8 +43,9 @@ import jax
 import numpy as np
 
 from bench.ftl_reference import PageFTL
-from ssdx import gc_params, params
-from ssdx.models import gc
+from ssdx import params
+from ssdx.models.gc import model as gc
+from ssdx.models.gc import params as gc_params
 from ssdx.report.machine import machine
 
 
@@ -131,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     a = ap.parse_args(argv)
     dev = jax.devices()[0]
     result: dict[str, Any] = {
-        "benchmark": "ssdx.models.gc NAND page writes per second", "machine": machine(),
+        "benchmark": "ssdx.models.gc.model NAND page writes per second", "machine": machine(),
         "device": {"kind": dev.device_kind, "platform": dev.platform, "count": jax.device_count(),
                    "jax": jax.__version__},
         "sizes": {"configs": a.configs, "cycles": a.cycles, "blocks": a.blocks, "pages_per_block": a.pages},
@@ -197,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         wa = (r["host"] + r["copies_each"]) / r["host"]
         result["write_amplification_range"] = [float(wa.min()), float(wa.max())]
     result["rows"] = rows
-    print(f"ssdx.models.gc: device {dev.platform}/{dev.device_kind}; jax {jax.__version__}; "
+    print(f"ssdx.models.gc.model: device {dev.platform}/{dev.device_kind}; jax {jax.__version__}; "
           f"{os.cpu_count()} CPUs; {a.blocks} blocks x {a.pages} pages, {a.cycles} cycles per run")
     print(f"{'engine':<12} {'configs':>8} {'compile_s':>10} {'run_s':>10} {'NAND pages/s':>14} {'vmap x':>8}")
     for row in rows:

@@ -13,7 +13,8 @@ MQSim is the multi-queue SSD simulator of Tavakkol, Gómez-Luna, Sadrosadati, Gh
    the request counts, IOPS, bandwidth, device response time (mean, min, max) and MQSim's CPU time;
 3. applies closed-form checks to MQSim's figures (Little's law for closed loops, the unloaded-read
    floor, the dies'/channels'/link's capacity) and records the verdict of each;
-4. where ``ssdx.tasks_mqsim`` is available, runs ssdx on the same XML files and writes a side-by-side
+4. where ``ssdx.models.engine.mqsim_job`` is available, runs ssdx on the same XML files and writes a
+side-by-side
    table (``table.md``, ``xval.json``).
 
 MQSim writes figures only as the XML elements listed in ``MQSIM_FIELDS``; it logs no percentiles.
@@ -597,18 +598,20 @@ def ssdx_speed(workdir: Path, requests: int, batches: tuple[int, ...],
     """ssdx's engine on a case's XML files with ``B`` configurations per batch, each ``B`` of ``batches``.
 
     The configuration is composed as the ``ssdx`` command composes it (``experiment=mqsim`` and the two
-    files), read with ``ssdx.tasks_mqsim.load``; the first scenario's stream (one flow) is replayed once
+    files), read with ``ssdx.models.engine.mqsim_job.load``; the first scenario's stream (one flow) is
+    replayed once
     through ``B`` copies of the drive (every copy costs the engine the same as a different drive would:
     its work does not depend on the values).  Compile time apart; ``run_s`` is the replay's own time.
     """
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from ssdx import engine_params, replay
     from ssdx.cli import main as cli_main
     from ssdx.cli import schema
+    from ssdx.models.engine import params as engine_params
+    from ssdx.models.engine import replay
+    from ssdx.models.engine.mqsim_job import load, scenario_streams
     from ssdx.paths import conf_dir
-    from ssdx.tasks_mqsim import load, scenario_streams
 
     schema.register()
     cli_main.register_sweeps()
@@ -790,7 +793,7 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "") -> N
             print(f"{name}: ssdx failed: {rows[name]['error']}", flush=True)
             continue
         if s is None:
-            print("ssdx.tasks_mqsim not available: no side-by-side table")
+            print("ssdx.models.engine.mqsim_job not available: no side-by-side table")
             return
         m = rec["mqsim"]["flows"][0]
         f = s["flow"]

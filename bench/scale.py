@@ -2,7 +2,7 @@
 
 What is timed
 -------------
-One fluid-engine sweep (``ssdx.models.fluid.metrics``, ``S`` steps, float32) of ``N`` configurations:
+One fluid-engine sweep (``ssdx.models.fluid.model.metrics``, ``S`` steps, float32) of ``N`` configurations:
 4 pSLC modes x 4 NAND types x 3 die counts, times a Sobol sample of pre-fill, fold efficiency and static
 pSLC size (``space.sweep_rows`` on the ``aldrin_pro_2tb`` preset), none with idle gaps, so every
 configuration runs the same kernel.

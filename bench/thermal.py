@@ -1,4 +1,4 @@
-"""Benchmark of the coupled write/power/thermal/HCTM scan (``ssdx.models.coupled``) over many runs.
+"""Benchmark of the coupled write/power/thermal/HCTM scan (``ssdx.models.thermal.coupled``) over many runs.
 
 Default case (the issue's): 10,000 ten-minute runs at 1 s steps (600 steps each) on whatever device JAX
 picks (CPU here).
@@ -74,8 +74,9 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
-from ssdx import api, params, presets, thermal_params
-from ssdx.models import coupled
+from ssdx import api, params, presets
+from ssdx.models.thermal import coupled
+from ssdx.models.thermal import params as thermal_params
 from ssdx.report.machine import machine
 from ssdx.units import ZERO_C_IN_K
 

@@ -8,8 +8,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from ssdx import params, presets, thermal_params
-from ssdx.models import coupled, fluid
+from ssdx import params, presets
+from ssdx.models.fluid import model as fluid
+from ssdx.models.thermal import coupled
+from ssdx.models.thermal import params as thermal_params
 
 
 def build_one(drive: dict[str, Any], workload: dict[str, Any], nand: dict[str, Any] | None = None,

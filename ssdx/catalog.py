@@ -141,7 +141,7 @@ SCM = Scm()
 
 @dataclass(frozen=True)
 class Cooling:
-    """Thermal environment of an M.2 2280 drive: a three-node RC network (``ssdx.models.thermal``).
+    """Thermal environment of an M.2 2280 drive: a three-node RC network (``ssdx.models.thermal.rc``).
 
     Nodes: 0 controller package, 1 NAND packages, 2 case (the PCB, plus the heatsink when fitted).
     Heat capacities in J/K, conductances in W/K between nodes and to ambient.
@@ -168,7 +168,8 @@ class Cooling:
 #: connector and standoff screw ~0.03 W/K.  Chosen so the bare drive's total resistance to ambient is ~8 K/W,
 #: the heatsink's ~4 K/W and the forced-air case's ~2.5 K/W, the range M.2 drives show in published thermal
 #: tests; NAND surfaces run > 10 K cooler with a heatsink (KIOXIA's thermal-throttling article,
-#: ``ssdx.models.hctm``).  Representative values: fit them to a measured series with ``ssdx.optimize.fit_rc``
+#: ``ssdx.models.thermal.hctm``).  Representative values: fit them to a measured series with
+#: ``ssdx.models.thermal.fit_rc``
 #: for a specific chassis.
 COOLING: dict[str, Cooling] = {
     c.name: c

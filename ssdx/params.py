@@ -12,7 +12,7 @@ Two representations of a configuration:
 Validation runs once, on the host, on the columns, before any compute.  A violation raises
 :class:`ConfigError`, whose message names the field, the offending value and the rule.
 
-pSLC write-cache fields (the accounting of each mode is in ``ssdx.models.fluid``):
+pSLC write-cache fields (the accounting of each mode is in ``ssdx.models.fluid.model``):
 
 * ``drive.slc_mode`` — one of :data:`SLC_MODES`: ``dynamic`` (pSLC lent from free user space),
   ``static`` (a fixed pSLC region outside the native region), ``pure_slc``, ``pure_native`` and
@@ -29,7 +29,7 @@ pSLC write-cache fields (the accounting of each mode is in ``ssdx.models.fluid``
   the default.  Ignored by the modes without a dynamic region, as ``static_slc_gb`` is by ``dynamic``.
 * ``drive.idle_fold_mb_s`` — MB/s (1e6 bytes/s) of pSLC data the firmware folds to native blocks
   while the host is idle (cache recovery); ``0`` = the die- and bus-limited rate
-  ``ssdx.models.fluid.rates`` derives, the default.  A set rate is taken as given.
+  ``ssdx.models.fluid.model.rates`` derives, the default.  A set rate is taken as given.
 
 The last two are optional in a config mapping (:data:`DRIVE_DEFAULTS`), so older presets and
 configs load unchanged.
@@ -44,7 +44,7 @@ configuration's NAND type, ``nand.name`` where set, else ``drive.nand``):
   takes at once — a page, a word line of ``bits_per_cell`` pages or a whole block: Fukuchi et al.'s
   Table 1 "write unit", ``ssdx.catalog.NandType.write_unit_bytes``).  The fluid and request-level models
   program page by page (one page per plane of a die); the write unit sizes the SCM gathering of
-  ``ssdx.hybrid_params`` and is recorded.
+  ``ssdx.models.hybrid.params`` and is recorded.
 
 Together with ``drive.channels``, ``drive.dies_per_channel``, ``drive.planes_per_die`` and
 ``drive.die_gbit`` they express a drive from a datasheet or from MQSim's ``ssdconfig.xml``.
@@ -128,7 +128,7 @@ class Drive:
     NAND channel rate after ``bus_efficiency``.  ``static_slc_bytes``: host bytes of the static pSLC
     region; ``max_dynamic_slc_bytes``: host bytes the dynamic pSLC region may hold (0 = uncapped);
     ``idle_fold_bytes_per_s``: idle cache-recovery rate, bytes/s (0 = derived,
-    ``ssdx.models.fluid.rates``).  All plain float leaves (differentiable).
+    ``ssdx.models.fluid.model.rates``).  All plain float leaves (differentiable).
     """
 
     nand: Nand
@@ -317,7 +317,7 @@ def valid_rows(cols: Mapping,
 
     Used by sweeps that set ``on_invalid: drop``; a non-numeric value in a numeric field still
     raises, since it is a typo in the definition rather than an infeasible combination.  ``check`` is
-    the rule set (default :func:`validate`; ``ssdx.thermal_params.validate`` for the thermal rules).
+    the rule set (default :func:`validate`; ``ssdx.models.thermal.params.validate`` for the thermal rules).
     """
     report: list = []
     (check or validate)(cols, report)

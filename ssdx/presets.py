@@ -6,7 +6,7 @@ The review: "O impacto do SLC Cache no desempenho de um SSD NVMe – Testes e re
 test of the Pichau Aldrin Pro 2 TB with its pSLC cache enabled and disabled, 2024). Known hardware: 32 dies (8
 channels x 4 CE) x 4 planes x 16 KiB pages, 512 Gbit dies, 1200 MT/s bus, PCIe 4.0 x4, 2000 GB user capacity.
 Three numbers are fitted, one per measured speed, and nothing else; every phase *boundary* then follows from
-capacity accounting (``ssdx.models.fluid``):
+capacity accounting (``ssdx.models.fluid.model``):
 
 * pSLC page program time: ``t = 32·4·16 KiB / 6579 MB/s = 318.76 us`` (the die limit; the PCIe link,
   ~7.0 GB/s usable, and the bus, 8 x 1200 MT/s x 0.9, are both faster);

@@ -16,8 +16,8 @@ import numpy as np
 
 from ssdx import params
 from ssdx.core import io, registry
-from ssdx.models import fluid
-from ssdx.report import fill as fill_report
+from ssdx.models.fluid import model as fluid
+from ssdx.models.fluid import plots as fill_report
 from ssdx.report.tables import best_per_group, format_table
 from ssdx.sweep import runner, space
 
@@ -36,7 +36,7 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     (``ssdx.workloads.fio.FioWorkload.fill``, which refuses what the fluid model cannot represent); the
     summary then names them under ``fio_workload`` with ``fio_job`` and ``fio_ignored``."""
     dtype = io.dtype(cfg.get("precision", "float32"))
-    from ssdx.tasks_engine import with_fio_fill
+    from ssdx.models.engine.jobs import with_fio_fill
 
     cfg, jobs = with_fio_fill(cfg)
     cols = params.columns_from_config(cfg["drive"], cfg["workload"], cfg.get("nand"))
@@ -170,7 +170,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         return registry.resolve(spec.run)(sweep, base_cfg, out_dir, progress=progress, executor=executor)
     dtype = io.dtype(base_cfg.get("precision", "float32"))
     if base_cfg.get("workload", {}).get("fio"):
-        from ssdx.tasks_engine import with_fio_fill
+        from ssdx.models.engine.jobs import with_fio_fill
 
         base_cfg, _ = with_fio_fill(base_cfg)  # the base workload of a fluid or thermal sweep
     from ssdx.sweep import reduce

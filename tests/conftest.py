@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 from ssdx import params, presets
-from ssdx.models import fluid
+from ssdx.models.fluid import model as fluid
 
 
-# Persistent JAX compilation cache shared by the test processes: xdist workers and the CLI subprocesses
 # (``ssdx ...``, which inherit the environment) compile many of the same kernels; a kernel compiled once
 # is loaded from disk by the others and by later runs.  Loaded executables are the compiled binaries
 # themselves, so results do not change.  A directory set by the user (JAX_COMPILATION_CACHE_DIR) wins.

@@ -9,8 +9,11 @@ import sys
 import numpy as np
 from test_engine_cpu import batch, erasing_plan, mixed
 
-from ssdx import engine_params, replay
-from ssdx.models import engine, engine_cpu, engine_cuda
+from ssdx.models.engine import cpu as engine_cpu
+from ssdx.models.engine import cuda as engine_cuda
+from ssdx.models.engine import model as engine
+from ssdx.models.engine import params as engine_params
+from ssdx.models.engine import replay
 
 
 def main(out: str) -> None:

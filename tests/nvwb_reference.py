@@ -1,4 +1,4 @@
-"""Exact NV-WB reference (plain Python, one line at a time) for ``ssdx.models.hybrid``.
+"""Exact NV-WB reference (plain Python, one line at a time) for ``ssdx.models.hybrid.model``.
 
 Same rules as the model's module docstring, written the obvious way: each SCM set is a dict of its
 lines, the gathering unit a dict of lines, the NAND a set of the lines programmed into it.  With one

@@ -1,4 +1,4 @@
-"""``bench/fluid.py``'s baselines stay faithful ports of :mod:`ssdx.models.fluid` (no timing here)."""
+"""``bench/fluid.py``'s baselines stay faithful ports of :mod:`ssdx.models.fluid.model` (no timing here)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``bench/thermal.py`` runs end to end at a tiny size, and its baselines are faithful ports of
-:mod:`ssdx.models.coupled` (no timing assertions)."""
+:mod:`ssdx.models.thermal.coupled` (no timing assertions)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from test_cli import ssdx
 
-from ssdx.models import wa_analytic as wa
+from ssdx.models.gc import wa_analytic as wa
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

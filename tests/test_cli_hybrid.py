@@ -94,8 +94,8 @@ def test_hybrid_validate_contract(tmp_path):
 def test_sweep_sizes_scm_by_footprint_and_by_nand(tmp_path):
     """One sweep with both SCM bases: results are grouped per (basis, ratio), the NAND basis sizes the SCM
     from hybrid.nand_capacity_gib (3 % of 16 GiB = 0.48 GiB, above 10 % of web_1's 1.5 GiB footprint)."""
-    from ssdx import hybrid_params, tasks_hybrid
-
+    from ssdx.models.hybrid import jobs as tasks_hybrid
+    from ssdx.models.hybrid import params as hybrid_params
     cfg = {"hybrid": {**hybrid_params.defaults(), "warmup_fills": 0.05, "settle_fills": 0.0,
                       "nand_capacity_gib": 16.0}, "workload": {}, "seed": 0}
     sweep = {"name": "bases", "model": "hybrid", "requests": 1000,

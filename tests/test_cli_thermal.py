@@ -8,7 +8,8 @@ import pytest
 from omegaconf import OmegaConf
 from test_cli import ssdx
 
-from ssdx import api, catalog, presets, tasks, thermal_params
+from ssdx import api, catalog, presets, tasks
+from ssdx.models.thermal import params as thermal_params
 from ssdx.paths import sweeps_dir
 from ssdx.units import ZERO_C_IN_K
 
@@ -114,9 +115,8 @@ def test_harsh_throttle_experiment_cuts_to_a_tenth(tmp_path):
 def _measured_series(path, truth: dict) -> None:
     """A 'measurement': the coupled model of sn8e_1920 (bare, TMT 80/85 C) with the case RC values set to
     ``truth``, composite read as nvme-cli prints it (integer Kelvin), throughput and TMT1 time counters."""
-    from ssdx import api, nvme
-    from ssdx.optimize import fit_rc
-
+    from ssdx import api
+    from ssdx.models.thermal import fit_rc, nvme
     (d, w, p, th), n = api.thermal_one("sn8e_1920", "seq_fill", "bare", tmt1_k=353.0, tmt2_k=358.0,
                                        duration_s=900.0)
     out, _ = fit_rc.simulate_with_powers(d, w, p, fit_rc.with_params(th, truth), n)

@@ -7,7 +7,10 @@ import re
 import pytest
 import yaml
 
-from ssdx import engine_params, gc_params, hybrid_params, presets
+from ssdx import presets
+from ssdx.models.engine import params as engine_params
+from ssdx.models.gc import params as gc_params
+from ssdx.models.hybrid import params as hybrid_params
 from ssdx.params import ConfigError
 from ssdx.paths import conf_dir
 from tests.test_imports import PKG

@@ -73,7 +73,8 @@ def test_preset_reproduces_the_reviews_key_figures(name: str, tmp_path: Path) ->
 
 def test_hybrid_split_shows_only_on_a_nearly_full_drive(tmp_path: Path) -> None:
     """The 970 EVO's 4 GB static + 18 GB dynamic region: the cache the fill writes is S + min((1-p)U/b, C)
-    (``ssdx.models.fluid``), so at 50 % pre-fill it is still 22 GB, and at 95 % it is the static 4 GB plus
+    (``ssdx.models.fluid.model``), so at 50 % pre-fill it is still 22 GB, and at 95 % it is the static 4 GB
+    plus
     the dynamic room (1 - 0.95)·500/3 = 8.33 GB."""
     for prefill, cache in ((0.5, 22.0), (0.95, 4.0 + 0.05 * 500.0 / 3.0)):
         cfg = _compose(["experiment=aldrin_pro_fill", "drive=samsung_970evo_500gb",

@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 from conftest import x64
 
-from ssdx import engine_params, params, presets, replay
+from ssdx import params, presets
 from ssdx.core import stats
-from ssdx.models import engine, fluid
+from ssdx.models.engine import model as engine
+from ssdx.models.engine import params as engine_params
+from ssdx.models.engine import replay
+from ssdx.models.fluid import model as fluid
 from ssdx.workloads import synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk
 

@@ -1,5 +1,5 @@
-"""The CPU loop of the request-level engine (``ssdx.models.engine_cpu``) against the batched JAX scan
-(``ssdx.models.engine``): same latencies, histograms, accumulators and state, request by request."""
+"""The CPU loop of the request-level engine (``ssdx.models.engine.cpu``) against the batched JAX scan
+(``ssdx.models.engine.model``): same latencies, histograms, accumulators and state, request by request."""
 
 from __future__ import annotations
 
@@ -8,8 +8,13 @@ import numpy as np
 import pytest
 from conftest import x64
 
-from ssdx import engine_params, params, presets, replay
-from ssdx.models import engine, engine_backends, engine_book, engine_cpu
+from ssdx import params, presets
+from ssdx.models.engine import backends as engine_backends
+from ssdx.models.engine import book as engine_book
+from ssdx.models.engine import cpu as engine_cpu
+from ssdx.models.engine import model as engine
+from ssdx.models.engine import params as engine_params
+from ssdx.models.engine import replay
 from ssdx.workloads import synthetic
 from ssdx.workloads.traces import Chunk
 

@@ -1,4 +1,4 @@
-"""The CUDA back end of the request-level engine (``ssdx.models.engine_cuda``): the kernel, run thread by
+"""The CUDA back end of the request-level engine (``ssdx.models.engine.cuda``): the kernel, run thread by
 thread by Numba's CUDA simulator, gives the CPU back end's results exactly; its PTX compiles for the
 H100; the back end is refused with a clear error without a GPU."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ssdx import engine_params
-from ssdx.models import engine_backends
+from ssdx.models.engine import backends as engine_backends
+from ssdx.models.engine import params as engine_params
 from ssdx.params import ConfigError
 
 HERE = Path(__file__).resolve().parent
@@ -75,16 +75,14 @@ def test_kernel_suspends_reads_and_caches_the_map_like_the_cpu_loop(simulated):
 def test_kernel_compiles_to_ptx_for_the_h100():
     # no GPU needed: the dev extra installs numba-cuda with CUDA 13's NVVM, so a change to the loop shared
     # with the CPU back end that CUDA cannot compile fails here
-    from ssdx.models import engine_cuda
-
+    from ssdx.models.engine import cuda as engine_cuda
     code = engine_cuda.ptx((9, 0))
     assert ".target sm_90" in code and ".entry" in code
     assert ".local" in code  # the per-thread channel scratch
 
 
 def test_cuda_backend_refused_without_a_gpu(monkeypatch):
-    from ssdx.models import engine_cuda
-
+    from ssdx.models.engine import cuda as engine_cuda
     monkeypatch.setattr(engine_cuda, "unavailable", lambda: "needs a CUDA GPU that Numba can use")
     with pytest.raises(ConfigError, match="engine.backend.*CUDA GPU.*use auto, jax or cpu"):
         engine_backends.select({"backend": "cuda"})

@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 from conftest import x64
 
-from ssdx import engine_params, params, presets
-from ssdx.models import engine, engine_cpu
+from ssdx import params, presets
+from ssdx.models.engine import cpu as engine_cpu
+from ssdx.models.engine import model as engine
+from ssdx.models.engine import params as engine_params
 
 ENGINE = {"loop": "open", "write_buffer_mib": 16, "map_cache_mib": 2, "map_hit_us": 0.5, "ctrl_kiops": 1000,
           "time_scale": 1.0}

@@ -5,8 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ssdx import engine_params, gc_params, hybrid_params, params, thermal_params
+from ssdx import params
 from ssdx.core.fields import ConfigError, Field, check, table
+from ssdx.models.engine import params as engine_params
+from ssdx.models.gc import params as gc_params
+from ssdx.models.hybrid import params as hybrid_params
+from ssdx.models.thermal import params as thermal_params
 
 
 def test_rule_texts():

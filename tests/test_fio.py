@@ -423,7 +423,7 @@ def test_fill_with_a_fio_write_job_equals_the_plain_overrides(tmp_path):
 def test_thermal_run_takes_the_fio_write_job_as_its_workload(tmp_path):
     """The coupled thermal run's fluid workload is the job's, as a fill's is (``with_fio_fill``)."""
     from ssdx import api
-    from ssdx.tasks_thermal import _single
+    from ssdx.models.thermal.jobs import _single
 
     path = tmp_path / "w.fio"
     path.write_text("[w]\nrw=randwrite\nbs=64k\niodepth=4\nsize=10%\n")

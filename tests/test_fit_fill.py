@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from ssdx import params, presets
-from ssdx.models import fluid
-from ssdx.optimize import fit_fill, fit_fill_model
-from ssdx.report import fill as fill_report
+from ssdx.models.fluid import fit as fit_fill
+from ssdx.models.fluid import fit_model as fit_fill_model
+from ssdx.models.fluid import model as fluid
+from ssdx.models.fluid import plots as fill_report
 from ssdx.workloads import fill_curve
 from tests.test_cli import ssdx
 
@@ -206,7 +207,7 @@ def test_a_zero_derivative_column_becomes_a_central_difference(base):
 
 
 def test_a_curve_the_model_cannot_follow_is_flagged(tmp_path):
-    from ssdx.tasks_fit import run_fit_fill
+    from ssdx.models.fluid.fit_job import run_fit_fill
 
     mb_s = truth_curve(TRUTHS["capped"])
     bump = (LO >= 200) & (LO < 300)
@@ -279,7 +280,7 @@ def test_fit_fill_cli_refuses_a_bad_curve(tmp_path):
 
 
 def test_fit_settings_are_checked(tmp_path):
-    from ssdx.tasks_fit import fit_settings
+    from ssdx.models.fluid.fit_job import fit_settings
 
     curve = tmp_path / "c.txt"
     curve.write_text("100\n" * 8)
@@ -294,7 +295,7 @@ def test_fit_settings_are_checked(tmp_path):
 def test_the_fio_job_that_measured_the_curve_sets_the_fits_workload(tmp_path):
     """``workload.fio``: the fit runs the fluid fill under the job's pattern, block size and depth (a 1 MiB
     QD1 job, as TechPowerUp's single-thread file-copy fill), and its overrides carry them."""
-    from ssdx.tasks_fit import run_fit_fill
+    from ssdx.models.fluid.fit_job import run_fit_fill
 
     job = tmp_path / "fill.fio"
     job.write_text("[copy]\nioengine=libaio\ndirect=1\nrw=write\nbs=1m\niodepth=1\n")

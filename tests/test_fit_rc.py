@@ -1,4 +1,4 @@
-"""RC-parameter fit (ssdx.optimize.fit_rc): forward model, powers, and recovery from a noisy series.
+"""RC-parameter fit (ssdx.models.thermal.fit_rc): forward model, powers, and recovery from a noisy series.
 
 Synthetic measurement: sn8e_1920 on the bare preset with TMT1/TMT2 = 353.15/358.15 K (KIOXIA thermal
 article), so the composite cycles through throttling (rich excitation), then cools once the fill ends
@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ssdx import api, nvme
-from ssdx.optimize import fit_rc
+from ssdx import api
+from ssdx.models.thermal import fit_rc, nvme
 
 NOISE_K = 0.3
 TRUTH = {"g_case_amb": 0.075, "c_case": 5.0}  # ssdx.catalog.COOLING["bare"]

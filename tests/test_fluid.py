@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from ssdx import params, presets
 from ssdx.core import stats
-from ssdx.models import fluid
-from ssdx.report.fill import ALDRIN_REVIEW, phases
+from ssdx.models.fluid import model as fluid
+from ssdx.models.fluid.plots import ALDRIN_REVIEW, phases
 from ssdx.units import gbit_die_to_bytes
 
 

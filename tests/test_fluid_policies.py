@@ -1,6 +1,7 @@
 """Cache policies real drives ship: a cap on the dynamic pSLC region, the static + dynamic ``hybrid`` mode
 and a firmware-chosen idle recovery rate — each against a curve computed by hand from the capacity
-accounting (``ssdx.models.fluid`` module docstring), in the fluid model, the thermal model and the request
+accounting (``ssdx.models.fluid.model`` module docstring), in the fluid model, the thermal model and the
+request
 engine, and the defaults reproducing the single-region model exactly.
 
 The small drive of the fluid checks: 2 dies of 512 Gbit TLC (raw ``R = 2 x 2^39/8`` bytes, ``b = 3``),
@@ -15,8 +16,11 @@ import numpy as np
 import pytest
 from conftest import build_one, x64
 
-from ssdx import api, engine_params, params, presets, replay
-from ssdx.models import coupled, fluid
+from ssdx import api, params, presets
+from ssdx.models.engine import params as engine_params
+from ssdx.models.engine import replay
+from ssdx.models.fluid import model as fluid
+from ssdx.models.thermal import coupled
 from ssdx.params import ConfigError
 from ssdx.units import gbit_die_to_bytes
 from ssdx.workloads.traces import WRITE, Chunk

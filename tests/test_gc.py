@@ -1,5 +1,5 @@
-"""Block-level GC (ssdx.models.gc): exactness against a page-by-page Python FTL, invariants, accuracy
-against the closed-form models (ssdx.models.wa_analytic), TRIM, compression, policies, SNIA steady state.
+"""Block-level GC (ssdx.models.gc.model): exactness against a page-by-page Python FTL, invariants, accuracy
+against the closed-form models (ssdx.models.gc.wa_analytic), TRIM, compression, policies, SNIA steady state.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from bench.ftl_reference import PageFTL
-from ssdx import gc_params, params
-from ssdx.models import gc
-from ssdx.models import wa_analytic as wa
+from ssdx import params
+from ssdx.models.gc import model as gc
+from ssdx.models.gc import params as gc_params
+from ssdx.models.gc import wa_analytic as wa
 from ssdx.params import ConfigError
 
 

@@ -1,4 +1,4 @@
-"""SCM/NAND hybrid model (ssdx.models.hybrid): NV-WB against the exact reference, invariants, gathering,
+"""SCM/NAND hybrid model (ssdx.models.hybrid.model): NV-WB against the exact reference, invariants, gathering,
 timing closed forms and the relative-IOPS direction of Fukuchi et al."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from nvwb_reference import NvWb, replay
 
-from ssdx import catalog, hybrid_params
-from ssdx.models import hybrid
+from ssdx import catalog
+from ssdx.models.hybrid import model as hybrid
+from ssdx.models.hybrid import params as hybrid_params
 from ssdx.params import ConfigError, concat_columns
 
 LINE = hybrid_params.UNIT_BYTES

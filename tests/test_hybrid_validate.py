@@ -1,12 +1,14 @@
 """The findings of the SCM/NAND hybrid SSD study (Fukuchi et al.) checked on the model
-(``ssdx.tasks_hybrid.run_validate``): the checks themselves on hand-made numbers, then the model on three
+(``ssdx.models.hybrid.jobs.run_validate``): the checks themselves on hand-made numbers, then the model on
+three
 MSR presets at a small size (the full size is ``ssdx experiment=hybrid_validate``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ssdx import hybrid_params, tasks_hybrid
+from ssdx.models.hybrid import jobs as tasks_hybrid
+from ssdx.models.hybrid import params as hybrid_params
 
 NANDS = ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
 

@@ -90,15 +90,20 @@ def test_cycle_finder_finds_a_cycle():
 def test_the_package_has_no_import_cycle():
     mods = modules()
     graph = {m: imports(p, set(mods)) - {m} for m, p in mods.items()}
-    assert "ssdx.models.engine_cuda" in graph["ssdx.models.engine_backends"]  # the graph sees lazy imports
+    assert "ssdx.models.engine.cuda" in graph["ssdx.models.engine.backends"]  # the graph sees lazy imports
     assert cycles(graph) == []
 
 
 def test_parameter_modules_import_no_model_or_job():
     """The parameter modules build numbers from a configuration: they import neither a model nor a job
     (a fresh interpreter, so nothing is already loaded)."""
-    code = ("import sys\nimport ssdx.engine_params, ssdx.gc_params, ssdx.hybrid_params, ssdx.thermal_params\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('ssdx.models', 'ssdx.tasks', 'numba'))))")
+    code = ("import sys\n"
+            "import ssdx.models.engine.params, ssdx.models.gc.params, ssdx.models.hybrid.params\n"
+            "import ssdx.models.thermal.params\n"
+            "names = ('engine', 'fluid', 'gc', 'hybrid', 'thermal')\n"
+            "pkgs = {'ssdx.models'} | {'ssdx.models.' + n for n in names}\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('ssdx.models', 'ssdx.tasks', 'numba'))\n"
+            "             and m not in pkgs and not m.endswith('.params')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -107,7 +112,7 @@ def test_parameter_modules_run_no_model():
     """A parameter module builds numbers from a configuration; a model (the analytic WA of the hybrid
     drive's NAND tier, the engine's back-end probe) runs elsewhere — not even a lazy import of one."""
     mods = modules()
-    for name in ("ssdx.params", "ssdx.engine_params", "ssdx.gc_params", "ssdx.hybrid_params",
-                 "ssdx.thermal_params"):
+    for name in ("ssdx.params", "ssdx.models.engine.params", "ssdx.models.gc.params",
+                 "ssdx.models.hybrid.params", "ssdx.models.thermal.params"):
         used = imports(mods[name], set(mods))
         assert not [m for m in used if m.startswith(("ssdx.models", "ssdx.tasks"))], name

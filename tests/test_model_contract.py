@@ -40,8 +40,8 @@ from ssdx.paths import conf_dir
 #: per model: its shipped sweep (with a short run) and the module whose Fields it validates
 CASES = {
     "fluid": ("quick", {"n_steps": 24}, "ssdx.params"),
-    "thermal": ("tmt_grid", {}, "ssdx.thermal_params"),
-    "gc": ("wa_spare", {"rounds": 5}, "ssdx.gc_params"),
+    "thermal": ("tmt_grid", {}, "ssdx.models.thermal.params"),
+    "gc": ("wa_spare", {"rounds": 5}, "ssdx.models.gc.params"),
 }
 BASE_OVERRIDES = {"thermal": ["thermal.duration_s=60", "thermal.dt_s=1.0"], "gc": ["gc.n_blocks=64"]}
 ROWS = 4  # configurations taken from the start of each sweep's space

@@ -16,8 +16,14 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import x64
 
-from ssdx import catalog, engine_params, hybrid_params, params, presets, replay
-from ssdx.models import engine, fluid, gc, hybrid
+from ssdx import catalog, params, presets
+from ssdx.models.engine import model as engine
+from ssdx.models.engine import params as engine_params
+from ssdx.models.engine import replay
+from ssdx.models.fluid import model as fluid
+from ssdx.models.gc import model as gc
+from ssdx.models.hybrid import model as hybrid
+from ssdx.models.hybrid import params as hybrid_params
 from ssdx.params import ConfigError
 from ssdx.units import KIB, MIB
 from ssdx.workloads.traces import READ, WRITE, Chunk
@@ -178,7 +184,7 @@ def test_engine_reads_count_pages_of_the_effective_size(page_kib):
     """QD1 reads on one die, one plane, DRAM.  A 4 KiB read at a 4 KiB offset reads one page whatever the
     page; an 8 KiB read at a 4 KiB offset spans two 8 KiB pages (two page reads, one after the other on
     the die) but one 16 KiB page.  Latency = controller + command + map hit + k·t_R + size/channel +
-    size/host (``ssdx.models.engine._read``)."""
+    size/host (``ssdx.models.engine.model._read``)."""
     t_read = 75.0
     d = one_die()
     c = engine_cfg(d, {"page_kib": page_kib, "write_unit_kib": 3 * page_kib, "t_read_us": t_read})
@@ -218,13 +224,12 @@ def test_gc_timing_and_block_size_use_the_effective_geometry():
     assert float(tm.erase_s) == pytest.approx(6000e-6 / planes, rel=1e-6)
     assert float(tm.read_s) == pytest.approx(catalog.nand("tlc").t_read_us * 1e-6 / planes, rel=1e-6)
     assert float(tm.bus_s) == pytest.approx(8192 / float(d.bus_bytes_per_s), rel=1e-6)
-    # the GC fill's pages per block (ssdx.tasks_gc.run_gc_fill: block bytes / page bytes)
+    # the GC fill's pages per block (ssdx.models.gc.jobs.run_gc_fill: block bytes / page bytes)
     assert int(round(float(d.nand.block_bytes) / float(d.nand.page_bytes))) == 1024
 
 
 def test_gc_pages_per_block_default_is_the_effective_block():
-    from ssdx import tasks_gc
-
+    from ssdx.models.gc import jobs as tasks_gc
     cfg = {"drive": presets.drive(nand="tlc"), "workload": presets.workload(),
            "nand": {"name": "qlc", "block_pages": 1024}, "gc": {"pages_per_block": None}}
     assert tasks_gc.gc_config(cfg)["pages_per_block"] == 1024

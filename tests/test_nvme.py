@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from ssdx import nvme
-from ssdx.thermal_params import nvme_value
+from ssdx.models.thermal import nvme
+from ssdx.models.thermal.params import nvme_value
 from ssdx.units import ZERO_C_IN_K
 
 SEED_T1, SEED_T2 = 80.0 + ZERO_C_IN_K, 85.0 + ZERO_C_IN_K  # KIOXIA thermal article: TMT1 = 80 C, TMT2 = 85 C

@@ -89,7 +89,7 @@ def test_the_sweep_runner_imports_no_model_or_job():
     tree = ast.parse(Path(registry.__file__).parents[1].joinpath("sweep", "runner.py").read_text())
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-              for a in n.names]  # from ssdx.models import fluid -> ssdx.models.fluid
+              for a in n.names]  # from ssdx.models import fluid -> ssdx.models.fluid.model
     assert not [m for m in names if m.startswith(("ssdx.models", "ssdx.tasks", "ssdx.params"))], names
 
 

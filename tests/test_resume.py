@@ -183,8 +183,8 @@ def test_sigkill_mid_sweep_then_rerun_gives_the_uninterrupted_rows(tmp_path):
 
 
 def test_hybrid_sweep_groups_resume_with_their_stream_info(tmp_path):
-    from ssdx import hybrid_params, tasks_hybrid
-
+    from ssdx.models.hybrid import jobs as tasks_hybrid
+    from ssdx.models.hybrid import params as hybrid_params
     cfg = {"hybrid": {**hybrid_params.defaults(), "warmup_fills": 0.02}, "workload": {}, "seed": 0}
     sweep = {"space": {"grid": {"workload.msr": ["prxy_0", "hm_0", "web_1"],
                                 "hybrid.nand": ["2d_fg_mlc", "3d_ct_tlc"]}}}

@@ -17,11 +17,11 @@ from conftest import x64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ssdx import api, catalog, params, presets, thermal_params
-from ssdx.models import coupled, hctm
-from ssdx.models import thermal as rc
+from ssdx import api, catalog, params, presets
+from ssdx.models.thermal import coupled, hctm, rc
+from ssdx.models.thermal import params as thermal_params
+from ssdx.models.thermal.params import Thermal
 from ssdx.params import ConfigError
-from ssdx.thermal_params import Thermal
 from ssdx.units import ZERO_C_IN_K
 
 TMT1, TMT2 = 353.15, 358.15  # KIOXIA thermal article: 80 and 85 deg C

@@ -15,7 +15,7 @@ from hydra.core.config_store import ConfigStore
 
 @dataclass
 class PowerConf:
-    """The drive's power model and firmware thermal management (``ssdx.thermal_params``).
+    """The drive's power model and firmware thermal management (``ssdx.models.thermal.params``).
 
     Defaults are a generic client NVMe drive (representative, not calibrated): presets override them.
     """
@@ -136,7 +136,7 @@ class ModelConf:
 
 @dataclass
 class EngineConf:
-    """Request-level engine (``ssdx.engine_params``): controller-side numbers."""
+    """Request-level engine (``ssdx.models.engine.params``): controller-side numbers."""
 
     loop: str = "closed"
     write_buffer_mib: float = 16.0
@@ -161,7 +161,7 @@ class EngineConf:
 
 @dataclass
 class GcConf:
-    """Block-level GC run (``ssdx.gc_params``): scaled drive, policy, write pattern, SNIA rounds."""
+    """Block-level GC run (``ssdx.models.gc.params``): scaled drive, policy, write pattern, SNIA rounds."""
 
     n_blocks: int = 1024
     pages_per_block: Optional[int] = None  # noqa: UP045 (None: the drive's NAND block / page)
@@ -181,7 +181,7 @@ class GcConf:
 
 @dataclass
 class HybridConf:
-    """SCM/NAND hybrid drive (``ssdx.hybrid_params``); null NAND overrides keep the catalog value."""
+    """SCM/NAND hybrid drive (``ssdx.models.hybrid.params``); null NAND overrides keep the catalog value."""
 
     nand: str = "3d_ct_tlc"
     channels: int = 8
@@ -210,8 +210,9 @@ class HybridConf:
 
 @dataclass
 class FitFillConf:
-    """Fit of the fluid model to a measured fill curve (``ssdx experiment=fit_fill``; ``ssdx.tasks_fit``,
-    ``ssdx.optimize.fit_fill``): stored as ``fit/fill_base``, which that experiment loads at ``fit``."""
+    """Fit of the fluid model to a measured fill curve (``ssdx experiment=fit_fill``;
+    ``ssdx.models.fluid.fit_job``,
+    ``ssdx.models.fluid.fit``): stored as ``fit/fill_base``, which that experiment loads at ``fit``."""
 
     curve: Optional[str] = None  # noqa: UP045 (the measured curve; ssdx.workloads.fill_curve)
     format: str = "auto"  # auto | csv | fio_bw_log | per_second
@@ -231,7 +232,7 @@ class FitFillConf:
 @dataclass
 class FitRcConf:
     """Fit of the thermal RC network to a measured series (``ssdx experiment=fit_rc``;
-    ``ssdx.tasks_thermal.run_fit_rc``, ``ssdx.optimize.fit_rc``): stored as ``fit/rc_base``."""
+    ``ssdx.models.thermal.jobs.run_fit_rc``, ``ssdx.models.thermal.fit_rc``): stored as ``fit/rc_base``."""
 
     series: Optional[str] = None  # noqa: UP045 (required: JSON-lines smart-log capture or CSV series)
     format: Optional[str] = None  # noqa: UP045 (jsonl | csv; None: from the file name)
@@ -240,7 +241,7 @@ class FitRcConf:
 
 @dataclass
 class FillConf:
-    """Timed write sets of the GC fill experiment (``task=gc_fill``, ``ssdx.tasks_gc.run_gc_fill``;
+    """Timed write sets of the GC fill experiment (``task=gc_fill``, ``ssdx.models.gc.jobs.run_gc_fill``;
     IOMeter-style sets as in the THNSNS120GBSP test): stored as ``fill/base``."""
 
     set_s: float = 15.0  # seconds per set
@@ -253,7 +254,7 @@ class FillConf:
 
 @dataclass
 class OptimizeConf:
-    """Host TMT optimisation (``task=tmt_optimize``, ``ssdx.tasks_thermal.run_tmt_optimize``): stored as
+    """Host TMT optimisation (``task=tmt_optimize``, ``ssdx.models.thermal.jobs.run_tmt_optimize``): stored as
     ``optimize/base``.  Temperatures in Kelvin; the grid is of integer Kelvin as Set Features carries them."""
 
     temp_limit_k: float = 351.15  # the composite temperature never to exceed (78 C)
@@ -267,7 +268,7 @@ class OptimizeConf:
 
 @dataclass
 class BootConf:
-    """QD1 / OS-boot study (``task=boot``, ``ssdx.tasks_engine.run_boot``; OS-boot article): stored as
+    """QD1 / OS-boot study (``task=boot``, ``ssdx.models.engine.jobs.run_boot``; OS-boot article): stored as
     ``boot/base``.  Drives are preset names (``conf/drive``)."""
 
     drives: list[str] = field(default_factory=lambda: ["sata_tlc_500", "generic_tlc_1tb", "sn8e_1920",
@@ -280,7 +281,7 @@ class BootConf:
 @dataclass
 class HybridStudyConf:
     """Workloads of the hybrid SSD studies (``task=hybrid_sensitivity`` / ``hybrid_validate``,
-    ``ssdx.tasks_hybrid``; Fukuchi et al.'s seven MSR Cambridge volumes): stored as ``sensitivity/base``
+    ``ssdx.models.hybrid.jobs``; Fukuchi et al.'s seven MSR Cambridge volumes): stored as ``sensitivity/base``
     and ``validate/base``."""
 
     workloads: list[str] = field(default_factory=lambda: ["prxy_0", "proj_0", "hm_0", "web_1", "prxy_1",
@@ -290,7 +291,8 @@ class HybridStudyConf:
 
 @dataclass
 class MqsimConf:
-    """MQSim's input files run on the request engine (``ssdx experiment=mqsim``; ``ssdx.tasks_mqsim``):
+    """MQSim's input files run on the request engine (``ssdx experiment=mqsim``;
+    ``ssdx.models.engine.mqsim_job``):
     stored as ``mqsim/base``, which that experiment loads at ``mqsim``."""
 
     ssdconfig: Optional[str] = None  # noqa: UP045 (MQSim's ssdconfig.xml; None: examples/mqsim)

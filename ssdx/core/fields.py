@@ -4,8 +4,10 @@ A :class:`Field` holds what a field is (dotted column name, unit, meaning, defau
 must lie in; :func:`check` tests every field of a table on every configuration of a batch of columns and
 raises :class:`ConfigError` naming the first breach — or, with a ``report`` list, records each rule's
 per-configuration mask so that a sweep with ``on_invalid: drop`` can drop the configurations that break it.
-The parameter modules (``ssdx.params``, ``ssdx.engine_params``, ``ssdx.gc_params``, ``ssdx.hybrid_params``,
-``ssdx.thermal_params``) declare their numeric fields here; their categorical fields and the rules that tie
+The parameter modules (``ssdx.params``, ``ssdx.models.engine.params``, ``ssdx.models.gc.params``,
+``ssdx.models.hybrid.params``,
+``ssdx.models.thermal.params``) declare their numeric fields here; their categorical fields and the rules
+that tie
 several fields together stay with them.
 
 :class:`ConfigError` is the one error a wrong configuration value raises (the CLI turns it into exit

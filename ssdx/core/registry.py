@@ -6,7 +6,7 @@ sweep executor, and the formatter of the lines the CLI prints (``ssdx.report.con
 :class:`SweepModelSpec` names, for one ``sweep.model``: how the base columns and the checks of its
 parameters are made, how its parameter trees, static groups and per-configuration function are built
 for the chunked ``jit(vmap)`` runner (``ssdx.sweep.runner``), and its formatter — or, for a model whose
-sweeps run elsewhere (``hybrid``: a trace replay per group, ``ssdx.tasks_hybrid.run_sweep``), that
+sweeps run elsewhere (``hybrid``: a trace replay per group, ``ssdx.models.hybrid.jobs.run_sweep``), that
 runner, stated here rather than intercepted by the CLI.
 
 Functions are named as ``"module:function"`` and imported only when used (:func:`resolve`), so importing
@@ -109,10 +109,9 @@ def idle_gap_groups(workload) -> list[tuple[bool, np.ndarray]]:
 
 def fluid_model(n_steps: int) -> Callable[[bool], Callable]:
     """Factory of the per-configuration function a fluid sweep vmaps, given the static ``idle_gaps`` flag:
-    (Drive, Workload) -> dict of scalars (``ssdx.models.fluid.metrics``).  Its ``inputs`` attribute
+    (Drive, Workload) -> dict of scalars (``ssdx.models.fluid.model.metrics``).  Its ``inputs`` attribute
     (:func:`fluid_inputs`) builds the trees and groups the runner needs when none are given."""
-    from ssdx.models import fluid
-
+    from ssdx.models.fluid import model as fluid
     factory = lambda idle_gaps: partial(fluid.metrics, n_steps=n_steps, idle_gaps=idle_gaps)  # noqa: E731
     factory.inputs = fluid_inputs  # type: ignore[attr-defined]
     return factory
@@ -120,9 +119,8 @@ def fluid_model(n_steps: int) -> Callable[[bool], Callable]:
 
 def thermal_model(n_steps: int) -> Callable[[bool], Callable]:
     """Factory for the coupled write/power/thermal model: (Drive, Workload, Power, Thermal) -> scalars
-    (``ssdx.models.coupled.metrics``); one static group."""
-    from ssdx.models import coupled
-
+    (``ssdx.models.thermal.coupled.metrics``); one static group."""
+    from ssdx.models.thermal import coupled
     return lambda _flag: partial(coupled.metrics, n_steps=n_steps)
 
 
@@ -139,7 +137,7 @@ def fluid_build(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_c
 def thermal_build(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
                   dtype=np.float32) -> tuple:
     """Runner inputs of a ``model: thermal`` sweep: the four stacked trees, one group, the step count from
-    ``thermal.duration_s`` / ``thermal.dt_s`` (``ssdx.thermal_params.n_steps``)."""
+    ``thermal.duration_s`` / ``thermal.dt_s`` (``ssdx.models.thermal.params.n_steps``)."""
     from ssdx import api
 
     trees, n_steps = api.build_thermal(dict(cols), dtype=dtype)
@@ -148,8 +146,7 @@ def thermal_build(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base
 
 def thermal_columns(base_cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """The ``power.*`` and ``thermal.*`` base columns of a thermal sweep (the drive's power block needed)."""
-    from ssdx import thermal_params
-
+    from ssdx.models.thermal import params as thermal_params
     if "power" not in base_cfg["drive"]:
         raise ConfigError("drive.power", None, "a thermal sweep needs the drive's power block")
     return thermal_params.columns(base_cfg["drive"]["power"], base_cfg["thermal"])
@@ -157,8 +154,8 @@ def thermal_columns(base_cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 def gc_columns(base_cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """The ``gc.*`` base columns of a GC sweep (``pages_per_block`` resolved from the drive's NAND)."""
-    from ssdx import gc_params, tasks_gc
-
+    from ssdx.models.gc import jobs as tasks_gc
+    from ssdx.models.gc import params as gc_params
     return gc_params.columns(tasks_gc.gc_config(base_cfg))
 
 
@@ -173,39 +170,40 @@ JOBS: dict[str, JobSpec] = {s.name: s for s in (
     JobSpec("fill", "ssdx.tasks:run_fill", f"{_CONSOLE}:fill", ("aldrin_pro_fill",),
             ("drive", "nand", "workload", "model"), fio=True,
             description="whole-drive fill of one configuration (fluid model)"),
-    JobSpec("thermal", "ssdx.tasks_thermal:run_thermal", f"{_CONSOLE}:thermal",
+    JobSpec("thermal", "ssdx.models.thermal.jobs:run_thermal", f"{_CONSOLE}:thermal",
             ("sn8e_thermal", "harsh_throttle"), ("drive", "nand", "workload", "thermal"), fio=True,
             description="coupled write/power/thermal run with HCTM throttling"),
-    JobSpec("tmt_optimize", "ssdx.tasks_thermal:run_tmt_optimize", f"{_CONSOLE}:tmt_optimize",
+    JobSpec("tmt_optimize", "ssdx.models.thermal.jobs:run_tmt_optimize", f"{_CONSOLE}:tmt_optimize",
             ("tmt_optimize",), ("drive", "nand", "workload", "thermal", "optimize"), fio=True, progress=True,
             description="host TMT thresholds by Optax against the exhaustive grid"),
-    JobSpec("fit_rc", "ssdx.tasks_thermal:run_fit_rc", f"{_CONSOLE}:fit_rc", ("fit_rc",),
+    JobSpec("fit_rc", "ssdx.models.thermal.jobs:run_fit_rc", f"{_CONSOLE}:fit_rc", ("fit_rc",),
             ("drive", "nand", "workload", "thermal", "fit"),
             description="RC thermal network fitted to a measured temperature series"),
-    JobSpec("fit_fill", "ssdx.tasks_fit:run_fit_fill", f"{_CONSOLE}:fit_fill", ("fit_fill",),
+    JobSpec("fit_fill", "ssdx.models.fluid.fit_job:run_fit_fill", f"{_CONSOLE}:fit_fill", ("fit_fill",),
             ("drive", "nand", "workload", "fit"), fio=True,
             description="fluid-model drive fitted to a measured fill curve"),
-    JobSpec("wa", "ssdx.tasks_gc:run_wa", f"{_CONSOLE}:wa", ("wa_uniform",),
+    JobSpec("wa", "ssdx.models.gc.jobs:run_wa", f"{_CONSOLE}:wa", ("wa_uniform",),
             ("drive", "nand", "workload", "gc"),
             description="steady-state write amplification of the block-level GC model"),
-    JobSpec("gc_fill", "ssdx.tasks_gc:run_gc_fill", f"{_CONSOLE}:gc_fill", ("thnsns120_fill",),
+    JobSpec("gc_fill", "ssdx.models.gc.jobs:run_gc_fill", f"{_CONSOLE}:gc_fill", ("thnsns120_fill",),
             ("drive", "nand", "workload", "gc", "fill"), ("fill",),
             description="timed write sets on a GC'd drive, secure erase, more sets"),
     JobSpec("analyse", "ssdx.tasks:run_analyse", f"{_CONSOLE}:analyse", ("trace_analyse",), ("workload",),
             description="statistics of a block trace"),
-    JobSpec("replay", "ssdx.tasks_engine:run_replay", f"{_CONSOLE}:replay", ("trace_replay",),
+    JobSpec("replay", "ssdx.models.engine.jobs:run_replay", f"{_CONSOLE}:replay", ("trace_replay",),
             ("drive", "nand", "workload", "engine"), fio=True, progress=True,
             description="a trace, synthetic stream or fio job through the request engine"),
-    JobSpec("boot", "ssdx.tasks_engine:run_boot", f"{_CONSOLE}:boot", ("boot_qd1",),
+    JobSpec("boot", "ssdx.models.engine.jobs:run_boot", f"{_CONSOLE}:boot", ("boot_qd1",),
             ("drive", "nand", "workload", "engine", "boot"), fio=True, progress=True,
             description="QD1 latencies and the OS boot log per drive preset"),
-    JobSpec("mqsim", "ssdx.tasks_mqsim:run_mqsim", f"{_CONSOLE}:mqsim", ("mqsim",), ("engine", "mqsim"),
-            progress=True, description="MQSim's ssdconfig.xml and workload.xml on the request engine"),
-    JobSpec("hybrid_sensitivity", "ssdx.tasks_hybrid:run_sensitivity", f"{_CONSOLE}:hybrid_sensitivity",
+    JobSpec("mqsim", "ssdx.models.engine.mqsim_job:run_mqsim", f"{_CONSOLE}:mqsim", ("mqsim",),
+            ("engine", "mqsim"), progress=True,
+            description="MQSim's ssdconfig.xml and workload.xml on the request engine"),
+    JobSpec("hybrid_sensitivity", "ssdx.models.hybrid.jobs:run_sensitivity", f"{_CONSOLE}:hybrid_sensitivity",
             ("hybrid_sensitivity",), ("workload", "hybrid", "sensitivity", "runner"), progress=True,
             executor=True,
             description="one 2D FG MLC characteristic at a time on 3D CT TLC (SCM/NAND hybrid)"),
-    JobSpec("hybrid_validate", "ssdx.tasks_hybrid:run_validate", f"{_CONSOLE}:hybrid_validate",
+    JobSpec("hybrid_validate", "ssdx.models.hybrid.jobs:run_validate", f"{_CONSOLE}:hybrid_validate",
             ("hybrid_validate",), ("workload", "hybrid", "validate", "runner"), progress=True, executor=True,
             description="the hybrid SSD study's findings checked on the model"),
 )}
@@ -218,7 +216,7 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                             "pslc_mb_s", "raw_gb", "time_s", "written_gb"),
                    description="fluid write model: fill time, speeds, cache phases"),
     SweepModelSpec("thermal", f"{_CONSOLE}:sweep", base_columns="ssdx.core.registry:thermal_columns",
-                   checks=("ssdx.thermal_params:validate",), build="ssdx.core.registry:thermal_build",
+                   checks=("ssdx.models.thermal.params:validate",), build="ssdx.core.registry:thermal_build",
                    blocks=("drive", "nand", "workload", "thermal"),
                    metrics=("energy_j", "max_composite_k", "max_nand_k", "mb_per_j", "mean_mb_s",
                             "mean_power_w", "p5_mb_s", "throttled_mean_mb_s", "throttled_s",
@@ -226,12 +224,12 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                             "tmt1_transitions", "tmt2_transitions", "unthrottled_mean_mb_s", "written_gb"),
                    description="coupled write/power/thermal model"),
     SweepModelSpec("gc", f"{_CONSOLE}:sweep", base_columns="ssdx.core.registry:gc_columns",
-                   checks=("ssdx.gc_params:validate",), build="ssdx.tasks_gc:sweep_model",
+                   checks=("ssdx.models.gc.params:validate",), build="ssdx.models.gc.jobs:sweep_model",
                    blocks=("drive", "nand", "workload", "gc"), fio=False,
                    metrics=("complete", "cycles", "erases_per_host_page", "mb_s", "precondition_wa",
                             "steady_state_round", "write_amplification"),
                    description="block-level GC: write amplification after SNIA preconditioning"),
-    SweepModelSpec("hybrid", f"{_CONSOLE}:hybrid_sweep", run="ssdx.tasks_hybrid:run_sweep",
+    SweepModelSpec("hybrid", f"{_CONSOLE}:hybrid_sweep", run="ssdx.models.hybrid.jobs:run_sweep",
                    blocks=("workload", "hybrid"), fio=False, reduces=False,
                    description="SCM/NAND hybrid drive replaying MSR streams (its own runner: one replay "
                                "per group of configurations sharing a stream)"),

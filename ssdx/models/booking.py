@@ -1,6 +1,6 @@
 """Booking of short transfers on a shared resource (a channel bus, an SCM bank, the host link) as a fluid
-backlog: the rule the request-level engine (``ssdx.models.engine``) and the SCM/NAND hybrid model
-(``ssdx.models.hybrid``) both use for resources whose individual transfers are short next to a die
+backlog: the rule the request-level engine (``ssdx.models.engine.model``) and the SCM/NAND hybrid model
+(``ssdx.models.hybrid.model``) both use for resources whose individual transfers are short next to a die
 operation."""
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def fill(s: Mapping[str, Any], out: Path) -> list[str]:
 
 def hybrid_sweep(s: Mapping[str, Any], out: Path) -> list[str]:
     """The lines ``ssdx`` prints after a ``model: hybrid`` sweep: IOPS relative to the baseline NAND."""
-    from ssdx.tasks_hybrid import BASELINE, TABLE1
+    from ssdx.models.hybrid.jobs import BASELINE, TABLE1
 
     lines: list[str] = []
     lines.append(f'sweep {s["sweep"]}: {s["n_configs"]} hybrid drives in {s["wall_s"]:.1f} s; '

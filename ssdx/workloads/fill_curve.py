@@ -2,7 +2,7 @@
 
 A fill curve is what a reviewer or a drive engineer records while a whole drive is written
 sequentially: the write speed at each point of the fill.  ``ssdx experiment=fit_fill`` fits the fluid
-model to one (``ssdx.optimize.fit_fill``).  Units: GB = 1e9 bytes, MB/s = 1e6 bytes/s, KiB = 1024 bytes.
+model to one (``ssdx.models.fluid.fit``).  Units: GB = 1e9 bytes, MB/s = 1e6 bytes/s, KiB = 1024 bytes.
 
 Formats (``fmt``; ``"auto"`` decides from the first line that is neither blank nor a ``#`` comment):
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ssdx.engine_params import MAX_SLOTS
+from ssdx.models.engine.params import MAX_SLOTS
 from ssdx.workloads import synthetic
 from ssdx.workloads.fio_ini import FioError, Section, Setting
 from ssdx.workloads.traces import READ, SECTOR, WRITE

@@ -351,7 +351,7 @@ def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]
             "suspends programs/erases for reads as this asks, but MQSim's schedulers never do (in "
             "TSU_OutofOrder and TSU_Priority_OutOfOrder::service_read_transaction the WRITING and ERASING "
             "cases fall through to 'default: return false'); engine.suspension=none reproduces MQSim")
-    from ssdx.engine_params import MAX_SLOTS
+    from ssdx.models.engine.params import MAX_SLOTS
 
     if overrides["workload.queue_depth"] > MAX_SLOTS:
         warnings.append(f"Device_Parameter_Set.IO_Queue_Depth = {overrides['workload.queue_depth']}: the "

@@ -1,0 +1,42 @@
+"""Which back end runs the request-level engine: ``engine.backend`` resolved on this machine.
+
+The name is a configuration value (``ssdx.models.engine.params.BACKENDS``, checked there); what it means here
+depends on the hardware, so it is resolved at run time, outside the parameter module:
+
+* ``jax`` — the batched ``lax.scan`` of ``ssdx.models.engine.model`` (every configuration of a batch stepped
+  together; the GPU path);
+* ``cpu`` — the compiled per-configuration loop of ``ssdx.models.engine.cpu`` (the same model, touching only
+  the dies a request uses);
+* ``cuda`` — that loop as a CUDA kernel, one GPU thread per configuration (``ssdx.models.engine.cuda``);
+  refused, naming what is missing, when Numba sees no usable GPU;
+* ``auto`` — ``cpu`` when JAX's default device is a CPU and Numba is installed, else ``jax``.  ``auto`` does
+  not pick ``cuda``: its speed on a GPU has not been measured against ``jax``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from typing import Any
+
+from ssdx.models.engine.params import backend_name
+from ssdx.params import ConfigError
+
+
+def select(engine: Mapping[str, Any]) -> str:
+    """The back end a run with the ``engine`` config mapping uses: ``jax``, ``cpu`` or ``cuda`` (``auto``
+    resolved on JAX's default device; ``cuda`` checked against the GPUs Numba sees).  A name outside
+    ``ssdx.models.engine.params.BACKENDS`` or an unavailable ``cuda`` raises
+    :class:`~ssdx.params.ConfigError`."""
+    value = backend_name(engine)
+    if value == "cuda":
+        from ssdx.models.engine import cuda as engine_cuda
+        why = engine_cuda.unavailable()
+        if why is not None:
+            raise ConfigError("engine.backend", value, f"{why}; use auto, jax or cpu")
+    if value == "auto":
+        import jax
+
+        on_cpu = jax.default_backend() == "cpu" and importlib.util.find_spec("numba") is not None
+        return "cpu" if on_cpu else "jax"
+    return value

@@ -1,0 +1,522 @@
+"""The request-level engine's step compiled for the CPU: one configuration at a time, touching only the
+dies and channels a request uses.
+
+:mod:`ssdx.models.engine.model` steps a whole batch at once, every die position of every configuration with
+masks, which suits a GPU.  On a CPU that costs more than it needs: a 4 KiB read uses one die, yet the
+batched step books all of them, and XLA's CPU back end recomputes the shared booking arithmetic in each
+fused kernel and copies the die arrays through the request-type conditional (profiled: about 860 µs of
+kernel time per read step at 1,000 configurations × 32 die positions).  This module runs the same
+model as a compiled loop (Numba, LLVM): configurations in parallel over the cores, each configuration
+through its chunk of requests with its state in cache, and a request visits only the dies that hold its
+pages (or receive its program units) and the channels of those dies.
+
+It is the same model, not a second one: every formula mirrors :mod:`ssdx.models.engine.model` (the module
+docstring there is the specification; :func:`_book` and the fluid transfers are the same functions
+written on scalars), and the tests check both give the same latencies, accumulators and state on
+mixed read/write/trim streams, open and closed loop, DRAM and DRAM-less drives.  Differences:
+
+* Arithmetic is float64 inside a chunk, with times kept from the chunk's start instead of rebased at
+  every request (the JAX step rebases so float32 keeps sub-µs resolution).  The state handed back is
+  rebased to the last issue instant and cast to the batch's dtype, so chunks chain exactly as they do
+  in the JAX engine and results agree to float32 rounding.
+* The elapsed time comes back as a plain float64 sum (``elapsed_c`` = 0).
+
+Arrays use the batched layout of :func:`ssdx.models.engine.model.plan_batch` (configurations on the last
+axis); :func:`run_chunk` transposes them to configurations first for the loop and back.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ssdx.core.stats import BINS_PER_DECADE, LOG_MIN, N_BINS
+from ssdx.models.engine.model import (
+    FIT_SLACK,
+    PE,
+    READ,
+    TRIM,
+    WRITE,
+    Acc,
+    Plan,
+    Requests,
+    Server,
+    State,
+    to_host,
+)
+from ssdx.models.engine.params import MAP_UNIT_BYTES, Layout
+
+# ---------------------------------------------------------------------------------------------- packing
+#: per-configuration constants, columns of the (B, len(PLAN)) float64 matrix the loop reads
+PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k", "map_sets",
+        "map_always_hit", "unit_bytes", "units_per_block", "chan_rate", "host_rate", "cmd_s", "ctrl_s",
+        "map_hit_s", "t_read", "t_map_read", "t_erase", "t_unit0", "t_unit1", "t_unit2", "idle_fold_rate",
+        "room_slc0", "room_nat0", "s0", "slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw", "fold",
+        "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs", "suspend_program",
+        "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
+        "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
+        "dram_burst", "dram_trcd", "dram_tcl", "dram_trp")
+#: per-configuration scalar state, columns of (B, len(SCALARS)) float64
+SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
+           "ds", "dn", "draw", "dram_free")
+#: per-die state, rows of (B, len(DIES), D)
+DIES = ("die_free", "r_end", "r_win", "r_work", "r_gap", "die_units", "pe_start", "pe_end", "er_end",
+        "er_len", "t_op")
+#: per-configuration accumulator scalars, columns of (B, len(SUMS))
+SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat1", "lat2", "queue_sum",
+        "read_pages", "prog_pages", "erases", "map_misses", "mode0", "mode1", "mode2", "idle_folded",
+        "elapsed", "susp_program", "susp_erase", "map_writebacks")
+
+(N_DIES, N_CH, PLANES, PAGE_BYTES, PAGE_4K, CAP_4K, TPAGE_4K, MAP_SETS, ALWAYS_HIT, UNIT_BYTES, UPB,
+ CHAN_RATE, HOST_RATE, CMD_S, CTRL_S, MAP_HIT_S, T_READ, T_MAP_READ, T_ERASE, T_UNIT0, T_UNIT1, T_UNIT2,
+ IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
+ OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
+ SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
+ DRAM_TRP) = range(len(PLAN))
+(CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
+ DRAM_FREE) = range(len(SCALARS))
+DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
+(COUNT, BYTES, LAT, QUEUE_SUM, READ_PAGES, PROG_PAGES, ERASES, MAP_MISSES, MODE, IDLE_FOLDED,
+ ELAPSED, SUSP, MAP_WBS) = (SUMS.index(k) for k in (
+     "count0", "bytes0", "lat0", "queue_sum", "read_pages", "prog_pages", "erases", "map_misses", "mode0",
+     "idle_folded", "elapsed", "susp_program", "map_writebacks"))
+TAG, AGE, DIRTY = range(3)  # rows of a configuration's mapping cache (3, M): page held, last use, dirty
+
+
+def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
+    """The batched plan as the (B, len(PLAN)) float64 matrix the loop reads."""
+    mask = to_host(p.mask, lay, dies=True) > 0.5  # (B, ways, channels)
+    t_unit = to_host(p.t_unit, None)  # (B, 3)
+    cols = {
+        "n_ch": mask.any(1).sum(1), **{f"t_unit{i}": t_unit[:, i] for i in range(3)},
+        **{k: to_host(getattr(p.coef, k), None) for k in ("slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw",
+                                                            "fold", "cap_cs")},
+    }
+    return np.stack([cols[k] if k in cols else to_host(getattr(p, k), None) for k in PLAN], axis=1)
+
+
+# ------------------------------------------------------------------------------------------- the loop
+@numba.njit(cache=True, inline="always")
+def _book(end, win, work, gap, ready, dur):
+    """book.book on scalars: returns (start, end, win, work, gap)."""
+    fit = dur * (1.0 - FIT_SLACK)
+    if ready + (dur - fit) >= end:
+        return ready, ready + dur, ready, dur, end
+    at_gap = max(ready, gap)
+    if at_gap + fit <= win:
+        return at_gap, end, win, work, at_gap + dur
+    at_win = max(ready, win)
+    if at_win + fit <= end and (end - win) - work >= fit:
+        return at_win, end, win, work + dur, gap
+    return end, end + dur, win, work + dur, gap
+
+
+@numba.njit(cache=True, inline="always")
+def _pos(d, n_ch, C):
+    """Layout position of die ``d`` (channel ``d mod n_ch``, way ``d div n_ch``)."""
+    return (d // n_ch) * C + d % n_ch
+
+
+@numba.njit(cache=True, inline="always")
+def _nth_die(start, j, n_dies):
+    """The ``j``-th die (``j < n_dies``) of a round-robin deal starting at die ``start``."""
+    d = start + j
+    return d - n_dies if d >= n_dies else d
+
+
+@numba.njit(cache=True)
+def _suspend(f, die, a, pd, ready, dur, start, end, win, work, gap):
+    """book.suspend for a read of ``dur`` s ready at ``ready`` on the die at position ``pd``, booked to
+    start at ``start`` (the read booking before it was ``end, win, work, gap``): where it would start at
+    once inside the die's program/erase run, how long it waits for the operation in progress or how much
+    longer it takes to suspend it (counted in ``a``), booked again; then the run is pushed back.  Returns
+    the read's start and die time."""
+    if start <= ready + FIT_SLACK * dur and die[PE_START, pd] <= ready < die[PE_END, pd]:
+        er_end, er_len = die[ER_END, pd], die[ER_LEN, pd]
+        e0 = er_end - er_len
+        in_erase = er_len > 0 and e0 <= ready < er_end
+        if in_erase:
+            left = er_end - ready
+            if left > (1.0 - FIT_SLACK) * er_len:  # the erase is only starting
+                left = 0.0
+            slack = FIT_SLACK * er_len
+        else:
+            t_op = die[T_OP, pd] if die[T_OP, pd] > 0 else 1.0
+            base = e0 if ready < e0 else die[PE_END, pd]
+            left = max(base - ready, 0.0) % t_op
+            if left < FIT_SLACK * t_op or left > (1.0 - FIT_SLACK) * t_op:
+                left = 0.0
+            slack = FIT_SLACK * t_op
+        if left > slack:
+            if in_erase:
+                can = f[SUS_E] > 0.5 and left >= f[SUS_MIN_E]
+            else:
+                can = f[SUS_P] > 0.5 and left >= f[SUS_MIN_P]
+            wait = 0.0
+            if can:
+                dur += f[SUS_E_S] if in_erase else f[SUS_P_S]
+                a[SUSP + (1 if in_erase else 0)] += 1.0
+            else:
+                wait = left
+            start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
+                end, win, work, gap, ready + wait, dur)
+    for r in (PE_START, PE_END, ER_END):  # the program/erase work booked after the read moves back
+        if die[r, pd] > start:
+            die[r, pd] += dur
+    return start, dur
+
+
+@numba.njit(cache=True, inline="always")
+def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
+    """Book a read of ``dur`` s ready at ``ready`` on the die at position ``pd`` with read priority
+    (book.book on its read booking; where ``sus_on``, a suspension option, :func:`_suspend`), then
+    its all-work backlog and busy time; returns its start and its die time (``dur`` plus any suspend
+    overhead)."""
+    end, win, work, gap = die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd]
+    start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
+        end, win, work, gap, ready, dur)
+    if sus_on:
+        start, dur = _suspend(f, die, a, pd, ready, dur, start, end, win, work, gap)
+    die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
+    busy[pd] += dur
+    return start, dur
+
+
+@numba.njit(cache=True)
+def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, op, off4k, size, gap_s, valid,
+            lat, keep, b, C):
+    """Run one configuration through the chunk (``engine.step`` request by request).
+
+    Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die`` (len(DIES), D),
+    ``chan`` (2, C), ``slots``, ``tags`` (3, M), accumulators ``a``, ``hist`` (3, N_BINS), ``busy``
+    (D,)), written in place; ``x_c``, ``first_c``, ``last_c`` are scratch of at least ``C`` entries;
+    ``lat[i, b]`` gets request ``i``'s latency when ``keep``.  No allocation and no numpy calls: the
+    same source is compiled as a CUDA device function by :mod:`ssdx.models.engine.cuda`."""
+    n_dies = int(f[N_DIES])
+    n_ch = int(f[N_CH])
+    planes = f[PLANES]
+    page_bytes = f[PAGE_BYTES]
+    page_4k = int(f[PAGE_4K])
+    cap_4k = int(f[CAP_4K])
+    tpage_4k = int(f[TPAGE_4K])
+    map_sets = int(f[MAP_SETS])
+    always_hit = f[ALWAYS_HIT] > 0.5
+    unit = f[UNIT_BYTES]
+    upb = f[UPB]
+    chan_rate = f[CHAN_RATE]
+    host_rate = f[HOST_RATE]
+    t_read = f[T_READ]
+    t_map = f[T_MAP_READ]
+    open_loop = f[OPEN_LOOP] > 0.5
+    duplex = f[DUPLEX] > 0.5
+    sus_on = f[SUS_ON] > 0.5  # a suspension option in effect: track the program/erase runs
+    map_lru = f[MAP_LRU] > 0.5
+    map_wb = f[MAP_WB] > 0.5
+    t_map_xfer = MAP_UNIT_BYTES / chan_rate
+    ctrl_free, link_rx, link_tx = sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX]
+    free_max, last_arrival, last_done = sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE]
+    wptr, wpartial = int(sc[WPTR]), sc[WPARTIAL]
+    ds, dn, draw = sc[DS], sc[DN], sc[DRAW]
+    dram_free = sc[DRAM_FREE]
+    nq = 0
+    while nq < slots.shape[0] and slots[nq] < math.inf:
+        nq += 1
+    now = 0.0
+    for i in range(op.shape[0]):
+        if not valid[i]:
+            if keep:
+                lat[i, b] = math.nan
+            continue
+        o = min(max(op[i], 0), 2)  # as engine.step clips it (no bounds checks here)
+        sz = size[i]
+        # 3. mapping-cache probe (reads and writes)
+        miss = False
+        tpage = 0
+        m_start = 0.0
+        o4 = off4k[i] % cap_4k
+        wb_page = -1
+        if o != TRIM:
+            tpage = o4 // tpage_4k
+            if not map_lru and not map_wb:  # the original direct-mapped cache (engine.map_cache = auto)
+                cset = tpage % map_sets
+                if not always_hit and tags[TAG, cset] != tpage:
+                    miss = True
+                    tags[TAG, cset] = tpage
+            elif not always_hit:  # engine._lookup: direct-mapped or LRU, dirty pages written back
+                if map_lru:
+                    cset = -1
+                    victim = 0
+                    oldest = tags[AGE, 0]
+                    clock = tags[AGE, 0]
+                    for c in range(map_sets):
+                        if tags[TAG, c] == tpage:
+                            cset = c
+                        if tags[AGE, c] < oldest:
+                            oldest = tags[AGE, c]
+                            victim = c
+                        clock = max(clock, tags[AGE, c])
+                    if cset < 0:
+                        cset = victim
+                    tags[AGE, cset] = clock + 1
+                else:
+                    cset = tpage % map_sets
+                held = tags[TAG, cset]
+                dirty = tags[DIRTY, cset] > 0
+                if held != tpage:
+                    miss = True
+                    if held >= 0 and dirty:
+                        wb_page = held
+                    tags[TAG, cset] = tpage
+                    dirty = False
+                tags[DIRTY, cset] = 1 if (o == WRITE or dirty) else 0
+        # 1-2. issue, idle folding, controller
+        arrival = last_arrival + gap_s[i] / f[TIME_SCALE]
+        issue = max(arrival, slots[0]) if open_loop else slots[0]
+        if not open_loop:
+            arrival = issue
+        idle = max(issue - free_max, 0.0)
+        fold_x = min(idle * f[IDLE_FOLD_RATE], max(f[S0] + ds, 0.0))
+        ctrl_at = max(ctrl_free, issue)
+        t_cmd = ctrl_at + f[CTRL_S] + f[CMD_S]
+        a[ELAPSED] += issue - now
+        now = issue
+        ds -= fold_x
+        dn += fold_x
+        draw -= (f[BITS] - 1.0) * fold_x
+        queue = (issue - arrival) + (ctrl_at - issue)
+        done = t_cmd
+        if miss:  # 3. translation page read from die tpage mod dies, read priority
+            pm = _pos(tpage % n_dies, n_ch, C)
+            m_start, m_dur = _read_on_die(f, sus_on, die, busy, a, pm, t_cmd, t_map)
+            free_max = max(free_max, die[DIE_FREE, pm])
+            a[MAP_MISSES] += 1.0
+        if o == READ:
+            if miss:
+                ready = m_start + m_dur + t_map_xfer
+                queue += m_start - t_cmd
+            else:
+                ready = t_cmd + f[MAP_HIT_S]
+            first = o4 // page_4k
+            in_page = (o4 % page_4k) * MAP_UNIT_BYTES
+            k = max(int(math.ceil((in_page + sz) / page_bytes)), 1)
+            q, m = k // n_dies, k % n_dies
+            per_page = sz / k / chan_rate
+            for c in range(n_ch):
+                x_c[c] = 0.0
+                first_c[c] = math.inf
+                last_c[c] = -math.inf
+            data_first = math.inf
+            q_die = 0.0
+            pages = 0
+            start = first % n_dies
+            for j in range(min(k, n_dies)):
+                d = _nth_die(start, j, n_dies)
+                n = q + (1 if j < m else 0)
+                pd = _pos(d, n_ch, C)
+                dur = math.ceil(n / planes) * t_read
+                r_start, dur = _read_on_die(f, sus_on, die, busy, a, pd, ready, dur)
+                r_end = r_start + dur
+                xfer = n * per_page
+                c = d % n_ch
+                x_c[c] += xfer
+                first_c[c] = min(first_c[c], r_end)
+                last_c[c] = max(last_c[c], r_end + xfer)
+                data_first = min(data_first, r_end + xfer)
+                q_die = max(q_die, r_start - ready)
+                free_max = max(free_max, die[DIE_FREE, pd])
+                pages += n
+            data_last = -math.inf
+            q_chan = 0.0
+            for c in range(n_ch):
+                if x_c[c] > 0:
+                    c_start = max(first_c[c], chan[1, c])
+                    chan[1, c] = max(chan[1, c], issue) + x_c[c]
+                    data_last = max(data_last, max(c_start + x_c[c], last_c[c]))
+                    q_chan = max(q_chan, c_start - first_c[c])
+                    chan[0, c] = max(chan[0, c], c_start) + x_c[c]
+            t_host = sz / host_rate
+            link_start = max(data_first, link_tx)
+            link_tx = max(link_tx, issue) + t_host
+            if not duplex:
+                link_rx = link_tx
+            done = max(link_start + t_host, data_last + min(sz, page_bytes) / host_rate)
+            queue += q_die + q_chan + (link_start - data_first)
+            a[READ_PAGES] += pages
+        elif o == WRITE:
+            t_host = sz / host_rate
+            h_start = max(t_cmd, link_rx)
+            link_rx = max(link_rx, issue) + t_host
+            if not duplex:
+                link_tx = link_rx
+            h_end = h_start + t_host
+            # pSLC accounting (engine._place)
+            room_slc = max(min(f[ROOM_SLC0] - f[SLC_CS] * ds - f[SLC_CRAW] * draw,
+                               f[ROOM_CAP0] - f[CAP_CS] * ds), 0.0)
+            a_slc = min(room_slc, sz)
+            draw += f[BITS] * a_slc
+            room_nat = max(f[ROOM_NAT0] - f[NAT_DN] * dn - f[NAT_DRAW] * draw, 0.0)
+            a_dir = min(room_nat, sz - a_slc)
+            a_fold = sz - a_slc - a_dir
+            folded = min(f[FOLD] * a_fold, max(f[S0] + ds + a_slc, 0.0))
+            ds, dn, draw = ds + a_slc - folded, dn + a_dir + a_fold + folded, draw + a_dir
+            a[MODE] += a_slc
+            a[MODE + 1] += a_dir
+            a[MODE + 2] += a_fold
+            if sz > 0:
+                t_unit = (a_slc * f[T_UNIT0] + a_dir * f[T_UNIT1] + a_fold * f[T_UNIT2]) / max(sz, 1.0)
+            else:
+                t_unit = f[T_UNIT1]
+            total = wpartial + sz
+            n_units = int(math.floor(total / unit))
+            q, m = n_units // n_dies, n_units % n_dies
+            for c in range(n_ch):
+                x_c[c] = 0.0
+            for j in range(min(n_units, n_dies)):
+                x_c[_nth_die(wptr, j, n_dies) % n_ch] += q + (1 if j < m else 0)
+            for c in range(n_ch):  # channel transfer of the units, after the host data is in
+                if x_c[c] > 0:
+                    chan[0, c] = max(chan[0, c], h_end) + x_c[c] * (unit / chan_rate)
+            for j in range(min(n_units, n_dies)):
+                d = _nth_die(wptr, j, n_dies)
+                u = q + (1 if j < m else 0)
+                pd = _pos(d, n_ch, C)
+                old = die[DIE_UNITS, pd]
+                die[DIE_UNITS, pd] = old + u
+                n_erase = math.floor((old + u) / upb) - math.floor(old / upb)
+                p_dur = u * t_unit + n_erase * f[T_ERASE]
+                p_start = max(die[DIE_FREE, pd], chan[0, d % n_ch])
+                if sus_on:  # the program/erase run (engine._write): erases first, then the units
+                    if p_start > die[PE_END, pd]:
+                        die[PE_START, pd] = p_start
+                    die[PE_END, pd] = p_start + p_dur
+                    if n_erase > 0:
+                        die[ER_LEN, pd] = n_erase * f[T_ERASE]
+                        die[ER_END, pd] = p_start + die[ER_LEN, pd]
+                    die[T_OP, pd] = t_unit
+                die[DIE_FREE, pd] = p_start + p_dur
+                free_max = max(free_max, die[DIE_FREE, pd])
+                busy[pd] += p_dur
+                a[ERASES] += n_erase
+            h_ack = h_end
+            if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (engine._dram_time)
+                rows = max(math.ceil(sz / f[DRAM_ROW]), 1.0)
+                t_dram = (rows * (f[DRAM_TRCD] + f[DRAM_TCL]) + (rows - 1.0) * f[DRAM_TRP]
+                          + math.floor(sz / f[DRAM_BURST] / 2.0) / f[DRAM_RATE])
+                dram_free = max(h_end, dram_free) + t_dram
+                h_ack = dram_free
+            done = max(h_ack, free_max - f[BUFFER_BYTES] / (n_dies * unit / t_unit))
+            queue += (h_start - t_cmd) + (done - h_end)
+            wptr = (wptr + n_units) % n_dies
+            wpartial = total - n_units * unit
+            a[PROG_PAGES] += n_units * planes
+        if wb_page >= 0:  # 3. the evicted dirty translation page written back behind the die's backlog
+            pw = _pos(wb_page % n_dies, n_ch, C)
+            t_wb = t_map + f[T_UNIT0]
+            die[DIE_FREE, pw] = max(die[DIE_FREE, pw], issue) + t_wb
+            free_max = max(free_max, die[DIE_FREE, pw])
+            busy[pw] += t_wb
+            a[MAP_WBS] += 1.0
+        # completion: slot, clocks, accumulators
+        j = 1
+        while j < nq and slots[j] < done:
+            slots[j - 1] = slots[j]
+            j += 1
+        slots[j - 1] = done
+        ctrl_free = ctrl_at + f[CTRL_S]
+        last_arrival = arrival
+        last_done = max(last_done, done)
+        la = done - arrival
+        a[COUNT + o] += 1.0
+        a[BYTES + o] += sz
+        a[LAT + o] += la
+        a[QUEUE_SUM] += queue
+        a[IDLE_FOLDED] += fold_x
+        x = (math.log10(max(la, 1e-12)) - LOG_MIN) * BINS_PER_DECADE
+        hist[o, min(max(int(math.floor(x)), 0), N_BINS - 1)] += 1
+        if keep:
+            lat[i, b] = la
+    # back to times relative to the last issue instant, as the JAX engine keeps them
+    for j in range(nq):
+        slots[j] -= now
+    for r in (DIE_FREE, R_END, R_WIN, R_GAP, PE_START, PE_END, ER_END):
+        for d in range(die.shape[1]):
+            die[r, d] -= now
+    for r in range(2):
+        for c in range(chan.shape[1]):
+            chan[r, c] -= now
+    sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX] = ctrl_free - now, link_rx - now, link_tx - now
+    sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE] = free_max - now, last_arrival - now, last_done - now
+    sc[WPTR], sc[WPARTIAL], sc[DS], sc[DN], sc[DRAW] = wptr, wpartial, ds, dn, draw
+    sc[DRAM_FREE] = dram_free - now
+
+
+@numba.njit(cache=True, parallel=True)
+def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, lat, keep, C):
+    for b in numba.prange(pf.shape[0]):
+        x_c, first_c, last_c = np.empty(C), np.empty(C), np.empty(C)
+        _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,
+                last_c, op, off4k, size, gap_s, valid, lat, keep, b, C)
+
+
+# ------------------------------------------------------------------------------------------- host side
+def pack_state(s: State) -> tuple[np.ndarray, ...]:
+    """The state as the loop's arrays, configurations last (fresh copies: the loop writes them):
+    scalars ``(len(SCALARS), B)``, dies ``(len(DIES), D, B)``, channels ``(2, C, B)`` (all work, reads),
+    slots ``(S, B)`` float64 and the mapping cache ``(3, M, B)`` int64 (page held, last use, dirty)."""
+    f = lambda x: np.asarray(x, np.float64)  # noqa: E731
+    r = s.die_r
+    return (np.stack([f(getattr(s, k)) for k in SCALARS]),
+            np.stack([f(x) for x in (s.die_free, r.end, r.win, r.work, r.gap, s.die_units, *s.pe)]),
+            np.stack([f(s.chan_free), f(s.chan_r)]), np.array(s.slots, np.float64),
+            np.stack([np.asarray(x, np.int64) for x in (s.tags, s.map_age, s.map_dirty)]))
+
+
+def request_arrays(req: Requests) -> tuple[np.ndarray, ...]:
+    """The chunk's requests as the loop reads them: op, off4k (int64), size, gap_s (float64), valid."""
+    return (np.asarray(req.op, np.int64), np.asarray(req.off4k, np.int64), np.asarray(req.size, np.float64),
+            np.asarray(req.gap_s, np.float64), np.asarray(req.valid, np.bool_))
+
+
+def new_sums(b: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Zeroed accumulators, configurations last: sums ``(len(SUMS), B)``, hist ``(3, N_BINS, B)`` int32,
+    busy ``(D, B)``."""
+    return np.zeros((len(SUMS), b)), np.zeros((3, N_BINS, b), np.int32), np.zeros((d, b))
+
+
+def unpack(sc, die, chan, slots, tags, a, hist, busy, dt) -> tuple[State, Acc]:
+    """The loop's arrays (configurations last, as :func:`pack_state` and :func:`new_sums` give them) as
+    the engine's ``State`` and ``Acc`` in the dtype ``dt``."""
+    c = lambda x, t=dt: np.ascontiguousarray(x, dtype=t)  # noqa: E731
+    state = State(
+        slots=c(slots), ctrl_free=c(sc[CTRL_FREE]), link_rx=c(sc[LINK_RX]), link_tx=c(sc[LINK_TX]),
+        dram_free=c(sc[DRAM_FREE]),
+        die_free=c(die[DIE_FREE]), free_max=c(sc[FREE_MAX]),
+        die_r=Server(*(c(die[k]) for k in (R_END, R_WIN, R_WORK, R_GAP))),
+        chan_free=c(chan[0]), chan_r=c(chan[1]), last_arrival=c(sc[LAST_ARRIVAL]), last_done=c(sc[LAST_DONE]),
+        wptr=c(sc[WPTR], np.int32), wpartial=c(sc[WPARTIAL]), die_units=c(die[DIE_UNITS]), ds=c(sc[DS]),
+        dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags[TAG], np.int32), map_age=c(tags[AGE], np.int32),
+        map_dirty=c(tags[DIRTY], np.int32),
+        pe=PE(*(c(die[k]) for k in (PE_START, PE_END, ER_END, ER_LEN, T_OP))))
+    acc = Acc(elapsed=c(a[ELAPSED]), elapsed_c=np.zeros(a.shape[1], dt), count=c(a[COUNT:COUNT + 3]),
+              bytes=c(a[BYTES:BYTES + 3]), lat_sum=c(a[LAT:LAT + 3]), queue_sum=c(a[QUEUE_SUM]),
+              hist=c(hist, np.int32), busy=c(busy), read_pages=c(a[READ_PAGES]), prog_pages=c(a[PROG_PAGES]),
+              erases=c(a[ERASES]), map_misses=c(a[MAP_MISSES]), mode_bytes=c(a[MODE:MODE + 3]),
+              idle_folded=c(a[IDLE_FOLDED]), suspensions=c(a[SUSP:SUSP + 2]), map_writebacks=c(a[MAP_WBS]))
+    return state, acc
+
+
+def run_chunk(pf: np.ndarray, s: State, req: Requests, lay: Layout,
+              keep_latency: bool = False) -> tuple[State, Acc, np.ndarray | None]:
+    """:func:`ssdx.models.engine.model.run_chunk` on the CPU for the packed plan ``pf`` (:func:`pack_plan`):
+    the same state, accumulators and latencies (numpy, configurations last, the state's dtype)."""
+    dt = np.asarray(s.ctrl_free).dtype
+    b = pf.shape[0]
+    first = [np.ascontiguousarray(np.moveaxis(x, -1, 0))
+             for x in (*pack_state(s), *new_sums(b, lay.ways * lay.channels))]
+    n_req = np.shape(req.op)[0]
+    lat = np.zeros((n_req, b) if keep_latency else (1, 1))
+    _run(pf, *first, *request_arrays(req), lat, keep_latency, lay.channels)
+    state, acc = unpack(*(np.moveaxis(x, 0, -1) for x in first), dt)
+    return state, acc, (lat.astype(dt) if keep_latency else None)

@@ -1,0 +1,494 @@
+"""Request-level SSD engine: one ``lax.scan`` over a request stream shared by every configuration.
+
+A batch of configurations is stepped together, with the configurations on the **last axis** of every
+array (a die array is ``(dies, B)``): an operation that broadcasts a per-configuration value over the
+dies, or reduces over them, then reads contiguous memory (such operations ran 2.8x faster on a 2-core
+CPU than with ``vmap``'s leading batch axis).  The request is shared by the batch, so its type picks
+one branch (``lax.switch``): a read computes only the read path, a write only the write path.  Each
+configuration keeps the state of its own resources, as busy-until times relative to the current
+request's issue time (rebased every step, so float32 keeps sub-microsecond resolution over a week-long
+trace; the absolute clock is a compensated sum).  Outstanding commands are kept sorted, so the next
+free slot is the first.  This batched step is the GPU path; on a CPU, ``ssdx.models.engine.cpu`` runs
+the same step as a compiled per-configuration loop (``engine.backend``, ``ssdx.models.engine.params``).  A
+change to the model must be made in both; ``tests/test_engine_cpu.py`` compares them request by request.
+
+**Resources and path of a request** (times in s):
+
+1. *Host queue.*  ``closed`` loop: ``workload.queue_depth`` slots; a request is issued when the earliest
+   slot frees (fio's iodepth).  ``open`` loop: it arrives at its trace time (÷ ``time_scale``) and is
+   issued at ``max(arrival, earliest free slot)``; latency counts from arrival.
+2. *Controller front end* — one server, ``ctrl_s`` per command; then the interface's fixed
+   ``cmd_overhead_s`` (host + controller command processing, pipelined: latency only).
+3. *Mapping lookup* — a drive with DRAM holds the table (``map_hit_s``).  A DRAM-less drive caches
+   translation pages (one NAND page of 4-byte entries, each mapping 4 KiB) in a direct-mapped cache of
+   ``map_cache_pages`` sets (the DFTL cached mapping table, Gupta et al., ASPLOS 2009, direct-mapped); a
+   miss reads the translation page from its die in SLC-mode timing (``t_read_slc``) before the data.
+   That is ``engine.map_cache = auto``.  ``direct`` and ``lru`` keep the table in flash on every drive,
+   DRAM or not (MQSim caches it in its CMT unless ``Ideal_Mapping_Table``; Tavakkol et al., FAST 2018),
+   in ``map_cache_pages`` slots, direct-mapped or fully associative with least-recently-used
+   replacement (an empty slot first; a per-configuration clock of uses, ``map_age``).  A write marks its
+   translation page dirty (it updates the page's entries); a miss that evicts a dirty page writes it
+   back: the page is read (``t_read_slc``) and programmed (the pSLC program time of one operation) on
+   its die ``tpage mod D``, as background work behind the die's backlog from the request's issue on;
+   the request does not wait for it (MQSim issues the write-back and frees the slot at once), and the
+   reads and writes after it find the die busier.  Write-backs are counted (``map_writebacks``).
+   Differences from MQSim, whose CMT is LRU over *entries* (one per logical page; capacity
+   ``CMT_Capacity`` / entry bytes): ssdx caches whole translation pages, so a sequential stream misses
+   once per translation page where MQSim reads one for every entry; one translation page per request
+   (its first logical page); write-back programs are not part of the suspension model's
+   program/erase runs.
+4. *Striping* — logical page ``j`` (NAND-page sized) lives on die ``j mod D``; die ``d`` sits on channel
+   ``d mod C``, way ``d div C``; consecutive pages on one die fall on consecutive planes (channel-first,
+   then way, then plane: MQSim's CWDP order, Tavakkol et al., FAST 2018).  A request touching ``k``
+   pages puts ``n_d`` on die ``d`` and costs that die ``ceil(n_d / planes)`` multi-plane operations.
+   Writes do not follow the logical address: they fill a **write frontier** of program units
+   (``planes × page`` bytes, one multi-plane program) dealt round-robin over the dies, as a log-structured
+   FTL does; data waits in the buffer until a unit is full.
+5. *Dies and channels, two classes* — host reads take priority over programs and erases at every die
+   and channel (program/erase suspension, Wu & He, FAST 2012): a read waits only for earlier reads
+   (``die_r``, ``chan_r``) and pushes the die's and channel's program backlog (``die_free``,
+   ``chan_free``) back by its own duration.  Read: ``ceil(n_d/planes)·t_read`` on each die, then its
+   bytes over the die's channel (``bus_bytes_per_s / channels``); per channel the transfers start when
+   the first of its dies is done and serialise.  Requests are issued in order but become ready out of
+   order (one waits for a map read or a busy die, the next finds its die idle), and real resources
+   serve what is ready: dies book reads with gap filling (:func:`~.book.book`), channels and the
+   link keep a fluid backlog (:func:`fluid_book`), so nothing waits behind work that is not ready yet (no
+   head-of-line blocking) and no resource exceeds its capacity.  Write units: transfer over the channel, then
+   program (``t_prog_slc`` while the pSLC cache has room, else native ``t_prog``, else the folding die
+   time of ``ssdx.models.fluid.model.die_time``); one erase (``t_erase``) every ``block_pages`` units on a
+   die.
+
+   *Read suspension* (``engine.suspension``; MQSim's ``CMD_Suspension_Support``, Tavakkol et al., FAST
+   2018).  ``program_erase`` (the default) is the model above: a read suspends whatever program or erase
+   the die is running, at no cost unless ``suspend_program_s``/``suspend_erase_s`` are set.  Under
+   ``program``, ``erase`` or ``none`` a read that finds an operation it may not suspend in progress waits
+   for that operation to end, then goes ahead of the die's queued programs and erases (MQSim's
+   out-of-order transaction scheduler serves a die's reads first, TSU_OutOfOrder); it does not wait for
+   the queue.  Each die keeps where its programs and erases lie (:class:`PE`): the current run of
+   back-to-back work, its latest erase and the program operation's length ``t_op`` (one multi-plane
+   unit); a write's erases come first in its run (they free the block its units go to).  A read that
+   suspends takes ``suspend_*_s`` longer on the die (MQSim adds ``Suspend_Program_Time`` or
+   ``Suspend_Erase_Time`` before the read command, NVM_PHY_ONFI_NVDDR2), and only suspends an operation
+   with at least ``suspend_min_*_s`` left (MQSim's ``Preferred_suspend_write_time_for_read`` /
+   ``Preferred_suspend_erase_time_for_read``), else it waits.  A read that follows another read of the
+   die pays nothing more: the die is not programming then.  Translation-page reads (step 3) follow the
+   same rule.  Reads that suspended are counted (``suspensions``: program, erase).  Under the defaults
+   (``program_erase`` at no cost, no thresholds) the runs are not tracked (``suspend_on`` false): the
+   engine is the model above, bit for bit, and counts no suspensions.  Approximations: the
+   operations of a run are taken to be of equal length ``t_op`` (a write switching program mode mid-run
+   shifts the grid), only the latest erase of a die is placed exactly, and one read suspends one
+   operation (MQSim suspends at most one command per chip).
+6. *Host link* — reads stream out cut-through (the first die's data starts the transfer, the last page
+   ends it); writes come in before anything else.  PCIe is full duplex (one link resource per direction);
+   SATA is half duplex (one shared).
+7. *Write acknowledgement* — the buffer (``write_buffer_bytes``) drains at the die array's program rate
+   ``ρ = D·unit/t_unit``; a write is acknowledged at ``max(host transfer end, end of the program
+   backlog − buffer/ρ)``, i.e. once the data ahead of it fits in the buffer (FIFO fluid buffer).
+   With ``engine.buffer_dram_mts > 0`` the buffer is DRAM with MQSim's timing (its data cache,
+   ``Data_Cache_DRAM_*``; Tavakkol et al., FAST 2018): after its host transfer a write's data goes into
+   the DRAM through one memory channel that serves writes in order, ``_dram_time`` each (``tRCD + tCL``
+   per row opened, ``tRP`` between rows, ``floor(bytes / burst / 2)`` transfers of ``1 / rate``), and
+   "the host transfer end" above becomes the end of that DRAM write.  Not modelled: MQSim's reads of
+   the DRAM when it evicts data to flash, its read hits in the data cache, and its eager write-back of
+   data written for the first time.
+
+**pSLC accounting** reuses the fluid engine's (``ssdx.models.fluid.model.plan``/``init``): the rooms of the
+pSLC cache (and its dynamic-region cap, ``room_cap0``) and of direct native writes at the start, and the
+same affine room coefficients as bytes are written, so a replayed write stream switches program timing
+exactly where a fill would, in every pSLC mode (``hybrid`` and a capped ``dynamic`` included).  Idle time
+(all dies idle before an arrival) folds pSLC data back at ``fluid.rates().idle_fold`` (the drive's
+``idle_fold_bytes_per_s`` when set).  pure_slc drives keep pSLC timing and pure_native drives native
+timing when their room runs out (overwrites; garbage collection is the GC model's concern,
+``ssdx.models.gc.model`` — this engine replays a drive whose free blocks the accounting provides).  Reads
+cost native ``t_read`` (preconditioned data sits in native blocks).
+
+**Outputs** per configuration (:class:`Acc`, summed per chunk): requests, bytes, latency sums and a
+latency histogram (log-spaced, :data:`BINS_PER_DECADE` bins per decade from 0.1 µs to 100 s) per
+operation type (read, write, trim), queue time (time spent waiting for a busy resource along the
+request's path, including the host queue), per-die busy time, NAND page reads and programs, erases,
+mapping-cache misses and write-backs, and reads that suspended a program or an erase.  :func:`metrics`
+turns them into IOPS, bandwidth, mean and percentile latency, queue-time share and per-die utilisation.
+"""
+
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ssdx.core.stats import kahan_add, latency_bin
+from ssdx.models.booking import fluid_book
+from ssdx.models.engine.book import FIT_SLACK, book, pe_push, pick, shift, suspend
+from ssdx.models.engine.params import MAP_UNIT_BYTES, Layout
+from ssdx.models.engine.state import (
+    OPS,
+    PE,
+    READ,
+    TRIM,
+    WRITE,
+    Acc,
+    Plan,
+    Requests,
+    Server,
+    State,
+    init,
+    metrics,
+    plan,
+    plan_batch,
+    requests,
+    to_host,
+    zero_acc,
+)
+
+__all__ = ["FIT_SLACK", "OPS", "PE", "READ", "TRIM", "WRITE", "Acc", "Plan", "Requests", "Server", "State",
+           "init", "metrics", "plan", "plan_batch", "requests", "run_chunk", "step", "to_host", "zero_acc"]
+
+
+def _per_die(p: Plan, start: jax.Array, count: jax.Array) -> jax.Array:
+    """Items ``start, start+1, … start+count-1`` (``0 <= start < dies``) dealt round-robin over the dies:
+    how many land on each die position, ``(D, B)`` int32.  Die ``start + r`` gets ``q + (r < m)`` where
+    ``count = q·dies + m`` (one division per configuration, none per die)."""
+    q = count // p.n_dies
+    # computed once per configuration: without the barrier XLA repeats the division for every die
+    q, m, start = q[None], (count - q * p.n_dies)[None], start[None]
+    r = p.die_id - start
+    r = jnp.where(r < 0, r + p.n_dies[None], r)
+    return jnp.where(p.mask, q + (r < m).astype(jnp.int32), 0)
+
+
+def _place(p: Plan, ds: jax.Array, dn: jax.Array, draw: jax.Array, amount: jax.Array):
+    """Split ``amount`` host bytes into pSLC, direct native and folding bytes with the fluid engine's
+    room coefficients (``fluid.slc_room``/``native_room`` relative to the start); returns the new
+    accounting changes ``(ds, dn, draw)`` and the three byte counts."""
+    f = p.coef
+    room_slc = jnp.maximum(jnp.minimum(p.room_slc0 - f.slc_cs * ds - f.slc_craw * draw,
+                                       p.room_cap0 - f.cap_cs * ds), 0.0)
+    a_slc = jnp.minimum(room_slc, amount)
+    draw = draw + f.bits * a_slc
+    room_nat = jnp.maximum(p.room_nat0 - f.nat_dn * dn - f.nat_draw * draw, 0.0)
+    a_dir = jnp.minimum(room_nat, amount - a_slc)
+    a_fold = amount - a_slc - a_dir
+    folded = jnp.minimum(f.fold * a_fold, jnp.maximum(p.s0 + ds + a_slc, 0.0))
+    new = (ds + a_slc - folded, dn + a_dir + a_fold + folded, draw + a_dir)
+    return new, jnp.stack([a_slc, a_dir, a_fold])
+
+
+class Front(NamedTuple):
+    """What every request shares: host queue, controller (times relative to the new origin, the issue
+    instant, except ``issue`` itself, relative to the previous one) and the idle-folded bytes."""
+
+    issue: jax.Array
+    arrival: jax.Array
+    ctrl_start: jax.Array
+    t_cmd: jax.Array
+    fold_x: jax.Array
+
+
+def _front(p: Plan, s: State, r: Requests) -> tuple[Front, State]:
+    """1-2: arrival and issue (earliest free slot), idle folding while every die was idle, controller;
+    returns the front and the state rebased to the issue instant, with the folding accounted."""
+    slot_free = s.slots[0]  # slots are kept sorted: the earliest completion comes first
+    arrival = s.last_arrival + r.gap_s.astype(slot_free.dtype) / p.time_scale
+    issue = jnp.where(p.open_loop, jnp.maximum(arrival, slot_free), slot_free)
+    arrival = jnp.where(p.open_loop, arrival, issue)
+    idle = jnp.maximum(issue - s.free_max, 0.0)
+    fold_x = jnp.minimum(idle * p.idle_fold_rate, jnp.maximum(p.s0 + s.ds, 0.0))
+    ctrl_start = jnp.maximum(s.ctrl_free - issue, 0.0)
+    f = Front(issue=issue, arrival=arrival - issue, ctrl_start=ctrl_start,
+              t_cmd=ctrl_start + p.ctrl_s + p.cmd_s, fold_x=fold_x)
+    t = issue[None]
+    rebased = s._replace(
+        slots=s.slots - t, ctrl_free=s.ctrl_free - issue, link_rx=s.link_rx - issue,
+        dram_free=s.dram_free - issue,
+        link_tx=s.link_tx - issue, die_free=s.die_free - t, free_max=s.free_max - issue,
+        die_r=shift(s.die_r, issue), chan_free=s.chan_free - t, chan_r=s.chan_r - t,
+        last_done=s.last_done - issue, ds=s.ds - fold_x,
+        pe=s.pe._replace(start=s.pe.start - t, end=s.pe.end - t, er_end=s.pe.er_end - t), dn=s.dn + fold_x,
+        draw=s.draw - (p.coef.bits - 1.0) * fold_x)
+    return f, rebased
+
+
+def _push(rest: jax.Array, done: jax.Array) -> jax.Array:
+    """Insert ``done`` (B,) into the sorted outstanding completions ``rest`` (S-1, B): sorted (S, B)."""
+    pos = jnp.sum(rest < done[None], axis=0)
+    i = jnp.arange(rest.shape[0] + 1)[:, None]
+    pad = jnp.full((1,) + done.shape, jnp.inf, done.dtype)
+    here = jnp.concatenate([rest, pad])
+    below = jnp.concatenate([pad, rest])
+    return jnp.where(i < pos, here, jnp.where(i == pos, done[None], below))
+
+
+class Look(NamedTuple):
+    """3: a request's logical offset, translation page and mapping-cache probe (per configuration)."""
+
+    off4k: jax.Array
+    tpage: jax.Array
+    miss: jax.Array
+    tags: jax.Array  # the cache with the missed sets refilled
+    age: jax.Array
+    dirty: jax.Array
+    writeback: jax.Array  # a dirty translation page was evicted: its number, else -1
+
+
+def _lookup(p: Plan, lay: Layout, s: State, r: Requests) -> Look:
+    """3: probe the translation-page cache (direct-mapped, or LRU with ``map_lru``); only reads and writes
+    look up (and miss).  With ``map_writeback`` a write marks its translation page dirty, and a miss that
+    evicts a dirty page writes it back (see :func:`step`).  What no configuration of the batch uses
+    (``lay.map_lru``, ``lay.map_writeback``) is left out: it would change nothing."""
+    tags = s.tags
+    off4k = jnp.mod(r.off4k, p.cap_4k)
+    tpage = off4k // p.tpage_4k
+    cset = jnp.mod(tpage, p.map_sets)
+    cols = jnp.arange(tpage.shape[0])
+    looked = r.valid & (r.op != TRIM) & ~p.map_always_hit
+    age = s.map_age
+    if lay.map_lru:
+        # LRU: the slot holding the page, else the least recently used (an empty one first) of this
+        # configuration's map_sets slots
+        in_cfg = jnp.arange(tags.shape[0])[:, None] < p.map_sets[None]
+        match = (tags == tpage[None]) & in_cfg
+        hit_lru = jnp.any(match, axis=0)
+        victim = jnp.argmin(jnp.where(in_cfg, s.map_age, jnp.iinfo(jnp.int32).max), axis=0)
+        cset = jnp.where(p.map_lru, jnp.where(hit_lru, jnp.argmax(match, axis=0), victim), cset)
+        clock = jnp.max(s.map_age, axis=0) + 1
+        age = jnp.where(p.map_lru & looked, s.map_age.at[cset, cols].set(clock), s.map_age)
+    held = tags[cset, cols]
+    miss = ~(p.map_always_hit | (held == tpage)) & r.valid & (r.op != TRIM)
+    writeback = jnp.full(tpage.shape, -1, held.dtype)
+    dirty = s.map_dirty
+    if lay.map_writeback:
+        was_dirty = s.map_dirty[cset, cols] > 0
+        writeback = jnp.where(p.map_writeback & miss & (held >= 0) & was_dirty, held, -1)
+        dirty_new = ((r.op == WRITE) | (~miss & was_dirty)).astype(jnp.int32)
+        dirty = jnp.where(p.map_writeback & looked, s.map_dirty.at[cset, cols].set(dirty_new), s.map_dirty)
+    return Look(off4k, tpage, miss, tags.at[cset, cols].set(jnp.where(miss, tpage, held)), age, dirty,
+                writeback)
+
+
+def _read_book(p: Plan, lay: Layout, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
+    """:func:`~.book.suspend` where a configuration of the batch tracks suspension
+    (``lay.suspension``); else :func:`~.book.book`, which gives every configuration that does not
+    track it the same start, booking and die time, with no suspension and no cost."""
+    if lay.suspension:
+        return suspend(p, pe, sv, ready, dur)
+    start, new = book(sv, ready, dur)
+    none = jnp.zeros(start.shape, bool)
+    return start, new, jnp.broadcast_to(dur, start.shape), none, none
+
+
+def _push_runs(p: Plan, lay: Layout, pe: PE, on: jax.Array, start: jax.Array, dur: jax.Array) -> PE:
+    """:func:`~.book.pe_push`, skipped where no configuration of the batch tracks suspension."""
+    return pe_push(p, pe, on, start, dur) if lay.suspension else pe
+
+
+def _map_read(p: Plan, lay: Layout, t_cmd, tpage, miss, die_r: Server, die_free, busy, pe: PE):
+    """3: a missed translation page is read from die ``tpage mod dies`` (SLC timing), booked with read
+    priority under the suspension policy (:func:`suspend`); returns the die state, busy time, the
+    program/erase runs, the read's start and its end (-inf where none) and the suspensions (2, B)."""
+    on = (p.die_id == jnp.mod(tpage, p.n_dies)[None]) & p.mask & miss[None]
+    ms, die_r_m, m_dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_cmd[None], p.t_map_read[None])
+    m_start = jnp.max(jnp.where(on, ms, -jnp.inf), axis=0)
+    m_end = jnp.max(jnp.where(on, ms + m_dur, -jnp.inf), axis=0)
+    die_r = pick(on, die_r_m, die_r)
+    die_free = jnp.where(on, jnp.maximum(die_free, m_start[None]) + m_dur, die_free)
+    sus = jnp.stack([jnp.sum(on & s_p, axis=0), jnp.sum(on & s_e, axis=0)]).astype(busy.dtype)
+    pe = _push_runs(p, lay, pe, on, m_start[None], m_dur)
+    return die_r, die_free, busy + on * m_dur, pe, m_start, m_end, sus
+
+
+def _by_channel(x: jax.Array, lay: Layout) -> jax.Array:
+    """(D, B) die positions -> (W, C, B): channel ``c`` is the last-but-one axis."""
+    return x.reshape(lay.ways, lay.channels, x.shape[-1])
+
+
+def _max_free(p: Plan, die_free: jax.Array) -> jax.Array:
+    return jnp.max(jnp.where(p.mask, die_free, -jnp.inf), axis=0)
+
+
+def _finish(p: Plan, s: State, acc: Acc, r: Requests, f: Front, op: int, done, queue,
+            state: dict | None = None, add: dict | None = None) -> tuple[State, Acc, jax.Array]:
+    """Completion of a request of type ``op`` on the rebased state ``s``: the slot, the clocks, the
+    ``state`` fields it changed and the accumulators (``add`` summed in, ``busy`` replaced)."""
+    lat = done - f.arrival
+    add = dict(add or {})
+    busy = add.pop("busy", acc.busy)
+    new = s._replace(slots=_push(s.slots[1:], done), ctrl_free=f.ctrl_start + p.ctrl_s,
+                     last_arrival=f.arrival, last_done=jnp.maximum(s.last_done, done), **(state or {}))
+    el, el_c = kahan_add(acc.elapsed, acc.elapsed_c, f.issue)
+    new_acc = acc._replace(
+        elapsed=el, elapsed_c=el_c, busy=busy, count=acc.count.at[op].add(1.0),
+        bytes=acc.bytes.at[op].add(r.size.astype(done.dtype)), lat_sum=acc.lat_sum.at[op].add(lat),
+        queue_sum=acc.queue_sum + queue, idle_folded=acc.idle_folded + f.fold_x,
+        **{k: getattr(acc, k) + v for k, v in add.items()})
+    return new, new_acc, lat
+
+
+def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
+    """A host read: map lookup, dies (gap-filling, read priority), channels, host link."""
+    f, s = _front(p, s, r)
+    dt = f.issue.dtype
+    size = r.size.astype(dt)
+    off4k, tpage, miss = look.off4k, look.tpage, look.miss
+    die_r, die_free, busy, pe, m_start, m_end, sus_m = _map_read(p, lay, f.t_cmd, tpage, miss,
+                                                                  s.die_r, s.die_free, acc.busy, s.pe)
+    t_map = jnp.where(miss, m_end + MAP_UNIT_BYTES / p.chan_rate, f.t_cmd + p.map_hit_s)
+    q_map = jnp.where(miss, m_start - f.t_cmd, 0.0)
+
+    first = off4k // p.page_4k
+    in_page = (jnp.mod(off4k, p.page_4k) * MAP_UNIT_BYTES).astype(dt)
+    k = jnp.maximum(jnp.ceil((in_page + size) / p.page_bytes), 1.0).astype(jnp.int32)
+    n_d = _per_die(p, jnp.mod(first, p.n_dies), k)
+    active = n_d > 0
+    n_f = n_d.astype(dt)
+    dur = jnp.ceil(n_f / p.planes[None]) * p.t_read[None]
+    r_start, die_r_new, dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_map[None], dur)
+    r_end = r_start + dur
+    xfer = n_f * (size / k.astype(dt) / p.chan_rate)[None]
+    x_c = jnp.sum(_by_channel(xfer, lay), axis=0)
+    first_c = jnp.min(_by_channel(jnp.where(active, r_end, jnp.inf), lay), axis=0)
+    last_c = jnp.max(_by_channel(jnp.where(active, r_end + xfer, -jnp.inf), lay), axis=0)
+    act_c = x_c > 0
+    c_start, chan_r_new = fluid_book(s.chan_r, first_c, x_c)
+    c_end = jnp.maximum(c_start + x_c, last_c)
+    data_first = jnp.min(jnp.where(active, r_end + xfer, jnp.inf), axis=0)
+    data_last = jnp.max(jnp.where(act_c, c_end, -jnp.inf), axis=0)
+    link_start, tx_new = fluid_book(s.link_tx, data_first, size / p.host_rate)
+    done = jnp.maximum(link_start + size / p.host_rate,
+                       data_last + jnp.minimum(size, p.page_bytes) / p.host_rate)
+    die_free = jnp.where(active, jnp.maximum(die_free, r_start) + dur, die_free)
+    q_read = (jnp.max(jnp.where(active, r_start - t_map[None], 0.0), axis=0)
+              + jnp.max(jnp.where(act_c, c_start - first_c, 0.0), axis=0) + (link_start - data_first))
+    return _finish(
+        p, s, acc, r, f, READ, done, -f.arrival + f.ctrl_start + q_map + q_read,
+        state=dict(die_r=pick(active, die_r_new, die_r), die_free=die_free, free_max=_max_free(p, die_free),
+                   pe=_push_runs(p, lay, pe, active, r_start, dur),
+                   chan_r=jnp.where(act_c, chan_r_new, s.chan_r),
+                   chan_free=jnp.where(act_c, jnp.maximum(s.chan_free, c_start) + x_c, s.chan_free),
+                   link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx, tx_new)),
+        add=dict(busy=busy + jnp.where(active, dur, 0.0), read_pages=jnp.sum(n_f, axis=0),
+                 map_misses=miss.astype(dt),
+                 suspensions=sus_m + jnp.stack([jnp.sum(active & s_p, axis=0),
+                                                jnp.sum(active & s_e, axis=0)]).astype(dt)))
+
+
+def _dram_time(p: Plan, size: jax.Array) -> jax.Array:
+    """Seconds to write ``size`` bytes into the write buffer's DRAM (``buffer_dram_*``): ``tRCD + tCL``
+    for each row opened, ``tRP`` between rows, and ``floor(size / burst / 2)`` transfers of ``1 / rate``.
+    One row is MQSim's ``estimate_dram_access_time`` exactly (Data_Cache_Manager_Base); for more, MQSim
+    multiplies by half the row count and divides the remainder by the transfer time, which this does not
+    follow: each row is opened, read out and precharged once."""
+    rows = jnp.maximum(jnp.ceil(size / p.dram_row), 1.0)
+    rate = jnp.where(p.dram_rate > 0, p.dram_rate, 1.0)
+    return (rows * (p.dram_trcd + p.dram_tcl) + (rows - 1.0) * p.dram_trp
+            + jnp.floor(size / p.dram_burst / 2.0) / rate)
+
+
+def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
+    """A host write: host transfer, write frontier, channel transfer, program (+ erase), buffered ack."""
+    f, s = _front(p, s, r)
+    dt = f.issue.dtype
+    size = r.size.astype(dt)
+    miss = look.miss
+    die_r, die_free, busy, pe, _, _, sus_m = _map_read(p, lay, f.t_cmd, look.tpage, miss, s.die_r,
+                                                        s.die_free, acc.busy, s.pe)
+    h_start, rx_new = fluid_book(s.link_rx, f.t_cmd, size / p.host_rate)
+    h_end = h_start + size / p.host_rate
+    (ds, dn, draw), mode_bytes = _place(p, s.ds, s.dn, s.draw, size)
+    t_unit = jnp.where(size > 0, jnp.sum(mode_bytes * p.t_unit, axis=0) / jnp.maximum(size, 1.0),
+                       p.t_unit[1])
+    total = s.wpartial + size
+    n_units = jnp.floor(total / p.unit_bytes)
+    u_d = _per_die(p, s.wptr, n_units.astype(jnp.int32))
+    u_f = u_d.astype(dt)
+    wx_c = jnp.sum(_by_channel(u_f, lay), axis=0) * (p.unit_bytes / p.chan_rate)[None]
+    w_cend = jnp.where(wx_c > 0, jnp.maximum(s.chan_free, h_end[None]) + wx_c, s.chan_free)
+    die_units = s.die_units + u_f
+    upb = p.units_per_block[None]
+    n_erase = jnp.floor(die_units / upb) - jnp.floor(s.die_units / upb)
+    p_start = jnp.maximum(_by_channel(die_free, lay), w_cend[None]).reshape(die_free.shape)
+    p_dur = u_f * t_unit[None] + n_erase * p.t_erase[None]
+    # the program/erase run (suspend): the erases first (they free the block the units go to), then the
+    # units; a run that starts after the die's backlog has ended starts a new run
+    if lay.suspension:
+        on = (u_d > 0) & p.suspend_on[None]
+        er_len = n_erase * p.t_erase[None]
+        pe = PE(start=jnp.where(on & (p_start > pe.end), p_start, pe.start),
+                end=jnp.where(on, p_start + p_dur, pe.end),
+                er_end=jnp.where(on & (n_erase > 0), p_start + er_len, pe.er_end),
+                er_len=jnp.where(on & (n_erase > 0), er_len, pe.er_len),
+                t_op=jnp.where(on, jnp.broadcast_to(t_unit[None], on.shape), pe.t_op))
+    die_free = jnp.where(u_d > 0, p_start + p_dur, die_free)
+    backlog_end = _max_free(p, die_free)
+    drain = p.n_dies.astype(dt) * p.unit_bytes / t_unit
+    # the data written into the buffer's DRAM before the ack: one memory channel, writes in order
+    dram_on = p.dram_rate > 0
+    d_start = jnp.maximum(h_end, s.dram_free)
+    dram_new = d_start + _dram_time(p, size)
+    h_ack = jnp.where(dram_on, dram_new, h_end)
+    done = jnp.maximum(h_ack, backlog_end - p.buffer_bytes / drain)
+    q_write = (h_start - f.t_cmd) + (done - h_end)
+    return _finish(
+        p, s, acc, r, f, WRITE, done, -f.arrival + f.ctrl_start + q_write,
+        state=dict(die_r=die_r, die_free=die_free, free_max=backlog_end, chan_free=w_cend,
+                   dram_free=jnp.where(dram_on, dram_new, s.dram_free),
+                   link_rx=rx_new, link_tx=jnp.where(p.duplex, s.link_tx, rx_new),
+                   wptr=jnp.mod(s.wptr + n_units.astype(jnp.int32), p.n_dies),
+                   wpartial=total - n_units * p.unit_bytes, die_units=die_units, ds=ds, dn=dn, draw=draw,
+                   pe=pe),
+        add=dict(busy=busy + p_dur, prog_pages=n_units * p.planes, erases=jnp.sum(n_erase, axis=0),
+                 map_misses=miss.astype(dt), mode_bytes=mode_bytes, suspensions=sus_m))
+
+
+def _trim(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests):
+    """A trim (deallocate): the controller only."""
+    f, s = _front(p, s, r)
+    return _finish(p, s, acc, r, f, TRIM, f.t_cmd, -f.arrival + f.ctrl_start)
+
+
+def step(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests) -> tuple[State, Acc, jax.Array]:
+    """Serve one request (shared by the batch: ``r`` fields are scalars) for every configuration;
+    returns the new state, accumulators and the latencies (s, (B,)).  The request's type picks one
+    branch (``lax.switch`` on a value shared by the batch: only that path is computed); padding changes
+    nothing."""
+    look = _lookup(p, lay, s, r)
+    idx = jnp.where(r.valid, jnp.clip(r.op, 0, 2), 3)
+    # the cache and the histogram stay outside the branches (no copies of them through the switch)
+    inner_s = s._replace(tags=None, map_age=None, map_dirty=None)
+    inner_acc = acc._replace(hist=None)
+    branches = (lambda s, acc: _read(p, lay, s, acc, r, look),
+                lambda s, acc: _write(p, lay, s, acc, r, look),
+                lambda s, acc: _trim(p, lay, s, acc, r),
+                lambda s, acc: (s, acc, jnp.full_like(s.last_done, jnp.nan)))  # padding
+    new, new_acc, lat = jax.lax.switch(idx, branches, inner_s, inner_acc)
+    cols = jnp.arange(lat.shape[0])
+    hist = acc.hist.at[jnp.minimum(idx, 2), latency_bin(jnp.where(r.valid, lat, 1.0)), cols].add(
+        r.valid.astype(jnp.int32))
+    # 3: a dirty translation page evicted by this request's miss is written back on its die (tpage mod
+    # dies) from the request's issue on: the rest of the page read (SLC) and programmed (a pSLC page
+    # program), as background work behind the die's backlog; the request does not wait for it
+    new = new._replace(tags=look.tags, map_age=look.age, map_dirty=look.dirty)
+    if lay.map_writeback:
+        wb = look.writeback >= 0
+        on = (p.die_id == jnp.mod(look.writeback, p.n_dies)[None]) & p.mask & wb[None]
+        t_wb = p.t_map_read + p.t_unit[0]
+        die_free = jnp.where(on, jnp.maximum(new.die_free, 0.0) + t_wb[None], new.die_free)
+        free_max = jnp.where(wb, jnp.maximum(new.free_max, _max_free(p, die_free)), new.free_max)
+        new = new._replace(die_free=die_free, free_max=free_max)
+        new_acc = new_acc._replace(busy=new_acc.busy + on * t_wb[None],
+                                   map_writebacks=new_acc.map_writebacks + wb.astype(new_acc.busy.dtype))
+    return new, new_acc._replace(hist=hist), lat
+
+
+def run_chunk(p: Plan, s: State, req: Requests, lay: Layout,
+              keep_latency: bool = False) -> tuple[State, Acc, jax.Array | None]:
+    """Scan one chunk of requests from state ``s`` (batched, configurations on the last axis);
+    per-request latencies ``(R, B)`` only with ``keep_latency``."""
+    def body(carry, r):
+        st, acc = carry
+        st, acc, lat = step(p, lay, st, acc, r)
+        return (st, acc), (lat if keep_latency else None)
+
+    (s, acc), lats = jax.lax.scan(body, (s, zero_acc(p, lay)), req)
+    return s, acc, lats

@@ -1,0 +1,327 @@
+"""``experiment=mqsim``: MQSim's ``ssdconfig.xml`` and ``workload.xml`` run on ssdx's request engine.
+
+The drive comes from :func:`ssdx.workloads.mqsim_xml.parse_ssdconfig` (its overrides are applied to the
+composed config), the scenarios from :func:`~ssdx.workloads.mqsim_xml.parse_workload`.  Each scenario is
+simulated on a fresh drive (MQSim runs each ``IO_Scenario`` as a separate simulation).
+
+**Request streams.**  MQSim gives each of a scenario's ``n`` flows its own slice of the logical space:
+flow ``i`` owns sectors ``[i·S/n, (i+1)·S/n)`` of the ``S`` user sectors (``Host_System``), of which it
+uses the first ``Working_Set_Percentage`` (``IO_Flow_Synthetic``).  A synthetic flow's requests are
+drawn as MQSim's generator draws them (``IO_Flow_Synthetic::Generate_next_request``):
+
+* type: read with probability ``Read_Percentage``/100;
+* size: ``FIXED`` = ``Average_Request_Size`` sectors; ``NORMAL`` = ⌈N(mean, σ)⌉ with
+  σ = ``Variance_Request_Size`` (MQSim passes the "variance" field to its normal generator as the
+  standard deviation), at least 1 sector;
+* start: ``RANDOM_UNIFORM`` uniform over the working set (a request that would cross its end starts at
+  its start); ``RANDOM_HOTCOLD`` with ``h`` = ``Percentage_of_Hot_Region``/100: with probability ``h`` a
+  uniform start in the upper ``1 − h`` of the working set, else in the lower ``h`` (MQSim's "(100−hot)%
+  of requests going to hot% of the address space"); ``STREAMING`` consecutive from a uniform first
+  address, wrapping at the end; aligned down to ``Address_Alignment_Unit`` sectors when
+  ``Generated_Aligned_Addresses``.
+* count: ``Total_Requests_To_Generate``; with ``Stop_Time`` instead, a BANDWIDTH flow's arrivals before
+  ``Stop_Time`` ns; a QUEUE_DEPTH flow cannot know its count before the simulation, so it gets
+  ``mqsim.requests_per_flow`` (a warning says so).  Every flow is capped at ``mqsim.requests_per_flow``.
+
+A trace flow reads MQSim's ASCII trace (``ssdx.workloads.traces``, format ``mqsim``) with its
+``Time_Unit``, keeps the first ``Percentage_To_Be_Executed`` percent of its requests and replays them
+``Relay_Count`` times, each replay after the previous one's last arrival (MQSim's relay).
+
+**Sharing the drive.**  ssdx's engine serves one stream in one loop.  A scenario whose flows are all
+QUEUE_DEPTH runs closed loop with the sum of their queue depths outstanding; the flows' requests are
+interleaved in proportion to their rates: first QD_i, then (up to ``mqsim.closed_loop_passes`` passes,
+until every flow's mean outstanding count is within 2 % of its QD) the geometric mean of the previous
+rate and QD_i / L_i, L_i the flow's mean response time of the previous pass — the rate Little's law gives a
+flow keeping QD_i requests outstanding — so each flow holds on average about its own queue depth.  The
+merged stream stops where its first flow runs out (past that point the engine would hand that flow's
+slots to the others); the other flows' requests past it are not run, and a warning says how many ran.
+A scenario whose flows are all open loop (BANDWIDTH, trace) runs open loop: arrivals merged by time
+(BANDWIDTH gaps exponential with MQSim's mean, ``Flow.mean_interarrival_s``), at most
+``IO_Queue_Depth`` outstanding.  A scenario mixing both is refused (:class:`ssdx.params.ConfigError`):
+the engine cannot run a closed and an open loop on one drive.
+
+**Figures** (MQSim's ``IO_Flow_Base``), per flow, from the engine's per-request latencies with the flow
+id kept per request: ``requests`` (read/write), ``iops`` = requests / simulated time (MQSim divides the
+generated count by the simulation's end time; here the scenario's makespan), ``mb_s`` = bytes /
+simulated time / 10^6, ``device_response_time_us`` = mean from the request's entry into the submission
+queue to its completion (closed loop: its issue; open loop: its arrival, which with MQSim's 65,535-entry
+queues is its enqueue), per direction, and ``p99_response_time_us`` (the per-request 99th percentile);
+``mean_outstanding`` = iops × mean response time (Little's law: the flow's mean number in the device,
+about its queue depth for a QUEUE_DEPTH flow).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ssdx import params
+from ssdx.core import io
+from ssdx.models.engine import backends as engine_backends
+from ssdx.models.engine import params as engine_params
+from ssdx.models.engine import replay
+from ssdx.models.engine.jobs import capacity_bytes
+from ssdx.workloads import mqsim_xml, traces
+from ssdx.workloads.mqsim_xml import SECTOR_BYTES, TIME_UNITS, Flow, Scenario
+from ssdx.workloads.traces import READ, WRITE, Chunk
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "mqsim"
+DEFAULT_REQUESTS = 20_000
+SECTION = {"drive", "nand", "engine", "workload"}
+
+
+def _conf(cfg: Mapping[str, Any], key: str, default: Any) -> Any:
+    m = cfg.get("mqsim") or {}
+    v = m.get(key)
+    return default if v is None else v
+
+
+def apply_overrides(cfg: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``cfg`` with the dotted ``overrides`` (``drive.channels`` ...) set."""
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in cfg.items()}
+    for key, value in overrides.items():
+        sec, name = key.split(".", 1)
+        if sec not in SECTION:
+            raise ValueError(f"override {key!r} outside {sorted(SECTION)}")
+        out.setdefault(sec, {})
+        out[sec] = dict(out[sec] or {})
+        out[sec][name] = value
+    return out
+
+
+def _synthetic(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag: str) -> Chunk:
+    """Requests of one synthetic flow over sectors ``[lo, hi)`` (module docstring); times are the
+    arrival times (s) of a BANDWIDTH flow, NaN for a QUEUE_DEPTH flow."""
+    rng = np.random.default_rng(fl.seed)
+    end = lo + max(int((hi - lo) * fl.working_set_pct / 100.0), 1)  # exclusive
+    if fl.generator == "BANDWIDTH":
+        gap = fl.mean_interarrival_s
+        if fl.stop_time_ns > 0:
+            n_est = int(fl.stop_time_ns * 1e-9 / gap * 1.2 + 50)
+            t = np.cumsum(rng.exponential(gap, min(n_est, n_max + 1)))
+            t = t[t <= fl.stop_time_ns * 1e-9]
+        else:
+            t = np.cumsum(rng.exponential(gap, min(fl.total_requests, n_max)))
+        n = len(t)
+    else:
+        t = None
+        n = fl.total_requests if fl.stop_time_ns == 0 else n_max
+        if fl.stop_time_ns > 0:
+            warnings.append(f"{tag}: QUEUE_DEPTH flow with Stop_Time: its count is mqsim.requests_per_flow "
+                            f"= {n_max} (ssdx cannot stop a closed loop at a time)")
+    if n > n_max:
+        warnings.append(f"{tag}: {n} requests capped at mqsim.requests_per_flow = {n_max}")
+        n = n_max
+        t = t[:n] if t is not None else None
+    is_read = rng.uniform(0.0, 1.0, n) <= fl.read_pct / 100.0
+    if fl.size_distribution == "FIXED":
+        size = np.full(n, fl.mean_size_sectors, np.int64)
+    else:
+        size = np.maximum(np.ceil(rng.normal(fl.mean_size_sectors, fl.variance_size_sectors, n)), 1)
+        size = size.astype(np.int64)
+    last = end - 1
+    if fl.address_distribution == "RANDOM_UNIFORM":
+        start = rng.integers(lo, last + 1, n)
+        start = np.where(start + size > last, lo, start)
+    elif fl.address_distribution == "RANDOM_HOTCOLD":
+        h = fl.hot_region_pct / 100.0
+        hot_end = lo + int((last - lo) * h)
+        cold = rng.uniform(0.0, 1.0, n) < h
+        start = np.where(cold, rng.integers(min(hot_end + 1, last), last + 1, n),
+                         rng.integers(lo, hot_end + 1, n))
+    else:  # STREAMING
+        start = np.empty(n, np.int64)
+        nxt = int(rng.integers(lo, last + 1))
+        a = fl.alignment_sectors if fl.aligned else 1
+        nxt -= nxt % a if fl.aligned else 0
+        for k in range(n):
+            s = nxt if nxt + size[k] <= last else lo
+            start[k] = s
+            nxt = s + int(size[k])
+            if nxt > last:
+                nxt = lo
+            if fl.aligned and nxt % a:
+                nxt += a - nxt % a
+    if fl.aligned:
+        start = start - start % fl.alignment_sectors
+    time_s = np.full(n, np.nan) if t is None else np.asarray(t, np.float64)
+    return Chunk(time_s=time_s, op=np.where(is_read, READ, WRITE).astype(np.int8),
+                 offset=start.astype(np.int64) * SECTOR_BYTES, size=size * SECTOR_BYTES,
+                 line=np.zeros(n, np.int64))
+
+
+def _trace(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag: str) -> Chunk:
+    """Requests of one trace flow: its unit, percentage and relays (module docstring); sectors shifted
+    into the flow's slice ``[lo, hi)`` modulo its size."""
+    path = Path(fl.file_path or "")
+    if not path.is_file():
+        raise params.ConfigError("mqsim.workload", str(path),
+                                 f"{tag}: File_Path must be an existing MQSim trace")
+    try:
+        c = traces.read(path, "mqsim")
+    except traces.TraceError as e:
+        raise params.ConfigError("mqsim.workload", str(path), f"{tag}: malformed trace: {e}") from None
+    keep = int(len(c) * fl.percentage_to_execute / 100.0)
+    scale = TIME_UNITS[fl.time_unit] / 1e-9  # the reader takes the times as ns
+    t = (c.time_s[:keep] - (c.time_s[0] if keep else 0.0)) * scale
+    span = float(t[-1]) if keep else 0.0
+    reps = [t + r * span for r in range(fl.relay_count)]
+    time_s = np.concatenate(reps) if reps else t
+    tile = lambda a: np.tile(a[:keep], fl.relay_count)  # noqa: E731
+    sectors = tile(c.offset) // SECTOR_BYTES
+    sectors = lo + sectors % max(hi - lo, 1)
+    n = len(time_s)
+    if n > n_max:
+        warnings.append(f"{tag}: {n} requests capped at mqsim.requests_per_flow = {n_max}")
+    sl = slice(0, min(n, n_max))
+    return Chunk(time_s=time_s[sl], op=tile(c.op)[sl], offset=(sectors * SECTOR_BYTES)[sl],
+                 size=tile(c.size)[sl], line=tile(c.line)[sl])
+
+
+def _merge_timed(chunks: list[Chunk]) -> tuple[Chunk, np.ndarray]:
+    """Open loop: all flows' requests in arrival order, and the flow id of each."""
+    flow = np.concatenate([np.full(len(c), i, np.int32) for i, c in enumerate(chunks)])
+    t = np.concatenate([c.time_s for c in chunks])
+    order = np.argsort(t, kind="stable")
+    cat = lambda k: np.concatenate([getattr(c, k) for c in chunks])[order]  # noqa: E731
+    return Chunk(time_s=t[order], op=cat("op"), offset=cat("offset"), size=cat("size"),
+                 line=cat("line")), flow[order]
+
+
+def _merge_closed(chunks: list[Chunk], rates: np.ndarray) -> tuple[Chunk, np.ndarray, np.ndarray]:
+    """Closed loop: the flows' requests interleaved in proportion to ``rates`` (request k of flow i at
+    virtual time (k + 1/2) / rate_i), cut where the first flow runs out (past it the engine would give
+    that flow's queue slots to the others); the merged chunk, the flow id of each request and the count
+    kept of each flow."""
+    end = min(len(c) / rates[i] for i, c in enumerate(chunks))
+    keep = [min(len(c), max(int(np.floor(end * rates[i] + 0.5)), 1)) for i, c in enumerate(chunks)]
+    v = np.concatenate([(np.arange(k) + 0.5) / rates[i] for i, k in enumerate(keep)])
+    flow = np.concatenate([np.full(k, i, np.int32) for i, k in enumerate(keep)])
+    order = np.argsort(v, kind="stable")
+    cat = lambda a: np.concatenate([getattr(c, a)[:k] for c, k in zip(chunks, keep)])[order]  # noqa: E731
+    return (Chunk(time_s=np.full(len(order), np.nan), op=cat("op"), offset=cat("offset"), size=cat("size"),
+                  line=cat("line")), flow[order], np.asarray(keep))
+
+
+def flow_figures(lat_s: np.ndarray, op: np.ndarray, size: np.ndarray, makespan_s: float,
+                 name: str) -> dict[str, Any]:
+    """MQSim's per-flow figures (module docstring) from one flow's per-request latencies (s), types and
+    sizes (bytes) over the scenario's simulated time ``makespan_s`` (s)."""
+    rd, wr = op == READ, op == WRITE
+    mean = lambda m: float(np.mean(lat_s[m]) * 1e6) if np.any(m) else 0.0  # noqa: E731
+    n = len(lat_s)
+    return {"name": name, "requests": int(n), "read_requests": int(rd.sum()), "write_requests": int(wr.sum()),
+            "iops": n / makespan_s, "read_iops": float(rd.sum()) / makespan_s,
+            "write_iops": float(wr.sum()) / makespan_s, "mb_s": float(size.sum()) / makespan_s / 1e6,
+            "device_response_time_us": mean(np.ones(n, bool)), "read_response_time_us": mean(rd),
+            "write_response_time_us": mean(wr),
+            "p99_response_time_us": float(np.percentile(lat_s, 99) * 1e6) if n else 0.0,
+            "mean_outstanding": n / makespan_s * float(np.mean(lat_s)) if n else 0.0}
+
+
+def scenario_streams(cfg: Mapping[str, Any], sc: Scenario, index: int,
+                     warnings: list[str]) -> tuple[dict[str, Any], list[Chunk], bool]:
+    """A scenario's engine configuration (loop, queue depth, pre-fill set) and its flows' request streams.
+
+    Returns ``(run_cfg, chunks, closed)``: one chunk per flow, on its own slice of the logical space;
+    ``closed`` when every flow is QUEUE_DEPTH (closed loop; otherwise every flow is open loop).
+    """
+    closed = [f.kind == "synthetic" and f.generator == "QUEUE_DEPTH" for f in sc.flows]
+    if any(closed) and not all(closed):
+        raise params.ConfigError("mqsim.workload", f"IO_Scenario at line {sc.line}",
+                                 "a scenario mixing QUEUE_DEPTH flows with BANDWIDTH or trace flows: ssdx's "
+                                 "engine runs one loop (closed or open) per stream")
+    n_max = int(_conf(cfg, "requests_per_flow", DEFAULT_REQUESTS))
+    if not 1 <= n_max <= 10**8:
+        raise params.ConfigError("mqsim.requests_per_flow", n_max, "integer 1 <= x <= 1e8")
+    sectors = int(capacity_bytes(cfg) // SECTOR_BYTES)
+    per = sectors // len(sc.flows)
+    chunks = []
+    for i, fl in enumerate(sc.flows):
+        tag = f"scenario {index} flow {i} (line {fl.line})"
+        make = _synthetic if fl.kind == "synthetic" else _trace
+        chunks.append(make(fl, i * per, (i + 1) * per, n_max, warnings, tag))
+        warnings.extend(f"{tag}: {w}" for w in fl.warnings)
+    run_cfg = apply_overrides(cfg, {
+        "workload.prefill_fraction": float(np.mean([f.initial_occupancy_pct for f in sc.flows])) / 100.0})
+    if all(closed):
+        run_cfg["engine"]["loop"] = "closed"
+        run_cfg["workload"]["queue_depth"] = int(sum(f.queue_depth for f in sc.flows))
+    else:
+        run_cfg["engine"]["loop"] = "open"
+        run_cfg["workload"]["queue_depth"] = int(cfg["workload"]["queue_depth"])
+    return run_cfg, chunks, all(closed)
+
+
+def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: list[str],
+                 progress: bool = False) -> dict[str, Any]:
+    """Simulate one scenario on the configured drive (overrides already applied); its per-flow figures."""
+    run_cfg, chunks, closed = scenario_streams(cfg, sc, index, warnings)
+    dtype = io.dtype(cfg.get("precision", "float32"))
+    backend = engine_backends.select(run_cfg["engine"])
+    qd = [f.queue_depth for f in sc.flows]
+    rates = np.asarray(qd, np.float64)
+    passes = int(_conf(cfg, "closed_loop_passes", 6)) if closed and len(sc.flows) > 1 else 1
+    _, trees = engine_params.build_from_config(run_cfg, dtype=dtype)
+    for _ in range(passes):
+        if closed:
+            merged, flow_id, kept = _merge_closed(chunks, rates)
+        else:
+            merged, flow_id = _merge_timed(chunks)
+        res = replay.replay(trees, [merged], chunk_len=min(replay.DEFAULT_CHUNK, len(merged)),
+                            keep_latency=True, progress=progress, desc=f"scenario {index}", backend=backend)
+        lat = np.asarray(res.latencies, np.float64)[0]
+        if closed:
+            mean_lat = np.array([lat[flow_id == i].mean() for i in range(len(sc.flows))])
+            held = kept / float(res.metrics["makespan_s"][0]) * mean_lat  # Little: mean outstanding
+            if np.allclose(held, qd, rtol=0.02):
+                break
+            # damped (geometric mean of the old rate and the Little's-law one): a flow's latency moves
+            # with the others' load, and the undamped update can oscillate
+            rates = np.sqrt(rates * np.asarray(qd, np.float64) / mean_lat)
+    if closed:
+        for i, (k, c) in enumerate(zip(kept, chunks)):
+            if k < len(c):
+                warnings.append(f"scenario {index} flow {i} (line {sc.flows[i].line}): {k} of its {len(c)} "
+                                "requests run: a closed-loop scenario stops when its first flow runs out, so "
+                                "that every flow keeps its own queue depth")
+    span = float(res.metrics["makespan_s"][0])
+    flows = [flow_figures(lat[flow_id == i], merged.op[flow_id == i], merged.size[flow_id == i], span,
+                          fl.name) for i, fl in enumerate(sc.flows)]
+    return {"line": sc.line, "loop": run_cfg["engine"]["loop"],
+            "queue_depth": run_cfg["workload"]["queue_depth"],
+            "simulated_time_s": span, "flows": flows}
+
+
+def _paths(cfg: Mapping[str, Any]) -> tuple[Path, Path]:
+    return (Path(_conf(cfg, "ssdconfig", EXAMPLES / "ssdconfig.xml")),
+            Path(_conf(cfg, "workload", EXAMPLES / "workload.xml")))
+
+
+def load(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], list[Scenario], dict[str, Any], list[str]]:
+    """Read ``mqsim.ssdconfig`` and ``mqsim.workload``: the configuration with the drive file's overrides
+    applied, the scenarios, the overrides and the warnings."""
+    ssdconfig, workload = _paths(cfg)
+    overrides, warnings = mqsim_xml.parse_ssdconfig(ssdconfig)
+    scenarios = mqsim_xml.parse_workload(workload)
+    run_cfg = apply_overrides(cfg, overrides)
+    run_cfg["drive"].pop("defaults", None)
+    return run_cfg, scenarios, overrides, warnings
+
+
+def run_mqsim(cfg: Mapping, out_dir: Path, progress: bool = True) -> dict:
+    """Run every scenario of ``mqsim.workload`` on the drive of ``mqsim.ssdconfig`` (both default to
+    ``examples/mqsim``); writes and returns ``summary.json``: ``scenarios`` (each with ``flows`` of
+    :func:`flow_figures`), ``warnings`` (fields not modelled, caps) and ``overrides`` (from the XML)."""
+    run_cfg, scenarios, overrides, warnings = load(cfg)
+    ssdconfig, workload = _paths(cfg)
+    out = [run_scenario(run_cfg, sc, i, warnings, progress) for i, sc in enumerate(scenarios)]
+    summary = {"ssdconfig": str(ssdconfig), "workload": str(workload), "scenarios": out,
+               "warnings": warnings, "overrides": overrides}
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    io.write_json(out_dir / "summary.json", summary)
+    return summary

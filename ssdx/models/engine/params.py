@@ -1,0 +1,311 @@
+"""Request-level engine parameters (``engine.*``) and the static array layout of a batch.
+
+The engine (``ssdx.models.engine.model``) takes the drive and workload pytrees of ``ssdx.params`` plus the
+controller-side numbers below.  Every leaf is dynamic (swept by ``vmap`` without recompiling); the
+array sizes — dies, channels, queue slots and mapping-cache sets, each the largest in the batch — form
+the static :class:`Layout`, so configurations with different die counts share one padded, masked
+kernel.
+
+Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
+
+* ``loop`` — ``closed`` (fio-style: ``workload.queue_depth`` commands outstanding, a new one issued when
+  one completes; trace timestamps ignored) or ``open`` (requests arrive at the trace's timestamps,
+  divided by ``time_scale``; at most ``workload.queue_depth`` outstanding, later ones wait in the host).
+* ``write_buffer_mib`` — controller write-back buffer (DRAM, or SRAM on DRAM-less parts), MiB: a write
+  is acknowledged once the program backlog ahead of it fits in the buffer.
+* ``map_cache_mib`` — mapping-table cache of a DRAM-less drive (SRAM plus any Host Memory Buffer), MiB;
+  a drive with ``drive.dram: true`` holds the whole table and never misses.
+* ``map_hit_us`` — lookup time of a cached mapping entry, µs (DRAM, SRAM or HMB across PCIe).
+* ``ctrl_kiops`` — commands per second the controller's front end can process, thousands.
+* ``time_scale`` — open loop: trace time is divided by it (2 = replay twice as fast).
+* ``suspension`` — which die operations a host read may suspend (step 5 of ``ssdx.models.engine.model``):
+  ``program_erase`` (default) programs and erases, ``program`` programs only, ``erase`` erases only,
+  ``none`` neither: the read waits for the operation in progress, then goes ahead of the queued ones.
+  MQSim's ``CMD_Suspension_Support`` (``PROGRAM_ERASE``, ``PROGRAM``, ``ERASE``, ``NONE``; Tavakkol et
+  al., FAST 2018); program/erase suspension after Wu & He, FAST 2012.  In MQSim's source (2022) the
+  out-of-order scheduler's ``service_read_transaction`` falls through from its ``WRITING`` and
+  ``ERASING`` cases to ``default: return false``, so it never issues a read to a busy chip whatever
+  ``CMD_Suspension_Support`` says: ``none`` is what MQSim computes.
+* ``suspend_program_us``, ``suspend_erase_us`` — time a read that suspends a program / an erase takes
+  longer, µs (MQSim's ``Suspend_Program_Time`` / ``Suspend_Erase_Time``; 0 here: the presets assume
+  suspension at no cost).
+* ``suspend_min_program_us``, ``suspend_min_erase_us`` — a program / an erase with less than this left
+  is not suspended: the read waits for it, µs (MQSim's ``Preferred_suspend_write_time_for_read`` /
+  ``Preferred_suspend_erase_time_for_read``; 0 here).
+* ``map_cache`` — the mapping cache (step 3 of ``ssdx.models.engine.model``): ``auto`` (default) a drive with
+  ``drive.dram: true`` holds the whole table, a DRAM-less drive caches translation pages direct-mapped
+  in ``map_cache_mib``; ``direct`` and ``lru`` keep the table in flash on every drive and cache
+  ``map_cache_mib`` of translation pages (MQSim's cached mapping table, ``CMT_Capacity``, whatever the
+  DRAM; Tavakkol et al., FAST 2018), direct-mapped or fully associative with least-recently-used
+  replacement (MQSim's ``Cached_Mapping_Table``), and write a dirty translation page back when it is
+  evicted (DFTL's batch update, Gupta et al., ASPLOS 2009).  MQSim's ``Ideal_Mapping_Table: true`` is
+  ``auto`` on a drive with DRAM (no mapping traffic).
+* ``buffer_dram_mts`` — data rate of the DRAM holding the write buffer, MT/s; 0 (default): no DRAM
+  timing.  Above 0 every host write is written into that DRAM through one memory channel before it is
+  acknowledged, taking ``tRCD + tCL`` per row opened, ``tRP`` between rows and ``floor(bytes / burst /
+  2)`` transfers of ``1 / rate`` (MQSim's ``estimate_dram_access_time`` and ``Data_Cache_DRAM_*``
+  fields; Tavakkol et al., FAST 2018).  ``buffer_dram_row_bytes``, ``buffer_dram_burst_bytes``,
+  ``buffer_dram_trcd_ns``, ``buffer_dram_tcl_ns``, ``buffer_dram_trp_ns``: the other fields, MQSim's
+  defaults (8192 B, 4 B, 13 ns each).
+* ``backend`` — how the engine runs, not what it computes (so not a column): ``auto`` (default), ``jax``,
+  ``cpu`` or ``cuda``.  This module only checks the name (:func:`backend_name`); what it means on the
+  machine at hand — the hardware probe, ``auto`` resolved — is ``ssdx.models.engine.backends.select``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ssdx import params
+from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
+from ssdx.params import _pytree
+from ssdx.units import MIB
+
+LOOPS = ("closed", "open")
+#: engine.map_cache -> the numeric leaf ``map_policy``
+MAP_CACHES = {"auto": 0, "direct": 1, "lru": 2}
+#: engine.suspension -> (a read may suspend a program, an erase); MQSim's CMD_Suspension_Support values
+SUSPENSIONS = {"program_erase": (1, 1), "program": (1, 0), "erase": (0, 1), "none": (0, 0)}
+BACKENDS = ("auto", "jax", "cpu", "cuda")
+FIELDS = ("loop", "write_buffer_mib", "map_cache_mib", "map_hit_us", "ctrl_kiops", "time_scale")
+#: fields a config may leave out, with the defaults that keep the engine's original behaviour
+OPTIONAL: dict[str, Any] = {
+    "suspension": "program_erase", "suspend_program_us": 0.0, "suspend_erase_us": 0.0,
+    "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0, "map_cache": "auto",
+    "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
+    "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0}
+#: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
+RANGES: dict[str, Field] = table(
+    Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
+    Field("engine.map_cache_mib", "MiB", 0.0, 65536.0, doc="mapping-table cache of a DRAM-less drive, MiB"),
+    Field("engine.map_hit_us", "us", 0.0, 1e4, doc="lookup time of a cached mapping entry, us"),
+    Field("engine.ctrl_kiops", "kIOPS", 1.0, 1e6, doc="controller command rate, thousands per second"),
+    Field("engine.time_scale", "", 1e-6, 1e9, doc="open-loop time compression"),
+    Field("engine.suspend_program_us", "us", 0.0, 1e5, optional=True,
+          default=OPTIONAL["suspend_program_us"], doc="overhead of a read that suspends a program, us"),
+    Field("engine.suspend_erase_us", "us", 0.0, 1e5, optional=True,
+          default=OPTIONAL["suspend_erase_us"], doc="overhead of a read that suspends an erase, us"),
+    Field("engine.suspend_min_program_us", "us", 0.0, 1e6, optional=True,
+          default=OPTIONAL["suspend_min_program_us"],
+          doc="least program time left for a read to suspend it, us"),
+    Field("engine.suspend_min_erase_us", "us", 0.0, 1e6, optional=True,
+          default=OPTIONAL["suspend_min_erase_us"], doc="least erase time left for a read to suspend it, us"),
+    Field("engine.buffer_dram_mts", "MT/s", 0.0, 1e5, optional=True,
+          default=OPTIONAL["buffer_dram_mts"], doc="write-buffer DRAM data rate, MT/s (0: no DRAM timing)"),
+    Field("engine.buffer_dram_row_bytes", "B", 64.0, 1e6, optional=True,
+          default=OPTIONAL["buffer_dram_row_bytes"], doc="write-buffer DRAM row, bytes"),
+    Field("engine.buffer_dram_burst_bytes", "B", 1.0, 1024.0, optional=True,
+          default=OPTIONAL["buffer_dram_burst_bytes"], doc="write-buffer DRAM bytes per transfer"),
+    Field("engine.buffer_dram_trcd_ns", "ns", 0.0, 1e4, optional=True,
+          default=OPTIONAL["buffer_dram_trcd_ns"], doc="write-buffer DRAM tRCD, ns"),
+    Field("engine.buffer_dram_tcl_ns", "ns", 0.0, 1e4, optional=True,
+          default=OPTIONAL["buffer_dram_tcl_ns"], doc="write-buffer DRAM tCL, ns"),
+    Field("engine.buffer_dram_trp_ns", "ns", 0.0, 1e4, optional=True,
+          default=OPTIONAL["buffer_dram_trp_ns"], doc="write-buffer DRAM tRP, ns"),
+)
+MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
+MAP_UNIT_BYTES = 4096
+MAX_SLOTS = 4096  # outstanding commands the engine tracks (NVMe allows more; none of our studies need it)
+
+
+@_pytree
+class EngineParams:
+    """Controller-side numbers as leaves (SI: seconds, bytes, per second).  ``open_loop`` is 0/1,
+    ``duplex`` 1 where reads and writes use separate link directions (PCIe), 0 for SATA."""
+
+    open_loop: Any
+    write_buffer_bytes: Any
+    map_cache_pages: Any  # translation pages the DRAM-less cache holds (int32)
+    map_hit_s: Any
+    ctrl_s: Any  # controller front-end seconds per command
+    time_scale: Any
+    duplex: Any
+    suspend_program: Any  # 1 where a host read may suspend a program (engine.suspension), else 0
+    suspend_erase: Any  # 1 where it may suspend an erase
+    suspend_program_s: Any
+    suspend_erase_s: Any
+    suspend_min_program_s: Any
+    suspend_min_erase_s: Any
+    map_policy: Any  # engine.map_cache: 0 auto, 1 direct-mapped, 2 LRU (MAP_CACHES)
+    dram_rate: Any  # write-buffer DRAM transfers per second (0: no DRAM timing)
+    dram_row: Any  # bytes
+    dram_burst: Any  # bytes per transfer
+    dram_trcd: Any  # s
+    dram_tcl: Any
+    dram_trp: Any
+
+
+class Layout(NamedTuple):
+    """Static array sizes of a batch: die positions are ``ways x channels``.  Whether any configuration of
+    the batch tracks read suspension (:func:`suspend_on`), uses the LRU mapping cache (``map_lru``) or
+    writes dirty translation pages back (``map_writeback``): where none does, the batched step leaves
+    that mechanism out of its arithmetic, and the results are the same."""
+
+    ways: int
+    channels: int
+    slots: int
+    map_sets: int
+    suspension: bool = True
+    map_lru: bool = True
+    map_writeback: bool = True
+
+
+def columns(engine: Mapping) -> dict[str, np.ndarray]:
+    """One-row ``engine.*`` columns from a config mapping (every field of :data:`FIELDS` required, those
+    of :data:`OPTIONAL` defaulted)."""
+    cols = {}
+    for f in FIELDS:
+        if f not in engine:
+            raise ConfigError(f"engine.{f}", None, "the field is required (see conf/engine/default.yaml)")
+        cols[f"engine.{f}"] = np.asarray([engine[f]])
+    for f, default in OPTIONAL.items():
+        v = engine.get(f, default)
+        cols[f"engine.{f}"] = np.asarray([default if v is None else v])
+    return cols
+
+
+def backend_name(engine: Mapping) -> str:
+    """The ``engine.backend`` of a config mapping (default ``auto``), checked against :data:`BACKENDS`.
+    What the name means on this machine is resolved by ``ssdx.models.engine.backends.select``."""
+    value = engine.get("backend", "auto")
+    if value not in BACKENDS:
+        raise ConfigError("engine.backend", value, f"must be one of {list(BACKENDS)}")
+    return value
+
+
+def validate(cols: Mapping, report: list | None = None) -> None:
+    """Check the engine fields and the queue depth the engine can track."""
+    a = np.asarray(cols["engine.loop"]).astype(str)
+    check_rule(cols, "engine.loop", np.isin(a, LOOPS), f"must be one of {list(LOOPS)}", a, report)
+    mc = _categorical(cols, "map_cache")
+    check_rule(cols, "engine.map_cache", np.isin(mc, list(MAP_CACHES)), f"must be one of {list(MAP_CACHES)}",
+               mc, report)
+    sus = _suspension(cols)
+    check_rule(cols, "engine.suspension", np.isin(sus, list(SUSPENSIONS)),
+               f"must be one of {list(SUSPENSIONS)}", sus, report)
+    check(RANGES, cols, report)
+    qd = num(cols, "workload.queue_depth")
+    check_rule(cols, "workload.queue_depth", qd <= MAX_SLOTS,
+               f"the request-level engine tracks at most {MAX_SLOTS} outstanding commands", report=report)
+    page = params.nand_value(cols, "page_bytes")  # effective: nand.page_kib or the catalog's
+    check_rule(cols, "nand.page_kib", (page >= MAP_UNIT_BYTES) & (np.mod(page, MAP_UNIT_BYTES) == 0),
+               f"the request-level engine maps {MAP_UNIT_BYTES // 1024} KiB units: the page must be a whole "
+               f"number of them (>= {MAP_UNIT_BYTES // 1024} KiB)", page / 1024, report)
+
+
+def _categorical(cols: Mapping, field: str) -> np.ndarray:
+    """A categorical optional ``engine.*`` field of every configuration (its default where a batch
+    leaves it out)."""
+    n = len(np.atleast_1d(cols["engine.loop"]))
+    value = np.asarray(cols.get(f"engine.{field}", OPTIONAL[field])).astype(str)
+    return np.broadcast_to(value, (n,))
+
+
+def _suspension(cols: Mapping) -> np.ndarray:
+    """``engine.suspension`` of every configuration (the default where a batch leaves it out)."""
+    return _categorical(cols, "suspension")
+
+
+def map_policy(cols: Mapping) -> np.ndarray:
+    """``engine.map_cache`` of every configuration as its numeric leaf (:data:`MAP_CACHES`)."""
+    return np.array([MAP_CACHES[v] for v in _categorical(cols, "map_cache")], np.int32)
+
+
+def _opt(cols: Mapping, key: str) -> np.ndarray:
+    """A numeric optional ``engine.*`` column (its default where a batch leaves it out)."""
+    if key in cols:
+        return num(cols, key)
+    n = len(np.atleast_1d(cols["engine.loop"]))
+    return np.broadcast_to(float(OPTIONAL[key.split(".", 1)[1]]), (n,))
+
+
+def map_pages(cols: Mapping) -> np.ndarray:
+    """Translation pages a DRAM-less map cache holds: cache bytes / effective NAND page bytes (>= 1)."""
+    page = params.nand_value(cols, "page_bytes")
+    return np.maximum(np.floor(num(cols, "engine.map_cache_mib") * MIB / page), 1).astype(np.int32)
+
+
+def _suspend_fields(cols: Mapping, c: Callable = np.asarray) -> dict[str, Any]:
+    """The suspension leaves of :class:`EngineParams` (``c`` converts each to its dtype)."""
+    sus = _suspension(cols)
+    return dict(
+        suspend_program=c([SUSPENSIONS[v][0] for v in sus]),
+        suspend_erase=c([SUSPENSIONS[v][1] for v in sus]),
+        suspend_program_s=c(_opt(cols, "engine.suspend_program_us") * 1e-6),
+        suspend_erase_s=c(_opt(cols, "engine.suspend_erase_us") * 1e-6),
+        suspend_min_program_s=c(_opt(cols, "engine.suspend_min_program_us") * 1e-6),
+        suspend_min_erase_s=c(_opt(cols, "engine.suspend_min_erase_us") * 1e-6),
+    )
+
+
+def suspend_on(e: Any) -> Any:
+    """Where a configuration's suspension options leave the default (``program_erase`` at no cost and
+    with no thresholds, which needs no tracking: a read starts as soon as the die is free of reads):
+    then the engine tracks each die's program/erase run.  ``e`` holds the suspension leaves of
+    :class:`EngineParams`, NumPy or JAX arrays."""
+    return ((e.suspend_program < 0.5) | (e.suspend_erase < 0.5) | (e.suspend_program_s > 0)
+            | (e.suspend_erase_s > 0) | (e.suspend_min_program_s > 0) | (e.suspend_min_erase_s > 0))
+
+
+def layout(cols: Mapping) -> Layout:
+    """The batch's static sizes (largest of every configuration) and whether any tracks suspension."""
+    cached = ~np.asarray(cols["drive.dram"]).astype(bool) | (map_policy(cols) > 0)  # configs with a cache
+    sets = map_pages(cols)
+    return Layout(
+        ways=int(num(cols, "drive.dies_per_channel").max()),
+        channels=int(num(cols, "drive.channels").max()),
+        slots=int(num(cols, "workload.queue_depth").max()),
+        map_sets=int(sets[cached].max()) if cached.any() else 1,
+        suspension=bool(np.any(suspend_on(SimpleNamespace(**_suspend_fields(cols))))),
+        map_lru=bool(np.any(map_policy(cols) > 1.5)),
+        map_writeback=bool(np.any(map_policy(cols) > 0.5)),
+    )
+
+
+def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workload, EngineParams, Layout]:
+    """Validate drive, workload and engine columns; the three pytrees (leaves ``(n,)``) and the layout."""
+    drive, workload = params.build(cols, dtype=dtype)
+    validate(cols)
+    c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
+    iface = np.asarray(cols["drive.interface"]).astype(str)
+    eng = EngineParams(
+        open_loop=c(np.asarray(cols["engine.loop"]).astype(str) == "open"),
+        write_buffer_bytes=c(num(cols, "engine.write_buffer_mib") * MIB),
+        map_cache_pages=map_pages(cols),
+        map_hit_s=c(num(cols, "engine.map_hit_us") * 1e-6),
+        ctrl_s=c(1.0 / (num(cols, "engine.ctrl_kiops") * 1e3)),
+        time_scale=c(num(cols, "engine.time_scale")),
+        duplex=c(~np.char.startswith(iface, "sata")),
+        **_suspend_fields(cols, c),
+        map_policy=c(map_policy(cols)),
+        dram_rate=c(_opt(cols, "engine.buffer_dram_mts") * 1e6),
+        dram_row=c(_opt(cols, "engine.buffer_dram_row_bytes")),
+        dram_burst=c(_opt(cols, "engine.buffer_dram_burst_bytes")),
+        dram_trcd=c(_opt(cols, "engine.buffer_dram_trcd_ns") * 1e-9),
+        dram_tcl=c(_opt(cols, "engine.buffer_dram_tcl_ns") * 1e-9),
+        dram_trp=c(_opt(cols, "engine.buffer_dram_trp_ns") * 1e-9),
+    )
+    return drive, workload, eng, layout(cols)
+
+
+def columns_from_config(cfg: Mapping, drives: Sequence[Mapping] | None = None) -> dict[str, np.ndarray]:
+    """Columns of the configured drive (``drive``, ``nand``, ``workload``, ``engine``), or one row per drive
+    of ``drives`` with the same NAND overrides, workload and engine."""
+    rows = []
+    for d in drives or [cfg["drive"]]:
+        c = params.columns_from_config(d, cfg["workload"], cfg.get("nand"))
+        c.update(columns(cfg["engine"]))
+        rows.append(c)
+    return params.concat_columns(rows)
+
+
+def build_from_config(cfg: Mapping, n: int = 1, dtype=np.float32):
+    """Columns and pytrees of one configuration (``drive``, ``nand``, ``workload``, ``engine``), repeated
+    ``n`` times."""
+    cols = columns_from_config(cfg)
+    cols = params.broadcast_columns(cols, n) if n > 1 else cols
+    return cols, build(cols, dtype=dtype)

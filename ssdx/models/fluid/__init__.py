@@ -1,0 +1,3 @@
+"""The fluid pSLC-cache model: the write-stream model (``model``), the fill-curve fit (``fit``,
+``fit_model``, ``phases``), its job (``fit_job``) and plots (``plots``, ``fit_plots``). The
+Drive/Nand/Workload parameters it runs on are shared by every model (``ssdx.params``)."""

@@ -1,0 +1,274 @@
+"""The fluid model as a function of a fill fit's parameter vector (:mod:`ssdx.models.fluid.fit`).
+
+The fittable drive numbers (:data:`PARAMS`) and cache-size rules (:data:`RULES`); a ``Drive`` with some
+leaves replaced (:func:`with_values`); the model's mean speed over a measured sample's GB interval
+(:func:`model_speed`, exact within a scan step: :func:`busy_time_at`); and the compiled loss, its
+batched form, the Adam and L-BFGS loops and the Jacobian of the residuals, shared by every rule
+(:class:`Problem`).  Speeds in MB/s (10^6 B/s), capacities in GB (10^9 B), times in us as in
+``ssdx.params``."""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ssdx import params
+from ssdx.models.fluid import model as fluid
+from ssdx.params import Drive, Workload
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """A fittable drive number: config ``key``, the ``Drive`` ``leaf`` path it sets, ``scale`` (leaf units
+    per config unit), ``unit`` and what it means."""
+
+    key: str
+    leaf: tuple[str, ...]
+    scale: float
+    unit: str
+    meaning: str
+
+
+T_SLC, T_PROG = "nand.t_prog_slc_us", "nand.t_prog_us"
+FOLD, RESERVE = "drive.fold_efficiency", "drive.reserve_fraction"
+STATIC, CAP = "drive.static_slc_gb", "drive.max_dynamic_slc_gb"
+MODE = "drive.slc_mode"
+
+PARAMS: dict[str, Param] = {p.key: p for p in (
+    Param(T_SLC, ("nand", "t_prog_slc_us"), 1.0, "us", "pSLC page program time"),
+    Param(T_PROG, ("nand", "t_prog_us"), 1.0, "us", "native page program time"),
+    Param(FOLD, ("fold_efficiency",), 1.0, "", "fold efficiency (fold scheduling, re-encoding)"),
+    Param(RESERVE, ("reserve_fraction",), 1.0, "", "fraction of raw NAND reserved"),
+    Param(STATIC, ("static_slc_bytes",), 1e9, "GB", "static pSLC region"),
+    Param(CAP, ("max_dynamic_slc_bytes",), 1e9, "GB", "cap of the dynamic pSLC cache"),
+)}
+MODE_LEAF = ("slc_mode",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """A cache-size rule: the pSLC mode it sets, the parameters it fits, and the config values it fixes
+    (dropped where ``ssdx.params`` lacks the field)."""
+
+    name: str
+    slc_mode: str
+    fitted: tuple[str, ...]
+    fixed: tuple[tuple[str, float], ...] = ()
+
+
+RULES: dict[str, Rule] = {r.name: r for r in (
+    Rule("dynamic", "dynamic", (T_SLC, T_PROG, FOLD, RESERVE), ((STATIC, 0.0), (CAP, 0.0))),
+    Rule("capped", "dynamic", (T_SLC, T_PROG, FOLD, RESERVE, CAP), ((STATIC, 0.0),)),
+    Rule("static", "static", (T_SLC, T_PROG, STATIC), ((CAP, 0.0),)),
+    Rule("hybrid", "hybrid", (T_SLC, T_PROG, FOLD, STATIC, CAP)),
+)}
+
+
+def has_leaf(path: tuple[str, ...]) -> bool:
+    """Whether ``Drive`` has the leaf ``path`` (``("nand", name)`` or a top-level field)."""
+    cls: Any = Drive
+    for i, name in enumerate(path):
+        if name not in {f.name for f in dataclasses.fields(cls)}:
+            return False
+        if i < len(path) - 1:
+            if name != "nand":
+                return False
+            cls = params.Nand
+    return True
+
+
+def available_params() -> tuple[str, ...]:
+    """Keys of :data:`PARAMS` whose ``Drive`` leaf exists in this version of ``ssdx.params``."""
+    return tuple(k for k, p in PARAMS.items() if has_leaf(p.leaf))
+
+
+def rule_missing(name: str) -> str | None:
+    """Why rule ``name`` cannot be fitted with this ``ssdx.params`` (``None`` when it can)."""
+    rule = RULES[name]
+    have = set(available_params())
+    missing = [k for k in rule.fitted if k not in have]
+    if rule.slc_mode not in params.SLC_MODES:
+        missing.append(f"drive.slc_mode={rule.slc_mode}")
+    return f"needs {', '.join(missing)} (not in this version of ssdx.params)" if missing else None
+
+
+# --------------------------------------------------------------------------------------------------
+# The model as a function of a parameter vector
+
+
+def get_leaf(tree: Any, path: tuple[str, ...]) -> Any:
+    for name in path:
+        tree = getattr(tree, name)
+    return tree
+
+
+def set_leaf(tree: Any, path: tuple[str, ...], value: Any) -> Any:
+    if len(path) == 1:
+        return dataclasses.replace(tree, **{path[0]: value})
+    return dataclasses.replace(tree, **{path[0]: set_leaf(getattr(tree, path[0]), path[1:], value)})
+
+
+def with_values(drive: Drive, leaves: tuple[tuple[str, ...], ...], values: jax.Array) -> Drive:
+    """``drive`` with each leaf path of ``leaves`` set to the matching entry of ``values`` (leaf units)."""
+    for i, path in enumerate(leaves):
+        drive = set_leaf(drive, path, values[i].astype(jnp.asarray(get_leaf(drive, path)).dtype))
+    return drive
+
+
+def busy_time_at(out: fluid.StepOut, r: fluid.Rates, x_bytes: jax.Array) -> jax.Array:
+    """Busy seconds the model takes to write its first ``x_bytes`` host bytes (clipped to the run).
+
+    Exact within a step: a step writes its pSLC bytes, then direct native, then folding
+    (``fluid._write``) at the mode rates, so the time is piecewise linear in ``x`` with the phase
+    boundaries where the capacity accounting puts them, whatever ``n_steps`` (with idle gaps,
+    ``workload.burst_gb > 0``, a step may hold two such sequences and this is an approximation).
+    Differentiable in the rates and in the bytes each mode took, hence in the boundaries.
+    """
+    n = out.written_bytes.shape[0]
+    delta = out.written_bytes[0]
+    busy = out.mode_time_s[:, 0] + out.mode_time_s[:, 1] + out.mode_time_s[:, 2]
+    start = jnp.cumsum(busy) - busy
+    x = jnp.clip(x_bytes, 0.0, out.written_bytes[-1])
+    k = jnp.clip(jnp.floor(x / delta), 0, n - 1).astype(jnp.int32)
+    o = x - k * delta
+    a = out.mode_bytes[k]
+    return (start[k] + jnp.minimum(o, a[:, 0]) / r.slc
+            + jnp.clip(o - a[:, 0], 0.0, a[:, 1]) / r.native
+            + jnp.clip(o - a[:, 0] - a[:, 1], 0.0, a[:, 2]) / r.fold)
+
+
+def model_speed(drive: Drive, workload: Workload, gb_lo: jax.Array, gb_hi: jax.Array,
+                n_steps: int) -> jax.Array:
+    """The fluid model's mean write speed (MB/s) over each GB interval ``[gb_lo, gb_hi]`` of host data
+    written in the run: the interval's bytes over the model's busy time to write them
+    (:func:`busy_time_at`), as a measurement that averages over its window reports it.  Intervals
+    narrower than a thousandth of a step are widened to that about their middle."""
+    out = fluid.simulate(drive, workload, n_steps)
+    r = fluid.rates(drive, workload)
+    eps = 5e-4 * out.written_bytes[0]
+    mid = 0.5 * (gb_lo + gb_hi) * 1e9
+    lo = jnp.minimum(gb_lo * 1e9, mid - eps)
+    hi = jnp.maximum(gb_hi * 1e9, mid + eps)
+    dt = busy_time_at(out, r, hi) - busy_time_at(out, r, lo)
+    width = jnp.minimum(hi, out.written_bytes[-1]) - jnp.maximum(lo, 0.0)
+    return jnp.where(dt > 0, width / jnp.maximum(dt, 1e-30), r.slc) / 1e6
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One rule's fit as arrays over all available parameters plus the pSLC mode (leaf units).
+
+    ``mask``: 1 for a fitted parameter; ``fixed``: the value of every other one (and the mode code);
+    ``lo``/``hi``: bounds of the fitted ones.  The same compiled functions serve every rule.
+    """
+
+    keys: tuple[str, ...]
+    leaves: tuple[tuple[str, ...], ...]
+    mask: np.ndarray
+    fixed: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+def values(theta, mask, fixed, lo, hi):
+    u = jax.nn.sigmoid(theta)
+    return jnp.where(mask > 0, lo * jnp.exp(u * jnp.log(hi / lo)), fixed)
+
+
+def _residual(theta, mask, fixed, lo, hi, drive, workload, gb, mb_s, scale, leaves, n_steps):
+    d = with_values(drive, leaves, values(theta, mask, fixed, lo, hi))
+    return (model_speed(d, workload, gb[0], gb[1], n_steps) - mb_s) / scale
+
+
+def _loss(theta, mask, fixed, lo, hi, drive, workload, gb, mb_s, scale, leaves, n_steps):
+    r = _residual(theta, mask, fixed, lo, hi, drive, workload, gb, mb_s, scale, leaves, n_steps)
+    return jnp.mean(r * r)
+
+
+_STATIC = ("leaves", "n_steps")
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def loss_batch(thetas, mask, fixed, lo, hi, drive, workload, gb, mb_s, scale, leaves, n_steps):
+    f = partial(_loss, mask=mask, fixed=fixed, lo=lo, hi=hi, drive=drive, workload=workload, gb=gb,
+                mb_s=mb_s, scale=scale, leaves=leaves, n_steps=n_steps)
+    return jax.vmap(f)(thetas)
+
+
+@partial(jax.jit, static_argnames=(*_STATIC, "steps"))
+def adam(theta, mask, fixed, lo, hi, drive, workload, gb, mb_s, scale, lr, leaves, n_steps, steps):
+    opt = optax.adam(lr)
+    fun = partial(_loss, mask=mask, fixed=fixed, lo=lo, hi=hi, drive=drive, workload=workload, gb=gb,
+                  mb_s=mb_s, scale=scale, leaves=leaves, n_steps=n_steps)
+    vg = jax.value_and_grad(fun)
+
+    def body(carry, _):
+        x, s, best_x, best_v = carry
+        v, g = vg(x)
+        g = jnp.where(mask > 0, g, 0.0)
+        better = v < best_v
+        best_x, best_v = jnp.where(better, x, best_x), jnp.minimum(v, best_v)
+        u, s = opt.update(g, s, x)
+        return (optax.apply_updates(x, u), s, best_x, best_v), v
+
+    inf = jnp.asarray(jnp.inf, theta.dtype)
+    (x, _, best_x, best_v), losses = jax.lax.scan(body, (theta, opt.init(theta), theta, inf), None,
+                                                  length=steps)
+    v_last = fun(x)
+    return jnp.where(v_last < best_v, x, best_x), losses
+
+
+@partial(jax.jit, static_argnames=(*_STATIC, "steps", "patience"))
+def lbfgs(theta, mask, fixed, lo, hi, drive, workload, gb, mb_s, scale, tol, leaves, n_steps, steps,
+           patience):
+    raw = partial(_loss, mask=mask, fixed=fixed, lo=lo, hi=hi, drive=drive, workload=workload, gb=gb,
+                  mb_s=mb_s, scale=scale, leaves=leaves, n_steps=n_steps)
+
+    fun = raw  # the coordinates not fitted enter through `fixed` only: zero gradient
+
+    opt = optax.lbfgs(linesearch=optax.scale_by_backtracking_linesearch(
+        max_backtracking_steps=20, store_grad=True))
+    vg = optax.value_and_grad_from_state(fun)
+
+    def cond(c):
+        k, gnorm, stalled = c[2], c[3], c[4]
+        return (k < steps) & (gnorm > tol) & (stalled < patience)
+
+    def body(c):
+        x, s, k, _, stalled, best_x, best_v = c
+        v, g = vg(x, state=s)
+        u, s = opt.update(g, s, x, value=v, grad=g, value_fn=fun)
+        improved = v < best_v
+        best_x = jnp.where(improved, x, best_x)
+        best_v = jnp.minimum(v, best_v)
+        stalled = jnp.where(improved, 0, stalled + 1)
+        x_new = optax.apply_updates(x, u)
+        x_new = jnp.where(jnp.all(jnp.isfinite(x_new)), x_new, x)
+        return (x_new, s, k + 1, optax.tree_utils.tree_l2_norm(g), stalled, best_x, best_v)
+
+    inf = jnp.asarray(jnp.inf, theta.dtype)
+    c = (theta, opt.init(theta), jnp.asarray(0), inf, jnp.asarray(0), theta, inf)
+    x, _, k, _, _, best_x, best_v = jax.lax.while_loop(cond, body, c)
+    v_last = fun(x)
+    return jnp.where(v_last < best_v, x, best_x), k
+
+
+residuals = jax.jit(_residual, static_argnames=_STATIC)
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def residuals_and_jacobian(theta, mask, fixed, lo, hi, drive, workload, gb, mb_s, scale, leaves, n_steps):
+    f = partial(_residual, mask=mask, fixed=fixed, lo=lo, hi=hi, drive=drive, workload=workload, gb=gb,
+                mb_s=mb_s, scale=scale, leaves=leaves, n_steps=n_steps)
+    return f(theta), jax.jacfwd(f)(theta)
+
+
+@partial(jax.jit, static_argnames="n_steps")
+def speed(drive, workload, gb, n_steps):
+    return model_speed(drive, workload, gb[0], gb[1], n_steps)

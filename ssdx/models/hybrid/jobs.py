@@ -1,0 +1,477 @@
+"""Hybrid SCM/NAND jobs behind the CLI: the NAND-per-workload sweep, the sensitivity study and the
+validation of the paper's findings (Fukuchi et al., SCM/NAND hybrid SSD with four NAND types; full version
+ISCAS 2018).
+
+Configurations are grouped by workload: one request stream per group is cut into 4 KiB lines and replayed
+through every configuration of the group at once (``ssdx.models.hybrid.model.simulate``).  A stream is an MSR
+Cambridge volume preset (``ssdx.workloads.msr``) or, when ``workload.trace_path`` names a directory holding
+``<volume>.csv`` files (or one such file), the real trace.
+
+**Warm-up.**  The SCM starts empty and the dies idle.  Metrics count only after (1) the stream has touched
+``hybrid.warmup_fills`` × the group's largest SCM capacity in distinct lines (capped at 90 % of the
+footprint, which a larger SCM never fills; :func:`warmup_requests`) and (2) an LRU SCM of that capacity has
+then taken ``hybrid.settle_fills`` × its threshold space of new lines (at most ``MAX_SETTLE`` × the measured
+requests), during which the flush backlog on the dies builds up to its steady level
+(:func:`settle_requests`).
+Each configuration then reports the IOPS of the two halves of its measured window; ``steady`` is false
+where they differ by more than ``ssdx.models.hybrid.model.STEADY_TOLERANCE`` (summaries list those runs).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ssdx import catalog, params
+from ssdx.core import io
+from ssdx.models.hybrid import model as hybrid
+from ssdx.models.hybrid import params as hybrid_params
+from ssdx.models.hybrid.findings import (
+    BASELINE,
+    PAPER_TABLE2,
+    TABLE1,
+    TIE_PERCENT,
+    WRITE_INTENSIVE,
+    balance_ratio,
+    findings,
+    relative,
+    steady_state,
+    utilisation,
+    validation_findings,
+)
+from ssdx.sweep import space
+
+#: a synthetic stream grows to at most max(MAX_GROWTH × measured requests, MAX_STREAM) requests to warm up
+MAX_GROWTH, MAX_STREAM = 10, 200_000
+MAX_SETTLE = 4  # the settling part of the warm-up lasts at most this many times the measured requests
+
+__all__ = [
+    "BASELINE", "PAPER_TABLE2", "TABLE1", "TIE_PERCENT", "WRITE_INTENSIVE", "balance_ratio", "findings",
+    "relative", "run_sensitivity", "run_sweep", "run_table", "run_validate", "sensitivity_cases",
+    "steady_state", "sweep_columns", "utilisation", "validation_findings",
+]
+
+
+class Stream(dict):
+    """Host lines of one workload (``ssdx.models.hybrid.model.lines_from_requests``) plus ``info``."""
+
+    info: dict[str, Any]
+
+
+def warmup_requests(line: np.ndarray, first: np.ndarray, target_lines: float) -> int | None:
+    """Requests before the one whose line brings the distinct lines seen to ``target_lines``; None if the
+    stream never gets there."""
+    if target_lines <= 0:
+        return 0
+    _, first_at = np.unique(line, return_index=True)
+    if len(first_at) < target_lines:
+        return None
+    at = np.sort(first_at)[int(np.ceil(target_lines)) - 1]
+    return int(np.cumsum(first)[at] - 1)
+
+
+def _requests_from_trace(workload: Mapping, path: Path, limit: int):
+    from ssdx.workloads import traces
+
+    reader = io.trace_reader({**workload, "trace_path": str(path)})  # checks format and on_error
+    parts, n = [], 0
+    try:
+        for chunk in reader:
+            parts.append(chunk)
+            n += len(chunk)
+            if n >= limit:
+                break
+    except traces.TraceError as e:
+        raise params.ConfigError("workload.trace_path", str(path), f"malformed trace: {e}") from None
+    cat = lambda attr: np.concatenate([getattr(c, attr) for c in parts])[:limit]  # noqa: E731
+    return cat("op"), cat("offset"), cat("size"), reader.skipped
+
+
+def trace_file(workload: Mapping[str, Any], name: str) -> Path | None:
+    """The real trace of volume ``name``: ``workload.trace_path`` itself, or ``<trace_path>/<name>.csv``."""
+    tp = workload.get("trace_path")
+    if not tp:
+        return None
+    p = Path(tp)
+    if p.is_dir():
+        f = p / f"{name}.csv"
+        if not f.is_file():
+            raise params.ConfigError("workload.trace_path", tp, f"the directory must hold {name}.csv")
+        return f
+    if not p.is_file():
+        raise params.ConfigError("workload.trace_path", tp, "must be a trace file or a directory of them")
+    return p
+
+
+def _fill_target(fills: float, capacity_lines: int, footprint_bytes: float) -> float:
+    """Distinct lines the warm-up must touch: ``fills`` SCM capacities, at most 90 % of the footprint."""
+    return fills * min(float(capacity_lines), 0.9 * footprint_bytes / hybrid_params.UNIT_BYTES)
+
+
+def settle_requests(line: np.ndarray, first: np.ndarray, start: int, capacity_lines: int, room_lines: float,
+                    settle: float, cap: int) -> int | None:
+    """Requests after request ``start`` until an LRU SCM of ``capacity_lines`` (fully associative) has taken
+    ``settle × room_lines`` new lines (misses), ``room_lines`` being its threshold space.  Each insertion
+    pushes a line out, and the flushed data not yet programmed, which the threshold space holds, grows by at
+    most one line per insertion: by then the flush backlog on the dies has reached its level however slowly
+    they drain it.  At most ``cap`` requests: a workload that misses that rarely sends the dies too little
+    to build a backlog (the halves check of the measured window says whether it settled).  None if the
+    stream ends before either."""
+    from ssdx.workloads import lru
+
+    if settle <= 0:
+        return 0
+    req = np.cumsum(first) - 1
+    at = np.flatnonzero(req >= start)
+    if len(at) == 0:
+        return None
+    d = lru.stack_distances(line)[at[0]:]  # distances over the whole stream: the warm-up's content counts
+    cum = np.cumsum((d < 0) | (d >= capacity_lines))
+    need = int(np.ceil(settle * room_lines))
+    if cum[-1] >= need:
+        return min(int(req[at[0] + int(np.searchsorted(cum, need))]) - start + 1, cap)
+    return cap if int(req[-1]) - start + 1 >= cap else None
+
+
+def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Callable[[float], int],
+           fills: float, seed: int = 0, settle: float = 0.0, threshold: float = 0.2) -> Stream:
+    """The line stream of workload ``name`` with its warm-up: ``measure`` requests counted after it.
+
+    ``capacity(footprint_bytes)`` is the largest SCM capacity (lines) the stream serves; the warm-up fills
+    it (``fills``), then lets it take ``settle`` times its threshold space (``threshold`` × capacity) of
+    new lines (:func:`settle_requests`; module docstring)."""
+    from ssdx.workloads import msr
+
+    def warmup(raw: Mapping[str, np.ndarray], cap: int, target: float) -> tuple[int | None, int | None]:
+        warm = warmup_requests(raw["line"], raw["first"], target)
+        if warm is None:
+            return None, None
+        return warm, settle_requests(raw["line"], raw["first"], warm, cap, threshold * cap, settle,
+                                     MAX_SETTLE * measure)
+
+    path = trace_file(workload, name)
+    if path is not None:
+        limit = int(workload.get("max_trace_requests") or 50_000_000)
+        op, off, size, skipped = _requests_from_trace(workload, path, limit)
+        raw = hybrid.lines_from_requests(op, off, size)
+        footprint = float(len(np.unique(raw["line"]))) * hybrid_params.UNIT_BYTES
+        cap = capacity(footprint)
+        warm, extra = warmup(raw, cap, _fill_target(fills, cap, footprint))
+        source = str(path)
+    else:
+        if name not in msr.VOLUMES:
+            raise params.ConfigError("workload.msr", name, f"must be one of {sorted(msr.VOLUMES)} "
+                                     "(or point workload.trace_path at the real traces)")
+        n, skipped = 2 * measure, 0
+        footprint = float(msr.volume(name).footprint_bytes)
+        cap = capacity(footprint)
+        target = _fill_target(fills, cap, footprint)
+        longest = max(MAX_GROWTH * measure, MAX_STREAM)
+        while True:
+            ch = msr.generate(name, n, seed=seed, timed=False)
+            raw = hybrid.lines_from_requests(ch.op, ch.offset, ch.size)
+            warm, extra = warmup(raw, cap, target)
+            if (extra is not None and n - warm - extra >= measure) or n >= longest:
+                break
+            n = min(max(2 * n, (warm or 0) + (extra or 0) + measure), longest)
+        op, off, size = ch.op, ch.offset, ch.size
+        source = f"msr:{name} (synthetic, ssdx.workloads.msr)"
+    n = len(op)
+    warmed = extra is not None and warm + extra + measure <= n
+    start = warm + extra if warmed else max(n - measure, 0)
+    stop = min(n, start + measure)
+    req_of_line = np.cumsum(raw["first"]) - 1
+    keep = req_of_line < stop
+    lines = {k: v[keep] for k, v in raw.items()}
+    lines["measure"] = req_of_line[keep] >= start
+    lines["half"] = req_of_line[keep] >= start + (stop - start) // 2
+    out = Stream(lines)
+    out.info = {"workload": name, "source": source, "warmup_requests": int(start),
+                "fill_requests": None if warm is None else int(warm),
+                "settle_requests": None if extra is None else int(extra),
+                "measured_requests": int(stop - start), "warmed": warmed, "skipped_lines": int(skipped),
+                "footprint_bytes": footprint}
+    return out
+
+
+def run_group(cols: Mapping[str, np.ndarray], footprint: float, lines: Mapping[str, np.ndarray],
+              chunk_len: int = 65536, dtype=np.float32,
+              progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+    """Replay one stream through every configuration of ``cols`` (same workload); metric columns."""
+    n = len(cols["hybrid.nand"])
+    hp, lay = hybrid.build(cols, np.full(n, footprint), dtype=dtype)
+    return hybrid.simulate(hp, lay, dict(lines), chunk_len=chunk_len, progress=progress)
+
+
+def sweep_columns(sweep: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """``workload.msr`` and ``hybrid.*`` columns of a ``model: hybrid`` sweep: the base config, the sweep's
+    ``base`` overrides, then its space."""
+    base = hybrid_params.columns(cfg["hybrid"])
+    base["workload.msr"] = np.asarray([str((cfg.get("workload") or {}).get("msr") or "prxy_0")])
+    return space.sweep_rows(base, sweep)
+
+
+def group_job(name: str, idx: np.ndarray, sub: Mapping[str, np.ndarray], workload: Mapping[str, Any],
+              measure: int, fills: float, seed: int, settle: float = 0.0,
+              device=None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """One workload group of a hybrid sweep: its stream replayed through the configurations ``sub``
+    (row numbers ``idx``).  Returns the table columns and the stream's info; module-level, so a Ray
+    worker runs exactly this."""
+    import contextlib
+
+    import jax
+
+    def capacity(fp: float) -> int:
+        return int(hybrid_params.capacity_lines(sub, np.full(len(sub["hybrid.nand"]), fp)).max())
+
+    with jax.default_device(device) if device is not None else contextlib.nullcontext():
+        thr = float(np.max(np.asarray(sub["hybrid.threshold"], float)))
+        st = stream(name, workload, measure, capacity, fills, seed=seed, settle=settle, threshold=thr)
+        res = run_group(sub, st.info["footprint_bytes"], st, progress=None)
+    data: dict[str, Any] = {"config_id": np.asarray(idx).astype(np.int64)}
+    data["footprint_gib"] = np.full(len(idx), st.info["footprint_bytes"] / 2**30)
+    data["warmup_requests"] = np.full(len(idx), st.info["warmup_requests"])
+    data["warmed"] = np.full(len(idx), st.info["warmed"])
+    data.update({k: np.asarray(v, np.float64) for k, v in res.items() if k not in ("compile_s", "run_s")})
+    info = {**st.info, "compile_s": res["compile_s"], "run_s": res["run_s"], "lines": len(st["op"])}
+    return data, info
+
+
+def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: int, out_dir: Path | None,
+              progress: bool = True, desc: str = "hybrid", executor=None
+              ) -> tuple[pa.Table, list[dict[str, Any]]]:
+    """Every configuration of ``cols``, grouped by ``workload.msr``: one row each, and the streams' info.
+
+    Each group is one job of ``executor`` (default: the local devices).  With ``out_dir`` each finished
+    group is checkpointed atomically under ``out_dir/chunks`` (``ssdx.sweep.store``); a re-run of the same
+    sweep there skips the finished groups, a different sweep there is refused."""
+    from ssdx.sweep import executors, runner
+
+    fills = float(cfg["hybrid"].get("warmup_fills", 1.0))
+    if not 0 <= fills <= 100:
+        raise params.ConfigError("hybrid.warmup_fills", fills,
+                                 "0 <= x <= 100 (SCM capacities of distinct lines)")
+    settle = float(cfg["hybrid"].get("settle_fills", 0.0))
+    if not 0 <= settle <= 100:
+        raise params.ConfigError("hybrid.settle_fills", settle,
+                                 "0 <= x <= 100 (SCM threshold spaces of new lines after the SCM fills)")
+    names = np.asarray(cols["workload.msr"]).astype(str)
+    order = list(dict.fromkeys(names))
+    seed = int(cfg.get("seed", 0))
+    workload = dict(cfg.get("workload") or {})
+    groups = []
+    for name in order:
+        idx = np.flatnonzero(names == name)
+        sub = {k: np.asarray(v)[idx] for k, v in cols.items()}
+        probe_fp = _footprint_hint(name, workload)
+        if probe_fp is not None:  # synthetic footprints are known: refuse bad values before any compute
+            hybrid_params.validate(sub, np.full(len(idx), probe_fp))
+        groups.append((idx, sub))
+    if workload.get("trace_path"):  # workers may run elsewhere: an absolute path, and its files' identity
+        workload["trace_path"] = str(Path(workload["trace_path"]).resolve())
+    keys = ("trace_path", "format", "on_error", "max_trace_requests")
+    definition = {"sweep_model": "hybrid", "requests": measure, "warmup_fills": fills,
+                  "settle_fills": settle, "seed": seed,
+                  **{f"workload.{k}": workload.get(k) for k in keys},
+                  "traces": _trace_identity(workload, order)}
+
+    def make_job(g: int):
+        idx, sub = groups[g]
+        return executors.Job(g, group_job, (order[g], idx, sub, workload, measure, fills, seed, settle), idx)
+
+    out = runner.execute(cols, [idx for idx, _ in groups], make_job, lambda _g, res: res, out_dir, definition,
+                         executor, progress, desc)
+    return out.table, out.infos
+
+
+def _trace_identity(workload: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """Size and modification time of each real trace file a sweep reads (a replaced file is a new sweep)."""
+    out = {}
+    for name in names:
+        path = trace_file(workload, name)
+        if path is not None:
+            st = path.stat()
+            out[name] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def _footprint_hint(name: str, workload: Mapping[str, Any]) -> float | None:
+    from ssdx.workloads import msr
+
+    if trace_file(workload, name) is None and name in msr.VOLUMES:
+        return float(msr.volume(name).footprint_bytes)
+    return None
+
+
+def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
+              progress: bool = True, executor=None) -> dict[str, Any]:
+    """A ``model: hybrid`` sweep: ``results.parquet``, ``summary.json``, ``relative_iops.png``."""
+    if sweep.get("keep", "all") != "all":
+        raise params.ConfigError("sweep.keep", sweep["keep"], "a hybrid sweep keeps its whole table: 'all'")
+    cols = sweep_columns(sweep, cfg)
+    measure = int(sweep.get("requests", (cfg.get("workload") or {}).get("requests", 100_000)))
+    if not 1000 <= measure <= 100_000_000:
+        raise params.ConfigError("sweep.requests", measure, "integer 1000 <= x <= 1e8 (measured requests)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    table, infos = run_table(cols, cfg, measure, out_dir, progress, desc=str(sweep.get("name", "hybrid")),
+                             executor=executor)
+    wall = time.perf_counter() - t0
+    df = table.to_pandas()
+    basis = df["hybrid.scm_basis"].astype(str)
+    sizes = sorted(set(zip(basis, df["hybrid.scm_ratio"].astype(float), strict=True)))
+    rep = sweep.get("report") or {}
+    want_basis = str(rep.get("scm_basis") or ("footprint" if "footprint" in set(basis) else sizes[0][0]))
+    ratios = [r for b, r in sizes if b == want_basis]
+    ref = float(rep.get("scm_ratio") or ratios[len(ratios) // 2])
+    ref = min(ratios, key=lambda r: abs(r - ref))
+
+    def size_key(b: str, r: float) -> str:  # "0.1" for the footprint basis (as before), "0.015 x nand" else
+        return f"{r:g}" if b == "footprint" else f"{r:g} x {b}"
+
+    def rows_at(b: str, r: float):
+        return df[(basis == b) & (df["hybrid.scm_ratio"].astype(float) == r)]
+
+    by_ratio = {}
+    for b, r in sizes:
+        at = rows_at(b, r)
+        rel = relative(at)
+        by_ratio[size_key(b, r)] = {"relative_iops": rel,
+                                    "best_nand": {w: max(v, key=v.get) for w, v in rel.items()},
+                                    "scm_hit_rate": {str(w): float(g["scm_hit_rate"].mean())
+                                                     for w, g in at.groupby("workload.msr", sort=False)},
+                                    "utilisation": utilisation(at)}
+    at = rows_at(want_basis, ref)
+    rel = by_ratio[size_key(want_basis, ref)]["relative_iops"]
+    counts = {str(w): {str(r["hybrid.nand"]): {"nand_reads": float(r["nand_reads"]),
+                                               "nand_writes": float(r["nand_writes"]),
+                                               "read_write_ratio": float(r["nand_read_write_ratio"])}
+                       for _, r in g.iterrows()} for w, g in at.groupby("workload.msr", sort=False)}
+    summary = {
+        "sweep": sweep.get("name"), "n_configs": len(df), "wall_s": wall, "scm_ratio": ref,
+        "scm_basis": want_basis, "relative_iops": rel,
+        "best_nand": by_ratio[size_key(want_basis, ref)]["best_nand"],
+        "best_nand_ties": {w: sorted(n for n, x in v.items()
+                                     if x >= max(v.values()) * (1 - TIE_PERCENT / 100))
+                           for w, v in rel.items()},
+        "nand_counts": counts,
+        "utilisation": utilisation(at), "steady_state": steady_state(df),
+        "by_scm_ratio": by_ratio, "findings": {**findings(rel, counts),
+                                               "balance_read_write_ratio": balance_ratio(cfg["hybrid"])},
+        "streams": infos,
+        "results": str(out_dir / "results.parquet"),
+    }
+    io.write_json(out_dir / "summary.json", summary)
+    from ssdx.models.hybrid import plots as hybrid_report
+    hybrid_report.plot_relative(rel, out_dir / "relative_iops.png",
+                                title=f"IOPS relative to SCM/{BASELINE} (SCM = {ref:g} x {want_basis})",
+                                paper=PAPER_TABLE2)
+    return summary
+
+
+def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
+                    executor=None) -> dict[str, Any]:
+    """Fukuchi et al. Fig. 5: change one 3D CT TLC characteristic at a time to 2D FG MLC's; ``summary.json``
+    with ``sensitivity`` (largest absolute IOPS change, percent, over the workloads) and
+    ``sensitivity.png``."""
+
+    s = dict(cfg.get("sensitivity") or {})
+    workloads = list(s.get("workloads") or PAPER_TABLE2)
+    measure = int(s.get("requests", 100_000))
+    ct = catalog.nand("3d_ct_tlc")
+    cases = {"base": {}, **sensitivity_cases()}
+    base = hybrid_params.columns({**cfg["hybrid"], "nand": ct.name})
+    rows = []
+    for w in workloads:
+        for over in cases.values():
+            row = dict(base)
+            row["workload.msr"] = np.asarray([w])
+            for k, v in over.items():
+                row[f"hybrid.{k}"] = np.asarray([v], float)
+            rows.append(row)
+    cols = params.concat_columns(rows)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table, infos = run_table(cols, cfg, measure, None, progress, desc="sensitivity", executor=executor)
+    df = table.to_pandas()
+    names = list(cases)
+    change: dict[str, dict[str, float]] = {c: {} for c in names[1:]}
+    for w in workloads:
+        iops = df[df["workload.msr"] == w].sort_values("config_id")["iops"].to_numpy()
+        for i, c in enumerate(names[1:], start=1):
+            change[c][w] = float(100 * (iops[i] / iops[0] - 1))
+    summary = {
+        "sensitivity": {c: float(max(abs(v) for v in change[c].values())) for c in change},
+        "change_percent": change, "cases": {c: cases[c] for c in names[1:]},
+        "scm_ratio": float(cfg["hybrid"]["scm_ratio"]), "streams": infos,
+        "dominant": max(change, key=lambda c: max(abs(v) for v in change[c].values())),
+    }
+    io.write_json(out_dir / "summary.json", summary)
+    from ssdx.models.hybrid import plots as hybrid_report
+    hybrid_report.plot_sensitivity(change, out_dir / "sensitivity.png")
+    return summary
+
+
+def sensitivity_cases() -> dict[str, dict[str, float]]:
+    """Fukuchi et al.'s Fig. 5 cases, 3D CT TLC with one characteristic set to 2D FG MLC's: ``{case:
+    {override field: value}}`` for block size, latency (program, read, erase) and write unit."""
+
+    mlc = catalog.nand(BASELINE)
+    return {"block_size": {"block_pages": mlc.block_pages},
+            "latency": {"t_prog_us": mlc.t_prog_us, "t_read_us": mlc.t_read_us, "t_erase_us": mlc.t_erase_us},
+            "write_unit": {"write_unit_kib": mlc.write_unit_bytes / 1024}}
+
+
+def run_validate(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
+                 executor=None) -> dict[str, Any]:
+    """Every finding of Fukuchi et al. checked at once: the four Table 1 NAND types and the three Fig. 5
+    sensitivity cases over the volumes of ``validate.workloads``; ``summary.json`` with ``findings: [{name,
+    holds, detail}]``, ``relative_iops``, ``sensitivity_percent``, ``utilisation`` and ``steady_state``, and
+    ``validation.png``."""
+    s = dict(cfg.get("validate") or {})
+    workloads = list(s.get("workloads") or PAPER_TABLE2)
+    measure = int(s.get("requests", 100_000))
+    if not 1000 <= measure <= 100_000_000:
+        raise params.ConfigError("validate.requests", measure, "integer 1000 <= x <= 1e8 (measured requests)")
+    cases = sensitivity_cases()
+    base = hybrid_params.columns(cfg["hybrid"])
+    rows, keys = [], []
+    for w in workloads:
+        for nand in TABLE1:
+            rows.append({**base, "workload.msr": np.asarray([w]), "hybrid.nand": np.asarray([nand])})
+            keys.append((w, nand))
+        for case, over in cases.items():
+            row = {**base, "workload.msr": np.asarray([w]), "hybrid.nand": np.asarray(["3d_ct_tlc"])}
+            row.update({f"hybrid.{k}": np.asarray([v], float) for k, v in over.items()})
+            rows.append(row)
+            keys.append((w, case))
+    cols = params.concat_columns(rows)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    table, infos = run_table(cols, cfg, measure, None, progress, desc="validate", executor=executor)
+    df = table.to_pandas().sort_values("config_id").reset_index(drop=True)
+    at = {k: df.iloc[i] for i, k in enumerate(keys)}
+    rel = {w: {n: float(at[(w, n)]["iops"] / at[(w, BASELINE)]["iops"]) for n in TABLE1} for w in workloads}
+    change = {c: {w: float(100 * (at[(w, c)]["iops"] / at[(w, "3d_ct_tlc")]["iops"] - 1)) for w in workloads}
+              for c in cases}
+    rw = {w: float(at[(w, BASELINE)]["nand_read_write_ratio"]) for w in workloads}
+    nand_rows = df[[k[1] in TABLE1 for k in keys]]
+    found = validation_findings(rel, change, rw, utilisation(nand_rows))
+    summary = {
+        "findings": found, "holds": sum(f["holds"] for f in found), "of": len(found),
+        "relative_iops": rel, "sensitivity_percent": change, "nand_read_write_ratio": rw,
+        "paper_table2_percent": {w: PAPER_TABLE2[w] for w in workloads if w in PAPER_TABLE2},
+        "utilisation": utilisation(nand_rows), "steady_state": steady_state(df),
+        "scm_ratio": float(cfg["hybrid"]["scm_ratio"]), "scm_basis": str(cfg["hybrid"]["scm_basis"]),
+        "requests": measure, "wall_s": time.perf_counter() - t0, "streams": infos,
+    }
+    io.write_json(out_dir / "summary.json", summary)
+    from ssdx.models.hybrid import plots as hybrid_report
+    hybrid_report.plot_validation(rel, change, rw, out_dir / "validation.png", paper=PAPER_TABLE2,
+                                  bottleneck={w: d["3d_ct_tlc"]["bottleneck"]
+                                              for w, d in summary["utilisation"].items()})
+    return summary

@@ -1,0 +1,286 @@
+"""SCM/NAND hybrid drive parameters (``hybrid.*``) and the static layout of a batch.
+
+The hybrid model (``ssdx.models.hybrid.model``) puts a storage-class-memory tier in front of a NAND array of
+any
+catalog type, after the SCM/NAND hybrid SSD study of Fukuchi, Sakaki, Matsui and Takeuchi (Chuo Univ.;
+full version at ISCAS 2018, "Fukuchi et al." below).  Every number below is a column ``hybrid.<field>``
+(config group ``hybrid:``, defaults in ``conf/hybrid/default.yaml``); the resolved leaves of
+:class:`HybridParams` are dynamic (swept by ``vmap``), while the associativity, the largest set, die,
+channel, bank and queue counts form the static :class:`Layout`.
+
+Fields:
+
+* ``nand`` — catalog NAND type of the array (Fukuchi et al. Table 1 types: ``2d_fg_mlc``, ``2d_fg_tlc``,
+  ``3d_fg_tlc``, ``3d_ct_tlc``).  ``t_prog_us``, ``t_read_us``, ``t_erase_us`` (µs per page, per page, per
+  block), ``block_pages`` and ``write_unit_kib`` replace the catalog value when set (NaN/null keeps it):
+  the sensitivity study changes one of them at a time.  ``page_kib`` (a whole number of 4 KiB lines) and
+  ``bits_per_cell`` (1-4) may be added the same way (optional columns; absent or null = the catalog value).
+  Effective values come from ``ssdx.params.nand_value``, the helper every model shares.
+* ``channels``, ``dies_per_channel``, ``bus_mts`` (MT/s of an 8-bit ONFI/Toggle bus, so MB/s per
+  channel; die ``d`` sits on channel ``d mod channels``), ``interface`` (catalog host interface: usable
+  rate and command overhead).
+* ``scm_ratio`` and ``scm_basis`` — SCM capacity as a fraction of the workload's footprint (distinct bytes
+  it touches; ``scm_basis: footprint``) or of the NAND tier's capacity ``nand_capacity_gib``
+  (``scm_basis: nand``; 1.5-10 % of the NAND is a range other SCM/NAND hybrid SSD studies of the same
+  group are said to use, not checked here against a specific paper).
+* ``scm_banks`` — independently busy SCM banks; 4 KiB lines interleave over them by address.  Table 1
+  gives one access time (100 ns per 512 B sector) and no organisation: one bank is the assumption.
+* ``threshold`` — NV-WB trigger: data moves from SCM to NAND while free SCM space is at or below this
+  fraction of its capacity (Fukuchi et al.: 20 %).
+* ``block_staging`` — how dirty data leaves SCM for a NAND whose write unit is a block: ``progressive``
+  (default) programs it word line by word line (``bits_per_cell`` pages, or the write unit if smaller)
+  into an open block on each die in turn, so only data not yet programmed waits in SCM; ``whole`` gathers
+  a whole write unit in SCM and programs it on one die.  The two agree for page and word-line units.
+* ``ways`` — associativity of the SCM table (static, one value per batch; see ``ssdx.models.hybrid.model``).
+* ``victim`` — which SCM entry leaves: ``lru`` (least recently used; the paper does not name NV-WB's
+  victim rule, so this is an assumption), ``fifo`` (oldest insertion) or ``cflru`` (clean-first LRU,
+  Park et al., CASES 2006: a clean entry costs no NAND program).
+* ``read_priority`` — reads suspend programs and erases on a die (Wu & He, FAST 2012) or wait in FIFO
+  order behind them.
+* ``nand_utilisation`` — valid data / physical NAND; the spare ``1 - u`` sets the NAND tier's garbage
+  collection cost through greedy write amplification with the block's page count
+  (``ssdx.models.gc.wa_analytic.greedy_wa``).
+* ``queue_depth`` — closed-loop host queue depth (the trace is replayed as fast as the drive serves it).
+
+The warm-up of the stream (``hybrid.warmup_fills`` and ``hybrid.settle_fills`` in the config, not
+columns: one stream serves a whole batch) is handled by ``ssdx.models.hybrid.jobs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ssdx import catalog, params
+from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
+from ssdx.params import _pytree
+from ssdx.units import KIB
+
+UNIT_BYTES = 4096  # SCM line and mapping unit (page-level FTL granularity), bytes
+SECTOR_BYTES = 512
+VICTIMS = ("lru", "fifo", "cflru")
+STAGING = ("whole", "progressive")
+SCM_BASES = ("footprint", "nand")
+FIELDS = ("nand", "channels", "dies_per_channel", "bus_mts", "interface", "scm_ratio", "scm_basis",
+          "nand_capacity_gib", "scm_banks", "threshold", "ways", "victim", "read_priority", "block_staging",
+          "nand_utilisation", "queue_depth", "t_prog_us", "t_read_us", "t_erase_us", "block_pages",
+          "write_unit_kib")
+OVERRIDES = ("t_prog_us", "t_read_us", "t_erase_us", "block_pages", "write_unit_kib")
+#: NAND geometry overrides a config may add (absent or null = the catalog value)
+OPTIONAL_OVERRIDES = ("page_kib", "bits_per_cell")
+#: the numeric fields, their ranges and meanings; the NAND overrides (null / NaN: the catalog value) may be
+#: absent from a batch
+RANGES: dict[str, Field] = table(
+    Field("hybrid.channels", "", 1, 64, integer=True, doc="NAND channels"),
+    Field("hybrid.dies_per_channel", "", 1, 64, integer=True, doc="dies per channel"),
+    Field("hybrid.bus_mts", "MT/s", 10.0, 1e5, doc="NAND bus transfer rate, MT/s"),
+    Field("hybrid.scm_ratio", "", 1e-4, 4.0, doc="SCM capacity / footprint or NAND capacity (scm_basis)"),
+    Field("hybrid.nand_capacity_gib", "GiB", 1.0, 1e6, doc="NAND tier capacity, GiB"),
+    Field("hybrid.scm_banks", "", 1, 64, integer=True, doc="independently busy SCM banks"),
+    Field("hybrid.ways", "", 1, 1024, integer=True, doc="SCM table associativity"),
+    Field("hybrid.nand_utilisation", "", 0.0, 0.95, doc="valid data / physical NAND"),
+    Field("hybrid.queue_depth", "", 1, 1024, integer=True, doc="outstanding host commands"),
+    Field("hybrid.threshold", "", 0.0, 1.0, lo_open=True, hi_open=True, doc="free-space fraction of the SCM"),
+    Field("hybrid.t_prog_us", "us", 0.01, 1e6, nullable=True, optional=True),
+    Field("hybrid.t_read_us", "us", 0.01, 1e6, nullable=True, optional=True),
+    Field("hybrid.t_erase_us", "us", 0.01, 1e7, nullable=True, optional=True),
+    Field("hybrid.block_pages", "pages", 2, 65536, nullable=True, optional=True),
+    Field("hybrid.write_unit_kib", "KiB", 4, 1 << 20, nullable=True, optional=True),
+    Field("hybrid.page_kib", "KiB", 4, 1024, nullable=True, optional=True),
+    Field("hybrid.bits_per_cell", "bits", 1, 4, integer=True, nullable=True, optional=True),
+)
+#: NAND numbers of a configuration (:func:`nand_values`): us, pages, KiB, bytes, bits
+NAND_FIELDS = ("t_prog_us", "t_read_us", "t_erase_us", "block_pages", "write_unit_kib", "page_bytes",
+               "bits_per_cell")
+
+
+@_pytree
+class HybridParams:
+    """One hybrid drive as numbers (seconds, 4 KiB units; integer leaves int32)."""
+
+    sets: Any  # active SCM sets; capacity = sets x ways lines of 4 KiB
+    limit: Any  # lines: resident + gathering data above this moves data to NAND
+    unit: Any  # gathering unit (write unit, or word line under progressive staging), 4 KiB lines
+    page_units: Any  # 4 KiB lines per NAND page
+    n_dies: Any
+    n_channels: Any
+    n_banks: Any  # SCM banks
+    policy: Any  # index into VICTIMS
+    read_priority: Any  # 0/1
+    queue_depth: Any
+    t_sector: Any  # SCM seconds per 512 B sector
+    t_read: Any  # NAND page read, s
+    t_page: Any  # die seconds per flushed page: program + GC copies + erases (ssdx.models.hybrid.model)
+    chan_unit: Any  # seconds per 4 KiB over one channel
+    host_rate: Any  # bytes/s
+    cmd_s: Any  # command overhead, s
+    drain: Any  # lines/s the die array programs (fluid rate of the flush backlog)
+    wa: Any  # NAND-tier write amplification (reported)
+    block_pages: Any
+
+
+class Layout(NamedTuple):
+    """Static sizes: SCM table ``sets x ways`` (+ ``gways`` gathering slots per set), dies, channels, SCM
+    banks, host slots."""
+
+    sets: int
+    ways: int
+    gways: int
+    dies: int
+    slots: int
+    channels: int = 1
+    banks: int = 1
+
+
+def defaults() -> dict[str, Any]:
+    """The field defaults (``conf/hybrid/default.yaml`` holds the same)."""
+    return {"nand": "3d_ct_tlc", "channels": 8, "dies_per_channel": 4, "bus_mts": 400.0,
+            "interface": "pcie3x4", "scm_ratio": 0.1, "scm_basis": "footprint", "nand_capacity_gib": 256.0,
+            "scm_banks": 1, "threshold": 0.2, "ways": 16, "victim": "lru", "read_priority": True,
+            "block_staging": "progressive", "nand_utilisation": 0.5, "queue_depth": 32,
+            "warmup_fills": 1.0, "settle_fills": 1.0,
+            "t_prog_us": None, "t_read_us": None, "t_erase_us": None, "block_pages": None,
+            "write_unit_kib": None}
+
+
+def columns(hybrid: Mapping) -> dict[str, np.ndarray]:
+    """One-row ``hybrid.*`` columns from a config mapping (every field required; null overrides → NaN)."""
+    cols = {}
+    for f in FIELDS:
+        if f not in hybrid:
+            raise ConfigError(f"hybrid.{f}", None, "the field is required (see conf/hybrid/default.yaml)")
+        v = hybrid[f]
+        cols[f"hybrid.{f}"] = np.asarray([np.nan if v is None and f in OVERRIDES else v])
+    for f in OPTIONAL_OVERRIDES:
+        if f in hybrid:
+            v = hybrid[f]
+            cols[f"hybrid.{f}"] = np.asarray([np.nan if v is None else v], dtype=float)
+    return cols
+
+
+def nand_table(cols: Mapping) -> dict[str, np.ndarray]:
+    """Every configuration's NAND numbers (:data:`NAND_FIELDS`; us, pages, KiB, bytes, bits): the catalog
+    values of ``hybrid.nand`` with the ``hybrid.*`` overrides applied (``ssdx.params.nand_value``)."""
+    names = np.asarray(cols["hybrid.nand"]).astype(str)
+    return {f: params.nand_value(cols, f, names, prefix="hybrid.") for f in NAND_FIELDS}
+
+
+def nand_values(cols: Mapping, i: int) -> dict[str, float]:
+    """The NAND numbers of configuration ``i``: catalog values with the overrides applied."""
+    return {f: float(v[i]) for f, v in nand_table(cols).items()}
+
+
+def _nand_rows(cols: Mapping) -> list[dict[str, float]]:
+    """:func:`nand_values` of every configuration (one catalog look-up per distinct NAND type)."""
+    table = nand_table(cols)
+    return [{f: float(v[i]) for f, v in table.items()} for i in range(len(cols["hybrid.nand"]))]
+
+
+def validate(cols: Mapping, footprint_bytes: np.ndarray, report: list | None = None) -> None:
+    """Check every ``hybrid.*`` rule (``footprint_bytes`` per configuration sizes the SCM)."""
+    names = np.asarray(cols["hybrid.nand"]).astype(str)
+    check_rule(cols, "hybrid.nand", np.isin(names, list(catalog.NAND)),
+               f"must be one of {sorted(catalog.NAND)}", names, report)
+    iface = np.asarray(cols["hybrid.interface"]).astype(str)
+    check_rule(cols, "hybrid.interface", np.isin(iface, list(catalog.INTERFACES)),
+               f"must be one of {sorted(catalog.INTERFACES)}", iface, report)
+    vic = np.asarray(cols["hybrid.victim"]).astype(str)
+    check_rule(cols, "hybrid.victim", np.isin(vic, VICTIMS), f"must be one of {list(VICTIMS)}", vic, report)
+    for key, allowed in (("hybrid.block_staging", STAGING), ("hybrid.scm_basis", SCM_BASES)):
+        a = np.asarray(cols[key]).astype(str)
+        check_rule(cols, key, np.isin(a, allowed), f"must be one of {list(allowed)}", a, report)
+    rp = np.asarray(cols["hybrid.read_priority"])
+    check_rule(cols, "hybrid.read_priority", np.isin(rp.astype(object), [True, False, 0, 1]),
+               "must be true or false", report=report)
+    check(RANGES, cols, report)
+    thr = num(cols, "hybrid.threshold")
+    if report is None and (np.unique(num(cols, "hybrid.ways")).size != 1):
+        raise ConfigError("hybrid.ways", np.unique(num(cols, "hybrid.ways")).tolist(),
+                          "one value per batch (it sizes the SCM table)")
+    if not np.isin(names, list(catalog.NAND)).all():
+        return
+    nv = _nand_rows(cols)
+    wu = np.array([v["write_unit_kib"] * KIB for v in nv])
+    check_rule(cols, "hybrid.write_unit_kib", wu % UNIT_BYTES == 0,
+               f"the write unit must be a whole number of {UNIT_BYTES // KIB} KiB lines", wu / KIB, report)
+    page = np.array([v["page_bytes"] for v in nv])
+    check_rule(cols, "hybrid.page_kib", page % UNIT_BYTES == 0,
+               f"the page must be a whole number of {UNIT_BYTES // KIB} KiB lines", page / KIB, report)
+    if not np.isin(np.asarray(cols["hybrid.block_staging"]).astype(str), STAGING).all():
+        return
+    unit = gathering_unit_bytes(cols, nv)
+    cap = capacity_lines(cols, footprint_bytes)
+    check_rule(cols, "hybrid.scm_ratio", thr * cap * UNIT_BYTES >= unit,
+               "the SCM's threshold space (threshold x capacity) must hold one gathering unit "
+               "(the write unit, "
+               "or a word line under progressive staging), which waits there until it is programmed",
+               report=report)
+
+
+def gathering_unit_bytes(cols: Mapping, nv: Sequence[Mapping[str, float]]) -> np.ndarray:
+    """Bytes gathered in SCM before one NAND program, per configuration (``nv``: :func:`nand_values` of each):
+    the write unit under ``whole`` staging; under ``progressive`` one word line (``bits_per_cell`` pages:
+    one-shot programming) or the write unit if smaller — a block-unit NAND fills an open block per die word
+    line by word line."""
+    wu = np.array([v["write_unit_kib"] * KIB for v in nv])
+    wl = np.array([max(v["bits_per_cell"] * v["page_bytes"], UNIT_BYTES) for v in nv])
+    progressive = np.asarray(cols["hybrid.block_staging"]).astype(str) == "progressive"
+    return np.where(progressive, np.minimum(wu, wl), wu)
+
+
+def capacity_lines(cols: Mapping, footprint_bytes: np.ndarray) -> np.ndarray:
+    """SCM capacity in 4 KiB lines, rounded up to whole sets: ``scm_ratio`` times the footprint or the NAND
+    capacity (``scm_basis``)."""
+    ways = num(cols, "hybrid.ways")
+    nand = np.asarray(cols["hybrid.scm_basis"]).astype(str) == "nand"
+    basis = np.where(nand, num(cols, "hybrid.nand_capacity_gib") * 2.0**30,
+                     np.asarray(footprint_bytes, float))
+    lines = np.ceil(num(cols, "hybrid.scm_ratio") * basis / UNIT_BYTES)
+    return (np.ceil(np.maximum(lines, 1) / ways) * ways).astype(np.int64)
+
+
+def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[float], wa: Sequence[float],
+          dtype=np.float32) -> tuple[HybridParams, Layout]:
+    """Validate and resolve the columns into a :class:`HybridParams` pytree (leaves ``(n,)``) and layout.
+
+    ``t_page_s`` (die seconds per host page flushed to NAND, program plus garbage collection) and ``wa``
+    (the NAND tier's write amplification), one per configuration, are the model's: this module builds
+    parameters and runs no model (``ssdx.models.hybrid.model.build`` computes them and calls this)."""
+    footprint_bytes = np.asarray(footprint_bytes, float)
+    validate(cols, footprint_bytes)
+    n = len(cols["hybrid.nand"])
+    nv = _nand_rows(cols)
+    ways = int(num(cols, "hybrid.ways")[0])
+    cap = capacity_lines(cols, footprint_bytes)
+    sets = cap // ways
+    page_units = np.array([v["page_bytes"] / UNIT_BYTES for v in nv])
+    unit = gathering_unit_bytes(cols, nv) / UNIT_BYTES
+    dies = num(cols, "hybrid.channels") * num(cols, "hybrid.dies_per_channel")
+    t_page = np.asarray(t_page_s, float)
+    ifaces = [catalog.interface(str(x)) for x in np.asarray(cols["hybrid.interface"])]
+    i32 = lambda a: np.asarray(np.round(a), np.int32)  # noqa: E731
+    c = lambda a: np.asarray(a, dtype)  # noqa: E731
+    hp = HybridParams(
+        sets=i32(sets), limit=i32(np.floor((1.0 - num(cols, "hybrid.threshold")) * cap)), unit=i32(unit),
+        page_units=i32(page_units), n_dies=i32(dies), n_channels=i32(num(cols, "hybrid.channels")),
+        n_banks=i32(num(cols, "hybrid.scm_banks")),
+        policy=i32([VICTIMS.index(str(v)) for v in np.asarray(cols["hybrid.victim"])]),
+        read_priority=c(np.asarray(cols["hybrid.read_priority"]).astype(bool)),
+        queue_depth=i32(num(cols, "hybrid.queue_depth")),
+        t_sector=c(np.full(n, catalog.Scm().t_write_ns_per_sector * 1e-9)),
+        t_read=c([v["t_read_us"] * 1e-6 for v in nv]), t_page=c(t_page),
+        chan_unit=c(UNIT_BYTES / (num(cols, "hybrid.bus_mts") * 1e6)),
+        host_rate=c([i.usable_bytes_per_s for i in ifaces]),
+        cmd_s=c([i.cmd_overhead_us * 1e-6 for i in ifaces]),
+        drain=c(dies * page_units / t_page), wa=c(np.asarray(wa, float)),
+        block_pages=c([v["block_pages"] for v in nv]),
+    )
+    # gathering slots per set: the write unit spread over the sets, with room for its fluctuation
+    g = int(min(max(ways, int(np.ceil(3 * (unit / sets).max())) + 4), 4096))
+    lay = Layout(sets=int(sets.max()), ways=ways, gways=g, dies=int(dies.max()),
+                 slots=int(num(cols, "hybrid.queue_depth").max()),
+                 channels=int(num(cols, "hybrid.channels").max()),
+                 banks=int(num(cols, "hybrid.scm_banks").max()))
+    return hp, lay
