@@ -1,10 +1,10 @@
 """The drive presets fitted from public reviews reproduce the reviews' key figures.
 
 Each preset (``conf/drive/NAME.yaml`` with its ``conf/nand/NAME.yaml``) is composed as the CLI composes
-it and filled with the fluid model (``tasks.run_fill``); the figures below are the reviews' own numbers,
-typed in from the publications cited in the presets, not read back from the fit.  Tolerance 5 % unless a
-documented reason says otherwise (the Atom 50's whole-fill average: the review's rounded phase speeds
-average 853 MB/s themselves, against its stated 800 MB/s).
+it and filled with the fluid model (``ssdx.models.fluid.jobs.run_fill``); the figures below are the
+reviews' own numbers, typed in from the publications cited in the presets, not read back from the fit.
+Tolerance 5 % unless a documented reason says otherwise (the Atom 50's whole-fill average: the review's
+rounded phase speeds average 853 MB/s themselves, against its stated 800 MB/s).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from ssdx import tasks
 from ssdx.cli import schema
 from ssdx.cli.main import register_sweeps
+from ssdx.models.fluid import jobs as fill_jobs
 from ssdx.paths import conf_dir
 
 #: preset -> the review's figures: phase name -> (end GB, MB/s) (None: not published), whole-fill MB/s
@@ -59,7 +59,7 @@ def _compose(overrides: list[str]) -> dict:
 def test_preset_reproduces_the_reviews_key_figures(name: str, tmp_path: Path) -> None:
     review = REVIEWS[name]
     cfg = _compose(["experiment=aldrin_pro_fill", f"drive={name}", f"nand={name}"])
-    s = tasks.run_fill(cfg, tmp_path)
+    s = fill_jobs.run_fill(cfg, tmp_path)
     assert s["slc_mode"] == review["mode"]
     phases = {p["name"]: p for p in s["phases"]}
     assert list(phases) == list(review["phases"]), "the preset writes a different sequence of phases"
@@ -79,6 +79,6 @@ def test_hybrid_split_shows_only_on_a_nearly_full_drive(tmp_path: Path) -> None:
     for prefill, cache in ((0.5, 22.0), (0.95, 4.0 + 0.05 * 500.0 / 3.0)):
         cfg = _compose(["experiment=aldrin_pro_fill", "drive=samsung_970evo_500gb",
                         "nand=samsung_970evo_500gb", f"workload.prefill_fraction={prefill}"])
-        s = tasks.run_fill(cfg, tmp_path / str(prefill))
+        s = fill_jobs.run_fill(cfg, tmp_path / str(prefill))
         pslc = next(p for p in s["phases"] if p["name"] == "pslc")
         assert pslc["end_gb"] - pslc["start_gb"] == pytest.approx(cache, rel=1e-3), prefill

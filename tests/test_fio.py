@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from test_cli import ssdx
 
-from ssdx import presets, tasks
+from ssdx import presets
+from ssdx.models.fluid import jobs as fill_jobs
 from ssdx.params import ConfigError
 from ssdx.workloads import fio, synthetic
 from ssdx.workloads.traces import READ, WRITE
@@ -408,7 +409,7 @@ def test_fill_with_a_fio_write_job_equals_the_plain_overrides(tmp_path):
 
     def run(workload, out):
         cfg = {"drive": presets.drive("aldrin_pro_2tb"), "workload": workload, "model": {"n_steps": 64}}
-        return tasks.run_fill(cfg, tmp_path / out)
+        return fill_jobs.run_fill(cfg, tmp_path / out)
 
     with_fio = run(presets.workload("seq_fill", fio=str(path)), "fio")
     plain = run(presets.workload("seq_fill", pattern="random", block_kib=64, queue_depth=8,

@@ -167,7 +167,7 @@ JOBS: dict[str, JobSpec] = {s.name: s for s in (
     JobSpec("sweep", "ssdx.tasks:run_sweep", f"{_CONSOLE}:sweep", (), ("sweep", "runner"), ("sweep",),
             fio=True, progress=True, executor=True, chunk_size=True,
             description="a sweep definition (sweeps/NAME.yaml or sweep_file=); per model: SWEEP_MODELS"),
-    JobSpec("fill", "ssdx.tasks:run_fill", f"{_CONSOLE}:fill", ("aldrin_pro_fill",),
+    JobSpec("fill", "ssdx.models.fluid.jobs:run_fill", f"{_CONSOLE}:fill", ("aldrin_pro_fill",),
             ("drive", "nand", "workload", "model"), fio=True,
             description="whole-drive fill of one configuration (fluid model)"),
     JobSpec("thermal", "ssdx.models.thermal.jobs:run_thermal", f"{_CONSOLE}:thermal",
