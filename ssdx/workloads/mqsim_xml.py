@@ -23,10 +23,10 @@ channels × chips × dies × planes × blocks × pages × page bytes; user = raw
 
 :func:`parse_workload` returns :class:`Scenario` objects of :class:`Flow` objects.
 
-Files are parsed with the standard library's expat with a DOCTYPE refused outright, so no entity can be
-declared (no entity expansion, no external entity).  A file that is not well formed, holds an unknown
-element or a bad value raises :class:`MqsimXmlError` (a :class:`ssdx.params.ConfigError`: exit status 2)
-naming the file, the element and its line.
+Files are parsed by :mod:`ssdx.workloads.mqsim_xml_read` (expat, with a DOCTYPE refused outright, so no
+entity can be declared: no entity expansion, no external entity).  A file that is not well formed, holds
+an unknown element or a bad value raises :class:`MqsimXmlError` (a :class:`ssdx.params.ConfigError`:
+exit status 2) naming the file, the element and its line.
 """
 
 from __future__ import annotations
@@ -36,120 +36,22 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.parsers import expat
 
-from ssdx.params import ConfigError
+from ssdx.workloads.mqsim_xml_read import (
+    MAX_BYTES,
+    SECTOR_BYTES,
+    MqsimXmlError,
+    Node,
+    bool_value,
+    choice_value,
+    float_value,
+    ids_value,
+    int_value,
+    read,
+)
 
-SECTOR_BYTES = 512  # MQSim's SECTOR_SIZE_IN_BYTE
-MAX_BYTES = 16 << 20
-
-
-class MqsimXmlError(ConfigError):
-    """A problem of an MQSim XML file: names the file, the element and the line (exit status 2)."""
-
-    def __init__(self, path: os.PathLike | str, line: int, element: str, problem: str,
-                 field: str = "mqsim"):
-        self.path, self.line, self.element = str(path), line, element
-        super().__init__(field, f"{path}:{line}", f"<{element}>: {problem}")
-
-
-@dataclass
-class Node:
-    """An element: name, stripped text, line (1-based) and children."""
-
-    name: str
-    line: int
-    text: str = ""
-    children: list[Node] = field(default_factory=list)
-
-
-def _read(path: os.PathLike | str) -> Node:
-    """Parse ``path`` into a :class:`Node` tree; DOCTYPE (and so any entity) refused."""
-    p = Path(path)
-    if not p.is_file():
-        raise MqsimXmlError(p, 0, "file", "no such file")
-    data = p.read_bytes()
-    if len(data) > MAX_BYTES:
-        raise MqsimXmlError(p, 0, "file", f"larger than {MAX_BYTES} bytes")
-    parser = expat.ParserCreate()
-    stack: list[Node] = []
-    root: list[Node] = []
-
-    def refuse(what: str):
-        def handler(*_a: Any) -> None:
-            raise MqsimXmlError(p, parser.CurrentLineNumber, what,
-                                "DOCTYPE and entity declarations are refused (entity expansion, "
-                                "external entities)")
-        return handler
-
-    def start(name: str, _attrs: dict) -> None:
-        n = Node(name, parser.CurrentLineNumber)
-        (stack[-1].children if stack else root).append(n)
-        stack.append(n)
-
-    def end(_name: str) -> None:
-        n = stack.pop()
-        n.text = n.text.strip()
-
-    def chars(s: str) -> None:
-        if stack:
-            stack[-1].text += s
-
-    parser.StartDoctypeDeclHandler = refuse("!DOCTYPE")
-    parser.EntityDeclHandler = refuse("!ENTITY")
-    parser.ExternalEntityRefHandler = refuse("external entity")
-    parser.StartElementHandler, parser.EndElementHandler = start, end
-    parser.CharacterDataHandler = chars
-    try:
-        parser.Parse(data, True)
-    except expat.ExpatError as e:
-        raise MqsimXmlError(p, e.lineno, stack[-1].name if stack else "document",
-                            f"not well-formed XML ({expat.errors.messages[e.code]})") from None
-    return root[0]
-
-
-# ---------------------------------------------------------------------------------------------- values
-
-def _int(p: Path, n: Node, lo: float = 0, hi: float = 2**63) -> int:
-    try:
-        v = int(n.text)
-    except ValueError:
-        raise MqsimXmlError(p, n.line, n.name, f"{n.text!r} is not an integer") from None
-    if not lo <= v <= hi:
-        raise MqsimXmlError(p, n.line, n.name, f"{v} is outside [{lo}, {hi}]")
-    return v
-
-
-def _float(p: Path, n: Node, lo: float = 0.0, hi: float = math.inf) -> float:
-    try:
-        v = float(n.text)
-    except ValueError:
-        raise MqsimXmlError(p, n.line, n.name, f"{n.text!r} is not a number") from None
-    if not (lo <= v <= hi):
-        raise MqsimXmlError(p, n.line, n.name, f"{v} is outside [{lo}, {hi}]")
-    return v
-
-
-def _bool(p: Path, n: Node) -> bool:
-    t = n.text.lower()
-    if t not in ("true", "false"):
-        raise MqsimXmlError(p, n.line, n.name, f"{n.text!r} is not true or false")
-    return t == "true"
-
-
-def _choice(p: Path, n: Node, allowed: tuple[str, ...]) -> str:
-    if n.text not in allowed:
-        raise MqsimXmlError(p, n.line, n.name, f"{n.text!r} is not one of {', '.join(allowed)}")
-    return n.text
-
-
-def _ids(p: Path, n: Node) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in n.text.split(",") if x.strip())
-    except ValueError:
-        raise MqsimXmlError(p, n.line, n.name,
-                            f"{n.text!r} is not a comma-separated list of integers") from None
-
+__all__ = ["MAX_BYTES", "SECTOR_BYTES", "Flow", "MqsimXmlError", "Node", "Scenario", "parse_ssdconfig",
+           "parse_workload"]
 
 # ------------------------------------------------------------------------------------------ ssdconfig
 
@@ -268,7 +170,7 @@ def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]
     MQSim's parser reads), ``workload.queue_depth`` (``IO_Queue_Depth``, the NVMe queue's size)).
     """
     p = Path(path)
-    root = _read(p)
+    root = read(p)
     warnings: list[str] = []
     if root.name == "Execution_Parameter_Set":
         host = next((c for c in root.children if c.name == "Host_Parameter_Set"), None)
@@ -293,24 +195,24 @@ def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]
         warnings.append(f"{name} absent: MQSim's default {_DEFAULTS[name]} used")
         return Node(name, dev.line, _DEFAULTS[name])
 
-    tech = _choice(p, get(f, "Flash_Technology"), tuple(_TECH))
+    tech = choice_value(p, get(f, "Flash_Technology"), tuple(_TECH))
     bits, types = _TECH[tech]
-    t_read = sum(_float(p, get(f, f"Page_Read_Latency_{t}"), 1.0) for t in types) / len(types) / 1e3
-    t_prog = sum(_float(p, get(f, f"Page_Program_Latency_{t}"), 1.0) for t in types) / len(types) / 1e3
-    t_erase = _float(p, get(f, "Block_Erase_Latency"), 1.0) / 1e3
-    channels = _int(p, get(d, "Flash_Channel_Count"), 1, 4096)
-    chips = _int(p, get(d, "Chip_No_Per_Channel"), 1, 4096)
-    dies = _int(p, get(f, "Die_No_Per_Chip"), 1, 1024)
-    planes = _int(p, get(f, "Plane_No_Per_Die"), 1, 64)
-    blocks = _int(p, get(f, "Block_No_Per_Plane"), 1, 1 << 24)
-    pages = _int(p, get(f, "Page_No_Per_Block"), 1, 65536)
-    page_b = _int(p, get(f, "Page_Capacity"), 512, 1 << 20)
-    op = _float(p, get(d, "Overprovisioning_Ratio"), 0.0, 0.99)
+    t_read = sum(float_value(p, get(f, f"Page_Read_Latency_{t}"), 1.0) for t in types) / len(types) / 1e3
+    t_prog = sum(float_value(p, get(f, f"Page_Program_Latency_{t}"), 1.0) for t in types) / len(types) / 1e3
+    t_erase = float_value(p, get(f, "Block_Erase_Latency"), 1.0) / 1e3
+    channels = int_value(p, get(d, "Flash_Channel_Count"), 1, 4096)
+    chips = int_value(p, get(d, "Chip_No_Per_Channel"), 1, 4096)
+    dies = int_value(p, get(f, "Die_No_Per_Chip"), 1, 1024)
+    planes = int_value(p, get(f, "Plane_No_Per_Die"), 1, 64)
+    blocks = int_value(p, get(f, "Block_No_Per_Plane"), 1, 1 << 24)
+    pages = int_value(p, get(f, "Page_No_Per_Block"), 1, 65536)
+    page_b = int_value(p, get(f, "Page_Capacity"), 512, 1 << 20)
+    op = float_value(p, get(d, "Overprovisioning_Ratio"), 0.0, 0.99)
     die_bytes = planes * blocks * pages * page_b
     raw = channels * chips * dies * die_bytes
-    kind = _choice(p, get(d, "HostInterface_Type"), ("NVME", "SATA"))
-    lane = _float(p, get(h, "PCIe_Lane_Bandwidth"), 1e-6)
-    lanes = _int(p, get(h, "PCIe_Lane_Count"), 1, 64)
+    kind = choice_value(p, get(d, "HostInterface_Type"), ("NVME", "SATA"))
+    lane = float_value(p, get(h, "PCIe_Lane_Bandwidth"), 1e-6)
+    lanes = int_value(p, get(h, "PCIe_Lane_Count"), 1, 64)
     overrides: dict[str, Any] = {
         "drive.name": "mqsim",
         "drive.nand": {1: "slc", 2: "mlc", 3: "tlc"}[bits],
@@ -318,7 +220,7 @@ def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]
         "drive.channels": channels,
         "drive.dies_per_channel": chips * dies,
         "drive.planes_per_die": planes,
-        "drive.bus_mts": _float(p, get(d, "Channel_Transfer_Rate"), 1.0),
+        "drive.bus_mts": float_value(p, get(d, "Channel_Transfer_Rate"), 1.0),
         "drive.die_gbit": die_bytes * 8 / 2**30,
         "drive.user_capacity_gb": raw * (1.0 - op) / 1e9,
         "drive.dram": True,
@@ -328,22 +230,23 @@ def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]
         # at the technology's page times, which ssdx's engine takes from the pSLC timings
         "nand.t_read_slc_us": t_read, "nand.t_prog_slc_us": t_prog,
         "nand.bits_per_cell": bits, "nand.page_kib": page_b / 1024, "nand.block_pages": pages,
-        "engine.write_buffer_mib": _int(p, get(d, "Data_Cache_Capacity"), 0) / 2**20,
-        "engine.map_cache_mib": _int(p, get(d, "CMT_Capacity"), 0) / 2**20,
-        "engine.map_cache": "auto" if _bool(p, get(d, "Ideal_Mapping_Table")) else "lru",
-        "engine.buffer_dram_mts": _float(p, get(d, "Data_Cache_DRAM_Data_Rate"), 1.0),
-        "engine.buffer_dram_row_bytes": _int(p, get(d, "Data_Cache_DRAM_Row_Size"), 1),
-        "engine.buffer_dram_burst_bytes": _int(p, get(d, "Data_Cache_DRAM_Data_Busrt_Size"), 1),
-        "engine.buffer_dram_trcd_ns": _float(p, get(d, "Data_Cache_DRAM_tRCD")),
-        "engine.buffer_dram_tcl_ns": _float(p, get(d, "Data_Cache_DRAM_tCL")),
-        "engine.buffer_dram_trp_ns": _float(p, get(d, "Data_Cache_DRAM_tRP")),
-        "engine.suspension": _choice(p, get(f, "CMD_Suspension_Support"),
+        "engine.write_buffer_mib": int_value(p, get(d, "Data_Cache_Capacity"), 0) / 2**20,
+        "engine.map_cache_mib": int_value(p, get(d, "CMT_Capacity"), 0) / 2**20,
+        "engine.map_cache": "auto" if bool_value(p, get(d, "Ideal_Mapping_Table")) else "lru",
+        "engine.buffer_dram_mts": float_value(p, get(d, "Data_Cache_DRAM_Data_Rate"), 1.0),
+        "engine.buffer_dram_row_bytes": int_value(p, get(d, "Data_Cache_DRAM_Row_Size"), 1),
+        "engine.buffer_dram_burst_bytes": int_value(p, get(d, "Data_Cache_DRAM_Data_Busrt_Size"), 1),
+        "engine.buffer_dram_trcd_ns": float_value(p, get(d, "Data_Cache_DRAM_tRCD")),
+        "engine.buffer_dram_tcl_ns": float_value(p, get(d, "Data_Cache_DRAM_tCL")),
+        "engine.buffer_dram_trp_ns": float_value(p, get(d, "Data_Cache_DRAM_tRP")),
+        "engine.suspension": choice_value(p, get(f, "CMD_Suspension_Support"),
                                      ("NONE", "PROGRAM", "ERASE", "PROGRAM_ERASE")).lower(),
-        "engine.suspend_program_us": _float(p, get(f, "Suspend_Program_Time")) / 1e3,
-        "engine.suspend_erase_us": _float(p, get(f, "Suspend_Erase_Time")) / 1e3,
-        "engine.suspend_min_program_us": _float(p, get(d, "Preferred_suspend_write_time_for_read")) / 1e3,
-        "engine.suspend_min_erase_us": _float(p, get(d, "Prefered_suspend_erase_time_for_read")) / 1e3,
-        "workload.queue_depth": _int(p, get(d, "IO_Queue_Depth"), 1, 65535),
+        "engine.suspend_program_us": float_value(p, get(f, "Suspend_Program_Time")) / 1e3,
+        "engine.suspend_erase_us": float_value(p, get(f, "Suspend_Erase_Time")) / 1e3,
+        "engine.suspend_min_program_us":
+            float_value(p, get(d, "Preferred_suspend_write_time_for_read")) / 1e3,
+        "engine.suspend_min_erase_us": float_value(p, get(d, "Prefered_suspend_erase_time_for_read")) / 1e3,
+        "workload.queue_depth": int_value(p, get(d, "IO_Queue_Depth"), 1, 65535),
     }
     if overrides["engine.suspension"] != "none":
         warnings.append(
@@ -483,17 +386,17 @@ def _flow(p: Path, n: Node) -> Flow:
             fl.warnings.append(f"{n.name}.{c.name} (line {c.line}): {arg}")
             continue
         if how == "choice":
-            v: Any = _choice(p, c, arg)
+            v: Any = choice_value(p, c, arg)
         elif how == "ids":
-            v = _ids(p, c)
+            v = ids_value(p, c)
         elif how == "pct":
-            v = _float(p, c, 0.0, 100.0)
+            v = float_value(p, c, 0.0, 100.0)
         elif how == "bool":
-            v = _bool(p, c)
+            v = bool_value(p, c)
         elif how == "int":
-            v = _int(p, c, *arg)
+            v = int_value(p, c, *arg)
         elif how == "float":
-            v = _float(p, c, *arg)
+            v = float_value(p, c, *arg)
         else:
             v = c.text
         setattr(fl, attr, v)
@@ -519,7 +422,7 @@ def parse_workload(path: os.PathLike | str) -> list[Scenario]:
     """Every ``IO_Scenario`` of MQSim's ``workload.xml`` with its flows, in file order.  A trace flow's
     relative ``File_Path`` is taken relative to the workload file's folder."""
     p = Path(path)
-    root = _read(p)
+    root = read(p)
     if root.name != "MQSim_IO_Scenarios":
         raise MqsimXmlError(p, root.line, root.name, "the root must be MQSim_IO_Scenarios",
                             field="mqsim.workload")
