@@ -125,13 +125,8 @@ import numpy as np
 from ssdx.params import ConfigError
 from ssdx.workloads import synthetic
 from ssdx.workloads.fio_ini import FioError, Section, Setting, parse_file
-from ssdx.workloads.fio_job import (
-    IGNORED_BY_DESIGN,
-    MAX_QUEUE_DEPTH,
-    SUPPORTED,
-    Job,
-    read_job,
-)
+from ssdx.workloads.fio_job import MAX_QUEUE_DEPTH, Job, read_job
+from ssdx.workloads.fio_options import IGNORED_BY_DESIGN, SUPPORTED
 from ssdx.workloads.traces import READ, WRITE, Chunk
 
 __all__ = ["SUPPORTED", "IGNORED_BY_DESIGN", "FioError", "FioIgnoredWarning", "FioStream", "FioWorkload",

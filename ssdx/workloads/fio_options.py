@@ -1,0 +1,70 @@
+"""fio job files, the option tables: what ssdx models of each option it takes (:data:`SUPPORTED`) and
+the options it ignores by design, with the reason (:data:`IGNORED_BY_DESIGN`).  Any other option is
+refused with its name and line (``ssdx.workloads.fio_job``), or named in a warning with
+``workload.fio_unknown=warn``."""
+
+from __future__ import annotations
+
+#: Options ssdx models, with what it does with them (module docstring).
+SUPPORTED: dict[str, str] = {
+    "rw": "I/O type and mix: read, write, randread, randwrite, rw, readwrite, randrw; ':N' suffix",
+    "rw_sequencer": "sequential | identical: what the requests between random offsets of rw=rand*:N do",
+    "rwmixread": "percentage of reads of a mixed job",
+    "rwmixwrite": "percentage of writes of a mixed job (the later of the two wins)",
+    "bs": "block size, bytes; r,w[,t] forms",
+    "bsrange": "block size range lo-hi (or lo:hi), multiples of lo drawn uniformly; r,w forms",
+    "bssplit": "block size weights bs/perc:bs/perc; r,w forms",
+    "blockalign": "alignment of random offsets; turns fio's random map off",
+    "iodepth": "outstanding requests per clone",
+    "numjobs": "clones of the job, sharing the drive",
+    "size": "region per clone, bytes or % of the drive",
+    "offset": "start of the region, bytes or % of the drive",
+    "offset_align": "alignment of a % offset",
+    "offset_increment": "clone k starts k x this later",
+    "io_size": "bytes per clone (default: the region)",
+    "number_ios": "requests per clone at most",
+    "loops": "passes over the job's bytes",
+    "runtime": "open loop: the end of the clone's requests; seconds by default",
+    "time_based": "run for runtime rather than for size",
+    "rate": "bytes/s per direction: open-loop arrival times",
+    "rate_iops": "requests/s per direction (x the smallest block size, as fio): arrival times",
+    "rate_process": "linear | poisson arrivals",
+    "random_distribution": "random | zipf | pareto | normal | zoned | zoned_abs",
+    "norandommap": "draw random offsets with replacement",
+    "randseed": "seed of the job's stream",
+    "thinktime": "pause after thinktime_blocks requests; microseconds by default; open loop",
+    "thinktime_blocks": "requests between pauses (default 1); caps the depth",
+    "thinktime_spin": "part of thinktime spent spinning: the pause is still thinktime",
+    "kb_base": "1024 | 1000: how unit prefixes read",
+}
+_HOST = "how fio issues I/O on the host; the engine models the device (as direct=1)"
+_REPORT = "fio's reporting and logs; ssdx writes its own summary"
+_DATA = "data content; ssdx models no data"
+_NAME = "names and files; every job runs on the one modelled drive"
+#: Options accepted without effect, with the reason.
+IGNORED_BY_DESIGN: dict[str, str] = {
+    **dict.fromkeys(("name", "description", "filename", "directory", "filename_format", "unique_filename",
+                     "file_service_type", "openfiles", "create_serialize", "create_fsync", "create_on_open",
+                     "allow_file_create", "allow_mounted_write", "fallocate", "unlink", "unlink_each_loop",
+                     "invalidate", "lockfile"), _NAME),
+    **dict.fromkeys(("group_reporting", "new_group", "stats", "per_job_logs", "write_bw_log",
+                     "write_lat_log", "write_iops_log", "write_hist_log", "log_avg_msec", "log_hist_msec",
+                     "log_hist_coarseness", "log_max_value", "log_offset", "log_compression",
+                     "log_unix_epoch", "log_alternate_epoch", "log_prio", "log_issue_time",
+                     "percentile_list", "clat_percentiles", "lat_percentiles", "slat_percentiles",
+                     "unified_rw_reporting", "disable_lat", "disable_clat", "disable_slat",
+                     "disable_bw_measurement", "gtod_reduce", "gtod_cpu", "clocksource", "unit_base",
+                     "significant_figures", "bwavgtime", "iopsavgtime"), _REPORT),
+    **dict.fromkeys(("ioengine", "direct", "buffered", "thread", "iodepth_batch_submit", "iodepth_batch",
+                     "iodepth_batch_complete_min", "iodepth_batch_complete", "iodepth_batch_complete_max",
+                     "iodepth_low", "hipri", "fixedbufs", "registerfiles", "sqthread_poll",
+                     "sqthread_poll_cpu", "nonvectored", "cpus_allowed", "cpus_allowed_policy", "cpumask",
+                     "numa_cpu_nodes", "numa_mem_policy", "nice", "iomem", "mem", "iomem_align", "mem_align",
+                     "hugepage-size", "userspace_reap", "continue_on_error", "ignore_error",
+                     "error_dump"), _HOST),
+    **dict.fromkeys(("zero_buffers", "refill_buffers", "scramble_buffers", "buffer_pattern",
+                     "buffer_compress_percentage", "buffer_compress_chunk", "dedupe_percentage"), _DATA),
+    "randrepeat": "ssdx streams are always repeatable",
+    "allrandrepeat": "ssdx streams are always repeatable",
+    "random_generator": "fio's generator; ssdx draws its own (random map: a keyed permutation)",
+}
