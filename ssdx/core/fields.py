@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -135,3 +136,13 @@ def check_rule(cols: Mapping, key: str, ok: np.ndarray, rule: str, values: np.nd
         i = int(np.argmin(ok))
         v = (np.asarray(cols[key]) if values is None else values)[i]
         raise ConfigError(key, _py(v), rule, row=i, n=len(ok))
+
+
+def existing_file(value: Any, key: str, what: str) -> str:
+    """``value``, the path of an input file given at config key ``key``: refused with :class:`ConfigError`
+    when missing (``what`` says what the file must be) or not an existing file."""
+    if not value:
+        raise ConfigError(key, value, f"required: {what}")
+    if not Path(str(value)).is_file():
+        raise ConfigError(key, value, "must be an existing file")
+    return str(value)

@@ -34,6 +34,7 @@ from omegaconf import OmegaConf
 
 from ssdx import params, presets
 from ssdx.core import io
+from ssdx.core.fields import existing_file
 from ssdx.models.engine.jobs import with_fio_fill
 from ssdx.models.fluid import fit as fit_fill
 from ssdx.models.fluid import model as fluid
@@ -62,12 +63,8 @@ def _float(fit_cfg: Mapping[str, Any], key: str, lo: float, hi: float, default: 
 def fit_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The checked ``fit.*`` settings (``ssdx.cli.schema.FitFillConf`` documents them)."""
     f = dict(cfg.get("fit") or {})
-    path = f.get("curve")
-    if not path:
-        raise params.ConfigError("fit.curve", path, "required: a measured fill curve (csv 'gb,mb_s', a fio "
-                                 "write_bw_log, or one MB/s value per second)")
-    if not Path(path).is_file():
-        raise params.ConfigError("fit.curve", path, "must be an existing file")
+    path = existing_file(f.get("curve"), "fit.curve", "a measured fill curve (csv 'gb,mb_s', a fio "
+                         "write_bw_log, or one MB/s value per second)")
     fmt = f.get("format") or "auto"
     if fmt not in fill_curve.FORMATS:
         raise params.ConfigError("fit.format", fmt, f"must be one of {list(fill_curve.FORMATS)}")

@@ -19,6 +19,7 @@ import numpy as np
 import optax
 
 from ssdx import params
+from ssdx.core.optim import lbfgs_minimise
 from ssdx.models.fluid import model as fluid
 from ssdx.params import Drive, Workload
 
@@ -227,36 +228,11 @@ def adam(theta, mask, fixed, lo, hi, drive, workload, gb, mb_s, scale, lr, leave
 @partial(jax.jit, static_argnames=(*_STATIC, "steps", "patience"))
 def lbfgs(theta, mask, fixed, lo, hi, drive, workload, gb, mb_s, scale, tol, leaves, n_steps, steps,
            patience):
-    raw = partial(_loss, mask=mask, fixed=fixed, lo=lo, hi=hi, drive=drive, workload=workload, gb=gb,
+    fun = partial(_loss, mask=mask, fixed=fixed, lo=lo, hi=hi, drive=drive, workload=workload, gb=gb,
                   mb_s=mb_s, scale=scale, leaves=leaves, n_steps=n_steps)
-
-    fun = raw  # the coordinates not fitted enter through `fixed` only: zero gradient
-
-    opt = optax.lbfgs(linesearch=optax.scale_by_backtracking_linesearch(
-        max_backtracking_steps=20, store_grad=True))
-    vg = optax.value_and_grad_from_state(fun)
-
-    def cond(c):
-        k, gnorm, stalled = c[2], c[3], c[4]
-        return (k < steps) & (gnorm > tol) & (stalled < patience)
-
-    def body(c):
-        x, s, k, _, stalled, best_x, best_v = c
-        v, g = vg(x, state=s)
-        u, s = opt.update(g, s, x, value=v, grad=g, value_fn=fun)
-        improved = v < best_v
-        best_x = jnp.where(improved, x, best_x)
-        best_v = jnp.minimum(v, best_v)
-        stalled = jnp.where(improved, 0, stalled + 1)
-        x_new = optax.apply_updates(x, u)
-        x_new = jnp.where(jnp.all(jnp.isfinite(x_new)), x_new, x)
-        return (x_new, s, k + 1, optax.tree_utils.tree_l2_norm(g), stalled, best_x, best_v)
-
-    inf = jnp.asarray(jnp.inf, theta.dtype)
-    c = (theta, opt.init(theta), jnp.asarray(0), inf, jnp.asarray(0), theta, inf)
-    x, _, k, _, _, best_x, best_v = jax.lax.while_loop(cond, body, c)
-    v_last = fun(x)
-    return jnp.where(v_last < best_v, x, best_x), k
+    # the coordinates not fitted enter through `fixed` only: zero gradient
+    best, k, _ = lbfgs_minimise(fun, theta, tol, steps, patience, guard_nonfinite=True, recheck_last=True)
+    return best, k
 
 
 residuals = jax.jit(_residual, static_argnames=_STATIC)

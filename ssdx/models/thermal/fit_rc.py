@@ -64,6 +64,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ssdx.core.optim import lbfgs_minimise
 from ssdx.models.thermal import coupled, hctm, nvme, rc
 from ssdx.models.thermal import params as thermal_params
 from ssdx.models.thermal import power as pw
@@ -250,31 +251,7 @@ def _adam(theta, th, fields, p, measured, w, p0, lr, steps):
 @partial(jax.jit, static_argnames=("fields", "steps", "patience"))
 def _lbfgs(theta, th, fields, p, measured, w, p0, tol, steps, patience):
     fun = partial(_loss, th=th, fields=fields, p=p, measured=measured, w=w, p0=p0)
-    opt = optax.lbfgs(linesearch=optax.scale_by_backtracking_linesearch(
-        max_backtracking_steps=20, store_grad=True))
-    vg = optax.value_and_grad_from_state(fun)
-
-    def cond(c):
-        k, gnorm, stalled = c[2], c[3], c[4]
-        return (k < steps) & (gnorm > tol) & (stalled < patience)
-
-    def body(c):
-        x, s, k, _, stalled, hist, best_x, best_v = c
-        v, g = vg(x, state=s)
-        u, s = opt.update(g, s, x, value=v, grad=g, value_fn=fun)
-        hist = hist.at[k].set(v)
-        improved = v < best_v
-        best_x = jnp.where(improved, x, best_x)
-        best_v = jnp.minimum(v, best_v)
-        stalled = jnp.where(improved, 0, stalled + 1)
-        return (optax.apply_updates(x, u), s, k + 1, optax.tree_utils.tree_l2_norm(g), stalled, hist,
-                best_x, best_v)
-
-    inf = jnp.asarray(jnp.inf, theta.dtype)
-    hist0 = jnp.full((steps,), jnp.nan, theta.dtype)
-    c = (theta, opt.init(theta), jnp.asarray(0), inf, jnp.asarray(0), hist0, theta, inf)
-    _, _, k, _, _, hist, best, _ = jax.lax.while_loop(cond, body, c)
-    return best, k, hist
+    return lbfgs_minimise(fun, theta, tol, steps, patience)
 
 
 def fit(thermal: Thermal, node_power_w: Any, composite_k: Any, ctrl_weight: Any,

@@ -16,6 +16,7 @@ import numpy as np
 
 from ssdx import api, params
 from ssdx.core import io
+from ssdx.core.fields import existing_file
 from ssdx.models.engine.jobs import with_fio_fill
 from ssdx.models.thermal import coupled, hctm, tmt
 from ssdx.models.thermal import plots as thermal_report
@@ -162,12 +163,8 @@ def run_fit_rc(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     from ssdx.models.thermal import fit_rc, nvme
     dtype = io.dtype(cfg.get("precision", "float32"))
     fit_cfg = dict(cfg.get("fit") or {})
-    path = fit_cfg.get("series")
-    if not path:
-        raise params.ConfigError("fit.series", path, "required: a path to a JSON-lines smart-log capture "
-                                 "or a CSV series (time_s, composite_k or temp_c, throughput_mb_s)")
-    if not Path(path).is_file():
-        raise params.ConfigError("fit.series", path, "must be an existing file")
+    path = existing_file(fit_cfg.get("series"), "fit.series", "a path to a JSON-lines smart-log capture "
+                         "or a CSV series (time_s, composite_k or temp_c, throughput_mb_s)")
     fields = tuple(fit_cfg.get("fields") or fit_rc.DEFAULT_FIELDS)
     bad = sorted(set(fields) - set(fit_rc.RC_FIELDS))
     if bad:
