@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -675,8 +676,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"cases {', '.join(SPEED_CASES)} with that many configurations per batch against MQSim's "
                     "CPU time per request (from the existing mqsim_reference.json); writes speed.json")
     ap.add_argument("--chip-as-die", action="store_true",
-                    help="with --ssdx-only: give ssdx each chip as one die of the chip's capacity (MQSim "
-                         "keeps one busy status per chip); writes xval_chip_as_die.json and its table")
+                    help="with --ssdx-only: run ssdx with mqsim.chip_as_die=true, each chip one die of the "
+                         "chip's capacity (MQSim keeps one busy status per chip); writes "
+                         "xval_chip_as_die.json and its table")
     args = ap.parse_args(argv)
     binary = args.mqsim.resolve()
     ref_path = args.out / "mqsim_reference.json"
@@ -694,8 +696,11 @@ def main(argv: list[str] | None = None) -> int:
         for name, rec in ref["cases"].items():
             if "error" not in rec:
                 case = Case(**rec["case"])
-                write_case_files(chip_as_die(case) if args.chip_as_die else case, tmp / name, binary.parent)
-        write_xval(ref, tmp, args.out, suffix="_chip_as_die" if args.chip_as_die else "")
+                write_case_files(case, tmp / name, binary.parent)
+        if args.chip_as_die:
+            write_xval(ref, tmp, args.out, suffix="_chip_as_die", overrides=["mqsim.chip_as_die=true"])
+        else:
+            write_xval(ref, tmp, args.out)
         return 0
     if not binary.is_file():
         ap.error(f"--mqsim {args.mqsim}: no such file")
@@ -769,25 +774,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def chip_as_die(case: Case) -> Case:
-    """The case with each chip of its drive as one die of the chip's capacity (``Die_No_Per_Chip`` 1,
-    blocks per plane × the dies a chip had): ssdx's dies then serialise as MQSim's chips do, whose
-    scheduler keeps one busy status per chip (``TSU_Priority_OutOfOrder``)."""
-    d = case.drive_params()
-    over = {**case.drive_overrides, "Die_No_Per_Chip": 1,
-            "Block_No_Per_Plane": int(d["Block_No_Per_Plane"]) * int(d["Die_No_Per_Chip"])}
-    return Case(**{**asdict(case), "drive_overrides": over})
-
-
-def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "") -> None:
-    """Run ssdx on every case's XML files and write ``xval{suffix}.json`` and ``table{suffix}.md``."""
+def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "",
+               overrides: Sequence[str] = ()) -> None:
+    """Run ssdx on every case's XML files (with the further Hydra ``overrides``) and write
+    ``xval{suffix}.json`` and ``table{suffix}.md``."""
     rows = {}
     for name, rec in ref["cases"].items():
         if "error" in rec:
             continue
         t0 = time.perf_counter()
         try:
-            s = run_ssdx(tmp / name, [f"mqsim.requests_per_flow={ssdx_requests(rec)}"])
+            s = run_ssdx(tmp / name, [f"mqsim.requests_per_flow={ssdx_requests(rec)}", *overrides])
         except Exception as exc:  # noqa: BLE001 - one case's failure is recorded, the others still run
             rows[name] = {"error": f"{type(exc).__name__}: {exc}"[-600:]}
             print(f"{name}: ssdx failed: {rows[name]['error']}", flush=True)

@@ -243,3 +243,32 @@ def test_bad_workload_file_exits_2_naming_file_and_line(tmp_path: Path) -> None:
     rc, err, _ = _run(tmp_path, _workload([_flow(qd=0)]))
     assert rc == 2
     assert "workload.xml:4" in err and "Average_No_of_Reqs_in_Queue" in err
+
+
+def test_chip_as_die_folds_each_chip_into_one_die() -> None:
+    """``mqsim.chip_as_die``: 8 channels x 4 chips of 2 dies become 4 dies per channel of twice the blocks:
+    the capacity is kept, the die count halves, and the warning says so."""
+    o, _ = mqsim_xml.parse_ssdconfig(SSDCONFIG)
+    c, warnings = mqsim_xml.parse_ssdconfig(SSDCONFIG, chip_as_die=True)
+    assert c["drive.dies_per_channel"] == 4 and o["drive.dies_per_channel"] == 8
+    assert c["drive.die_gbit"] == pytest.approx(2 * o["drive.die_gbit"], rel=1e-12)
+    assert c["drive.user_capacity_gb"] == pytest.approx(o["drive.user_capacity_gb"], rel=1e-12)
+    assert any("chip_as_die" in w for w in warnings)
+    assert {k: v for k, v in c.items() if k not in ("drive.dies_per_channel", "drive.die_gbit")} == {
+        k: v for k, v in o.items() if k not in ("drive.dies_per_channel", "drive.die_gbit")}
+
+
+def test_chip_as_die_serialises_loaded_reads(tmp_path: Path) -> None:
+    """QD64 random reads: with each chip one die the drive has half the independent servers, so it serves
+    fewer reads per second, and each closed loop still obeys Little's law."""
+    wl = _workload([_flow(qd=64, n=3000)])
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    rc, err, dies = _run(tmp_path / "a", wl)
+    assert rc == 0, err
+    rc, err, chips = _run(tmp_path / "b", wl, "mqsim.chip_as_die=true")
+    assert rc == 0, err
+    d, c = dies["scenarios"][0]["flows"][0], chips["scenarios"][0]["flows"][0]
+    assert c["iops"] < 0.85 * d["iops"]
+    for f in (d, c):
+        assert f["iops"] * f["device_response_time_us"] * 1e-6 == pytest.approx(64, rel=0.05)

@@ -299,6 +299,7 @@ class MqsimConf:
     workload: Optional[str] = None  # noqa: UP045 (MQSim's workload.xml; None: examples/mqsim)
     requests_per_flow: int = 20_000  # cap on each flow's requests (and the count of a timed QD flow)
     closed_loop_passes: int = 6  # closed-loop scenarios of several flows: rate re-weighting passes
+    chip_as_die: bool = False  # each MQSim chip as one die: MQSim's one busy status per chip
 
 
 #: Every schema as ``(group, name) -> dataclass``, stored under that group and name: the groups of

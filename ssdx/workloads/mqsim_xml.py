@@ -151,8 +151,13 @@ def _interface(lane_gb_s: float, lanes: int, kind: str, warnings: list[str]) -> 
     return gen
 
 
-def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]:
+def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple[dict[str, Any], list[str]]:
     """ssdx overrides from MQSim's ``ssdconfig.xml`` and the warnings for fields not modelled.
+
+    ``chip_as_die``: each chip becomes one die of the chip's capacity (its blocks per plane times its
+    dies), so ssdx's dies serialise as MQSim's chips do: MQSim's transaction scheduler keeps one busy
+    status per chip and issues nothing to a chip while any of its dies works
+    (``TSU_Priority_OutOfOrder``), where ssdx's dies are independent.  Off by default.
 
     Returns ``(overrides, warnings)``: ``overrides`` is keyed by dotted ssdx field (``drive.channels``,
     ``drive.dies_per_channel`` = chips × dies, ``drive.planes_per_die``, ``drive.bus_mts``,
@@ -205,6 +210,10 @@ def parse_ssdconfig(path: os.PathLike | str) -> tuple[dict[str, Any], list[str]]
     dies = int_value(p, get(f, "Die_No_Per_Chip"), 1, 1024)
     planes = int_value(p, get(f, "Plane_No_Per_Die"), 1, 64)
     blocks = int_value(p, get(f, "Block_No_Per_Plane"), 1, 1 << 24)
+    if chip_as_die and dies > 1:
+        warnings.append(f"mqsim.chip_as_die: each chip's {dies} dies modelled as one die of "
+                        f"{blocks * dies} blocks per plane (MQSim's one busy status per chip)")
+        dies, blocks = 1, blocks * dies
     pages = int_value(p, get(f, "Page_No_Per_Block"), 1, 65536)
     page_b = int_value(p, get(f, "Page_Capacity"), 512, 1 << 20)
     op = float_value(p, get(d, "Overprovisioning_Ratio"), 0.0, 0.99)
