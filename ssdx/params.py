@@ -399,6 +399,54 @@ def _raw_bytes(cols: Mapping) -> np.ndarray:
 def build(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
     """Validate columns and turn them into (Drive, Workload) pytrees of ``dtype`` arrays, shape (n,)."""
     validate(cols)
+    return assemble(cols, dtype)
+
+
+#: the columns every catalog NAND value depends on (type, override type, override fields)
+NAND_COLUMNS = ("drive.nand", "nand.name", *(f"nand.{f}" for f in NAND_OVERRIDES))
+#: the columns each leaf of :func:`assemble` reads, by its path (``drive.nand.page_bytes``,
+#: ``workload.idle_s``); a superset is harmless.  ``ssdx.sweep.device`` tabulates each leaf over the
+#: sweep factors holding these columns only, so a missing column here would be a wrong table: the
+#: tests perturb every undeclared column and check the leaf does not move.
+LEAF_COLUMNS: dict[str, tuple[str, ...]] = {
+    **{f"drive.nand.{f.name}": NAND_COLUMNS for f in dataclasses.fields(Nand)},
+    "drive.user_bytes": ("drive.user_capacity_gb",),
+    "drive.raw_bytes": ("drive.channels", "drive.dies_per_channel", "drive.die_gbit"),
+    "drive.reserve_fraction": ("drive.reserve_fraction",),
+    "drive.channels": ("drive.channels",),
+    "drive.dies": ("drive.channels", "drive.dies_per_channel"),
+    "drive.planes_per_die": ("drive.planes_per_die",),
+    "drive.bus_bytes_per_s": ("drive.channels", "drive.bus_mts", "drive.bus_efficiency"),
+    "drive.host_bytes_per_s": ("drive.interface",),
+    "drive.cmd_overhead_s": ("drive.interface",),
+    "drive.dram": ("drive.dram",),
+    "drive.slc_mode": ("drive.slc_mode",),
+    "drive.static_slc_bytes": ("drive.static_slc_gb",),
+    "drive.fold_efficiency": ("drive.fold_efficiency",),
+    "drive.max_dynamic_slc_bytes": ("drive.max_dynamic_slc_gb",),
+    "drive.idle_fold_bytes_per_s": ("drive.idle_fold_mb_s",),
+    "workload.random": ("workload.pattern",),
+    "workload.block_bytes": ("workload.block_kib",),
+    "workload.queue_depth": ("workload.queue_depth",),
+    "workload.prefill_fraction": ("workload.prefill_fraction",),
+    "workload.fill_fraction": ("workload.fill_fraction",),
+    "workload.burst_bytes": ("workload.burst_gb",),
+    "workload.idle_s": ("workload.idle_s",),
+}
+#: the columns the rules :func:`validate` reports under a field read besides the field itself
+RULE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "nand.write_unit_kib": NAND_COLUMNS,
+    "drive.slc_mode": ("drive.slc_mode", *NAND_COLUMNS),
+    "drive.static_slc_gb": ("drive.static_slc_gb", "drive.slc_mode"),
+    "drive.user_capacity_gb": ("drive.user_capacity_gb", "drive.static_slc_gb", "drive.slc_mode",
+                               "drive.channels", "drive.dies_per_channel", "drive.die_gbit",
+                               "drive.reserve_fraction", *NAND_COLUMNS),
+}
+
+
+def assemble(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
+    """(Drive, Workload) pytrees of ``dtype`` arrays, shape (n,), from columns :func:`validate` accepted
+    (:func:`build` without the check; each leaf reads only its :data:`LEAF_COLUMNS`)."""
     names = nand_names(cols)
     med = lambda f: nand_value(cols, f, names)  # noqa: E731
     iface = Codes(np.asarray(cols["drive.interface"]).astype(str))

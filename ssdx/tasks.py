@@ -122,6 +122,15 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     from ssdx.sweep import reduce
 
     keep = reduce.parse(sweep.get("keep", "all"))
+    if _on_device(sweep, spec, keep):
+        from ssdx.sweep import device
+
+        try:
+            return _device_sweep(sweep, base_cfg, keep, out_dir, dtype, chunk_size, progress, executor)
+        except device.NotOnDevice as e:
+            if sweep.get("generate") == "device":
+                raise params.ConfigError("sweep.generate", "device", f"cannot run on the device here: {e}; "
+                                         "use generate: host or auto") from None
     cols, ok, dropped, n_defined = sweep_space(sweep, base_cfg)
     space_index = np.flatnonzero(ok)
     if not ok.all():
@@ -197,6 +206,62 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         summary["pareto"] = summary["plots"].pop("pareto")
     io.write_json(out_dir / "summary.json", summary)
     summary["_table"] = format_table(best, group_by + list(rep.get("columns") or []))
+    return summary
+
+
+GENERATE = ("auto", "host", "device")
+
+
+def _on_device(sweep: Mapping[str, Any], spec, keep) -> bool:
+    """Whether the sweep's configurations are generated and reduced on the device (``sweep.generate``:
+    ``auto``, the default, does so for a fluid sweep that keeps reductions only; ``host`` never; ``device``
+    always, refused where it cannot)."""
+    mode = sweep.get("generate", "auto")
+    if mode not in GENERATE:
+        raise params.ConfigError("sweep.generate", mode, f"must be one of {list(GENERATE)}")
+    if mode == "host":
+        return False
+    possible = spec.name == "fluid" and keep is not None and not keep["all"]
+    if mode == "device" and not possible:
+        raise params.ConfigError("sweep.generate", mode, "the device generates fluid sweeps that keep "
+                                 "reductions only (a keep mapping without all: true)")
+    return possible
+
+
+def _device_sweep(sweep, base_cfg, keep, out_dir: Path, dtype, chunk_size, progress,
+                  executor) -> dict[str, Any]:
+    """A sweep generated and reduced on the device (``ssdx.sweep.device``); same outputs as the host path."""
+    from ssdx.sweep import device, device_run, reduce
+
+    policy = sweep.get("on_invalid", "error")
+    if policy not in ("error", "drop"):
+        raise params.ConfigError("sweep.on_invalid", policy, "must be 'error' or 'drop'")
+    spec = registry.sweep_model(sweep)
+    n_steps = io.scan_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
+    ds = device.DeviceSpace(sweep_base(sweep, base_cfg), sweep, keep, spec.metrics, dtype)
+    if policy == "error":
+        ds.raise_first_breach()
+    ds.prepare()
+    chunk = chunk_size if chunk_size is not None else sweep.get("chunk_size", 4096)
+    if not isinstance(chunk, int | np.integer) or isinstance(chunk, bool) or chunk < 1:
+        raise params.ConfigError("sweep.chunk_size", chunk, "must be an integer >= 1")
+    chunk = int(min(chunk, ds.n))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    definition = {"sweep_model": "fluid", "n_steps": n_steps, "space": sweep["space"],
+                  "chunk_size": chunk, "dtype": np.dtype(dtype).name, "keep": dict(keep)}
+    t0 = time.perf_counter()
+    out = device_run.execute(ds, registry.fluid_model(n_steps), chunk, out_dir, definition, executor,
+                             progress, str(sweep.get("name", "sweep")))
+    wall = time.perf_counter() - t0
+    if out.state["n"] == 0:
+        ds.raise_first_breach()
+    dropped = ds.dropped()
+    infeasible = {f'{d["field"]}: {d["rule"]}': d["configurations"] for d in dropped}
+    kept = reduce.write_outputs(keep, out.state, None, None, out_dir, rows_of=ds.rows)
+    summary = _reduced_summary(sweep, keep, kept, out, infeasible, ds.n, dropped, n_steps, chunk, wall,
+                               executor, out_dir)
+    summary["generated_on"] = "device"
+    io.write_json(out_dir / "summary.json", {k: v for k, v in summary.items() if not k.startswith("_")})
     return summary
 
 

@@ -39,7 +39,7 @@ class Job:
     index: int
     fn: Callable[..., Any]
     args: tuple
-    configs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    configs: Any = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 class JobsFailed(RuntimeError):
@@ -49,8 +49,9 @@ class JobsFailed(RuntimeError):
         self.failures = failures
         lines = []
         for job, err in failures[:10]:
-            ids = job.configs.tolist()
-            shown = ", ".join(map(str, ids[:8])) + (f", ... ({len(ids)} in all)" if len(ids) > 8 else "")
+            ids = job.configs  # an array or a range of configuration ids
+            shown = ", ".join(str(int(i)) for i in ids[:8])
+            shown += f", ... ({len(ids)} in all)" if len(ids) > 8 else ""
             first = str(err).strip().splitlines()
             lines.append(f"  chunk {job.index} (configurations {shown}): {type(err).__name__}: "
                          f"{first[-1] if first else ''}")

@@ -305,14 +305,16 @@ def _group_dict(key: str, by: Sequence[str]) -> dict[str, Any]:
     return dict(zip(by, json.loads(key), strict=True))
 
 
-def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.ndarray],
-                  space_index: np.ndarray, out_dir) -> dict[str, Any]:
+def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.ndarray] | None,
+                  space_index: np.ndarray | None, out_dir, rows_of=None) -> dict[str, Any]:
     """Write ``top_k.parquet``, ``pareto.parquet`` and ``histograms.json`` (those declared) into ``out_dir``
     and return what was kept (for ``summary.json``).
 
     Every kept row carries ``config_index`` (the configuration's index in the sweep's space, before any
     ``on_invalid: drop``: :func:`ssdx.sweep.config_of` re-materialises it), its configuration columns
-    (the values it ran with, ``params.effective_columns``) and every metric."""
+    (the values it ran with, ``params.effective_columns``) and every metric.  The state's ids index
+    ``cols`` (their space indices: ``space_index``), or, with ``rows_of`` (``ids -> columns``), are the
+    space indices themselves (a device-generated sweep, ``ssdx.sweep.device``)."""
     from pathlib import Path
 
     import pyarrow as pa
@@ -321,7 +323,13 @@ def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.n
     from ssdx.core import io
 
     out_dir = Path(out_dir)
-    eff = params.effective_columns(cols)
+    if rows_of is None:
+        eff = params.effective_columns(cols)
+        rows_of = lambda ids: (np.asarray(space_index, dtype=np.int64)[ids],  # noqa: E731
+                               {k: np.asarray(v)[ids] for k, v in eff.items()})
+    else:
+        fn = rows_of
+        rows_of = lambda ids: (ids, params.effective_columns(fn(ids)))  # noqa: E731
     metrics = list(state["metrics"])
     kept: dict[str, Any] = {"n_reduced": int(state["n"]), "all": bool(spec["all"])}
 
@@ -330,8 +338,9 @@ def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.n
         data: dict[str, Any] = {}
         for extra in (entries[0][0] if entries else {}):
             data[extra] = [e[0][extra] for e in entries]
-        data["config_index"] = np.asarray(space_index, dtype=np.int64)[ids]
-        data.update({k: np.asarray(v)[ids] for k, v in eff.items() if k not in data})
+        index, columns = rows_of(ids)
+        data["config_index"] = index
+        data.update({k: v for k, v in columns.items() if k not in data})
         data.update({m: np.asarray([e[2][j] for e in entries], dtype=np.float64)
                      for j, m in enumerate(metrics) if m not in data})
         return pa.table(data)

@@ -122,16 +122,57 @@ def expand(space: Mapping[str, Any]) -> Rows:
     return rows
 
 
-def sweep_rows(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows:
-    """Columns of every configuration of a sweep definition: the one-row ``base`` columns, the sweep's
-    ``base`` overrides (null becomes NaN: "keep the catalog value"), then its ``space`` — one mapping of
-    blocks or a list of them, whose configurations are concatenated.  Unknown fields name themselves."""
+def base_columns(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows:
+    """The one-row ``base`` columns with the sweep's ``base`` overrides (null becomes NaN: "keep the catalog
+    value"); an unknown field names itself."""
     base = dict(base)
     for key, value in dict(sweep.get("base") or {}).items():
         if key not in base:
             raise ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
         base[key] = np.asarray([np.nan if value is None else value])
-    parts = sweep["space"] if isinstance(sweep["space"], list | tuple) else [sweep["space"]]
+    return base
+
+
+def space_parts(sweep: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The ``space`` mappings of a sweep (one, or the list whose configurations are concatenated)."""
+    return list(sweep["space"]) if isinstance(sweep["space"], list | tuple) else [sweep["space"]]
+
+
+def factors(part: Mapping[str, Any]) -> list[Rows]:
+    """The factors of one ``space`` mapping, slowest first: one per grid axis, one per list, random or
+    Sobol block (its rows, computed as :func:`expand` computes them).  Configuration ``i`` of the mapping
+    takes row ``d_f`` of each factor, where the ``d_f`` are the mixed-radix digits of ``i`` (sizes: the
+    factors' row counts), so the product of the factors is exactly :func:`expand` 's rows."""
+    out: list[Rows] = []
+    seen: set[str] = set()
+    for key, block in part.items():
+        if key == "grid":
+            _block_size(key, block)
+            rows = [{k: np.asarray(list(v))} for k, v in block.items()]
+        elif key == "list":
+            rows = [explicit(block)]
+        elif key in ("random", "sobol"):
+            rows = [sampled(block, key)]
+        else:
+            raise ConfigError(f"space.{key}", "...",
+                              "unknown block; use one of ['grid', 'list', 'random', 'sobol']")
+        for r in rows:
+            overlap = seen & set(r)
+            if overlap:
+                raise ConfigError("space", sorted(overlap), "a parameter may appear in only one block")
+            seen |= set(r)
+        out += rows
+    if not out:
+        raise ConfigError("space", dict(part), "must contain at least one block")
+    return out
+
+
+def sweep_rows(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows:
+    """Columns of every configuration of a sweep definition: the one-row ``base`` columns, the sweep's
+    ``base`` overrides (null becomes NaN: "keep the catalog value"), then its ``space`` — one mapping of
+    blocks or a list of them, whose configurations are concatenated.  Unknown fields name themselves."""
+    base = base_columns(base, sweep)
+    parts = space_parts(sweep)
     blocks = []
     for part in parts:
         rows = expand(part)
@@ -223,12 +264,8 @@ def sweep_row(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any], index: i
     digits, a list's row, the random block's PCG64 stream advanced to the row, the Sobol engine
     fast-forwarded to it.  Equal, column for column, to ``sweep_rows(base, sweep)`` at ``index`` (the
     columns keep the dtype the whole expansion gives them).  Raises :class:`ConfigError` outside it."""
-    base = dict(base)
-    for key, value in dict(sweep.get("base") or {}).items():
-        if key not in base:
-            raise ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
-        base[key] = np.asarray([np.nan if value is None else value])
-    parts = sweep["space"] if isinstance(sweep["space"], list | tuple) else [sweep["space"]]
+    base = base_columns(base, sweep)
+    parts = space_parts(sweep)
     found: Rows | None = None
     dtypes: dict[str, list] = {k: [] for k in base}
     offset = 0

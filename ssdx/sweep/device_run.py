@@ -1,0 +1,264 @@
+"""The chunks of a device-generated sweep (``ssdx.sweep.device``): the jitted chunk, its state, the loop.
+
+A chunk is ``(part, first configuration, count)``.  :func:`chunk_job` (a module-level function, so a Ray
+worker runs exactly what this process runs) decodes the chunk's configurations from their digits,
+gathers their parameters from the tables, runs the model, reduces on the device and returns the chunk's
+reduction state (``ssdx.sweep.reduce``'s format, ids = space indices).  :func:`execute` runs the chunks
+on an executor, checkpoints each state as it arrives and resumes from the checkpoints.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ssdx.sweep import reduce as reduce_mod
+from ssdx.sweep import store
+from ssdx.sweep.device import PARETO_CAPACITY, DeviceSpace, Table, edges_f32
+
+
+def _gather(t: Table, values, digits: list, sizes: list[int], chunk: int):
+    if not t.factors:
+        return jnp.broadcast_to(values[0], (chunk,))
+    idx, stride = 0, 1
+    for f in reversed(t.factors):
+        idx = idx + digits[f] * stride
+        stride *= sizes[f]
+    return values[idx]
+
+
+def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chunk: int) -> Callable:
+    """The function of one chunk of part ``part``: ``(first digits, count, tables) -> reduced arrays``."""
+    p, tabs, rules = ds.parts[part], ds.tables[part], ds.rule_tables[part]
+    sizes, keep, metrics = p.sizes, ds.keep, ds.metrics
+    rule_list = [rules[i] for i in sorted(rules)]
+    per_config = model(ds.idle_gaps)
+    wide = np.dtype(ds.dtype) == np.float64
+
+    def fn(start, count, leaf_v, rule_v, group_v, rank_v, slot_v):
+        o = jnp.arange(chunk, dtype=jnp.int32)
+        digits: list = [None] * len(sizes)
+        carry = o
+        for f in reversed(range(len(sizes))):  # the chunk's first digits plus o, with carries
+            t = start[f] + carry
+            digits[f], carry = t % sizes[f], t // sizes[f]
+        g = lambda t, v: _gather(t, v, digits, sizes, chunk)  # noqa: E731
+        # the barrier keeps XLA from fusing the gathers into the model, whose arithmetic (contractions,
+        # fusion) then compiles as in the host path's jit(vmap(model)): the same metrics to the bit
+        leaves = jax.lax.optimization_barrier([g(t, v) for t, v in zip(tabs["leaves"], leaf_v, strict=True)])
+        drive, workload = jax.tree_util.tree_unflatten(ds.treedef, leaves)
+        ok = o < count
+        for t, v in zip(rule_list, rule_v, strict=True):
+            ok = ok & g(t, v)
+        met = jax.vmap(per_config)(drive, workload)
+        rows = jnp.stack([met[m] for m in metrics])
+        key = lambda name: met[name] if name in met else g(tabs["ranks"][name], rank_v[name])  # noqa: E731
+        out = {"n": ok.sum()}
+        if "top_k" in keep:
+            t = keep["top_k"]
+            grp = g(tabs["groups"]["top_k"], group_v["top_k"])
+            v = key(t["by"])
+            elig = ok & ~jnp.isnan(v)
+            s = -v if t["ascending"] else v
+            k = min(t["k"], chunk)
+            pos = jax.vmap(lambda gi: jax.lax.top_k(jnp.where(elig & (grp == gi), s, -jnp.inf), k)[1])(
+                jnp.arange(len(ds.groups["top_k"]), dtype=jnp.int32))
+            out["top_pos"] = pos
+            out["top_ok"] = elig[pos] & (grp[pos] == jnp.arange(pos.shape[0])[:, None])
+            out["top_rows"] = rows[:, pos]
+        if "pareto" in keep:
+            pk = keep["pareto"]
+            x, y = key(pk["x"]), key(pk["y"])
+            x = -x if pk["x_better"] == "max" else x
+            y = -y if pk["y_better"] == "max" else y
+            elig = ok & ~jnp.isnan(x) & ~jnp.isnan(y)
+            x, y = jnp.where(elig, x, jnp.inf), jnp.where(elig, y, jnp.inf)
+            order = jnp.lexsort((o, y, x))
+            xs, ys = x[order], y[order]
+            new = jnp.concatenate([jnp.ones(1, bool), xs[1:] != xs[:-1]])
+            first = jax.lax.cummax(jnp.where(new, o, 0))  # first point of each equal-x run
+            before = jnp.concatenate([jnp.full(1, jnp.inf, ys.dtype), jax.lax.cummin(ys)[:-1]])[first]
+            front = jnp.zeros(chunk, bool).at[order].set((ys == ys[first]) & (ys < before) & elig[order])
+            cap = min(PARETO_CAPACITY, chunk)
+            out["par_n"] = front.sum()
+            out["par_pos"] = jnp.nonzero(front, size=cap, fill_value=0)[0]
+            out["par_rows"] = rows[:, out["par_pos"]]
+        if "histograms" in keep:
+            h = keep["histograms"]
+            n_groups, slots = len(ds.groups["histograms"]), h["bins"] + 3
+            grp = g(tabs["groups"]["histograms"], group_v["histograms"])
+            out["hist_n"] = jax.ops.segment_sum(ok.astype(jnp.int32), grp, n_groups)
+            for m in h["metrics"]:
+                if m in met:
+                    v, edges = met[m], h["edges"][m]
+                    e = jnp.asarray(np.asarray(edges) if wide else edges_f32(edges))
+                    slot = jnp.searchsorted(e, v, side="right").astype(jnp.int32)
+                    if wide or float(np.float32(edges[-1])) == edges[-1]:
+                        slot = jnp.where(v == e[-1], h["bins"], slot)
+                    slot = jnp.where(jnp.isnan(v), h["bins"] + 2, slot)
+                else:
+                    slot = g(tabs["slots"][m], slot_v[m])
+                out[f"hist_{m}"] = jax.ops.segment_sum(ok.astype(jnp.int32), grp * slots + slot,
+                                                       n_groups * slots).reshape(n_groups, slots)
+        return out
+
+    return fn
+
+
+def _inputs(ds: DeviceSpace, part: int) -> tuple:
+    tabs, rules = ds.tables[part], ds.rule_tables[part]
+    return ([t.values for t in tabs["leaves"]], [rules[i].values for i in sorted(rules)],
+            {k: t.values for k, t in tabs["groups"].items()}, {k: t.values for k, t in tabs["ranks"].items()},
+            {k: t.values for k, t in tabs["slots"].items()})
+
+
+_COMPILED: OrderedDict = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _compiled(ds, part, model, chunk, token, device, args) -> tuple[Callable, float]:
+    key = (token, part, str(device))
+    with _LOCK:
+        fn = _COMPILED.get(key)
+    if fn is not None:
+        return fn, 0.0
+    t0 = time.perf_counter()
+    fn = jax.jit(chunk_fn(ds, part, model, chunk)).lower(*args).compile()
+    seconds = time.perf_counter() - t0
+    with _LOCK:
+        _COMPILED[key] = fn
+        while len(_COMPILED) > 16:
+            _COMPILED.popitem(last=False)
+    return fn, seconds
+
+
+def chunk_job(ds: DeviceSpace, model: Callable[[bool], Callable], part: int, lo: int, count: int, chunk: int,
+              token: str, device=None) -> tuple[dict[str, Any], float]:
+    """Run configurations ``lo .. lo + count - 1`` of part ``part`` on ``device``; returns the chunk's
+    reduction state and the seconds spent compiling (0 once compiled)."""
+    args = (ds.parts[part].digits(lo), np.int32(count), *_inputs(ds, part))
+    if device is not None:
+        args = jax.device_put(args, device)
+    fn, compile_s = _compiled(ds, part, model, chunk, token, device, args)
+    res = jax.device_get(fn(*args))
+    return to_state(ds, part, lo, res), compile_s
+
+
+def to_state(ds: DeviceSpace, part: int, lo: int, res: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """The reduction state of one chunk from its device arrays (``ssdx.sweep.reduce`` 's format)."""
+    first = ds.parts[part].offset + lo
+    keep, metrics = ds.keep, ds.metrics
+    st: dict[str, Any] = {"n": int(res["n"]), "metrics": list(metrics), "top_k": {}, "pareto": [],
+                          "histograms": {}}
+
+    def values(name: str, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        if name in metrics:
+            return rows[metrics.index(name)].astype(np.float64)
+        return ds.rows(ids)[name].astype(np.float64)
+
+    if "top_k" in keep:
+        pos, ok, rows = res["top_pos"], res["top_ok"], res["top_rows"]
+        for gi, gkey in enumerate(ds.groups["top_k"]):
+            sel = np.flatnonzero(ok[gi])
+            if not len(sel):
+                continue
+            ids = first + pos[gi, sel].astype(np.int64)
+            r = rows[:, gi, sel].astype(np.float64)
+            v = values(keep["top_k"]["by"], ids, r)
+            st["top_k"][gkey] = [[float(v[j]), int(ids[j]), r[:, j].tolist()] for j in range(len(sel))]
+    if "pareto" in keep:
+        n = int(res["par_n"])
+        if n > len(res["par_pos"]):
+            raise RuntimeError(f"a chunk has {n} Pareto candidates, more than {len(res['par_pos'])}; use a "
+                               "smaller sweep.chunk_size or generate: host")
+        ids = first + res["par_pos"][:n].astype(np.int64)
+        r = res["par_rows"][:, :n].astype(np.float64)
+        pk = keep["pareto"]
+        x, y = values(pk["x"], ids, r), values(pk["y"], ids, r)
+        points = [[float(x[j]), float(y[j]), int(ids[j]), r[:, j].tolist()] for j in range(n)]
+        st["pareto"] = reduce_mod._nondominated(points, pk["x_better"] == "max", pk["y_better"] == "max")
+    if "histograms" in keep:
+        for gi, gkey in enumerate(ds.groups["histograms"]):
+            if res["hist_n"][gi] > 0:
+                st["histograms"][gkey] = {m: res[f"hist_{m}"][gi].astype(np.int64).tolist()
+                                          for m in keep["histograms"]["metrics"]}
+    return st
+
+
+class Outcome(NamedTuple):
+    """What :func:`execute` returns (the fields ``ssdx.tasks`` reads of the host runner's outcome)."""
+
+    state: dict[str, Any]
+    infos: list[dict[str, Any]]
+    resumed_chunks: int
+    resumed_configs: int
+    elapsed_s: float
+    compile_s: float
+
+
+def plan(ds: DeviceSpace, chunk: int) -> list[tuple[int, int, int]]:
+    """``(part, first, count)`` of every chunk: cut within each part, in part order."""
+    return [(pi, lo, min(chunk, p.size - lo)) for pi, p in enumerate(ds.parts)
+            for lo in range(0, p.size, chunk)]
+
+
+def execute(ds: DeviceSpace, model: Callable[[bool], Callable], chunk: int, out_dir: Path | None,
+            definition: Mapping[str, Any], executor=None, progress: bool = True,
+            desc: str = "sweep") -> Outcome:
+    """Run every chunk of ``ds`` and merge their states; checkpointed and resumable with ``out_dir``."""
+    from ssdx.progress import bar as progress_bar
+    from ssdx.sweep import executors
+
+    chunks = plan(ds, chunk)
+    ids = lambda i: np.arange(ds.parts[chunks[i][0]].offset + chunks[i][1],  # noqa: E731
+                              ds.parts[chunks[i][0]].offset + chunks[i][1] + chunks[i][2], dtype=np.int64)
+    reducer = reduce_mod.Reducer(ds.keep, {})
+    state = reducer.empty()
+    infos: dict[int, dict[str, Any]] = {}
+    if out_dir is not None:
+        store.open_run(Path(out_dir), ds.fingerprint(definition))
+        for i in range(len(chunks)):
+            got = store.finished_state(Path(out_dir), i, ids(i))
+            if got is not None:
+                state, infos[i] = reducer.merge(state, got[0]), got[1]
+    resumed, resumed_configs = len(infos), sum(chunks[i][2] for i in infos)
+    token = uuid.uuid4().hex
+    jobs = [executors.Job(i, chunk_job, (ds, model, pi, lo, count, chunk, token),
+                          range(ds.parts[pi].offset + lo, ds.parts[pi].offset + lo + count))
+            for i, (pi, lo, count) in enumerate(chunks) if i not in infos]
+    executor = executor if executor is not None else executors.LocalExecutor()
+    bar = progress_bar(ds.n, desc, enabled=progress, initial=resumed_configs)
+    writer = None if out_dir is None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="ssdx-store")
+    writes, compile_s, t0 = [], 0.0, time.perf_counter()
+    try:
+        for job, (st, c_s), where in executor.map(jobs):
+            info = {"compile_s": c_s, **where}
+            compile_s += c_s
+            text = reduce_mod.dumps(st)
+            state = reducer.merge(state, reduce_mod.loads(text))  # exactly what a resume reads back
+            if writer is not None:
+                writes.append(writer.submit(store.write_state, store.state_path(Path(out_dir), job.index),
+                                            text, ids(job.index), info))
+            infos[job.index] = info
+            bar.update(chunks[job.index][2])
+    finally:
+        bar.close()
+        if writer is not None:
+            writer.shutdown(wait=True)
+    for w in writes:
+        w.result()
+    missing = sorted(set(range(len(chunks))) - set(infos))
+    if missing:
+        raise RuntimeError(f"the executor returned no result for chunks {missing[:10]}")
+    return Outcome(state, [infos[i] for i in range(len(chunks))], resumed, resumed_configs,
+                   time.perf_counter() - t0, compile_s)

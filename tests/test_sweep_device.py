@@ -1,0 +1,156 @@
+"""Sweeps generated from the configuration index and reduced on the device (``ssdx.sweep.device``)."""
+
+import json
+
+import jax
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from ssdx import catalog, params, presets
+from ssdx.params import ConfigError
+from ssdx.sweep import device, space
+from ssdx.tasks import run_sweep, sweep_base
+
+BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
+        "model": {"n_steps": 32}, "precision": "float32"}
+
+#: every reduction, keyed by metrics and by configuration columns
+KEEP = {"top_k": {"k": 4, "by": "time_s", "group_by": ["drive.nand", "drive.slc_mode"], "ascending": True},
+        "pareto": {"x": "drive.static_slc_gb", "x_better": "min", "y": "mean_mb_s", "y_better": "max"},
+        "histograms": {"metrics": ["mean_mb_s", "drive.fold_efficiency"], "bins": 16,
+                       "group_by": ["drive.dies_per_channel"],
+                       "range": {"mean_mb_s": [100.0, 5000.0], "drive.fold_efficiency": [0.4, 1.0]},
+                       "log": ["mean_mb_s"]}}
+
+
+def _sweep(keep=KEEP, chunk=97, generate="device", on_invalid="drop") -> dict:
+    """Two concatenated mappings (grid x Sobol, grid x list x random), with infeasible capacities."""
+    return {"name": "dev", "chunk_size": chunk, "on_invalid": on_invalid, "keep": keep, "generate": generate,
+            "space": [
+                {"grid": {"drive.slc_mode": ["dynamic", "static", "hybrid"],
+                          "drive.nand": ["tlc", "qlc", "2d_fg_mlc"],
+                          "drive.dies_per_channel": [2, 4],
+                          "drive.user_capacity_gb": [1000.0, 4000.0]},
+                 "sobol": {"n": 8, "seed": 3, "params": {
+                     "drive.static_slc_gb": {"low": 4.0, "high": 64.0, "log": True},
+                     "drive.fold_efficiency": {"low": 0.4, "high": 1.0}}}},
+                {"grid": {"drive.slc_mode": ["pure_native"], "drive.nand": ["tlc", "qlc"]},
+                 "list": [{"drive.dies_per_channel": 2, "drive.user_capacity_gb": 500.0},
+                          {"drive.dies_per_channel": 4, "drive.user_capacity_gb": 8000.0}],
+                 "random": {"n": 5, "seed": 1, "params": {
+                     "workload.prefill_fraction": {"low": 0.0, "high": 0.9},
+                     "drive.fold_efficiency": {"low": 0.3, "high": 1.0}}}},
+            ]}
+
+
+def _outputs(d) -> tuple:
+    return ({f: pq.read_table(d / f).to_pandas() for f in ("top_k.parquet", "pareto.parquet")},
+            json.loads((d / "histograms.json").read_text()))
+
+
+def test_device_and_host_give_the_same_outputs_and_counts(tmp_path):
+    host = run_sweep(_sweep(generate="host"), BASE, tmp_path / "host", progress=False)
+    want = _outputs(tmp_path / "host")
+    for chunk in (97, 1000, 13):
+        d = tmp_path / f"dev{chunk}"
+        dev = run_sweep(_sweep(chunk=chunk), BASE, d, progress=False)
+        assert dev["generated_on"] == "device"
+        for k in ("n_configs", "n_defined", "n_dropped", "dropped_rules", "n_infeasible_by_rule"):
+            assert dev[k] == host[k], k
+        got = _outputs(d)
+        for f in want[0]:
+            pd.testing.assert_frame_equal(got[0][f], want[0][f], check_exact=True)
+        assert got[1] == want[1]
+    assert host["n_dropped"] > 0 and host["n_configs"] > 100
+    assert len(want[0]["top_k.parquet"]) > 10 and len(want[1]["groups"]) == 2
+
+
+def test_rules_are_counted_from_the_tables_exactly():
+    sweep = _sweep()
+    base = sweep_base(sweep, BASE)
+    ds = device.DeviceSpace(base, sweep, {"histograms": KEEP["histograms"], "all": False}, ["mean_mb_s"])
+    cols = space.sweep_rows(base, sweep)
+    ok, broken = params.valid_rows(cols)
+    assert ds.dropped() == broken and ds.n == len(ok)
+    idx = np.random.default_rng(0).integers(0, ds.n, 300)
+    rows = ds.rows(idx)
+    for k, v in cols.items():
+        assert rows[k].dtype == v.dtype
+        np.testing.assert_array_equal(rows[k], v[idx])
+
+
+def test_every_leaf_and_rule_reads_only_its_declared_columns():
+    """Perturb one column at a time: a leaf or a rule that does not declare it must not move."""
+    rng = np.random.default_rng(7)
+    choices = {"drive.nand": sorted(catalog.NAND), "nand.name": ["", *sorted(catalog.NAND)],
+               "drive.interface": sorted(catalog.INTERFACES), "drive.slc_mode": list(params.SLC_MODES),
+               "workload.pattern": list(params.PATTERNS), "drive.dram": [True, False]}
+    numeric = {"drive.channels": [4, 8, 16], "drive.dies_per_channel": [1, 2, 8],
+               "drive.die_gbit": [256, 1024], "drive.planes_per_die": [2, 4], "drive.bus_mts": [800, 1600],
+               "drive.user_capacity_gb": [250.0, 4000.0],
+               "drive.static_slc_gb": [0.0, 12.0], "drive.max_dynamic_slc_gb": [0.0, 100.0],
+               "drive.idle_fold_mb_s": [0.0, 300.0], "drive.reserve_fraction": [0.005, 0.2],
+               "drive.bus_efficiency": [0.5, 0.9], "drive.fold_efficiency": [0.4, 0.9],
+               "workload.block_kib": [4, 128], "workload.queue_depth": [1, 32],
+               "workload.prefill_fraction": [0.0, 0.5], "workload.fill_fraction": [0.3, 1.0],
+               "workload.burst_gb": [0.0, 5.0], "workload.idle_s": [0.0, 2.0],
+               **{f"nand.{f}": [np.nan, v] for f, v in (("t_prog_us", 900.0), ("t_read_us", 60.0),
+                                                       ("t_erase_us", 4000.0), ("t_prog_slc_us", 150.0),
+                                                       ("t_read_slc_us", 30.0), ("bits_per_cell", 3.0),
+                                                       ("page_kib", 16.0), ("block_pages", 1152.0),
+                                                       ("write_unit_kib", 48.0))}}
+    pool = {**choices, **numeric}
+    base = params.columns_from_config(presets.drive(), presets.workload(), None)
+    assert set(pool) == set(base)
+    n = 64
+    typed = lambda k, a: np.asarray(a) if base[k].dtype.kind == "U" else np.asarray(a).astype(base[k].dtype)  # noqa: E731
+    cols = {k: typed(k, [pool[k][i] for i in rng.integers(0, len(pool[k]), n)]) for k in base}
+    names = device.leaf_names(params.assemble(cols))
+    leaves = dict(zip(names, jax.tree_util.tree_leaves(params.assemble(cols)), strict=True))
+    report: list = []
+    params.validate(cols, report)
+    for c, values in pool.items():
+        moved = {k: v.copy() for k, v in cols.items()}
+        moved[c] = typed(c, [values[(values.index(x) + 1) % len(values)] if x in values else values[0]
+                             for x in cols[c].tolist()])
+        after = dict(zip(names, jax.tree_util.tree_leaves(params.assemble(moved)), strict=True))
+        for name in names:
+            if c not in params.LEAF_COLUMNS[name]:
+                np.testing.assert_array_equal(after[name], leaves[name], err_msg=f"{name} moved with {c}")
+        rep2: list = []
+        params.validate(moved, rep2)
+        for (k, r, m), (_, _, m2) in zip(report, rep2, strict=True):
+            if c not in params.RULE_COLUMNS.get(k, (k,)):
+                np.testing.assert_array_equal(m, m2, err_msg=f"rule of {k} ({r}) moved with {c}")
+
+
+def test_a_breach_is_refused_naming_the_field_and_the_rule(tmp_path):
+    with pytest.raises(ConfigError, match="drive.user_capacity_gb.*must fit in raw NAND"):
+        run_sweep(_sweep(on_invalid="error"), BASE, tmp_path, progress=False)
+    assert not (tmp_path / "chunks").exists()
+
+
+def test_what_the_device_cannot_generate_runs_on_the_host_or_is_refused(tmp_path):
+    keep = {"top_k": {"k": 2, "by": "time_s", "group_by": ["mean_mb_s"]}}  # groups keyed by a metric
+    with pytest.raises(ConfigError, match="sweep.generate.*groups by the metric mean_mb_s"):
+        run_sweep(_sweep(keep=keep), BASE, tmp_path / "d", progress=False)
+    s = run_sweep(_sweep(keep=keep, generate="auto"), BASE, tmp_path / "a", progress=False)
+    assert "generated_on" not in s and s["n_configs"] > 0
+    with pytest.raises(ConfigError, match="sweep.generate.*reductions only"):
+        run_sweep(_sweep(keep="all"), BASE, tmp_path / "b", progress=False)
+    with pytest.raises(ConfigError, match="sweep.generate.*one of"):
+        run_sweep(_sweep(generate="gpu"), BASE, tmp_path / "c", progress=False)
+
+
+def test_float32_edges_bin_as_the_float64_edges_do():
+    rng = np.random.default_rng(3)
+    edges = np.geomspace(0.1, 7.3, 33)
+    v = np.concatenate([rng.uniform(0.05, 8.0, 20000), edges, np.nextafter(edges, 0)]).astype(np.float32)
+    from ssdx.sweep import reduce
+
+    want = reduce.histogram_slots(v.astype(np.float64), edges)
+    got = np.searchsorted(device.edges_f32(edges), v, side="right")
+    got[np.float64(v) == edges[-1]] = len(edges) - 1
+    np.testing.assert_array_equal(got, want)
