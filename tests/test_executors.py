@@ -223,3 +223,37 @@ def test_cli_exposes_cpu_cores_as_host_devices_unless_told():
     env = {"SSDX_HOST_DEVICES": "1"}
     host_devices(env, cores=4)
     assert "XLA_FLAGS" not in env
+
+
+def test_ray_runs_index_ranges_of_a_device_sweep_as_the_local_runner_does(cluster, tmp_path):
+    """10^5 configurations generated on the device: Ray tasks receive a part and an index range (never
+    columns) and return reduction states; the outputs equal the local runner's, both nodes work."""
+    from ssdx import presets
+    from ssdx.tasks import run_sweep
+
+    base = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
+            "model": {"n_steps": 8}, "precision": "float32"}
+    sweep = {"name": "ray_index", "chunk_size": 16384, "generate": "device", "on_invalid": "drop",
+             "keep": {"top_k": {"k": 5, "by": "mean_mb_s", "group_by": ["drive.nand"]},
+                      "pareto": {"x": "drive.dies_per_channel", "y": "mean_mb_s", "y_better": "max"},
+                      "histograms": {"metrics": ["mean_mb_s"], "bins": 32, "group_by": ["drive.slc_mode"],
+                                     "range": {"mean_mb_s": [10.0, 10000.0]}, "log": ["mean_mb_s"]}},
+             "space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
+                                "drive.nand": ["tlc", "qlc", "3d_ct_tlc", "2d_fg_mlc"],
+                                "drive.dies_per_channel": [2, 4, 8, 16],
+                                "drive.user_capacity_gb": [500.0, 2000.0]},
+                       "random": {"n": 782, "seed": 2, "params": {
+                           "workload.prefill_fraction": {"low": 0.0, "high": 0.9},
+                           "drive.static_slc_gb": {"low": 4.0, "high": 64.0, "log": True}}}}}
+    local = run_sweep(sweep, base, tmp_path / "local", progress=False)
+    ray = run_sweep(sweep, base, tmp_path / "ray", progress=False, executor=executors.RayExecutor(num_cpus=1))
+    assert local["n_defined"] == ray["n_defined"] == 100_096 and ray["generated_on"] == "device"
+    assert ray["n_configs"] == local["n_configs"] and ray["dropped_rules"] == local["dropped_rules"]
+    for f in ("top_k.parquet", "pareto.parquet"):
+        pd.testing.assert_frame_equal(pq.read_table(tmp_path / "ray" / f).to_pandas(),
+                                      pq.read_table(tmp_path / "local" / f).to_pandas(), check_exact=True)
+    hist = [(tmp_path / d / "histograms.json").read_text() for d in ("ray", "local")]
+    assert hist[0] == hist[1]
+    nodes = {json.loads(p.read_text())["info"]["worker"].split("/")[0]
+             for p in (tmp_path / "ray" / "chunks").glob("chunk_*.json")}
+    assert len(nodes) == 2, nodes

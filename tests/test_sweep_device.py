@@ -154,3 +154,32 @@ def test_float32_edges_bin_as_the_float64_edges_do():
     got = np.searchsorted(device.edges_f32(edges), v, side="right")
     got[np.float64(v) == edges[-1]] = len(edges) - 1
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [5000, 40000, 20000])
+def test_the_screened_pareto_mask_is_the_exact_front(n):
+    """Pivot screening then a sort (or, past SCREENED candidates, the whole chunk sorted) gives exactly
+    the non-dominated points, ties and ineligible points included (against ``reduce._front``)."""
+    from ssdx.sweep import device_run, reduce
+
+    rng = np.random.default_rng(n)
+    x = rng.integers(0, 40, n).astype(np.float32)  # many equal x
+    # a wide front when n is large: y falls with x along a curve, plus noise
+    y = (np.round(rng.normal(0, 1, n), 1) + (0.0 if n < 10000 else 40.0 - x)).astype(np.float32)
+    if n == 20000:  # every point on the front: more candidates than SCREENED, the whole chunk is sorted
+        x, y = np.arange(n, dtype=np.float32), -np.arange(n, dtype=np.float32)
+        assert n > device_run.SCREENED
+    elig = rng.random(n) > 0.1
+    want = np.zeros(n, bool)
+    ids = np.flatnonzero(elig)
+    want[ids[reduce._front(x[ids], y[ids], ids, False, False)]] = True
+    cand = elig & ~np.asarray(device_run.pivot_dominated(jnp_(x), jnp_(y), jnp_(elig)))
+    assert not (want & ~cand).any()  # screening never removes a front point
+    got = np.asarray(jax.jit(device_run.pareto_mask)(jnp_(np.where(elig, x, np.inf)),
+                                                    jnp_(np.where(elig, y, np.inf)), jnp_(cand)))
+    np.testing.assert_array_equal(got, want)
+    assert want.sum() > 3
+
+
+def jnp_(a):
+    return jax.numpy.asarray(a)

@@ -234,6 +234,13 @@ class DeviceSpace:
                      if c and "must be one of" in r]
         if bad_names:
             raise NotOnDevice(f"{bad_names[0]} names a value outside the catalog")
+        self.feasible = []  # per part: the rules ANDed per factor set, those that never fail left out
+        for tabs in self.rule_tables:
+            merged: dict[tuple[int, ...], np.ndarray] = {}
+            for t in tabs.values():
+                if not t.values.all():
+                    merged[t.factors] = merged.get(t.factors, True) & t.values
+            self.feasible.append([Table(fs, v) for fs, v in merged.items()])
         self.tables = []
         for p in self.parts:
             def compute(cols):

@@ -39,9 +39,8 @@ def _gather(t: Table, values, digits: list, sizes: list[int], chunk: int):
 
 def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chunk: int) -> Callable:
     """The function of one chunk of part ``part``: ``(first digits, count, tables) -> reduced arrays``."""
-    p, tabs, rules = ds.parts[part], ds.tables[part], ds.rule_tables[part]
+    p, tabs, rule_list = ds.parts[part], ds.tables[part], ds.feasible[part]
     sizes, keep, metrics = p.sizes, ds.keep, ds.metrics
-    rule_list = [rules[i] for i in sorted(rules)]
     per_config = model(ds.idle_gaps)
     wide = np.dtype(ds.dtype) == np.float64
 
@@ -83,12 +82,7 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
             y = -y if pk["y_better"] == "max" else y
             elig = ok & ~jnp.isnan(x) & ~jnp.isnan(y)
             x, y = jnp.where(elig, x, jnp.inf), jnp.where(elig, y, jnp.inf)
-            order = jnp.lexsort((o, y, x))
-            xs, ys = x[order], y[order]
-            new = jnp.concatenate([jnp.ones(1, bool), xs[1:] != xs[:-1]])
-            first = jax.lax.cummax(jnp.where(new, o, 0))  # first point of each equal-x run
-            before = jnp.concatenate([jnp.full(1, jnp.inf, ys.dtype), jax.lax.cummin(ys)[:-1]])[first]
-            front = jnp.zeros(chunk, bool).at[order].set((ys == ys[first]) & (ys < before) & elig[order])
+            front = pareto_mask(x, y, elig & ~pivot_dominated(x, y, elig))
             cap = min(PARETO_CAPACITY, chunk)
             out["par_n"] = front.sum()
             out["par_pos"] = jnp.nonzero(front, size=cap, fill_value=0)[0]
@@ -115,9 +109,65 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
     return fn
 
 
+def _front_sorted(x, y, elig):
+    """Non-dominated points (both axes minimised) by one sort and a running minimum: the mask."""
+    n = x.shape[0]
+    o = jnp.arange(n, dtype=jnp.int32)
+    x, y = jnp.where(elig, x, jnp.inf), jnp.where(elig, y, jnp.inf)
+    order = jnp.lexsort((o, y, x))
+    xs, ys = x[order], y[order]
+    new = jnp.concatenate([jnp.ones(1, bool), xs[1:] != xs[:-1]])
+    first = jax.lax.cummax(jnp.where(new, o, 0))  # first point of each equal-x run
+    before = jnp.concatenate([jnp.full(1, jnp.inf, ys.dtype), jax.lax.cummin(ys)[:-1]])[first]
+    return jnp.zeros(n, bool).at[order].set((ys == ys[first]) & (ys < before) & elig[order])
+
+
+#: buckets of x whose best points screen the others before the sort
+PIVOTS = 256
+#: most screened points sorted alone (more: the whole chunk is sorted)
+SCREENED = 16384
+
+
+def pivot_dominated(x, y, elig):
+    """Points that one of :data:`PIVOTS` real points dominates (both axes minimised): in each bucket of x,
+    the point of least y (least x among ties); a point with a pivot at ``x' < x, y' <= y`` or
+    ``x' <= x, y' < y`` is dominated.  Sound (every flagged point is dominated), not complete."""
+    fin = elig & jnp.isfinite(x) & jnp.isfinite(y)
+    lo = jnp.min(jnp.where(fin, x, jnp.inf))
+    hi = jnp.max(jnp.where(fin, x, -jnp.inf))
+    width = jnp.where(hi > lo, hi - lo, 1.0)
+    b = jnp.clip(jnp.floor((x - lo) / width * PIVOTS), 0, PIVOTS - 1).astype(jnp.int32)
+    b = jnp.where(fin, b, 0)
+    ymin = jax.ops.segment_min(jnp.where(fin, y, jnp.inf), b, PIVOTS)
+    xmin = jax.ops.segment_min(jnp.where(fin & (y == ymin[b]), x, jnp.inf), b, PIVOTS)
+    order = jnp.argsort(xmin)
+    px, pm = xmin[order], jax.lax.cummin(ymin[order])
+    below = jnp.searchsorted(px, x, side="left")  # pivots with x' < x
+    upto = jnp.searchsorted(px, x, side="right")  # pivots with x' <= x
+    d1 = (below > 0) & (pm[jnp.maximum(below - 1, 0)] <= y)
+    d2 = (upto > 0) & (pm[jnp.maximum(upto - 1, 0)] < y)
+    return fin & (d1 | d2)
+
+
+def pareto_mask(x, y, cand):
+    """The non-dominated points among ``cand`` (both axes minimised), exact: the candidates left after
+    :func:`pivot_dominated` are compacted and sorted alone when at most :data:`SCREENED`, else the whole
+    chunk is sorted.  A point outside ``cand`` is never in the mask."""
+    n = x.shape[0]
+    cap = min(SCREENED, n)
+
+    def small(_):
+        idx = jnp.nonzero(cand, size=cap, fill_value=0)[0]
+        valid = jnp.arange(cap) < cand.sum()
+        m = _front_sorted(x[idx], y[idx], valid)
+        return jnp.zeros(n, bool).at[idx].max(m & valid)
+
+    return jax.lax.cond(cand.sum() <= cap, small, lambda _: _front_sorted(x, y, cand), None)
+
+
 def _inputs(ds: DeviceSpace, part: int) -> tuple:
-    tabs, rules = ds.tables[part], ds.rule_tables[part]
-    return ([t.values for t in tabs["leaves"]], [rules[i].values for i in sorted(rules)],
+    tabs = ds.tables[part]
+    return ([t.values for t in tabs["leaves"]], [t.values for t in ds.feasible[part]],
             {k: t.values for k, t in tabs["groups"].items()}, {k: t.values for k, t in tabs["ranks"].items()},
             {k: t.values for k, t in tabs["slots"].items()})
 
@@ -143,15 +193,21 @@ def _compiled(ds, part, model, chunk, token, device, args) -> tuple[Callable, fl
 
 
 def chunk_job(ds: DeviceSpace, model: Callable[[bool], Callable], part: int, lo: int, count: int, chunk: int,
-              token: str, device=None) -> tuple[dict[str, Any], float]:
+              token: str, device=None) -> tuple[dict[str, Any], float, float]:
     """Run configurations ``lo .. lo + count - 1`` of part ``part`` on ``device``; returns the chunk's
-    reduction state and the seconds spent compiling (0 once compiled)."""
+    reduction state, the seconds spent compiling (0 once compiled) and the seconds of the compiled call
+    (from its start until its results are back on the host).  ``ds`` may be an executor's
+    ``executors.Shared`` handle of the space (Ray: fetched once per worker)."""
+    from ssdx.sweep import executors
+
+    ds = executors.resolve(ds)
     args = (ds.parts[part].digits(lo), np.int32(count), *_inputs(ds, part))
     if device is not None:
         args = jax.device_put(args, device)
     fn, compile_s = _compiled(ds, part, model, chunk, token, device, args)
+    t0 = time.perf_counter()
     res = jax.device_get(fn(*args))
-    return to_state(ds, part, lo, res), compile_s
+    return to_state(ds, part, lo, res), compile_s, time.perf_counter() - t0
 
 
 def to_state(ds: DeviceSpace, part: int, lo: int, res: Mapping[str, np.ndarray]) -> dict[str, Any]:
@@ -204,6 +260,7 @@ class Outcome(NamedTuple):
     resumed_configs: int
     elapsed_s: float
     compile_s: float
+    device_s: float = 0.0
 
 
 def plan(ds: DeviceSpace, chunk: int) -> list[tuple[int, int, int]]:
@@ -233,17 +290,19 @@ def execute(ds: DeviceSpace, model: Callable[[bool], Callable], chunk: int, out_
                 state, infos[i] = reducer.merge(state, got[0]), got[1]
     resumed, resumed_configs = len(infos), sum(chunks[i][2] for i in infos)
     token = uuid.uuid4().hex
-    jobs = [executors.Job(i, chunk_job, (ds, model, pi, lo, count, chunk, token),
+    executor = executor if executor is not None else executors.LocalExecutor()
+    shared = executor.share(ds) if hasattr(executor, "share") else ds
+    jobs = [executors.Job(i, chunk_job, (shared, model, pi, lo, count, chunk, token),
                           range(ds.parts[pi].offset + lo, ds.parts[pi].offset + lo + count))
             for i, (pi, lo, count) in enumerate(chunks) if i not in infos]
-    executor = executor if executor is not None else executors.LocalExecutor()
     bar = progress_bar(ds.n, desc, enabled=progress, initial=resumed_configs)
     writer = None if out_dir is None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="ssdx-store")
-    writes, compile_s, t0 = [], 0.0, time.perf_counter()
+    writes, compile_s, device_s, t0 = [], 0.0, 0.0, time.perf_counter()
     try:
-        for job, (st, c_s), where in executor.map(jobs):
-            info = {"compile_s": c_s, **where}
+        for job, (st, c_s, d_s), where in executor.map(jobs):
+            info = {"compile_s": c_s, "device_s": d_s, **where}
             compile_s += c_s
+            device_s += d_s
             text = reduce_mod.dumps(st)
             state = reducer.merge(state, reduce_mod.loads(text))  # exactly what a resume reads back
             if writer is not None:
@@ -261,4 +320,4 @@ def execute(ds: DeviceSpace, model: Callable[[bool], Callable], chunk: int, out_
     if missing:
         raise RuntimeError(f"the executor returned no result for chunks {missing[:10]}")
     return Outcome(state, [infos[i] for i in range(len(chunks))], resumed, resumed_configs,
-                   time.perf_counter() - t0, compile_s)
+                   time.perf_counter() - t0, compile_s, device_s)

@@ -42,6 +42,34 @@ class Job:
     configs: Any = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
+class Shared:
+    """An object every job of a run reads (a sweep's tables), placed once where the workers read it:
+    held here for the local executor, in Ray's object store for Ray (:meth:`RayExecutor.share`)."""
+
+    def __init__(self, ref: Any, remote: bool):
+        self.ref, self.remote = ref, remote
+
+
+_SHARED: dict[str, Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def resolve(x: Any) -> Any:
+    """The object a :class:`Shared` stands for (fetched from Ray once per worker process), else ``x``."""
+    if not isinstance(x, Shared):
+        return x
+    if not x.remote:
+        return x.ref
+    import ray
+
+    key = x.ref.hex()
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            _SHARED.clear()  # one run's tables at a time
+            _SHARED[key] = ray.get(x.ref)
+        return _SHARED[key]
+
+
 class JobsFailed(RuntimeError):
     """Jobs that failed after their retries; the others finished (and were checkpointed by the caller)."""
 
@@ -110,6 +138,10 @@ class LocalExecutor:
     @property
     def workers(self) -> int:
         return len(self.devices)
+
+    def share(self, obj: Any) -> Shared:
+        """``obj`` for every job (:func:`resolve`): here, nothing to copy."""
+        return Shared(obj, remote=False)
 
     def map(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, Any, dict[str, Any]]]:
         """Yield ``(job, result, info)`` as jobs finish; every job runs, then the failed ones are named
@@ -227,6 +259,11 @@ class RayExecutor:
         if self.num_gpus > 0:
             return max(1, int(res.get("GPU", 0) / self.num_gpus))
         return max(1, int(res.get("CPU", 1) / max(self.num_cpus, 1e-9)))
+
+    def share(self, obj: Any) -> Shared:
+        """``obj`` put once into Ray's object store; each worker process fetches it once (:func:`resolve`)
+        instead of receiving a copy with every task."""
+        return Shared(self._ray.put(obj), remote=True)
 
     def map(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, Any, dict[str, Any]]]:
         """Yield ``(job, result, info)`` as tasks finish (after their retries); see :func:`_collect`."""

@@ -1,0 +1,262 @@
+"""Device-generated sweeps (``ssdx.sweep.device``): the whole pipeline against a bare ``jit(vmap)``.
+
+What is timed (each in its own process, so peak memory is its own)
+------------------------------------------------------------------
+The fluid sweep of ``bench.scale`` (4 pSLC modes x 4 NAND types x 3 die counts x a Sobol sample of
+pre-fill, fold efficiency and static pSLC size; 500 GB drives; float32), ``N`` configurations, ``S`` steps:
+
+* ``bare`` (the baseline): ``jax.jit(jax.vmap(fluid.metrics))`` called once on all ``N`` configurations,
+  their parameter pytrees built on the host beforehand (not timed), compiled ahead of time; best of ``R``.
+* ``device``: ``ssdx.sweep.device_run.execute`` with a reduction-only ``keep`` (:data:`bench.scale.KEEP`:
+  top-10 per NAND type, the die-count/speed Pareto front, a 64-bin histogram per pSLC mode), chunks of
+  ``C``: configurations decoded from their index and reduced inside the jitted chunk.  ``run_s`` = wall -
+  compile; ``device_s`` the time inside the compiled calls; ``host_s`` the rest.  Its overhead over
+  ``bare`` is ``run_s / bare run_s - 1`` (goal < 10 % at 100,000 configurations, 256 steps).
+* ``host``: the same reductions through the host path (columns expanded, validated and built on the
+  host, ``ssdx.sweep.runner.run``), its states compared with ``device``'s (same ids: nothing is dropped).
+* ``trivial``: a model of one multiply-add per configuration over ``T`` configurations (grid x random
+  block) with the same three reductions, chunks of 2^20: the pipeline's own rate and host cost per
+  configuration; at ``T`` and ``T / 10`` for the peak memory.
+* ``ray``: the fluid sweep at ``S_ray`` steps over ``N_ray`` configurations on a two-node local Ray
+  cluster (``ray.cluster_utils.Cluster``, one CPU per node), tasks sent index ranges, and the same sweep
+  on the local runner; the merged states must be equal.
+
+Usage: ``python -m bench.scale_device --json PATH [--configs N] [--steps S] [--chunk C] [--trivial T]
+[--ray-configs N_ray] [--ray-steps S_ray] [--reps R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sweep(n: int) -> dict:
+    return {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
+                               "drive.nand": ["ymtc_cdt1b", "3d_ct_tlc", "tlc", "qlc"],
+                               "drive.dies_per_channel": [2, 4, 8]},
+                      "sobol": {"n": max(1, n // 48), "seed": 0, "params": {
+                          "workload.prefill_fraction": {"low": 0.0, "high": 0.8},
+                          "drive.fold_efficiency": {"low": 0.4, "high": 1.0},
+                          "drive.static_slc_gb": {"low": 4.0, "high": 24.0, "log": True}}}},
+            "base": {"drive.user_capacity_gb": 500.0}}
+
+
+def _trivial_sweep(n: int) -> dict:
+    return {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
+                               "drive.nand": ["ymtc_cdt1b", "3d_ct_tlc", "tlc", "qlc"],
+                               "drive.dies_per_channel": [2, 4, 8],
+                               "workload.prefill_fraction": [round(0.016 * i, 3) for i in range(50)]},
+                      "random": {"n": max(1, n // 2400), "seed": 0, "params": {
+                          "drive.fold_efficiency": {"low": 0.4, "high": 1.0},
+                          "drive.static_slc_gb": {"low": 4.0, "high": 24.0, "log": True}}}},
+            "base": {"drive.user_capacity_gb": 500.0}}
+
+
+TRIVIAL_KEEP = {"top_k": {"k": 10, "by": "score", "group_by": ["drive.nand"], "ascending": False},
+                "pareto": {"x": "drive.dies_per_channel", "x_better": "min", "y": "score", "y_better": "max"},
+                "histograms": {"metrics": ["score"], "bins": 64, "group_by": ["drive.slc_mode"],
+                               "range": {"score": [0.0, 100.0]}}}
+
+
+def trivial(_idle_gaps: bool):
+    """One multiply-add per configuration (the pipeline's cost, not a model's)."""
+    return lambda d, w: {"score": d.fold_efficiency * d.static_slc_bytes * 1e-9 + w.prefill_fraction * d.dies}
+
+
+def _base(steps: int) -> dict:
+    from ssdx import presets
+
+    return {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
+            "model": {"n_steps": steps}, "precision": "float32"}
+
+
+def _space(sweep: dict, keep: dict, metrics, steps: int):
+    from ssdx.sweep import device, reduce
+    from ssdx.tasks import sweep_base
+
+    ds = device.DeviceSpace(sweep_base(sweep, _base(steps)), sweep, reduce.parse(keep), metrics)
+    ds.prepare()
+    return ds
+
+
+def _rss_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _device_run(ds, model, chunk: int, reps: int, executor=None) -> dict[str, Any]:
+    from ssdx.sweep import device_run, reduce
+
+    best = None
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out = device_run.execute(ds, model, chunk, None, {}, executor=executor, progress=False)
+        wall = time.perf_counter() - t0
+        if best is None or wall - out.compile_s < best[0] - best[1].compile_s:
+            best = (wall, out)
+    wall, out = best
+    run = wall - out.compile_s
+    return {"configs": ds.n, "wall_s": wall, "compile_s": out.compile_s, "run_s": run,
+            "device_s": out.device_s,
+            "host_s": run - out.device_s, "configs_per_s_run": ds.n / run,
+            "host_ns_per_config": (run - out.device_s) / ds.n * 1e9, "state": reduce.dumps(out.state)}
+
+
+def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
+    import jax
+
+    from bench.scale import KEEP
+    from ssdx import params
+    from ssdx.core import registry
+    from ssdx.sweep import executors, reduce, runner, space
+    from ssdx.tasks import sweep_base
+
+    metrics = registry.SWEEP_MODELS["fluid"].metrics
+    if what in ("bare", "host"):
+        sweep = _sweep(args.configs)
+        cols = space.sweep_rows(sweep_base(sweep, _base(args.steps)), sweep)
+        model = registry.fluid_model(args.steps)
+        if what == "host":
+            best = None
+            for _ in range(args.reps):
+                t0 = time.perf_counter()
+                out = runner.run(cols, model, args.chunk, progress=False, keep=reduce.parse(KEEP))
+                wall = time.perf_counter() - t0
+                best = min(best or (wall, out), (wall, out), key=lambda b: b[0] - b[1].compile_s)
+            wall, out = best
+            return {"configs": len(cols["drive.nand"]), "wall_s": wall, "compile_s": out.compile_s,
+                    "run_s": wall - out.compile_s, "state": reduce.dumps(out.state)}
+        trees = params.build(cols)
+        t0 = time.perf_counter()
+        fn = jax.jit(jax.vmap(model(False))).lower(*trees).compile()
+        compile_s = time.perf_counter() - t0
+        times = []
+        for _ in range(args.reps):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(*trees))
+            times.append(time.perf_counter() - t0)
+        return {"configs": len(cols["drive.nand"]), "compile_s": compile_s, "run_s": min(times)}
+    if what == "device":
+        ds = _space(_sweep(args.configs), KEEP, metrics, args.steps)
+        return _device_run(ds, registry.fluid_model(args.steps), args.chunk, args.reps)
+    if what.startswith("trivial"):
+        n = args.trivial // (10 if what == "trivial_small" else 1)
+        ds = _space(_trivial_sweep(n), TRIVIAL_KEEP, ["score"], 8)
+        res = _device_run(ds, trivial, 1 << 20, args.reps)
+        res["peak_rss_mib"] = _rss_mib()
+        return res
+    if what == "ray":
+        import ray
+        from ray.cluster_utils import Cluster
+
+        ds = _space(_sweep(args.ray_configs), KEEP, metrics, args.ray_steps)
+        model = registry.fluid_model(args.ray_steps)
+        local = _device_run(ds, model, args.ray_chunk, 1)
+        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+        c.add_node(num_cpus=1)
+        ray.init(address=c.address, log_to_driver=False, include_dashboard=False)
+        c.wait_for_nodes()
+        try:
+            ex = executors.RayExecutor(num_cpus=1)
+            remote = _device_run(ds, model, args.ray_chunk, 1, executor=ex)
+        finally:
+            ray.shutdown()
+            c.shutdown()
+        return {"configs": ds.n, "steps": args.ray_steps, "chunk": args.ray_chunk, "nodes": 2,
+                "local": {k: v for k, v in local.items() if k != "state"},
+                "ray": {k: v for k, v in remote.items() if k != "state"},
+                "identical_to_local": remote["state"] == local["state"]}
+    raise ValueError(what)
+
+
+def spawn(what: str, args: argparse.Namespace) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "bench.scale_device", "--child", what] + [
+        f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
+        if k not in ("child", "json") and v is not None]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if r.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--configs", type=int, default=100_000)
+    ap.add_argument("--steps", type=int, default=256)
+    ap.add_argument("--chunk", type=int, default=32_768)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--trivial", type=int, default=10_000_000)
+    ap.add_argument("--ray-configs", type=int, default=0, help="0: no Ray run")
+    ap.add_argument("--ray-steps", type=int, default=32)
+    ap.add_argument("--ray-chunk", type=int, default=1 << 18)
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args)))
+        return
+    import jax
+
+    from ssdx.report.machine import machine
+
+    runs = {w: spawn(w, args) for w in ("bare", "device", "host", "trivial", "trivial_small")}
+    if args.ray_configs:
+        runs["ray"] = spawn("ray", args)
+    bare, dev, host = runs["bare"], runs["device"], runs["host"]
+    dev["overhead_vs_bare"] = dev["run_s"] / bare["run_s"] - 1.0
+    host["overhead_vs_bare"] = host["run_s"] / bare["run_s"] - 1.0
+    dev["identical_to_host"] = dev.pop("state") == host.pop("state")
+    for k in ("trivial", "trivial_small"):
+        runs[k].pop("state")
+    result = {
+        "benchmark": "scale_device",
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine(), "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.local_devices()],
+        "sizes": {"configs": bare["configs"], "steps": args.steps, "chunk": args.chunk, "reps": args.reps,
+                  "trivial": runs["trivial"]["configs"], "ray_configs": args.ray_configs,
+                  "ray_steps": args.ray_steps},
+        "baseline": "bare: one jax.jit(jax.vmap(fluid.metrics)) call on all configurations, parameter "
+                    "pytrees "
+                    "built on the host beforehand, AOT-compiled",
+        "goal": "device-generated, reduced sweep: overhead over bare < 10 % at 100,000 configurations and "
+                "256 steps; >= 1e8 configurations/s with a trivial model; memory flat in the configurations",
+        "device_overhead": dev["overhead_vs_bare"], "host_path_overhead": host["overhead_vs_bare"],
+        "trivial_configs_per_s": runs["trivial"]["configs_per_s_run"],
+        "trivial_host_ns_per_config": runs["trivial"]["host_ns_per_config"],
+        "peak_rss_mib": {str(runs["trivial_small"]["configs"]): runs["trivial_small"]["peak_rss_mib"],
+                         str(runs["trivial"]["configs"]): runs["trivial"]["peak_rss_mib"]},
+        "runs": runs,
+    }
+    print(f"{bare['configs']} configurations, {args.steps} steps ({jax.default_backend()})")
+    print(f"{'run':<14}{'configs':>12}{'compile_s':>11}{'run_s':>9}{'cfg/s':>14}{'overhead':>10}")
+    for name in ("bare", "device", "host", "trivial", "trivial_small"):
+        r = runs[name]
+        ov = r.get("overhead_vs_bare")
+        print(f"{name:<14}{r['configs']:>12,}{r['compile_s']:>11.2f}{r['run_s']:>9.3f}"
+              f"{r['configs'] / r['run_s']:>14,.0f}{'' if ov is None else f'{ov:+.1%}':>10}")
+    print(f"device states identical to the host path's: {dev['identical_to_host']}; trivial host cost "
+          f"{runs['trivial']['host_ns_per_config']:.2f} ns/configuration; "
+          f"peak RSS {result['peak_rss_mib']} MiB")
+    if "ray" in runs:
+        r = runs["ray"]
+        print(f"ray: {r['configs']:,} configurations at {r['steps']} steps on 2 nodes: "
+              f"{r['ray']['wall_s']:.1f} s "
+              f"(local {r['local']['wall_s']:.1f} s), identical to local: {r['identical_to_local']}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
