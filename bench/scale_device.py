@@ -17,7 +17,8 @@ pre-fill, fold efficiency and static pSLC size; 500 GB drives; float32), ``N`` c
 * ``trivial``: a model of one multiply-add per configuration over ``T`` configurations (grid x random
   block) with the same three reductions, chunks of 2^20: the pipeline's own rate and host cost per
   configuration; at ``T`` and ``T / 10`` for the peak memory.
-* ``ray``: the fluid sweep at ``S_ray`` steps over ``N_ray`` configurations on a two-node local Ray
+* ``ray``: the fluid design (static pSLC size on a grid axis, :func:`_ray_sweep`) at ``S_ray`` steps over
+  ``N_ray`` configurations on a two-node local Ray
   cluster (``ray.cluster_utils.Cluster``, one CPU per node), tasks sent index ranges, and the same sweep
   on the local runner; the merged states must be equal.
 
@@ -47,6 +48,20 @@ def _sweep(n: int) -> dict:
                           "workload.prefill_fraction": {"low": 0.0, "high": 0.8},
                           "drive.fold_efficiency": {"low": 0.4, "high": 1.0},
                           "drive.static_slc_gb": {"low": 4.0, "high": 24.0, "log": True}}}},
+            "base": {"drive.user_capacity_gb": 500.0}}
+
+
+def _ray_sweep(n: int) -> dict:
+    """The same design with the static pSLC size on a grid axis and pre-fill and fold efficiency in the
+    Sobol block: the capacity rule (which reads the static size) stays a small table at 10^8
+    configurations."""
+    return {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
+                               "drive.nand": ["ymtc_cdt1b", "3d_ct_tlc", "tlc", "qlc"],
+                               "drive.dies_per_channel": [2, 4, 8],
+                               "drive.static_slc_gb": [4.0, 6.0, 8.0, 12.0, 16.0, 24.0]},
+                      "sobol": {"n": max(1, n // 288), "seed": 0, "params": {
+                          "workload.prefill_fraction": {"low": 0.0, "high": 0.8},
+                          "drive.fold_efficiency": {"low": 0.4, "high": 1.0}}}},
             "base": {"drive.user_capacity_gb": 500.0}}
 
 
@@ -159,7 +174,7 @@ def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
         import ray
         from ray.cluster_utils import Cluster
 
-        ds = _space(_sweep(args.ray_configs), KEEP, metrics, args.ray_steps)
+        ds = _space(_ray_sweep(args.ray_configs), KEEP, metrics, args.ray_steps)
         model = registry.fluid_model(args.ray_steps)
         local = _device_run(ds, model, args.ray_chunk, 1)
         c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})

@@ -183,3 +183,16 @@ def test_the_screened_pareto_mask_is_the_exact_front(n):
 
 def jnp_(a):
     return jax.numpy.asarray(a)
+
+
+def test_a_chunk_with_more_pareto_candidates_than_returned_is_run_again(tmp_path, monkeypatch):
+    """Tied points all stay on the front; a chunk holding more of them than the capacity grows it."""
+    from ssdx.sweep import device_run
+
+    keep = {"pareto": KEEP["pareto"]}
+    monkeypatch.setattr(device_run, "PARETO_CAPACITY", 1)
+    run_sweep(_sweep(keep=keep, generate="host"), BASE, tmp_path / "h", progress=False)
+    run_sweep(_sweep(keep=keep), BASE, tmp_path / "d", progress=False)
+    want, got = (pq.read_table(tmp_path / d / "pareto.parquet").to_pandas() for d in ("h", "d"))
+    assert len(want) > 1
+    pd.testing.assert_frame_equal(got, want, check_exact=True)

@@ -28,7 +28,8 @@ that keeps reductions only (``keep:`` without ``all: true``), the fluid model's 
 Limits (then the host path runs the sweep, or ``generate: device`` is refused with the reason): a table
 over more than :data:`TABLE_LIMIT` factor combinations, more than :data:`GROUP_LIMIT` groups, a group or
 histogram keyed by a metric, a mix of workloads with and without idle gaps, a catalog name that is not
-in the catalog.  A chunk's Pareto candidates are capped at :data:`PARETO_CAPACITY` (an error names it).
+in the catalog.  A chunk returns up to :data:`PARETO_CAPACITY` Pareto candidates; a chunk with more
+(many tied points) is run again with room for them, and the chunks after it get that room too.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from ssdx.sweep import space, store
 TABLE_LIMIT = 1 << 24
 #: most groups of a top-k or histogram ``group_by``
 GROUP_LIMIT = 256
-#: most Pareto candidates one chunk may return
+#: Pareto candidates a chunk returns at first (grown to a power of two, up to the chunk, when exceeded)
 PARETO_CAPACITY = 4096
 
 
@@ -124,7 +125,13 @@ def _tabulate(part: Part, base, wanted: Mapping[Any, Sequence[str]],
         by_set.setdefault(part.factors_of(cols), []).append(key)
     out = {}
     for fs, keys in by_set.items():
-        values = compute(part.mini(base, fs))
+        try:
+            cols = part.mini(base, fs)
+        except NotOnDevice as e:
+            reads = sorted({c for k in keys for c in wanted[k] if c in part.where})
+            raise NotOnDevice(f"{e}: {', '.join(map(str, keys[:3]))} read(s) {', '.join(reads)}, held by "
+                              f"factors of {part.size:,} combinations in all") from None
+        values = compute(cols)
         out.update({k: Table(fs, np.asarray(values[k])) for k in keys})
     return out
 

@@ -37,8 +37,10 @@ def _gather(t: Table, values, digits: list, sizes: list[int], chunk: int):
     return values[idx]
 
 
-def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chunk: int) -> Callable:
-    """The function of one chunk of part ``part``: ``(first digits, count, tables) -> reduced arrays``."""
+def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chunk: int,
+             capacity: int = PARETO_CAPACITY) -> Callable:
+    """The function of one chunk of part ``part``: ``(first digits, count, tables) -> reduced arrays``;
+    at most ``capacity`` Pareto candidates come back (their count always does)."""
     p, tabs, rule_list = ds.parts[part], ds.tables[part], ds.feasible[part]
     sizes, keep, metrics = p.sizes, ds.keep, ds.metrics
     per_config = model(ds.idle_gaps)
@@ -83,7 +85,7 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
             elig = ok & ~jnp.isnan(x) & ~jnp.isnan(y)
             x, y = jnp.where(elig, x, jnp.inf), jnp.where(elig, y, jnp.inf)
             front = pareto_mask(x, y, elig & ~pivot_dominated(x, y, elig))
-            cap = min(PARETO_CAPACITY, chunk)
+            cap = min(capacity, chunk)
             out["par_n"] = front.sum()
             out["par_pos"] = jnp.nonzero(front, size=cap, fill_value=0)[0]
             out["par_rows"] = rows[:, out["par_pos"]]
@@ -173,17 +175,18 @@ def _inputs(ds: DeviceSpace, part: int) -> tuple:
 
 
 _COMPILED: OrderedDict = OrderedDict()
+_CAPACITY: dict[tuple[str, int], int] = {}  # Pareto capacity grown per (run, part)
 _LOCK = threading.Lock()
 
 
-def _compiled(ds, part, model, chunk, token, device, args) -> tuple[Callable, float]:
-    key = (token, part, str(device))
+def _compiled(ds, part, model, chunk, token, device, args, capacity) -> tuple[Callable, float]:
+    key = (token, part, str(device), capacity)
     with _LOCK:
         fn = _COMPILED.get(key)
     if fn is not None:
         return fn, 0.0
     t0 = time.perf_counter()
-    fn = jax.jit(chunk_fn(ds, part, model, chunk)).lower(*args).compile()
+    fn = jax.jit(chunk_fn(ds, part, model, chunk, capacity)).lower(*args).compile()
     seconds = time.perf_counter() - t0
     with _LOCK:
         _COMPILED[key] = fn
@@ -204,9 +207,19 @@ def chunk_job(ds: DeviceSpace, model: Callable[[bool], Callable], part: int, lo:
     args = (ds.parts[part].digits(lo), np.int32(count), *_inputs(ds, part))
     if device is not None:
         args = jax.device_put(args, device)
-    fn, compile_s = _compiled(ds, part, model, chunk, token, device, args)
+    key = (token, part)
+    capacity = _CAPACITY.get(key, PARETO_CAPACITY)
+    fn, compile_s = _compiled(ds, part, model, chunk, token, device, args, capacity)
     t0 = time.perf_counter()
     res = jax.device_get(fn(*args))
+    if "par_n" in res and int(res["par_n"]) > capacity:
+        # more tied or non-dominated points than returned: grow the capacity (a power of two, at most the
+        # chunk) for this chunk and the ones after it
+        capacity = min(chunk, 1 << int(np.ceil(np.log2(int(res["par_n"])))))
+        _CAPACITY[key] = max(capacity, _CAPACITY.get(key, 0))
+        fn, more = _compiled(ds, part, model, chunk, token, device, args, capacity)
+        compile_s += more
+        res = jax.device_get(fn(*args))
     return to_state(ds, part, lo, res), compile_s, time.perf_counter() - t0
 
 
@@ -234,9 +247,8 @@ def to_state(ds: DeviceSpace, part: int, lo: int, res: Mapping[str, np.ndarray])
             st["top_k"][gkey] = [[float(v[j]), int(ids[j]), r[:, j].tolist()] for j in range(len(sel))]
     if "pareto" in keep:
         n = int(res["par_n"])
-        if n > len(res["par_pos"]):
-            raise RuntimeError(f"a chunk has {n} Pareto candidates, more than {len(res['par_pos'])}; use a "
-                               "smaller sweep.chunk_size or generate: host")
+        if n > len(res["par_pos"]):  # chunk_job grows the capacity first; this cannot happen
+            raise RuntimeError(f"a chunk has {n} Pareto candidates, more than {len(res['par_pos'])}")
         ids = first + res["par_pos"][:n].astype(np.int64)
         r = res["par_rows"][:, :n].astype(np.float64)
         pk = keep["pareto"]
