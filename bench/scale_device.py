@@ -109,13 +109,34 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _rss_watch(executor):
+    """``executor`` (default: the local one) recording the peak RSS after its first chunk."""
+    from ssdx.sweep import executors
+
+    inner = executor if executor is not None else executors.LocalExecutor()
+
+    class Watch:
+        name, workers, rss_first = inner.name, inner.workers, None
+
+        def share(self, obj):
+            return inner.share(obj)
+
+        def map(self, jobs):
+            for i, item in enumerate(inner.map(jobs)):
+                if i == 0:
+                    Watch.rss_first = _rss_mib()
+                yield item
+    return Watch()
+
+
 def _device_run(ds, model, chunk: int, reps: int, executor=None) -> dict[str, Any]:
     from ssdx.sweep import device_run, reduce
 
     best = None
     for _ in range(reps):
         t0 = time.perf_counter()
-        out = device_run.execute(ds, model, chunk, None, {}, executor=executor, progress=False)
+        watch = _rss_watch(executor)
+        out = device_run.execute(ds, model, chunk, None, {}, executor=watch, progress=False)
         wall = time.perf_counter() - t0
         if best is None or wall - out.compile_s < best[0] - best[1].compile_s:
             best = (wall, out)
@@ -124,7 +145,8 @@ def _device_run(ds, model, chunk: int, reps: int, executor=None) -> dict[str, An
     return {"configs": ds.n, "wall_s": wall, "compile_s": out.compile_s, "run_s": run,
             "device_s": out.device_s,
             "host_s": run - out.device_s, "configs_per_s_run": ds.n / run,
-            "host_ns_per_config": (run - out.device_s) / ds.n * 1e9, "state": reduce.dumps(out.state)}
+            "host_ns_per_config": (run - out.device_s) / ds.n * 1e9, "state": reduce.dumps(out.state),
+            "rss_after_first_chunk_mib": watch.rss_first, "peak_rss_mib": _rss_mib()}
 
 
 def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -167,9 +189,7 @@ def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
     if what.startswith("trivial"):
         n = args.trivial // (10 if what == "trivial_small" else 1)
         ds = _space(_trivial_sweep(n), TRIVIAL_KEEP, ["score"], 8)
-        res = _device_run(ds, trivial, 1 << 20, args.reps)
-        res["peak_rss_mib"] = _rss_mib()
-        return res
+        return _device_run(ds, trivial, 1 << 20, args.reps)
     if what == "ray":
         import ray
         from ray.cluster_utils import Cluster
@@ -249,8 +269,9 @@ def main() -> None:
         "device_overhead": dev["overhead_vs_bare"], "host_path_overhead": host["overhead_vs_bare"],
         "trivial_configs_per_s": runs["trivial"]["configs_per_s_run"],
         "trivial_host_ns_per_config": runs["trivial"]["host_ns_per_config"],
-        "peak_rss_mib": {str(runs["trivial_small"]["configs"]): runs["trivial_small"]["peak_rss_mib"],
-                         str(runs["trivial"]["configs"]): runs["trivial"]["peak_rss_mib"]},
+        "peak_rss_mib": {str(r["configs"]): {"after_first_chunk": r["rss_after_first_chunk_mib"],
+                                             "at_end": r["peak_rss_mib"]}
+                         for r in (runs["trivial_small"], runs["trivial"])},
         "runs": runs,
     }
     print(f"{bare['configs']} configurations, {args.steps} steps ({jax.default_backend()})")

@@ -45,6 +45,7 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
     sizes, keep, metrics = p.sizes, ds.keep, ds.metrics
     per_config = model(ds.idle_gaps)
     wide = np.dtype(ds.dtype) == np.float64
+    used = used_leaves(per_config, ds)
 
     def fn(start, count, leaf_v, rule_v, group_v, rank_v, slot_v):
         o = jnp.arange(chunk, dtype=jnp.int32)
@@ -56,7 +57,10 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
         g = lambda t, v: _gather(t, v, digits, sizes, chunk)  # noqa: E731
         # the barrier keeps XLA from fusing the gathers into the model, whose arithmetic (contractions,
         # fusion) then compiles as in the host path's jit(vmap(model)): the same metrics to the bit
-        leaves = jax.lax.optimization_barrier([g(t, v) for t, v in zip(tabs["leaves"], leaf_v, strict=True)])
+        got = jax.lax.optimization_barrier(
+            [g(t, v) for t, v, u in zip(tabs["leaves"], leaf_v, used, strict=True) if u])
+        it = iter(got)  # a leaf the model never reads is not gathered
+        leaves = [next(it) if u else jnp.zeros(chunk, ds.dtype) for u in used]
         drive, workload = jax.tree_util.tree_unflatten(ds.treedef, leaves)
         ok = o < count
         for t, v in zip(rule_list, rule_v, strict=True):
@@ -111,6 +115,18 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
     return fn
 
 
+def used_leaves(per_config: Callable, ds: DeviceSpace) -> list[bool]:
+    """Which leaves of ``(Drive, Workload)`` the per-configuration function reads (its jaxpr's inputs that
+    some equation or output uses)."""
+    from jax.extend.core import Var
+
+    example = jax.tree_util.tree_unflatten(ds.treedef, [np.zeros((), ds.dtype)] * len(ds.leaves))
+    jaxpr = jax.make_jaxpr(per_config)(*example).jaxpr
+    read = {v for e in jaxpr.eqns for v in e.invars if isinstance(v, Var)}
+    read |= {v for v in jaxpr.outvars if isinstance(v, Var)}
+    return [v in read for v in jaxpr.invars]
+
+
 def _front_sorted(x, y, elig):
     """Non-dominated points (both axes minimised) by one sort and a running minimum: the mask."""
     n = x.shape[0]
@@ -131,9 +147,11 @@ SCREENED = 16384
 
 
 def pivot_dominated(x, y, elig):
-    """Points that one of :data:`PIVOTS` real points dominates (both axes minimised): in each bucket of x,
-    the point of least y (least x among ties); a point with a pivot at ``x' < x, y' <= y`` or
-    ``x' <= x, y' < y`` is dominated.  Sound (every flagged point is dominated), not complete."""
+    """Points that one of :data:`PIVOTS` real points dominates (both axes minimised).  The pivots are, in
+    each of equal-width buckets of x, the point of least y (least x among ties).  Every pivot of an
+    earlier bucket has a strictly smaller x, so a point is dominated when the least y among them is <= its
+    own, or when its own bucket's pivot has ``x' < x, y' <= y`` or ``x' <= x, y' < y``.  Sound (every
+    flagged point is dominated), not complete; a few gathers per point."""
     fin = elig & jnp.isfinite(x) & jnp.isfinite(y)
     lo = jnp.min(jnp.where(fin, x, jnp.inf))
     hi = jnp.max(jnp.where(fin, x, -jnp.inf))
@@ -142,12 +160,10 @@ def pivot_dominated(x, y, elig):
     b = jnp.where(fin, b, 0)
     ymin = jax.ops.segment_min(jnp.where(fin, y, jnp.inf), b, PIVOTS)
     xmin = jax.ops.segment_min(jnp.where(fin & (y == ymin[b]), x, jnp.inf), b, PIVOTS)
-    order = jnp.argsort(xmin)
-    px, pm = xmin[order], jax.lax.cummin(ymin[order])
-    below = jnp.searchsorted(px, x, side="left")  # pivots with x' < x
-    upto = jnp.searchsorted(px, x, side="right")  # pivots with x' <= x
-    d1 = (below > 0) & (pm[jnp.maximum(below - 1, 0)] <= y)
-    d2 = (upto > 0) & (pm[jnp.maximum(upto - 1, 0)] < y)
+    before = jnp.concatenate([jnp.full(1, jnp.inf, ymin.dtype), jax.lax.cummin(ymin)[:-1]])  # buckets < b
+    yb, xb, pb = ymin[b], xmin[b], before[b]
+    d1 = (pb <= y) | ((xb < x) & (yb <= y))  # earlier buckets' x is strictly smaller
+    d2 = (pb < y) | ((xb <= x) & (yb < y))
     return fin & (d1 | d2)
 
 
@@ -275,10 +291,19 @@ class Outcome(NamedTuple):
     device_s: float = 0.0
 
 
+def part_chunk(size: int, chunk: int) -> int:
+    """The chunk size a part of ``size`` configurations runs with: at most ``chunk``, balanced so the
+    last chunk is nearly full (as few padded configurations as the number of chunks allows)."""
+    return -(-size // -(-size // chunk))
+
+
 def plan(ds: DeviceSpace, chunk: int) -> list[tuple[int, int, int]]:
-    """``(part, first, count)`` of every chunk: cut within each part, in part order."""
-    return [(pi, lo, min(chunk, p.size - lo)) for pi, p in enumerate(ds.parts)
-            for lo in range(0, p.size, chunk)]
+    """``(part, first, count)`` of every chunk: cut within each part (:func:`part_chunk`), in part order."""
+    out = []
+    for pi, p in enumerate(ds.parts):
+        step = part_chunk(p.size, chunk)
+        out += [(pi, lo, min(step, p.size - lo)) for lo in range(0, p.size, step)]
+    return out
 
 
 def execute(ds: DeviceSpace, model: Callable[[bool], Callable], chunk: int, out_dir: Path | None,
@@ -304,7 +329,8 @@ def execute(ds: DeviceSpace, model: Callable[[bool], Callable], chunk: int, out_
     token = uuid.uuid4().hex
     executor = executor if executor is not None else executors.LocalExecutor()
     shared = executor.share(ds) if hasattr(executor, "share") else ds
-    jobs = [executors.Job(i, chunk_job, (shared, model, pi, lo, count, chunk, token),
+    jobs = [executors.Job(i, chunk_job, (shared, model, pi, lo, count,
+                                         part_chunk(ds.parts[pi].size, chunk), token),
                           range(ds.parts[pi].offset + lo, ds.parts[pi].offset + lo + count))
             for i, (pi, lo, count) in enumerate(chunks) if i not in infos]
     bar = progress_bar(ds.n, desc, enabled=progress, initial=resumed_configs)
