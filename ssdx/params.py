@@ -281,19 +281,20 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     dram = np.asarray(cols["drive.dram"])
     check_rule(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false",
                report=report)
-    page, unit = nand_value(cols, "page_bytes"), nand_value(cols, "write_unit_bytes")
+    names = Codes(nand_names(cols))
+    page, unit = nand_value(cols, "page_bytes", names), nand_value(cols, "write_unit_bytes", names)
     with np.errstate(invalid="ignore", divide="ignore"):
         pages = unit / page
     check_rule(cols, "nand.write_unit_kib",
                (np.abs(pages - np.round(pages)) <= 1e-9 * pages) & (pages >= 1)
-               & (unit <= nand_value(cols, "block_bytes")),
+               & (unit <= nand_value(cols, "block_bytes", names)),
                "the write unit (one program operation of a plane: a page, a word line or a block) must be a "
                "whole number of pages (nand.page_kib) and at most one block (nand.block_pages pages); "
                "null keeps "
                "the catalog type's, so set it when a page or block override no longer fits that",
                unit / KIB, report)
 
-    bits = np.nan_to_num(nand_value(cols, "bits_per_cell"), nan=0.0)  # 0: an unknown type (reported above)
+    bits = np.nan_to_num(nand_value(cols, "bits_per_cell", names), nan=0.0)  # 0: an unknown type (above)
     needs_multibit = np.isin(mode, ["dynamic", "static", "pure_slc", "hybrid"])
     check_rule(cols, "drive.slc_mode", ~needs_multibit | (bits >= 2),
                "pSLC modes need a multi-bit NAND (bits per cell >= 2, nand.bits_per_cell or the catalog "
@@ -341,10 +342,12 @@ def nand_value(cols: Mapping, field: str, names: Any = None, prefix: str = "nand
     byte size — ``page_bytes``, ``write_unit_bytes`` (from ``page_kib``/``write_unit_kib``) or
     ``block_bytes`` (effective ``block_pages`` x effective ``page_bytes``) — or any other attribute of
     ``ssdx.catalog.NandType`` (catalog only, e.g. ``die_active_w``, W).  ``names`` are the NAND types (default
-    :func:`nand_names`: ``nand.name`` where set, else ``drive.nand``); an unknown name gives NaN.  The
-    hybrid model passes ``hybrid.nand`` and ``prefix="hybrid."``.  One catalog look-up per distinct name.
+    :func:`nand_names`: ``nand.name`` where set, else ``drive.nand``; or their :class:`Codes`, to factorise
+    them once for several fields); an unknown name gives NaN.  The hybrid model passes ``hybrid.nand`` and
+    ``prefix="hybrid."``.  One catalog look-up per distinct name.
     """
-    raw = nand_names(cols) if names is None else np.asarray(names).astype(str)
+    raw = names if isinstance(names, Codes) else Codes(
+        nand_names(cols) if names is None else np.asarray(names).astype(str))  # factorised once per call
     if field == "block_bytes":
         return nand_value(cols, "block_pages", raw, prefix) * nand_value(cols, "page_bytes", raw, prefix)
     if field in _NAND_COLUMN:  # an override field, in its own units
@@ -353,7 +356,7 @@ def nand_value(cols: Mapping, field: str, names: Any = None, prefix: str = "nand
     else:  # a catalog attribute; the byte sizes have a KiB override
         attr, per = field, 1.0
         column, scale = _BYTES_COLUMN.get(field, (None, 1.0))
-    base = Codes(raw).map(lambda x: getattr(catalog.NAND.get(x), attr, np.nan))
+    base = raw.map(lambda x: getattr(catalog.NAND.get(x), attr, np.nan))
     if per != 1.0:
         base = base / per
     if column is not None and prefix + column in cols:
@@ -372,7 +375,7 @@ def effective_columns(cols: Mapping) -> dict[str, np.ndarray]:
     for prefix, present in families:
         if not present:
             continue
-        names = nand_names(cols) if prefix == "nand." else np.asarray(cols["hybrid.nand"]).astype(str)
+        names = Codes(nand_names(cols) if prefix == "nand." else np.asarray(cols["hybrid.nand"]).astype(str))
         for f in NAND_OVERRIDES:
             if prefix + f in cols:
                 out[prefix + f] = nand_value(cols, f, names, prefix)
@@ -447,7 +450,7 @@ RULE_COLUMNS: dict[str, tuple[str, ...]] = {
 def assemble(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
     """(Drive, Workload) pytrees of ``dtype`` arrays, shape (n,), from columns :func:`validate` accepted
     (:func:`build` without the check; each leaf reads only its :data:`LEAF_COLUMNS`)."""
-    names = nand_names(cols)
+    names = Codes(nand_names(cols))
     med = lambda f: nand_value(cols, f, names)  # noqa: E731
     iface = Codes(np.asarray(cols["drive.interface"]).astype(str))
     mode = Codes(np.asarray(cols["drive.slc_mode"]).astype(str))

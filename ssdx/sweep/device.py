@@ -102,10 +102,13 @@ class Part:
         if total > TABLE_LIMIT:
             raise NotOnDevice(f"a table over {total:,} factor combinations (more than {TABLE_LIMIT:,})")
         digits = np.unravel_index(np.arange(total), [self.sizes[f] for f in fs]) if fs else ()
-        cols = {k: np.repeat(np.asarray(v)[:1], total) for k, v in base.items()}
+        # columns that do not vary here are read-only broadcast views: no memory per combination
+        cols = {k: np.broadcast_to(np.asarray(v)[:1], total) for k, v in base.items()}
         for f, rows in enumerate(self.factors):
-            pos = digits[fs.index(f)] if f in fs else np.zeros(total, np.int64)
-            cols.update({c: v[pos] for c, v in rows.items()})
+            if f in fs:
+                cols.update({c: v[digits[fs.index(f)]] for c, v in rows.items()})
+            else:
+                cols.update({c: np.broadcast_to(v[:1], total) for c, v in rows.items()})
         return cols
 
     def digits(self, local: int) -> np.ndarray:
