@@ -68,22 +68,26 @@ def _top_values(df) -> list:
     return sorted([str(a), float(b)] for a, b in zip(df["drive.nand"], df["mean_mb_s"], strict=True))
 
 
+def sweep_definition(n: int) -> dict:
+    """The fluid sweep described above, ``n`` configurations rounded down to a multiple of 48."""
+    return {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
+                               "drive.nand": ["ymtc_cdt1b", "3d_ct_tlc", "tlc", "qlc"],
+                               "drive.dies_per_channel": [2, 4, 8]},
+                      "sobol": {"n": max(1, n // 48), "seed": 0, "params": {
+                          "workload.prefill_fraction": {"low": 0.0, "high": 0.8},
+                          "drive.fold_efficiency": {"low": 0.4, "high": 1.0},
+                          "drive.static_slc_gb": {"low": 4.0, "high": 24.0, "log": True}}}},
+            "base": {"drive.user_capacity_gb": 500.0}}
+
+
 def sweep_cols(n: int) -> dict:
-    """``n`` configurations (rounded down to a multiple of 48) of the fluid sweep described above."""
+    """The columns of :func:`sweep_definition` (``n`` configurations)."""
     from ssdx import presets
     from ssdx.tasks import sweep_columns
 
     base = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
             "model": {"n_steps": 64}, "precision": "float32"}
-    sweep = {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
-                                "drive.nand": ["ymtc_cdt1b", "3d_ct_tlc", "tlc", "qlc"],
-                                "drive.dies_per_channel": [2, 4, 8]},
-                       "sobol": {"n": max(1, n // 48), "seed": 0, "params": {
-                           "workload.prefill_fraction": {"low": 0.0, "high": 0.8},
-                           "drive.fold_efficiency": {"low": 0.4, "high": 1.0},
-                           "drive.static_slc_gb": {"low": 4.0, "high": 24.0, "log": True}}}},
-             "base": {"drive.user_capacity_gb": 500.0}}
-    cols, _, _ = sweep_columns(sweep, base)
+    cols, _, _ = sweep_columns(sweep_definition(n), base)
     return cols
 
 
@@ -176,9 +180,14 @@ def spawn(args: argparse.Namespace, what: str, workers: int, devices: int | None
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", what, "--workers", str(workers),
            "--configs", str(args.configs), "--chunk", str(args.chunk), "--steps", str(args.steps),
            "--reps", str(args.reps)]
+    return child_json(cmd, f"{what} x{workers}", env)
+
+
+def child_json(cmd: list[str], what: str, env: dict | None = None) -> dict[str, Any]:
+    """Run a benchmark's child process from the repository root; the JSON its last line printed."""
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     if r.returncode != 0:
-        raise RuntimeError(f"{what} x{workers} failed:\n{r.stderr[-3000:]}")
+        raise RuntimeError(f"{what} failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 

@@ -31,24 +31,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _sweep(n: int) -> dict:
-    return {"space": {"grid": {"drive.slc_mode": ["dynamic", "static", "pure_slc", "pure_native"],
-                               "drive.nand": ["ymtc_cdt1b", "3d_ct_tlc", "tlc", "qlc"],
-                               "drive.dies_per_channel": [2, 4, 8]},
-                      "sobol": {"n": max(1, n // 48), "seed": 0, "params": {
-                          "workload.prefill_fraction": {"low": 0.0, "high": 0.8},
-                          "drive.fold_efficiency": {"low": 0.4, "high": 1.0},
-                          "drive.static_slc_gb": {"low": 4.0, "high": 24.0, "log": True}}}},
-            "base": {"drive.user_capacity_gb": 500.0}}
+from bench.scale import KEEP, child_json
+from bench.scale import sweep_definition as _sweep
 
 
 def _ray_sweep(n: int) -> dict:
@@ -152,7 +141,6 @@ def _device_run(ds, model, chunk: int, reps: int, executor=None) -> dict[str, An
 def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
     import jax
 
-    from bench.scale import KEEP
     from ssdx import params
     from ssdx.core import registry
     from ssdx.sweep import executors, reduce, runner, space
@@ -218,10 +206,7 @@ def spawn(what: str, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "bench.scale_device", "--child", what] + [
         f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
         if k not in ("child", "json") and v is not None]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    if r.returncode != 0:
-        raise RuntimeError(f"{what} failed:\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return child_json(cmd, what)
 
 
 def main() -> None:

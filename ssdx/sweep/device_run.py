@@ -9,10 +9,8 @@ on an executor, checkpoints each state as it arrives and resumes from the checkp
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,9 +20,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ssdx.sweep import executors, store
 from ssdx.sweep import reduce as reduce_mod
-from ssdx.sweep import store
 from ssdx.sweep.device import PARETO_CAPACITY, DeviceSpace, Table, edges_f32
+from ssdx.sweep.runner import compile_once
 
 
 def _gather(t: Table, values, digits: list, sizes: list[int], chunk: int):
@@ -190,25 +189,11 @@ def _inputs(ds: DeviceSpace, part: int) -> tuple:
             {k: t.values for k, t in tabs["slots"].items()})
 
 
-_COMPILED: OrderedDict = OrderedDict()
 _CAPACITY: dict[tuple[str, int], int] = {}  # Pareto capacity grown per (run, part)
-_LOCK = threading.Lock()
-
 
 def _compiled(ds, part, model, chunk, token, device, args, capacity) -> tuple[Callable, float]:
-    key = (token, part, str(device), capacity)
-    with _LOCK:
-        fn = _COMPILED.get(key)
-    if fn is not None:
-        return fn, 0.0
-    t0 = time.perf_counter()
-    fn = jax.jit(chunk_fn(ds, part, model, chunk, capacity)).lower(*args).compile()
-    seconds = time.perf_counter() - t0
-    with _LOCK:
-        _COMPILED[key] = fn
-        while len(_COMPILED) > 16:
-            _COMPILED.popitem(last=False)
-    return fn, seconds
+    return compile_once(("device", token, part, str(device), capacity),
+                        lambda: jax.jit(chunk_fn(ds, part, model, chunk, capacity)).lower(*args))
 
 
 def chunk_job(ds: DeviceSpace, model: Callable[[bool], Callable], part: int, lo: int, count: int, chunk: int,
@@ -217,8 +202,6 @@ def chunk_job(ds: DeviceSpace, model: Callable[[bool], Callable], part: int, lo:
     reduction state, the seconds spent compiling (0 once compiled) and the seconds of the compiled call
     (from its start until its results are back on the host).  ``ds`` may be an executor's
     ``executors.Shared`` handle of the space (Ray: fetched once per worker)."""
-    from ssdx.sweep import executors
-
     ds = executors.resolve(ds)
     args = (ds.parts[part].digits(lo), np.int32(count), *_inputs(ds, part))
     if device is not None:
@@ -311,7 +294,6 @@ def execute(ds: DeviceSpace, model: Callable[[bool], Callable], chunk: int, out_
             desc: str = "sweep") -> Outcome:
     """Run every chunk of ``ds`` and merge their states; checkpointed and resumable with ``out_dir``."""
     from ssdx.progress import bar as progress_bar
-    from ssdx.sweep import executors
 
     chunks = plan(ds, chunk)
     ids = lambda i: np.arange(ds.parts[chunks[i][0]].offset + chunks[i][1],  # noqa: E731

@@ -51,24 +51,29 @@ _COMPILED: OrderedDict = OrderedDict()
 _COMPILED_LOCK = threading.Lock()
 
 
-def _compiled(model: Callable[[Any], Callable], flag: Any, token: str, inputs: tuple,
-              device) -> tuple[Callable, float]:
-    """``jit(vmap(model(flag)))`` compiled ahead of time for the chunk shape, kept per (sweep run, flag,
-    device) so a worker compiles it once per run; returns it and the seconds spent compiling (0 when
-    cached)."""
-    key = (token, flag, str(device))
+def compile_once(key: tuple, lower: Callable[[], Any]) -> tuple[Callable, float]:
+    """The compiled function cached under ``key`` (the last 16 kept; keys name the sweep run, its static
+    choice and the device, so a worker compiles once per run), compiled from ``lower()`` (a lowered
+    ``jax.jit``) when absent; returns it and the seconds spent compiling (0 when cached)."""
     with _COMPILED_LOCK:
         fn = _COMPILED.get(key)
     if fn is not None:
         return fn, 0.0
     t0 = time.perf_counter()
-    fn = jax.jit(jax.vmap(model(flag))).lower(*inputs).compile()
+    fn = lower().compile()
     seconds = time.perf_counter() - t0
     with _COMPILED_LOCK:
         _COMPILED[key] = fn
         while len(_COMPILED) > 16:
             _COMPILED.popitem(last=False)
     return fn, seconds
+
+
+def _compiled(model: Callable[[Any], Callable], flag: Any, token: str, inputs: tuple,
+              device) -> tuple[Callable, float]:
+    """``jit(vmap(model(flag)))`` compiled ahead of time for the chunk shape (:func:`compile_once`)."""
+    return compile_once(("vmap", token, flag, str(device)),
+                        lambda: jax.jit(jax.vmap(model(flag))).lower(*inputs))
 
 
 def chunk_job(model: Callable[[Any], Callable], flag: Any, inputs: tuple, token: str,
