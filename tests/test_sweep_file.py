@@ -56,3 +56,21 @@ def test_sweep_file_refusals_name_the_file(tmp_path):
     r = ssdx("sweep_file=ok.yaml", "sweep.keep={top_k: {k: 0, by: mean_mb_s}}", f"hydra.run.dir={tmp_path}",
              cwd=tmp_path)
     assert r.returncode == 2 and "sweep.keep.top_k.k" in r.stderr
+
+
+def test_sweep_generate_override_through_the_cli(tmp_path):
+    """``sweep.generate`` is a key of every sweep: host and device give the same reductions; a bad value
+    is refused naming the field, exit 2."""
+    (tmp_path / "mine.yaml").write_text(SWEEP)
+    keep = "sweep.keep={top_k: {k: 2, by: mean_mb_s, group_by: [drive.nand]}}"
+    got = {}
+    for mode in ("host", "device"):
+        r = ssdx("sweep_file=mine.yaml", keep, f"sweep.generate={mode}", f"hydra.run.dir={tmp_path / mode}",
+                 cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        got[mode] = pq.read_table(tmp_path / mode / "top_k.parquet").to_pandas()
+        summary = json.loads((tmp_path / mode / "summary.json").read_text())
+        assert summary.get("generated_on", "host") == mode
+    assert got["host"].equals(got["device"]) and len(got["host"]) == 4
+    r = ssdx("sweep=quick", keep, "sweep.generate=gpu", f"hydra.run.dir={tmp_path / 'bad'}")
+    assert r.returncode == 2 and "sweep.generate" in r.stderr and "'auto', 'host', 'device'" in r.stderr

@@ -60,19 +60,25 @@ from ssdx.paths import conf_dir, sweeps_dir
 from ssdx.sweep import executors
 
 
+#: keys every registered sweep has, so that ``sweep.KEY=...`` overrides them
+SWEEP_DEFAULTS = {"keep": "all", "generate": "auto"}
+
+
 def register_sweeps(extra: dict | None = None) -> None:
     """Make every ``sweeps/NAME.yaml`` selectable as ``sweep=NAME`` (and ``extra``, a ``sweep_file``'s
-    definition, as ``sweep=file_NAME``); ``keep`` defaults to ``all`` so ``sweep.keep=...`` overrides it."""
+    definition, as ``sweep=file_NAME``); ``keep`` defaults to ``all`` and ``generate`` to ``auto`` so
+    ``sweep.keep=...`` and ``sweep.generate=...`` override them."""
     from ssdx.sweep import source
 
     cs = ConfigStore.instance()
     for path in sorted(sweeps_dir().glob("*.yaml")):
         node = OmegaConf.load(path)
-        if "keep" not in node:
-            node.keep = "all"
+        for key, value in SWEEP_DEFAULTS.items():
+            if key not in node:
+                node[key] = value
         cs.store(group="sweep", name=path.stem, node=node)
     if extra is not None:
-        node = OmegaConf.create({"keep": "all", **extra})
+        node = OmegaConf.create({**SWEEP_DEFAULTS, **extra})
         cs.store(group="sweep", name=source.store_name(extra), node=node)
 
 
