@@ -59,7 +59,6 @@ from ssdx.params import ConfigError
 from ssdx.paths import conf_dir, sweeps_dir
 from ssdx.sweep import executors
 
-
 #: keys every registered sweep has, so that ``sweep.KEY=...`` overrides them
 SWEEP_DEFAULTS = {"keep": "all", "generate": "auto"}
 
