@@ -14,7 +14,7 @@ pre-fill, fold efficiency and static pSLC size; 500 GB drives; float32), ``N`` c
   ``bare`` is ``run_s / bare run_s - 1`` (goal < 10 % at 100,000 configurations, 256 steps).
 * ``host``: the same reductions through the host path (columns expanded, validated and built on the
   host, ``ssdx.sweep.runner.run``), its states compared with ``device``'s (same ids: nothing is dropped).
-* ``trivial``: a model of one multiply-add per configuration over ``T`` configurations (grid x random
+* ``trivial``: a model of two multiplies and an add per configuration over ``T`` configurations (grid x random
   block) with the same three reductions, chunks of 2^20: the pipeline's own rate and host cost per
   configuration; at ``T`` and ``T / 10`` for the peak memory.
 * ``ray``: the fluid design (static pSLC size on a grid axis, :func:`_ray_sweep`) at ``S_ray`` steps over
@@ -72,7 +72,7 @@ TRIVIAL_KEEP = {"top_k": {"k": 10, "by": "score", "group_by": ["drive.nand"], "a
 
 
 def trivial(_idle_gaps: bool):
-    """One multiply-add per configuration (the pipeline's cost, not a model's)."""
+    """Two multiplies and an add per configuration (the pipeline's cost, not a model's)."""
     return lambda d, w: {"score": d.fold_efficiency * d.static_slc_bytes * 1e-9 + w.prefill_fraction * d.dies}
 
 

@@ -67,9 +67,7 @@ def sweep_space(sweep: Mapping[str, Any],
     spec = _vmap_model(sweep)
     cols = space.sweep_rows(base, sweep)
     n = len(cols["drive.nand"])
-    policy = sweep.get("on_invalid", "error")
-    if policy not in ("error", "drop"):
-        raise params.ConfigError("sweep.on_invalid", policy, "must be 'error' or 'drop'")
+    policy = on_invalid(sweep)
     checks = [params.validate] + [registry.resolve(c) for c in spec.checks]
     if policy == "error":
         for check in checks:
@@ -136,9 +134,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     if not ok.all():
         cols = {k: v[ok] for k, v in cols.items()}
     trees, groups, model, n_steps = registry.resolve(spec.build)(cols, sweep, base_cfg, dtype)
-    chunk = chunk_size if chunk_size is not None else sweep.get("chunk_size", 4096)
-    if not isinstance(chunk, int | np.integer) or chunk < 1:
-        raise params.ConfigError("sweep.chunk_size", chunk, "must be an integer >= 1")
+    chunk = sweep_chunk(sweep, chunk_size)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     definition = {"sweep_model": sweep.get("model", "fluid"), "n_steps": n_steps}
@@ -212,6 +208,22 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
 GENERATE = ("auto", "host", "device")
 
 
+def on_invalid(sweep: Mapping[str, Any]) -> str:
+    """The sweep's ``on_invalid`` policy: ``error`` (the default) or ``drop``."""
+    policy = sweep.get("on_invalid", "error")
+    if policy not in ("error", "drop"):
+        raise params.ConfigError("sweep.on_invalid", policy, "must be 'error' or 'drop'")
+    return policy
+
+
+def sweep_chunk(sweep: Mapping[str, Any], chunk_size: int | None) -> int:
+    """Configurations per chunk: ``chunk_size`` (the runner's), else ``sweep.chunk_size`` (default 4096)."""
+    chunk = chunk_size if chunk_size is not None else sweep.get("chunk_size", 4096)
+    if not isinstance(chunk, int | np.integer) or isinstance(chunk, bool) or chunk < 1:
+        raise params.ConfigError("sweep.chunk_size", chunk, "must be an integer >= 1")
+    return int(chunk)
+
+
 def _on_device(sweep: Mapping[str, Any], spec, keep) -> bool:
     """Whether the sweep's configurations are generated and reduced on the device (``sweep.generate``:
     ``auto``, the default, does so for a fluid sweep that keeps reductions only; ``host`` never; ``device``
@@ -233,19 +245,14 @@ def _device_sweep(sweep, base_cfg, keep, out_dir: Path, dtype, chunk_size, progr
     """A sweep generated and reduced on the device (``ssdx.sweep.device``); same outputs as the host path."""
     from ssdx.sweep import device, device_run, reduce
 
-    policy = sweep.get("on_invalid", "error")
-    if policy not in ("error", "drop"):
-        raise params.ConfigError("sweep.on_invalid", policy, "must be 'error' or 'drop'")
-    spec = registry.sweep_model(sweep)
-    n_steps = io.scan_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
-    ds = device.DeviceSpace(sweep_base(sweep, base_cfg), sweep, keep, spec.metrics, dtype)
+    policy = on_invalid(sweep)
+    n_steps = registry.fluid_steps(sweep, base_cfg)
+    ds = device.DeviceSpace(sweep_base(sweep, base_cfg), sweep, keep, registry.sweep_model(sweep).metrics,
+                            dtype)
     if policy == "error":
         ds.raise_first_breach()
     ds.prepare()
-    chunk = chunk_size if chunk_size is not None else sweep.get("chunk_size", 4096)
-    if not isinstance(chunk, int | np.integer) or isinstance(chunk, bool) or chunk < 1:
-        raise params.ConfigError("sweep.chunk_size", chunk, "must be an integer >= 1")
-    chunk = int(min(chunk, ds.n))
+    chunk = min(sweep_chunk(sweep, chunk_size), ds.n)
     out_dir.mkdir(parents=True, exist_ok=True)
     definition = {"sweep_model": "fluid", "n_steps": n_steps, "space": sweep["space"],
                   "chunk_size": chunk, "dtype": np.dtype(dtype).name, "keep": dict(keep)}
@@ -258,16 +265,14 @@ def _device_sweep(sweep, base_cfg, keep, out_dir: Path, dtype, chunk_size, progr
     dropped = ds.dropped()
     infeasible = {f'{d["field"]}: {d["rule"]}': d["configurations"] for d in dropped}
     kept = reduce.write_outputs(keep, out.state, None, None, out_dir, rows_of=ds.rows)
-    summary = _reduced_summary(sweep, keep, kept, out, infeasible, ds.n, dropped, n_steps, chunk, wall,
-                               executor, out_dir)
-    summary["generated_on"] = "device"
-    io.write_json(out_dir / "summary.json", {k: v for k, v in summary.items() if not k.startswith("_")})
-    return summary
+    return _reduced_summary(sweep, keep, kept, out, infeasible, ds.n, dropped, n_steps, chunk, wall,
+                            executor, out_dir, extra={"generated_on": "device"})
 
 
 def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_steps, chunk, wall, executor,
-                     out_dir: Path) -> dict[str, Any]:
-    """``summary.json`` of a reduction-only sweep (no table: no plots, no per-metric medians)."""
+                     out_dir: Path, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``summary.json`` of a reduction-only sweep (no table: no plots, no per-metric medians), with the
+    ``extra`` keys of its path (``generated_on`` for a device-generated sweep)."""
     import pyarrow.parquet as pq
 
     from ssdx.sweep import executors
@@ -303,6 +308,7 @@ def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_s
         "outputs": [str(out_dir / "summary.json")] + [str(out_dir / v["file"]) for v in kept.values()
                                                        if isinstance(v, dict)],
     }
+    summary.update(extra or {})
     io.write_json(out_dir / "summary.json", summary)
     cols = list(t.get("group_by", [])) + ["config_index"] + ([t["by"]] if t else [])
     summary["_table"] = "" if best is None else format_table(best, cols)

@@ -124,12 +124,17 @@ def thermal_model(n_steps: int) -> Callable[[bool], Callable]:
     return lambda _flag: partial(coupled.metrics, n_steps=n_steps)
 
 
-def fluid_build(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
-                dtype=np.float32) -> tuple:
-    """Runner inputs of a ``model: fluid`` sweep; ``sweep.n_steps`` (default ``model.n_steps``) scan steps."""
+def fluid_steps(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> int:
+    """Scan steps of a ``model: fluid`` sweep: ``sweep.n_steps``, default ``model.n_steps`` (checked)."""
     from ssdx.core import io
 
-    n_steps = io.scan_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
+    return io.scan_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
+
+
+def fluid_build(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
+                dtype=np.float32) -> tuple:
+    """Runner inputs of a ``model: fluid`` sweep (:func:`fluid_steps` scan steps)."""
+    n_steps = fluid_steps(sweep, base_cfg)
     trees, groups = fluid_inputs(cols, dtype)
     return trees, groups, fluid_model(n_steps), n_steps
 

@@ -18,7 +18,8 @@ that keeps reductions only (``keep:`` without ``all: true``), the fluid model's 
   every combination of a table's factors occurs ``size / table size`` times in the mapping, the count
   of configurations breaking each rule is exact from the tables alone, before anything runs.
 * **Reductions on the device.**  Per chunk: the feasible count, per-group top-k (``lax.top_k``, ties to
-  the lower index), the Pareto candidates (a sort and a running minimum) and per-group histogram counts
+  the lower index), the Pareto candidates (a pivot screen, then a sort and a running minimum: the device
+  form of ``ssdx.sweep.reduce._front``) and per-group histogram counts
   (``segment_sum``; float32 values against edges rounded up to float32, which compares exactly as the
   float64 edges do).  Configuration columns used as a reduction key enter as their rank among the
   space's distinct values (order-exact) or their histogram slot (tabulated in float64 on the host).
@@ -170,8 +171,8 @@ class DeviceSpace:
         report: list = []
         params.validate(first, report)
         self.rules = [(k, r) for k, r, _ in report]
-        self.leaves = leaf_names(params.assemble(first, self.dtype))
-        self.treedef = jax.tree_util.tree_structure(params.assemble(first, self.dtype))
+        trees = params.assemble(first, self.dtype)
+        self.leaves, self.treedef = leaf_names(trees), jax.tree_util.tree_structure(trees)
         for name in self.leaves:
             if name not in params.LEAF_COLUMNS:
                 raise NotOnDevice(f"the leaf {name} has no declared columns (params.LEAF_COLUMNS)")
@@ -236,7 +237,9 @@ class DeviceSpace:
                 bad = np.flatnonzero(~t.values)
                 if len(bad):
                     cols = p.mini(self.base, t.factors)
-                    params.validate({k: v[bad[:8]] for k, v in cols.items()})
+                    params.validate({k: v[bad[:8]] for k, v in cols.items()})  # raises
+        if any(self.counts):
+            raise RuntimeError("a rule table marks configurations infeasible that validate accepts")
 
     def prepare(self) -> None:
         """Tabulate the model's leaves and the reductions' keys (after the rules, which may name a typo)."""

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import Var
 
 from ssdx.sweep import executors, store
 from ssdx.sweep import reduce as reduce_mod
@@ -117,8 +118,6 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
 def used_leaves(per_config: Callable, ds: DeviceSpace) -> list[bool]:
     """Which leaves of ``(Drive, Workload)`` the per-configuration function reads (its jaxpr's inputs that
     some equation or output uses)."""
-    from jax.extend.core import Var
-
     example = jax.tree_util.tree_unflatten(ds.treedef, [np.zeros((), ds.dtype)] * len(ds.leaves))
     jaxpr = jax.make_jaxpr(per_config)(*example).jaxpr
     read = {v for e in jaxpr.eqns for v in e.invars if isinstance(v, Var)}
@@ -127,7 +126,8 @@ def used_leaves(per_config: Callable, ds: DeviceSpace) -> list[bool]:
 
 
 def _front_sorted(x, y, elig):
-    """Non-dominated points (both axes minimised) by one sort and a running minimum: the mask."""
+    """Non-dominated points (both axes minimised) by one sort and a running minimum: the mask (the rule of
+    ``ssdx.sweep.reduce._front``, in JAX; equal points all stay)."""
     n = x.shape[0]
     o = jnp.arange(n, dtype=jnp.int32)
     x, y = jnp.where(elig, x, jnp.inf), jnp.where(elig, y, jnp.inf)
