@@ -320,7 +320,55 @@ def test_writes_go_through_the_buffers_dram_one_at_a_time():
     assert lat[0] == pytest.approx(cmd + 4096 / host, rel=1e-9)
 
 
-@pytest.mark.parametrize("mechanism", [{"suspension": "none"}, {"map_cache": "lru"}, {"map_cache": "direct"}])
+# ------------------------------------------------------------------------------- eager write-back
+def test_eager_write_back_programs_each_write_at_once_on_the_die_of_its_address():
+    # one 4 KiB write into logical page 5 (die 5): gathered, it waits in the buffer for a full 64 KiB unit
+    # (no program yet); eager, its page is programmed at once on die 5 (one program, t_prog of die time)
+    # and the write is acknowledged when its data is in, before the program ends
+    for mode, pages, busy_die in (("gather", 0, None), ("eager", 1, 5)):
+        p, lay = _plan(write_back=mode)
+        with x64():
+            req, _ = engine.requests(np.array([1]), np.array([5 * 16384]), np.array([4096]), np.array([0.0]),
+                                     None, 1, np.float64)
+            _, acc, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, engine.init(p, lay), req, lay,
+                                                                          True)
+        busy = np.asarray(acc.busy)[:, 0]
+        assert float(np.asarray(acc.prog_pages)[0]) == pages
+        if busy_die is None:
+            assert busy.sum() == 0
+        else:
+            assert busy[busy_die] == pytest.approx(T_PROG) and busy.sum() == pytest.approx(T_PROG)
+        cmd, host = _const(p, "ctrl_s") + _const(p, "cmd_s"), _const(p, "host_rate")
+        assert float(np.asarray(lat)[0, 0]) == pytest.approx(cmd + 4096 / host, rel=1e-9)
+
+
+def test_eager_writes_past_the_back_pressure_run_at_one_program_per_write():
+    # 2,000 writes of 4 KiB, one per logical page, arriving together: eager, each is one program on its
+    # die, so once 64 KiB (16 writes) are in flight the writes are admitted at the dies' program rate,
+    # dies / t_prog (closed form: one write per t_prog / 32 s); gathered into 64 KiB units, 16 writes share
+    # a program and the 16 MiB buffer takes them all at the controller's pace
+    n = 2000
+    ops, offs, sizes, times = [1] * n, np.arange(n) * 16384, [4096] * n, [0.0] * n
+    p, lay = _plan(write_back="eager", inflight_kib=64)
+    lat, _ = _run(p, lay, ops, offs, sizes, times)
+    np.testing.assert_allclose(np.diff(lat[1000:]).mean(), T_PROG / 32, rtol=1e-3)
+    # the 17th write is the first to wait: 16 writes of 4 KiB fill 64 KiB
+    assert np.all(np.diff(lat[:16]) < 2e-6) and lat[40] > lat[39] + T_PROG / 32 * 0.99
+    p, lay = _plan(write_back="gather")
+    lat_g, _ = _run(p, lay, ops, offs, sizes, times)
+    np.testing.assert_allclose(np.diff(lat_g[1000:]).mean(), 1e-6, rtol=1e-3)  # the 1 us controller
+
+
+def test_write_back_is_checked():
+    cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
+    with pytest.raises(params.ConfigError, match="engine.write_back.*eager"):
+        engine_params.build(cols | engine_params.columns(ENGINE | {"write_back": "lazy"}))
+    with pytest.raises(params.ConfigError, match="engine.inflight_kib"):
+        engine_params.build(cols | engine_params.columns(ENGINE | {"inflight_kib": -1}))
+
+
+@pytest.mark.parametrize("mechanism", [{"suspension": "none"}, {"map_cache": "lru"}, {"map_cache": "direct"},
+                                       {"write_back": "eager"}])
 def test_a_mechanism_no_configuration_uses_is_left_out_exactly(mechanism):
     # the batch's layout turns a mechanism off where no configuration uses it (the fast path); a default
     # configuration must get the same latencies and counts alone (mechanism off) as beside one that uses it
@@ -346,10 +394,11 @@ def test_a_mechanism_no_configuration_uses_is_left_out_exactly(mechanism):
 
     lay1, lat1, acc1 = run(rows[0])
     lay2, lat2, acc2 = run(params.concat_columns(rows))
-    assert (lay1.suspension, lay1.map_lru, lay1.map_writeback) == (False, False, False)
+    assert (lay1.suspension, lay1.map_lru, lay1.map_writeback, lay1.eager) == (False, False, False, False)
     assert lay2 != lay1  # the mixed batch runs the mechanism
     np.testing.assert_allclose(lat2[:, 0], lat1[:, 0], rtol=1e-12, atol=1e-15)
     np.testing.assert_array_equal(acc2.hist[..., 0], acc1.hist[..., 0])
     np.testing.assert_array_equal(acc2.map_misses[0], acc1.map_misses[0])
     changed = not np.allclose(lat2[:, 1], lat2[:, 0], rtol=1e-6)
-    assert changed or acc2.map_writebacks[1] > 0 or acc2.map_misses[1] != acc2.map_misses[0]
+    assert (changed or acc2.map_writebacks[1] > 0 or acc2.map_misses[1] != acc2.map_misses[0]
+            or acc2.prog_pages[1] != acc2.prog_pages[0])

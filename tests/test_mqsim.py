@@ -77,6 +77,11 @@ def test_default_drive_by_hand() -> None:
     assert any("never do" in w and "engine.suspension=none" in w for w in warnings)
     assert o["engine.suspend_erase_us"] == 700.0 and o["engine.suspend_program_us"] == 100.0
     assert o["engine.buffer_dram_mts"] == 100.0 and o["engine.buffer_dram_trcd_ns"] == 13.0
+    # Caching_Mechanism ADVANCED writes first-written data back at once, with back pressure at one page per
+    # plane of the drive (8 x 4 x 2 x 2 planes x 8 KiB), whatever shape ssdx gives the chips
+    assert o["engine.write_back"] == "eager" and o["engine.inflight_kib"] == 8 * 4 * 2 * 2 * 8
+    o_chip, _ = mqsim_xml.parse_ssdconfig(SSDCONFIG, chip_as_die=True)
+    assert o_chip["drive.dies_per_channel"] == 4 and o_chip["engine.inflight_kib"] == 8 * 4 * 2 * 2 * 8
 
 
 def test_every_element_is_mapped_or_named_in_a_warning() -> None:
@@ -88,7 +93,7 @@ def test_every_element_is_mapped_or_named_in_a_warning() -> None:
               "Page_No_Per_Block", "Page_Capacity", "Overprovisioning_Ratio", "Channel_Transfer_Rate",
               "Flash_Technology", "Block_Erase_Latency", "Data_Cache_Capacity", "CMT_Capacity",
               "Ideal_Mapping_Table", "CMD_Suspension_Support", "Suspend_Program_Time", "Suspend_Erase_Time",
-              "IO_Queue_Depth", "Preferred_suspend_write_time_for_read"}
+              "IO_Queue_Depth", "Preferred_suspend_write_time_for_read", "Caching_Mechanism"}
     mapped |= {x for x in leaves
                if x.startswith(("Page_Read_Latency", "Page_Program_Latency", "Data_Cache_DRAM"))}
     text = "\n".join(warnings)

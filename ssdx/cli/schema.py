@@ -157,6 +157,8 @@ class EngineConf:
     buffer_dram_trcd_ns: float = 13.0
     buffer_dram_tcl_ns: float = 13.0
     buffer_dram_trp_ns: float = 13.0
+    write_back: str = "gather"
+    inflight_kib: float = 0.0
 
 
 @dataclass

@@ -67,7 +67,6 @@ _DEVICE_UNMODELLED = {
     "Enabled_Preconditioning": "MQSim's steady-state preconditioning (ssdx: workload.prefill_fraction)",
     "Memory_Type": "only FLASH exists in MQSim",
     "Queue_Fetch_Size": "NVMe fetch window not modelled (the engine admits requests up to the queue depth)",
-    "Caching_Mechanism": "the write buffer is one policy in ssdx (write-back)",
     "Data_Cache_Sharing_Mode": "per-flow cache partitions not modelled",
     "Address_Mapping": "ssdx maps pages (PAGE_LEVEL); HYBRID not modelled",
     "CMT_Sharing_Mode": "per-flow mapping-cache partitions not modelled",
@@ -97,7 +96,8 @@ _DEVICE_MAPPED = ("HostInterface_Type", "IO_Queue_Depth", "Data_Cache_Capacity",
                   "Chip_No_Per_Channel", "Flash_Parameter_Set", "Ideal_Mapping_Table",
                   "Data_Cache_DRAM_Row_Size", "Data_Cache_DRAM_Data_Rate", "Data_Cache_DRAM_Data_Busrt_Size",
                   "Data_Cache_DRAM_tRCD", "Data_Cache_DRAM_tCL", "Data_Cache_DRAM_tRP",
-                  "Prefered_suspend_erase_time_for_read", "Preferred_suspend_write_time_for_read")
+                  "Prefered_suspend_erase_time_for_read", "Preferred_suspend_write_time_for_read",
+                  "Caching_Mechanism")
 _FLASH_MAPPED = ("Flash_Technology", "Page_Read_Latency_LSB", "Page_Read_Latency_CSB",
                  "Page_Read_Latency_MSB", "Page_Program_Latency_LSB", "Page_Program_Latency_CSB",
                  "Page_Program_Latency_MSB", "Block_Erase_Latency", "Die_No_Per_Chip", "Plane_No_Per_Die",
@@ -118,7 +118,8 @@ _DEFAULTS = {"PCIe_Lane_Bandwidth": "0.4", "PCIe_Lane_Count": "4", "HostInterfac
              "Data_Cache_DRAM_tCL": "13",
              "Data_Cache_DRAM_tRP": "13", "Prefered_suspend_erase_time_for_read": "700000",
              "Preferred_suspend_write_time_for_read": "100000", "CMD_Suspension_Support": "ERASE",
-             "Suspend_Erase_Time": "700000", "Suspend_Program_Time": "100000"}
+             "Suspend_Erase_Time": "700000", "Suspend_Program_Time": "100000",
+             "Caching_Mechanism": "ADVANCED"}
 _TECH = {"SLC": (1, ("LSB",)), "MLC": (2, ("LSB", "MSB")), "TLC": (3, ("LSB", "CSB", "MSB"))}
 
 
@@ -172,7 +173,11 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     LRU; ``auto`` when ``Ideal_Mapping_Table``), ``engine.buffer_dram_*`` (``Data_Cache_DRAM_*``; MT/s,
     bytes, ns), ``engine.suspension`` (``CMD_Suspension_Support`` lower-cased), ``engine.suspend_*_us``
     (``Suspend_*_Time`` and the ``Prefere(r)d_suspend_*_for_read`` thresholds, ns → µs, the spelling
-    MQSim's parser reads), ``workload.queue_depth`` (``IO_Queue_Depth``, the NVMe queue's size)).
+    MQSim's parser reads), ``workload.queue_depth`` (``IO_Queue_Depth``, the NVMe queue's size)),
+    ``engine.write_back`` = ``eager`` (``Caching_Mechanism``: MQSim's ``SIMPLE`` and ``ADVANCED`` data cache
+    managers both send a logical page not written in the last second to flash at once, "eagerly write
+    back cold data", ``write_to_destage_buffer``) and ``engine.inflight_kib`` (their back pressure: new
+    writes wait while more than one page per plane of the drive is in flight to flash).
     """
     p = Path(path)
     root = read(p)
@@ -210,12 +215,14 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     dies = int_value(p, get(f, "Die_No_Per_Chip"), 1, 1024)
     planes = int_value(p, get(f, "Plane_No_Per_Die"), 1, 64)
     blocks = int_value(p, get(f, "Block_No_Per_Plane"), 1, 1 << 24)
+    # MQSim's back pressure (SSD_Device: one page per plane of the drive), from the file's geometry
+    page_b = int_value(p, get(f, "Page_Capacity"), 512, 1 << 20)
+    inflight_kib = channels * chips * dies * planes * page_b / 1024
     if chip_as_die and dies > 1:
         warnings.append(f"mqsim.chip_as_die: each chip's {dies} dies modelled as one die of "
                         f"{blocks * dies} blocks per plane (MQSim's one busy status per chip)")
         dies, blocks = 1, blocks * dies
     pages = int_value(p, get(f, "Page_No_Per_Block"), 1, 65536)
-    page_b = int_value(p, get(f, "Page_Capacity"), 512, 1 << 20)
     op = float_value(p, get(d, "Overprovisioning_Ratio"), 0.0, 0.99)
     die_bytes = planes * blocks * pages * page_b
     raw = channels * chips * dies * die_bytes
@@ -256,6 +263,11 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
             float_value(p, get(d, "Preferred_suspend_write_time_for_read")) / 1e3,
         "engine.suspend_min_erase_us": float_value(p, get(d, "Prefered_suspend_erase_time_for_read")) / 1e3,
         "workload.queue_depth": int_value(p, get(d, "IO_Queue_Depth"), 1, 65535),
+        # both of MQSim's data cache managers (SIMPLE, ADVANCED) write data not written in the last second
+        # back to flash at once, page by page (write_to_destage_buffer)
+        "engine.write_back": {"SIMPLE": "eager", "ADVANCED": "eager"}[
+            choice_value(p, get(d, "Caching_Mechanism"), ("SIMPLE", "ADVANCED"))],
+        "engine.inflight_kib": inflight_kib,
     }
     if overrides["engine.suspension"] != "none":
         warnings.append(

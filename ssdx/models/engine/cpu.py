@@ -57,7 +57,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs", "suspend_program",
         "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
         "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
-        "dram_burst", "dram_trcd", "dram_tcl", "dram_trp")
+        "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free")
@@ -74,7 +74,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
- DRAM_TRP) = range(len(PLAN))
+ DRAM_TRP, EAGER, INFLIGHT) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE) = range(len(SCALARS))
 DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -368,27 +368,36 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 t_unit = (a_slc * f[T_UNIT0] + a_dir * f[T_UNIT1] + a_fold * f[T_UNIT2]) / max(sz, 1.0)
             else:
                 t_unit = f[T_UNIT1]
+            eager = f[EAGER] > 0.5
             total = wpartial + sz
-            n_units = int(math.floor(total / unit))
+            if eager:  # engine._write, eager: the pages the write touches, on the dies of their addresses
+                k = max(int(math.ceil(((o4 % page_4k) * MAP_UNIT_BYTES + sz) / page_bytes)), 1)
+                n_units, start, t_item = k, (o4 // page_4k) % n_dies, sz / k / chan_rate
+            else:  # full program units, round-robin from the frontier
+                n_units = int(math.floor(total / unit))
+                start, t_item = wptr, unit / chan_rate
             q, m = n_units // n_dies, n_units % n_dies
             for c in range(n_ch):
                 x_c[c] = 0.0
             for j in range(min(n_units, n_dies)):
-                x_c[_nth_die(wptr, j, n_dies) % n_ch] += q + (1 if j < m else 0)
+                x_c[_nth_die(start, j, n_dies) % n_ch] += q + (1 if j < m else 0)
             for c in range(n_ch):  # channel transfer of the units, after the host data is in
                 if x_c[c] > 0:
-                    chan[0, c] = max(chan[0, c], h_end) + x_c[c] * (unit / chan_rate)
+                    chan[0, c] = max(chan[0, c], h_end) + x_c[c] * t_item
+            n_ops = 0.0
             for j in range(min(n_units, n_dies)):
-                d = _nth_die(wptr, j, n_dies)
+                d = _nth_die(start, j, n_dies)
                 u = q + (1 if j < m else 0)
+                ops, used = (float(math.ceil(u / planes)), u / planes) if eager else (float(u), float(u))
+                n_ops += ops
                 pd = _pos(d, n_ch, C)
                 old = die[DIE_UNITS, pd]
-                die[DIE_UNITS, pd] = old + u
-                n_erase = math.floor((old + u) / upb) - math.floor(old / upb)
-                p_dur = u * t_unit + n_erase * f[T_ERASE]
+                die[DIE_UNITS, pd] = old + used
+                n_erase = math.floor((old + used) / upb) - math.floor(old / upb)
+                p_dur = ops * t_unit + n_erase * f[T_ERASE]
                 p_start = max(die[DIE_FREE, pd], chan[0, d % n_ch])
                 if sus_on:  # the program/erase run (engine._write): erases first, then the units
-                    if p_start > die[PE_END, pd]:
+                    if p_start - die[PE_END, pd] > FIT_SLACK * t_unit:
                         die[PE_START, pd] = p_start
                     die[PE_END, pd] = p_start + p_dur
                     if n_erase > 0:
@@ -400,17 +409,27 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 busy[pd] += p_dur
                 a[ERASES] += n_erase
             h_ack = h_end
+            if eager:  # admitted once the data in flight to flash fits in inflight_bytes (engine._write)
+                backlog = 0.0
+                for d in range(n_dies):
+                    backlog += max(die[DIE_FREE, _pos(d, n_ch, C)] - issue, 0.0)
+                per_op = sz / max(n_ops, 1.0)
+                h_ack = max(h_end, issue + backlog / n_dies - f[INFLIGHT] * t_unit / (n_dies * per_op))
             if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (engine._dram_time)
                 rows = max(math.ceil(sz / f[DRAM_ROW]), 1.0)
                 t_dram = (rows * (f[DRAM_TRCD] + f[DRAM_TCL]) + (rows - 1.0) * f[DRAM_TRP]
                           + math.floor(sz / f[DRAM_BURST] / 2.0) / f[DRAM_RATE])
-                dram_free = max(h_end, dram_free) + t_dram
+                dram_free = max(h_ack, dram_free) + t_dram
                 h_ack = dram_free
-            done = max(h_ack, free_max - f[BUFFER_BYTES] / (n_dies * unit / t_unit))
+            if eager:
+                done = h_ack
+                a[PROG_PAGES] += n_units
+            else:
+                done = max(h_ack, free_max - f[BUFFER_BYTES] / (n_dies * unit / t_unit))
+                wptr = (wptr + n_units) % n_dies
+                wpartial = total - n_units * unit
+                a[PROG_PAGES] += n_units * planes
             queue += (h_start - t_cmd) + (done - h_end)
-            wptr = (wptr + n_units) % n_dies
-            wpartial = total - n_units * unit
-            a[PROG_PAGES] += n_units * planes
         if wb_page >= 0:  # 3. the evicted dirty translation page written back behind the die's backlog
             pw = _pos(wb_page % n_dies, n_ch, C)
             t_wb = t_map + f[T_UNIT0]

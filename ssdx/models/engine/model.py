@@ -43,7 +43,12 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    pages puts ``n_d`` on die ``d`` and costs that die ``ceil(n_d / planes)`` multi-plane operations.
    Writes do not follow the logical address: they fill a **write frontier** of program units
    (``planes × page`` bytes, one multi-plane program) dealt round-robin over the dies, as a log-structured
-   FTL does; data waits in the buffer until a unit is full.
+   FTL does; data waits in the buffer until a unit is full.  With ``engine.write_back = eager`` every
+   page a write touches is sent to flash at once instead, on the die of its logical address (the pages
+   of one die in ``ceil(n_d / planes)`` programs), as MQSim's data cache managers write back data not
+   written in the last second (``write_to_destage_buffer``; Tavakkol et al., FAST 2018): a 4 KiB write
+   then costs a whole page program.  Not modelled: the one-second filter under which MQSim keeps a page
+   rewritten within the second in its cache (every write is written back).
 5. *Dies and channels, two classes* — host reads take priority over programs and erases at every die
    and channel (program/erase suspension, Wu & He, FAST 2012): a read waits only for earlier reads
    (``die_r``, ``chan_r``) and pushes the die's and channel's program backlog (``die_free``,
@@ -88,9 +93,12 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    ``Data_Cache_DRAM_*``; Tavakkol et al., FAST 2018): after its host transfer a write's data goes into
    the DRAM through one memory channel that serves writes in order, ``_dram_time`` each (``tRCD + tCL``
    per row opened, ``tRP`` between rows, ``floor(bytes / burst / 2)`` transfers of ``1 / rate``), and
-   "the host transfer end" above becomes the end of that DRAM write.  Not modelled: MQSim's reads of
-   the DRAM when it evicts data to flash, its read hits in the data cache, and its eager write-back of
-   data written for the first time.
+   "the host transfer end" above becomes the end of that DRAM write.  Eager write-back (step 4) is
+   acknowledged differently: the write enters the buffer once the data in flight to flash, its own
+   included, fits in ``inflight_bytes`` (MQSim's back pressure, one page per plane of the drive), taking
+   the in-flight data as the dies' summed backlogs at this write's bytes per program; then its DRAM
+   write, and the ack.  Not modelled: MQSim's reads of the DRAM when it evicts data to flash and its
+   read hits in the data cache.
 
 **pSLC accounting** reuses the fluid engine's (``ssdx.models.fluid.model.plan``/``init``): the rooms of the
 pSLC cache (and its dynamic-region cap, ``room_cap0``) and of direct native writes at the start, and the
@@ -156,6 +164,14 @@ def _per_die(p: Plan, start: jax.Array, count: jax.Array) -> jax.Array:
     r = p.die_id - start
     r = jnp.where(r < 0, r + p.n_dies[None], r)
     return jnp.where(p.mask, q + (r < m).astype(jnp.int32), 0)
+
+
+def _pages(p: Plan, off4k: jax.Array, size: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """4: the NAND pages a request at ``off4k`` (4 KiB units) of ``size`` bytes touches, ``k`` (int32,
+    at least 1), and how many of them lie on each die, ``(D, B)`` (logical page ``j`` on die ``j mod D``)."""
+    in_page = (jnp.mod(off4k, p.page_4k) * MAP_UNIT_BYTES).astype(size.dtype)
+    k = jnp.maximum(jnp.ceil((in_page + size) / p.page_bytes), 1.0).astype(jnp.int32)
+    return k, _per_die(p, jnp.mod(off4k // p.page_4k, p.n_dies), k)
 
 
 def _place(p: Plan, ds: jax.Array, dn: jax.Array, draw: jax.Array, amount: jax.Array):
@@ -336,10 +352,7 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     t_map = jnp.where(miss, m_end + MAP_UNIT_BYTES / p.chan_rate, f.t_cmd + p.map_hit_s)
     q_map = jnp.where(miss, m_start - f.t_cmd, 0.0)
 
-    first = off4k // p.page_4k
-    in_page = (jnp.mod(off4k, p.page_4k) * MAP_UNIT_BYTES).astype(dt)
-    k = jnp.maximum(jnp.ceil((in_page + size) / p.page_bytes), 1.0).astype(jnp.int32)
-    n_d = _per_die(p, jnp.mod(first, p.n_dies), k)
+    k, n_d = _pages(p, off4k, size)
     active = n_d > 0
     n_f = n_d.astype(dt)
     dur = jnp.ceil(n_f / p.planes[None]) * p.t_read[None]
@@ -400,44 +413,68 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
                        p.t_unit[1])
     total = s.wpartial + size
     n_units = jnp.floor(total / p.unit_bytes)
-    u_d = _per_die(p, s.wptr, n_units.astype(jnp.int32))
-    u_f = u_d.astype(dt)
+    u_f = _per_die(p, s.wptr, n_units.astype(jnp.int32)).astype(dt)  # units (multi-plane programs) per die
     wx_c = jnp.sum(_by_channel(u_f, lay), axis=0) * (p.unit_bytes / p.chan_rate)[None]
+    ops, used, prog_pages = u_f, u_f, n_units * p.planes  # programs, blocks' units used, pages per die
+    wptr = jnp.mod(s.wptr + n_units.astype(jnp.int32), p.n_dies)
+    wpartial = total - n_units * p.unit_bytes
+    if lay.eager:
+        # engine.write_back = eager: every page the write touches is programmed at once on the die of its
+        # logical address, the pages of one die together (multi-plane); the frontier does not move
+        e = p.eager
+        k, n_d = _pages(p, look.off4k, size)
+        n_e = n_d.astype(dt)
+        ops = jnp.where(e[None], jnp.ceil(n_e / p.planes[None]), u_f)
+        used = jnp.where(e[None], n_e / p.planes[None], u_f)
+        x_e = jnp.sum(_by_channel(n_e, lay), axis=0) * (size / k.astype(dt) / p.chan_rate)[None]
+        wx_c = jnp.where(e[None], x_e, wx_c)
+        prog_pages = jnp.where(e, k.astype(dt), prog_pages)
+        wptr, wpartial = jnp.where(e, s.wptr, wptr), jnp.where(e, s.wpartial, wpartial)
     w_cend = jnp.where(wx_c > 0, jnp.maximum(s.chan_free, h_end[None]) + wx_c, s.chan_free)
-    die_units = s.die_units + u_f
+    die_units = s.die_units + used
     upb = p.units_per_block[None]
     n_erase = jnp.floor(die_units / upb) - jnp.floor(s.die_units / upb)
     p_start = jnp.maximum(_by_channel(die_free, lay), w_cend[None]).reshape(die_free.shape)
-    p_dur = u_f * t_unit[None] + n_erase * p.t_erase[None]
+    p_dur = ops * t_unit[None] + n_erase * p.t_erase[None]
     # the program/erase run (suspend): the erases first (they free the block the units go to), then the
-    # units; a run that starts after the die's backlog has ended starts a new run
+    # units; a run that starts after the die's backlog has ended (by more than rounding) starts a new run
     if lay.suspension:
-        on = (u_d > 0) & p.suspend_on[None]
+        on = (ops > 0) & p.suspend_on[None]
         er_len = n_erase * p.t_erase[None]
-        pe = PE(start=jnp.where(on & (p_start > pe.end), p_start, pe.start),
+        pe = PE(start=jnp.where(on & (p_start - pe.end > FIT_SLACK * t_unit[None]), p_start, pe.start),
                 end=jnp.where(on, p_start + p_dur, pe.end),
                 er_end=jnp.where(on & (n_erase > 0), p_start + er_len, pe.er_end),
                 er_len=jnp.where(on & (n_erase > 0), er_len, pe.er_len),
                 t_op=jnp.where(on, jnp.broadcast_to(t_unit[None], on.shape), pe.t_op))
-    die_free = jnp.where(u_d > 0, p_start + p_dur, die_free)
+    die_free = jnp.where(ops > 0, p_start + p_dur, die_free)
     backlog_end = _max_free(p, die_free)
     drain = p.n_dies.astype(dt) * p.unit_bytes / t_unit
+    admit = h_end
+    if lay.eager:
+        # eager: the write enters the buffer once the data in flight to flash, including its own, fits in
+        # inflight_bytes; in flight = the dies' program backlogs (summed: the pages land on the dies
+        # their addresses give, not evenly) at this write's bytes per program
+        n_dies = p.n_dies.astype(dt)
+        mean_b = jnp.sum(jnp.where(p.mask, jnp.maximum(die_free, 0.0), 0.0), axis=0) / n_dies
+        per_op = size / jnp.maximum(jnp.sum(jnp.where(p.mask, ops, 0.0), axis=0), 1.0)
+        admit = jnp.where(p.eager, jnp.maximum(h_end, mean_b - p.inflight_bytes * t_unit / (n_dies * per_op)),
+                          h_end)
     # the data written into the buffer's DRAM before the ack: one memory channel, writes in order
     dram_on = p.dram_rate > 0
-    d_start = jnp.maximum(h_end, s.dram_free)
+    d_start = jnp.maximum(admit, s.dram_free)
     dram_new = d_start + _dram_time(p, size)
-    h_ack = jnp.where(dram_on, dram_new, h_end)
+    h_ack = jnp.where(dram_on, dram_new, admit)
     done = jnp.maximum(h_ack, backlog_end - p.buffer_bytes / drain)
+    if lay.eager:
+        done = jnp.where(p.eager, h_ack, done)
     q_write = (h_start - f.t_cmd) + (done - h_end)
     return _finish(
         p, s, acc, r, f, WRITE, done, -f.arrival + f.ctrl_start + q_write,
         state=dict(die_r=die_r, die_free=die_free, free_max=backlog_end, chan_free=w_cend,
                    dram_free=jnp.where(dram_on, dram_new, s.dram_free),
                    link_rx=rx_new, link_tx=jnp.where(p.duplex, s.link_tx, rx_new),
-                   wptr=jnp.mod(s.wptr + n_units.astype(jnp.int32), p.n_dies),
-                   wpartial=total - n_units * p.unit_bytes, die_units=die_units, ds=ds, dn=dn, draw=draw,
-                   pe=pe),
-        add=dict(busy=busy + p_dur, prog_pages=n_units * p.planes, erases=jnp.sum(n_erase, axis=0),
+                   wptr=wptr, wpartial=wpartial, die_units=die_units, ds=ds, dn=dn, draw=draw, pe=pe),
+        add=dict(busy=busy + p_dur, prog_pages=prog_pages, erases=jnp.sum(n_erase, axis=0),
                  map_misses=miss.astype(dt), mode_bytes=mode_bytes, suspensions=sus_m))
 
 

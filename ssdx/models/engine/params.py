@@ -47,6 +47,16 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   fields; Tavakkol et al., FAST 2018).  ``buffer_dram_row_bytes``, ``buffer_dram_burst_bytes``,
   ``buffer_dram_trcd_ns``, ``buffer_dram_tcl_ns``, ``buffer_dram_trp_ns``: the other fields, MQSim's
   defaults (8192 B, 4 B, 13 ns each).
+* ``write_back`` — when buffered write data goes to flash (step 4 of ``ssdx.models.engine.model``):
+  ``gather`` (default) gathers writes into full multi-plane program units dealt round-robin over the dies
+  (a log-structured FTL's write frontier); ``eager`` sends every logical page a write touches to flash at
+  once as its own program on the die its address maps to, as MQSim's data cache managers do for data not
+  written in the last second (``write_to_destage_buffer``: "eagerly write back cold data"; Tavakkol et
+  al., FAST 2018), and a write waits, before it enters the buffer, while the written-back data not yet
+  programmed exceeds ``inflight_kib``.
+* ``inflight_kib`` — ``eager``: written-back data in flight (sent to flash, not yet programmed) above which
+  new writes wait, KiB; 0 (default): one page per plane of the drive, MQSim's
+  ``back_pressure_buffer_max_depth``.
 * ``backend`` — how the engine runs, not what it computes (so not a column): ``auto`` (default), ``jax``,
   ``cpu`` or ``cuda``.  This module only checks the name (:func:`backend_name`); what it means on the
   machine at hand — the hardware probe, ``auto`` resolved — is ``ssdx.models.engine.backends.select``.
@@ -70,6 +80,8 @@ LOOPS = ("closed", "open")
 MAP_CACHES = {"auto": 0, "direct": 1, "lru": 2}
 #: engine.suspension -> (a read may suspend a program, an erase); MQSim's CMD_Suspension_Support values
 SUSPENSIONS = {"program_erase": (1, 1), "program": (1, 0), "erase": (0, 1), "none": (0, 0)}
+#: engine.write_back -> the numeric leaf ``eager``
+WRITE_BACKS = {"gather": 0, "eager": 1}
 BACKENDS = ("auto", "jax", "cpu", "cuda")
 FIELDS = ("loop", "write_buffer_mib", "map_cache_mib", "map_hit_us", "ctrl_kiops", "time_scale")
 #: fields a config may leave out, with the defaults that keep the engine's original behaviour
@@ -77,7 +89,8 @@ OPTIONAL: dict[str, Any] = {
     "suspension": "program_erase", "suspend_program_us": 0.0, "suspend_erase_us": 0.0,
     "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0, "map_cache": "auto",
     "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
-    "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0}
+    "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
+    "write_back": "gather", "inflight_kib": 0.0}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -106,6 +119,8 @@ RANGES: dict[str, Field] = table(
           default=OPTIONAL["buffer_dram_tcl_ns"], doc="write-buffer DRAM tCL, ns"),
     Field("engine.buffer_dram_trp_ns", "ns", 0.0, 1e4, optional=True,
           default=OPTIONAL["buffer_dram_trp_ns"], doc="write-buffer DRAM tRP, ns"),
+    Field("engine.inflight_kib", "KiB", 0.0, 1e8, optional=True, default=OPTIONAL["inflight_kib"],
+          doc="eager write-back: data in flight to flash before writes wait, KiB (0: a page per plane)"),
 )
 MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
 MAP_UNIT_BYTES = 4096
@@ -137,13 +152,15 @@ class EngineParams:
     dram_trcd: Any  # s
     dram_tcl: Any
     dram_trp: Any
+    eager: Any  # engine.write_back: 0 gather, 1 eager (WRITE_BACKS)
+    inflight_bytes: Any  # eager: written-back bytes in flight before writes wait (0: a page per plane)
 
 
 class Layout(NamedTuple):
     """Static array sizes of a batch: die positions are ``ways x channels``.  Whether any configuration of
     the batch tracks read suspension (:func:`suspend_on`), uses the LRU mapping cache (``map_lru``) or
-    writes dirty translation pages back (``map_writeback``): where none does, the batched step leaves
-    that mechanism out of its arithmetic, and the results are the same."""
+    writes dirty translation pages back (``map_writeback``) or writes back eagerly (``eager``): where none
+    does, the batched step leaves that mechanism out of its arithmetic, and the results are the same."""
 
     ways: int
     channels: int
@@ -152,6 +169,7 @@ class Layout(NamedTuple):
     suspension: bool = True
     map_lru: bool = True
     map_writeback: bool = True
+    eager: bool = True
 
 
 def columns(engine: Mapping) -> dict[str, np.ndarray]:
@@ -184,6 +202,9 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     mc = _categorical(cols, "map_cache")
     check_rule(cols, "engine.map_cache", np.isin(mc, list(MAP_CACHES)), f"must be one of {list(MAP_CACHES)}",
                mc, report)
+    wb = _categorical(cols, "write_back")
+    check_rule(cols, "engine.write_back", np.isin(wb, list(WRITE_BACKS)),
+               f"must be one of {list(WRITE_BACKS)}", wb, report)
     sus = _suspension(cols)
     check_rule(cols, "engine.suspension", np.isin(sus, list(SUSPENSIONS)),
                f"must be one of {list(SUSPENSIONS)}", sus, report)
@@ -213,6 +234,11 @@ def _suspension(cols: Mapping) -> np.ndarray:
 def map_policy(cols: Mapping) -> np.ndarray:
     """``engine.map_cache`` of every configuration as its numeric leaf (:data:`MAP_CACHES`)."""
     return np.array([MAP_CACHES[v] for v in _categorical(cols, "map_cache")], np.int32)
+
+
+def eager(cols: Mapping) -> np.ndarray:
+    """``engine.write_back`` of every configuration as its numeric leaf (:data:`WRITE_BACKS`)."""
+    return np.array([WRITE_BACKS[v] for v in _categorical(cols, "write_back")], np.int32)
 
 
 def _opt(cols: Mapping, key: str) -> np.ndarray:
@@ -263,6 +289,7 @@ def layout(cols: Mapping) -> Layout:
         suspension=bool(np.any(suspend_on(SimpleNamespace(**_suspend_fields(cols))))),
         map_lru=bool(np.any(map_policy(cols) > 1.5)),
         map_writeback=bool(np.any(map_policy(cols) > 0.5)),
+        eager=bool(np.any(eager(cols) > 0)),
     )
 
 
@@ -288,6 +315,8 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         dram_trcd=c(_opt(cols, "engine.buffer_dram_trcd_ns") * 1e-9),
         dram_tcl=c(_opt(cols, "engine.buffer_dram_tcl_ns") * 1e-9),
         dram_trp=c(_opt(cols, "engine.buffer_dram_trp_ns") * 1e-9),
+        eager=c(eager(cols)),
+        inflight_bytes=c(_opt(cols, "engine.inflight_kib") * 1024.0),
     )
     return drive, workload, eng, layout(cols)
 

@@ -88,6 +88,8 @@ class Plan(NamedTuple):
     dram_trcd: jax.Array
     dram_tcl: jax.Array
     dram_trp: jax.Array
+    eager: jax.Array  # engine.write_back = eager: each logical page programmed at once on its die
+    inflight_bytes: jax.Array  # eager: written-back bytes in flight before a write waits
 
 
 class Server(NamedTuple):
@@ -206,7 +208,9 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         suspend_on=suspend_on(eng),
         map_lru=eng.map_policy > 1.5, map_writeback=eng.map_policy > 0.5,
         dram_rate=eng.dram_rate, dram_row=eng.dram_row, dram_burst=eng.dram_burst, dram_trcd=eng.dram_trcd,
-        dram_tcl=eng.dram_tcl, dram_trp=eng.dram_trp,
+        dram_tcl=eng.dram_tcl, dram_trp=eng.dram_trp, eager=eng.eager > 0.5,
+        inflight_bytes=jnp.where(eng.inflight_bytes > 0, eng.inflight_bytes,
+                                 drive.dies * drive.planes_per_die * nand.page_bytes),
     )
 
 
