@@ -411,6 +411,38 @@ def parse_result(path: Path) -> list[dict[str, Any]]:
     return flows
 
 
+#: MQSim's flash-command counters (the ``SSDDevice.FTL`` element of its result file)
+MQSIM_FTL_FIELDS = (
+    "Issued_Flash_Read_CMD", "Issued_Flash_Multiplane_Read_CMD", "Issued_Flash_Program_CMD",
+    "Issued_Flash_Multiplane_Program_CMD", "Issued_Flash_Erase_CMD", "Issued_Flash_Read_CMD_For_Mapping",
+    "Issued_Flash_Program_CMD_For_Mapping", "Total_GC_Executions",
+)
+
+
+def parse_ftl(path: Path) -> dict[str, float | None]:
+    """MQSim's flash-command counters (:data:`MQSIM_FTL_FIELDS`) from its result file; {} if absent."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise ValueError(f"{path}: line {exc.position[0]}: malformed XML: {exc}") from exc
+    el = next(root.iter("SSDDevice.FTL"), None)
+    if el is None:
+        return {}
+    return {k: _num(el.get(k), path, f"SSDDevice.FTL@{k}") for k in MQSIM_FTL_FIELDS}
+
+
+def flash_per_request(ftl: dict[str, Any], requests: int, planes: int) -> dict[str, float | None]:
+    """MQSim's counters as flash work per host request: pages programmed (a multi-plane program counted
+    as ``planes`` pages, an upper bound), translation pages read and programmed."""
+    if not ftl or not requests:
+        return {}
+    g = lambda k: ftl.get(k) or 0.0  # noqa: E731
+    programs = g("Issued_Flash_Program_CMD") + planes * g("Issued_Flash_Multiplane_Program_CMD")
+    return {"page_programs": (programs - g("Issued_Flash_Program_CMD_For_Mapping")) / requests,
+            "translation_reads": g("Issued_Flash_Read_CMD_For_Mapping") / requests,
+            "translation_programs": g("Issued_Flash_Program_CMD_For_Mapping") / requests}
+
+
 def write_case_files(case: Case, workdir: Path, mqsim_src: Path | None) -> tuple[Path, Path]:
     """Write the case's ``ssdconfig.xml`` and ``workload.xml`` (and copy its trace) into ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -443,7 +475,7 @@ def run_mqsim(binary: Path, case: Case, workdir: Path, mqsim_src: Path | None) -
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     flows = parse_result(out)
     n = sum(int(f["Request_Count"] or 0) for f in flows)
-    return {"flows": flows, "wall_s": wall, "cpu_s": cpu, "requests": n,
+    return {"flows": flows, "ftl": parse_ftl(out), "wall_s": wall, "cpu_s": cpu, "requests": n,
             "cpu_us_per_request": 1e6 * cpu / n if n else None}
 
 
@@ -580,7 +612,8 @@ def run_ssdx(workdir: Path, overrides: list[str] | None = None) -> dict[str, Any
         raise RuntimeError(f"ssdx exit {proc.returncode}: {(proc.stdout + proc.stderr)[-600:]}")
     summary = json.loads((out_dir / "summary.json").read_text())
     flow = summary["scenarios"][0]["flows"][0]
-    return {"flow": flow, "wall_s": wall, "summary_warnings": len(summary.get("warnings", [])),
+    return {"flow": flow, "flash": summary["scenarios"][0].get("flash", {}), "wall_s": wall,
+            "summary_warnings": len(summary.get("warnings", [])),
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
 
 
@@ -799,7 +832,13 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "",
         n_s = f.get("requests") or n_m
         cpu_s = 1e6 * s["cpu_s"] / n_s if n_s else None
         checks_ok = all(v.get("pass") in (True, None) for k, v in rec["checks"].items() if k != "bounds")
+        d = Case(**rec["case"]).drive_params()
+        fl_s = s.get("flash") or {}
         rows[name] = {
+            "flash_per_request": {
+                "mqsim": flash_per_request(rec["mqsim"].get("ftl", {}), n_m, d["Plane_No_Per_Die"]),
+                "ssdx": {k: fl_s[k] / n_s for k in ("page_programs", "translation_reads",
+                                                    "translation_programs") if k in fl_s and n_s}},
             "mqsim": {"iops": m["IOPS"], "mean_us": m["Device_Response_Time"], "p99_us": None},
             "ssdx": {"iops": f.get("iops"), "mean_us": f.get("device_response_time_us"),
                      "p99_us": f.get("p99_response_time_us")},
@@ -873,6 +912,18 @@ def table_md(rows: dict[str, Any]) -> str:
             f"{'pass' if r['mqsim_checks_pass'] else 'FAIL'} | {_f(c['mqsim'], '.2f')} | "
             f"{_f(c['ssdx'], '.2f')} | "
             f"{_f(c['ratio_ssdx_over_mqsim'], '.2f')} |")
+    lines += ["", "Flash work per host request (MQSim: its `SSDDevice.FTL` counters, a multi-plane program "
+              "counted as one page per plane; ssdx: `summary.json` `flash`):", "",
+              "| case | page programs MQSim | ssdx | translation reads MQSim | ssdx | translation programs "
+              "MQSim | ssdx |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for k, r in rows.items():
+        fm, fs = (r.get("flash_per_request") or {}).get("mqsim") or {}, \
+            (r.get("flash_per_request") or {}).get("ssdx") or {}
+        if "error" in r or not (fm or fs):
+            continue
+        cells = [f"{_f(fm.get(x), '.3f')} | {_f(fs.get(x), '.3f')}"
+                 for x in ("page_programs", "translation_reads", "translation_programs")]
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

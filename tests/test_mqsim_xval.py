@@ -76,6 +76,23 @@ def test_parser_reads_mqsim_output_and_names_a_bad_file(tmp_path: Path) -> None:
         xv.parse_result(bad)
 
 
+def test_mqsim_flash_counters_per_request(tmp_path: Path) -> None:
+    # MQSim's FTL counters of its 1 s QD16 random-write run: one page program per write (single-plane
+    # commands plus two pages per multi-plane one), one translation read per write, no translation program
+    out = tmp_path / "w_scenario_1.xml"
+    out.write_text('<?xml version="1.0" encoding="us-ascii"?>\n<MQSim_Results>\n<SSDDevice>\n'
+                   '<SSDDevice.FTL Issued_Flash_Read_CMD="37549" Issued_Flash_Program_CMD="34952" '
+                   'Issued_Flash_Multiplane_Program_CMD="1316" Issued_Flash_Read_CMD_For_Mapping="37575" '
+                   'Issued_Flash_Program_CMD_For_Mapping="0" Average_Page_Movement_For_GC="-nan"/>\n'
+                   "</SSDDevice>\n</MQSim_Results>\n")
+    ftl = xv.parse_ftl(out)
+    assert ftl["Issued_Flash_Program_CMD"] == 34952 and ftl["Issued_Flash_Erase_CMD"] is None
+    per = xv.flash_per_request(ftl, 37594, planes=2)
+    assert per["page_programs"] == pytest.approx(37584 / 37594)
+    assert per["translation_reads"] == pytest.approx(37575 / 37594) and per["translation_programs"] == 0.0
+    assert xv.flash_per_request({}, 10, 2) == {}
+
+
 @pytest.fixture(scope="module")
 def reference() -> dict:
     return json.loads(REFERENCE.read_text())

@@ -293,7 +293,18 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
                           fl.name) for i, fl in enumerate(sc.flows)]
     return {"line": sc.line, "loop": run_cfg["engine"]["loop"],
             "queue_depth": run_cfg["workload"]["queue_depth"],
-            "simulated_time_s": span, "flows": flows}
+            "simulated_time_s": span, "flows": flows, "flash": flash_counts(res.extra["sums"])}
+
+
+def flash_counts(sums: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """The drive's flash work over a scenario, in the terms of MQSim's ``SSDDevice.FTL`` statistics: NAND
+    pages read and programmed for host data, translation pages read (mapping-cache misses) and
+    programmed (dirty translation pages written back), erases.  ``sums`` are the engine's summed
+    accumulators of the scenario's one configuration (``replay.Result.extra["sums"]``)."""
+    one = lambda k: float(np.asarray(sums[k]).reshape(-1)[0])  # noqa: E731
+    return {"page_reads": one("read_pages"), "page_programs": one("prog_pages"),
+            "translation_reads": one("map_misses"), "translation_programs": one("map_writebacks"),
+            "erases": one("erases")}
 
 
 def _paths(cfg: Mapping[str, Any]) -> tuple[Path, Path]:
