@@ -8,7 +8,9 @@ import sys
 
 import numpy as np
 from test_engine_cpu import batch, erasing_plan, mixed
+from test_engine_entries import _cols
 
+from ssdx import params
 from ssdx.models.engine import cpu as engine_cpu
 from ssdx.models.engine import cuda as engine_cuda
 from ssdx.models.engine import model as engine
@@ -63,6 +65,15 @@ def main(out: str) -> None:
             res[f"{b}/suspension/pe_{k}"] = np.asarray(v)
         for k in ("tags", "map_age", "map_dirty"):
             res[f"{b}/suspension/{k}"] = np.asarray(getattr(s, k))
+    # the replay path with the entry cache (engine.map_cache = entries): its events reach the kernel
+    one = _cols(map_cache="entries", map_cache_mib=0.002)  # one drive: the batch shares one entry cache
+    trees = engine_params.build(params.concat_columns([one, one, one]), dtype=np.float64)
+    ch = mixed(200, seed=9)
+    for b in ("cpu", "cuda"):
+        r = replay.replay(trees, [ch], chunk_len=90, keep_latency=True, backend=b)
+        res[f"{b}/entries/latencies"] = r.latencies
+        for k in ("map_misses", "map_writebacks", "busy", "lat_sum"):
+            res[f"{b}/entries/{k}"] = r.extra["sums"][k]
     np.savez(out, **res)
 
 

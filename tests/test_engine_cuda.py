@@ -72,6 +72,14 @@ def test_kernel_suspends_reads_and_caches_the_map_like_the_cpu_loop(simulated):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
 
 
+def test_kernel_takes_the_entry_caches_events_like_the_cpu_loop(simulated):
+    pairs = _pairs(simulated, "entries/")
+    assert len(pairs) == 5
+    assert (simulated["cpu/entries/map_writebacks"] > 0).all()  # 2 KB of entries: evictions write back
+    for k, a, b in pairs:
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
+
+
 def test_kernel_compiles_to_ptx_for_the_h100():
     # no GPU needed: the dev extra installs numba-cuda with CUDA 13's NVVM, so a change to the loop shared
     # with the CPU back end that CUDA cannot compile fails here

@@ -71,7 +71,9 @@ def test_default_drive_by_hand() -> None:
     assert o["drive.die_gbit"] == pytest.approx(2 * 2048 * 256 * 8192 * 8 / 2**30, rel=1e-12)
     assert o["drive.bus_mts"] == 333.0
     assert o["engine.write_buffer_mib"] == 256.0 and o["engine.map_cache_mib"] == 2.0
-    assert o["engine.map_cache"] == "lru"  # Ideal_Mapping_Table false
+    assert o["engine.map_cache"] == "entries"  # Ideal_Mapping_Table false: MQSim's CMT of entries
+    # its entry: 2 x log2(2^28 physical pages) + 16 sector bits = 72 bits = 9 bytes
+    assert o["engine.map_entry_bytes"] == 9
     assert o["engine.suspension"] == "erase"
     # MQSim's schedulers never suspend whatever the file asks: said, not silently copied or dropped
     assert any("never do" in w and "engine.suspension=none" in w for w in warnings)
@@ -269,9 +271,9 @@ def test_chip_as_die_serialises_loaded_reads(tmp_path: Path) -> None:
     wl = _workload([_flow(qd=64, n=3000)])
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    rc, err, dies = _run(tmp_path / "a", wl)
+    rc, err, dies = _run(tmp_path / "a", wl, "mqsim.chip_as_die=false")
     assert rc == 0, err
-    rc, err, chips = _run(tmp_path / "b", wl, "mqsim.chip_as_die=true")
+    rc, err, chips = _run(tmp_path / "b", wl)  # experiment=mqsim: MQSim's chips serialise
     assert rc == 0, err
     d, c = dies["scenarios"][0]["flows"][0], chips["scenarios"][0]["flows"][0]
     assert c["iops"] < 0.85 * d["iops"]

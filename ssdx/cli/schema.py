@@ -159,6 +159,7 @@ class EngineConf:
     buffer_dram_trp_ns: float = 13.0
     write_back: str = "gather"
     inflight_kib: float = 0.0
+    map_entry_bytes: float = 8.0
 
 
 @dataclass
@@ -301,7 +302,7 @@ class MqsimConf:
     workload: Optional[str] = None  # noqa: UP045 (MQSim's workload.xml; None: examples/mqsim)
     requests_per_flow: int = 20_000  # cap on each flow's requests (and the count of a timed QD flow)
     closed_loop_passes: int = 6  # closed-loop scenarios of several flows: rate re-weighting passes
-    chip_as_die: bool = False  # each MQSim chip as one die: MQSim's one busy status per chip
+    chip_as_die: bool = True  # each MQSim chip as one die: MQSim's one busy status per chip
 
 
 #: Every schema as ``(group, name) -> dataclass``, stored under that group and name: the groups of

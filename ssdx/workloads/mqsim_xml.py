@@ -158,7 +158,8 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     ``chip_as_die``: each chip becomes one die of the chip's capacity (its blocks per plane times its
     dies), so ssdx's dies serialise as MQSim's chips do: MQSim's transaction scheduler keeps one busy
     status per chip and issues nothing to a chip while any of its dies works
-    (``TSU_Priority_OutOfOrder``), where ssdx's dies are independent.  Off by default.
+    (``TSU_Priority_OutOfOrder``), where ssdx's dies are independent.  ``experiment=mqsim`` turns it on
+    (``mqsim.chip_as_die``); off here, as a plain reading of the file.
 
     Returns ``(overrides, warnings)``: ``overrides`` is keyed by dotted ssdx field (``drive.channels``,
     ``drive.dies_per_channel`` = chips × dies, ``drive.planes_per_die``, ``drive.bus_mts``,
@@ -169,8 +170,9 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     pages are read and programmed like data pages, and ssdx's engine times translation pages with the
     pSLC timings),
     ``nand.bits_per_cell``, ``nand.page_kib``, ``nand.block_pages``, ``engine.write_buffer_mib``,
-    ``engine.map_cache_mib`` (``CMT_Capacity``) with ``engine.map_cache`` = ``lru`` (MQSim's CMT is
-    LRU; ``auto`` when ``Ideal_Mapping_Table``), ``engine.buffer_dram_*`` (``Data_Cache_DRAM_*``; MT/s,
+    ``engine.map_cache_mib`` (``CMT_Capacity``) with ``engine.map_cache`` = ``entries`` (MQSim's CMT: LRU
+    over entries, batch write-back; ``auto`` when ``Ideal_Mapping_Table``) and ``engine.map_entry_bytes``
+    (MQSim's CMT entry size), ``engine.buffer_dram_*`` (``Data_Cache_DRAM_*``; MT/s,
     bytes, ns), ``engine.suspension`` (``CMD_Suspension_Support`` lower-cased), ``engine.suspend_*_us``
     (``Suspend_*_Time`` and the ``Prefere(r)d_suspend_*_for_read`` thresholds, ns → µs, the spelling
     MQSim's parser reads), ``workload.queue_depth`` (``IO_Queue_Depth``, the NVMe queue's size)),
@@ -218,6 +220,11 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     # MQSim's back pressure (SSD_Device: one page per plane of the drive), from the file's geometry
     page_b = int_value(p, get(f, "Page_Capacity"), 512, 1 << 20)
     inflight_kib = channels * chips * dies * planes * page_b / 1024
+    # MQSim's CMT entry: logical and physical page numbers and the page's sector bitmap
+    # (Address_Mapping_Unit_Page_Level: ceil((2 log2(physical pages) + sectors per page) / 8) bytes)
+    physical_pages = channels * chips * dies * planes * blocks * int_value(p, get(f, "Page_No_Per_Block"), 1,
+                                                                           65536)
+    entry_bytes = math.ceil((2 * math.log2(physical_pages) + page_b / 512) / 8)
     if chip_as_die and dies > 1:
         warnings.append(f"mqsim.chip_as_die: each chip's {dies} dies modelled as one die of "
                         f"{blocks * dies} blocks per plane (MQSim's one busy status per chip)")
@@ -248,7 +255,8 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
         "nand.bits_per_cell": bits, "nand.page_kib": page_b / 1024, "nand.block_pages": pages,
         "engine.write_buffer_mib": int_value(p, get(d, "Data_Cache_Capacity"), 0) / 2**20,
         "engine.map_cache_mib": int_value(p, get(d, "CMT_Capacity"), 0) / 2**20,
-        "engine.map_cache": "auto" if bool_value(p, get(d, "Ideal_Mapping_Table")) else "lru",
+        "engine.map_cache": "auto" if bool_value(p, get(d, "Ideal_Mapping_Table")) else "entries",
+        "engine.map_entry_bytes": entry_bytes,
         "engine.buffer_dram_mts": float_value(p, get(d, "Data_Cache_DRAM_Data_Rate"), 1.0),
         "engine.buffer_dram_row_bytes": int_value(p, get(d, "Data_Cache_DRAM_Row_Size"), 1),
         "engine.buffer_dram_burst_bytes": int_value(p, get(d, "Data_Cache_DRAM_Data_Busrt_Size"), 1),

@@ -57,7 +57,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs", "suspend_program",
         "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
         "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
-        "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes")
+        "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free")
@@ -74,7 +74,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
- DRAM_TRP, EAGER, INFLIGHT) = range(len(PLAN))
+ DRAM_TRP, EAGER, INFLIGHT, MAP_ENT) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE) = range(len(SCALARS))
 DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -186,7 +186,7 @@ def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
 
 @numba.njit(cache=True)
 def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, op, off4k, size, gap_s, valid,
-            lat, keep, b, C):
+            map_miss, wb_tpage, wb_count, lat, keep, b, C):
     """Run one configuration through the chunk (``engine.step`` request by request).
 
     Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die`` (len(DIES), D),
@@ -214,6 +214,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     sus_on = f[SUS_ON] > 0.5  # a suspension option in effect: track the program/erase runs
     map_lru = f[MAP_LRU] > 0.5
     map_wb = f[MAP_WB] > 0.5
+    map_ent = f[MAP_ENT] > 0.5  # engine.map_cache = entries: misses and write-backs come with the requests
     t_map_xfer = MAP_UNIT_BYTES / chan_rate
     ctrl_free, link_rx, link_tx = sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX]
     free_max, last_arrival, last_done = sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE]
@@ -237,9 +238,14 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         m_start = 0.0
         o4 = off4k[i] % cap_4k
         wb_page = -1
+        wb_n = 1.0
         if o != TRIM:
             tpage = o4 // tpage_4k
-            if not map_lru and not map_wb:  # the original direct-mapped cache (engine.map_cache = auto)
+            if map_ent:
+                miss = map_miss[i]
+                wb_page = wb_tpage[i]
+                wb_n = wb_count[i]
+            elif not map_lru and not map_wb:  # the original direct-mapped cache (engine.map_cache = auto)
                 cset = tpage % map_sets
                 if not always_hit and tags[TAG, cset] != tpage:
                     miss = True
@@ -433,10 +439,12 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         if wb_page >= 0:  # 3. the evicted dirty translation page written back behind the die's backlog
             pw = _pos(wb_page % n_dies, n_ch, C)
             t_wb = t_map + f[T_UNIT0]
+            if map_ent:
+                t_wb = t_wb * wb_n
             die[DIE_FREE, pw] = max(die[DIE_FREE, pw], issue) + t_wb
             free_max = max(free_max, die[DIE_FREE, pw])
             busy[pw] += t_wb
-            a[MAP_WBS] += 1.0
+            a[MAP_WBS] += wb_n
         # completion: slot, clocks, accumulators
         j = 1
         while j < nq and slots[j] < done:
@@ -472,11 +480,12 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
 
 
 @numba.njit(cache=True, parallel=True)
-def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, lat, keep, C):
+def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, map_miss, wb_tpage,
+         wb_count, lat, keep, C):
     for b in numba.prange(pf.shape[0]):
         x_c, first_c, last_c = np.empty(C), np.empty(C), np.empty(C)
         _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,
-                last_c, op, off4k, size, gap_s, valid, lat, keep, b, C)
+                last_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, lat, keep, b, C)
 
 
 # ------------------------------------------------------------------------------------------- host side
@@ -493,9 +502,12 @@ def pack_state(s: State) -> tuple[np.ndarray, ...]:
 
 
 def request_arrays(req: Requests) -> tuple[np.ndarray, ...]:
-    """The chunk's requests as the loop reads them: op, off4k (int64), size, gap_s (float64), valid."""
+    """The chunk's requests as the loop reads them: op, off4k (int64), size, gap_s (float64), valid, and
+    the entry cache's map_miss, wb_tpage (int64), wb_count (float64)."""
     return (np.asarray(req.op, np.int64), np.asarray(req.off4k, np.int64), np.asarray(req.size, np.float64),
-            np.asarray(req.gap_s, np.float64), np.asarray(req.valid, np.bool_))
+            np.asarray(req.gap_s, np.float64), np.asarray(req.valid, np.bool_),
+            np.asarray(req.map_miss, np.bool_), np.asarray(req.wb_tpage, np.int64),
+            np.asarray(req.wb_count, np.float64))
 
 
 def new_sums(b: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -46,7 +46,8 @@ def _namespace() -> dict:
     return ns
 
 
-def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, lat, keep, C):
+def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, map_miss, wb_tpage,
+            wb_count, lat, keep, C):
     """Kernel body: thread ``b`` runs configuration ``b`` through the chunk (arrays configurations last)."""
     b = cuda.grid(1)
     if b < pf.shape[1]:
@@ -54,8 +55,8 @@ def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_
         first_c = cuda.local.array(MAX_CH, float64)
         last_c = cuda.local.array(MAX_CH, float64)
         _config(pf[:, b], sc[:, b], die[:, :, b], chan[:, :, b], slots[:, b], tags[:, :, b], a[:, b],  # noqa: F821
-                hist[:, :, b], busy[:, b], x_c, first_c, last_c, op, off4k, size, gap_s, valid, lat, keep, b,
-                C)
+                hist[:, :, b], busy[:, b], x_c, first_c, last_c, op, off4k, size, gap_s, valid, map_miss,
+                wb_tpage, wb_count, lat, keep, b, C)
 
 
 def _kernel_function(ns: dict) -> types.FunctionType:
@@ -128,7 +129,8 @@ def ptx(cc: tuple[int, int] = (9, 0)) -> str:
 
     f2, f3 = nt.float64[:, ::1], nt.float64[:, :, ::1]
     sig = (f2, f2, f3, f3, f2, nt.int64[:, :, ::1], f2, nt.int32[:, :, ::1], f2, nt.int64[::1], nt.int64[::1],
-           nt.float64[::1], nt.float64[::1], nt.boolean[::1], f2, nt.boolean, nt.int64)
+           nt.float64[::1], nt.float64[::1], nt.boolean[::1], nt.boolean[::1], nt.int64[::1], nt.float64[::1],
+           f2, nt.boolean, nt.int64)
     told = SimpleNamespace(compute_capability=cc)
     with mock.patch("numba.cuda.dispatcher.get_current_device", lambda: told):
         code, _ = cuda.compile_ptx(_kernel_function(_namespace()), nt.void(*sig), cc=cc)

@@ -36,7 +36,11 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    ``CMT_Capacity`` / entry bytes): ssdx caches whole translation pages, so a sequential stream misses
    once per translation page where MQSim reads one for every entry; one translation page per request
    (its first logical page); write-back programs are not part of the suspension model's
-   program/erase runs.
+   program/erase runs.  ``entries`` is MQSim's CMT itself (LRU over entries, an evicted dirty entry
+   writing back its translation page with all its dirty entries); which requests miss and write back
+   is computed on the host (``ssdx.models.engine.entries``) and arrives with the requests
+   (``Requests.map_miss``, ``wb_tpage``, ``wb_count``); several write-backs of one request are booked
+   together on the die of the first.
 4. *Striping* — logical page ``j`` (NAND-page sized) lives on die ``j mod D``; die ``d`` sits on channel
    ``d mod C``, way ``d div C``; consecutive pages on one die fall on consecutive planes (channel-first,
    then way, then plane: MQSim's CWDP order, Tavakkol et al., FAST 2018).  A request touching ``k``
@@ -279,8 +283,11 @@ def _lookup(p: Plan, lay: Layout, s: State, r: Requests) -> Look:
         writeback = jnp.where(p.map_writeback & miss & (held >= 0) & was_dirty, held, -1)
         dirty_new = ((r.op == WRITE) | (~miss & was_dirty)).astype(jnp.int32)
         dirty = jnp.where(p.map_writeback & looked, s.map_dirty.at[cset, cols].set(dirty_new), s.map_dirty)
-    return Look(off4k, tpage, miss, tags.at[cset, cols].set(jnp.where(miss, tpage, held)), age, dirty,
-                writeback)
+    tags = tags.at[cset, cols].set(jnp.where(miss, tpage, held))
+    if lay.map_entries:  # engine.map_cache = entries: the host's entry cache decided (Requests)
+        miss = jnp.where(p.map_entries, r.map_miss & r.valid & (r.op != TRIM), miss)
+        writeback = jnp.where(p.map_entries, r.wb_tpage, writeback)
+    return Look(off4k, tpage, miss, tags, age, dirty, writeback)
 
 
 def _read_book(p: Plan, lay: Layout, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
@@ -510,11 +517,15 @@ def step(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests) -> tuple[State, 
         wb = look.writeback >= 0
         on = (p.die_id == jnp.mod(look.writeback, p.n_dies)[None]) & p.mask & wb[None]
         t_wb = p.t_map_read + p.t_unit[0]
+        n_wb = wb.astype(new_acc.busy.dtype)
+        if lay.map_entries:  # an entry cache may write several translation pages back (booked together)
+            t_wb = jnp.where(p.map_entries, t_wb * r.wb_count, t_wb)
+            n_wb = jnp.where(p.map_entries, r.wb_count, n_wb)
         die_free = jnp.where(on, jnp.maximum(new.die_free, 0.0) + t_wb[None], new.die_free)
         free_max = jnp.where(wb, jnp.maximum(new.free_max, _max_free(p, die_free)), new.free_max)
         new = new._replace(die_free=die_free, free_max=free_max)
         new_acc = new_acc._replace(busy=new_acc.busy + on * t_wb[None],
-                                   map_writebacks=new_acc.map_writebacks + wb.astype(new_acc.busy.dtype))
+                                   map_writebacks=new_acc.map_writebacks + n_wb)
     return new, new_acc._replace(hist=hist), lat
 
 

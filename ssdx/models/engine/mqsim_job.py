@@ -316,7 +316,7 @@ def load(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], list[Scenario], dict[s
     """Read ``mqsim.ssdconfig`` and ``mqsim.workload``: the configuration with the drive file's overrides
     applied, the scenarios, the overrides and the warnings."""
     ssdconfig, workload = _paths(cfg)
-    chip_as_die = bool((cfg.get("mqsim") or {}).get("chip_as_die", False))
+    chip_as_die = bool((cfg.get("mqsim") or {}).get("chip_as_die", True))
     overrides, warnings = mqsim_xml.parse_ssdconfig(ssdconfig, chip_as_die)
     scenarios = mqsim_xml.parse_workload(workload)
     run_cfg = apply_overrides(cfg, overrides)

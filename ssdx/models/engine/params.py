@@ -39,7 +39,14 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   DRAM; Tavakkol et al., FAST 2018), direct-mapped or fully associative with least-recently-used
   replacement (MQSim's ``Cached_Mapping_Table``), and write a dirty translation page back when it is
   evicted (DFTL's batch update, Gupta et al., ASPLOS 2009).  MQSim's ``Ideal_Mapping_Table: true`` is
-  ``auto`` on a drive with DRAM (no mapping traffic).
+  ``auto`` on a drive with DRAM (no mapping traffic).  ``entries`` caches mapping *entries*, one per
+  logical page, ``map_cache_mib / map_entry_bytes`` of them, least recently used replaced, and an evicted
+  dirty entry writes back its translation page with every dirty entry of it (MQSim's CMT exactly:
+  ``Cached_Mapping_Table``, ``generate_flash_writeback_request_for_mapping_data``; DFTL's batch update);
+  computed on the host per chunk (``ssdx.models.engine.entries``), so a batch's configurations that use
+  it share one cache size and logical geometry.
+* ``map_entry_bytes`` — bytes of one cached entry (``entries``; default 8: a 4-byte logical and a 4-byte
+  physical page number).  MQSim's is ``ceil((2 log2(physical pages) + sectors per page) / 8)``.
 * ``buffer_dram_mts`` — data rate of the DRAM holding the write buffer, MT/s; 0 (default): no DRAM
   timing.  Above 0 every host write is written into that DRAM through one memory channel before it is
   acknowledged, taking ``tRCD + tCL`` per row opened, ``tRP`` between rows and ``floor(bytes / burst /
@@ -77,7 +84,7 @@ from ssdx.units import MIB
 
 LOOPS = ("closed", "open")
 #: engine.map_cache -> the numeric leaf ``map_policy``
-MAP_CACHES = {"auto": 0, "direct": 1, "lru": 2}
+MAP_CACHES = {"auto": 0, "direct": 1, "lru": 2, "entries": 3}
 #: engine.suspension -> (a read may suspend a program, an erase); MQSim's CMD_Suspension_Support values
 SUSPENSIONS = {"program_erase": (1, 1), "program": (1, 0), "erase": (0, 1), "none": (0, 0)}
 #: engine.write_back -> the numeric leaf ``eager``
@@ -90,7 +97,7 @@ OPTIONAL: dict[str, Any] = {
     "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0, "map_cache": "auto",
     "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
-    "write_back": "gather", "inflight_kib": 0.0}
+    "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -121,6 +128,8 @@ RANGES: dict[str, Field] = table(
           default=OPTIONAL["buffer_dram_trp_ns"], doc="write-buffer DRAM tRP, ns"),
     Field("engine.inflight_kib", "KiB", 0.0, 1e8, optional=True, default=OPTIONAL["inflight_kib"],
           doc="eager write-back: data in flight to flash before writes wait, KiB (0: a page per plane)"),
+    Field("engine.map_entry_bytes", "B", 1.0, 64.0, optional=True, default=OPTIONAL["map_entry_bytes"],
+          doc="bytes one cached mapping entry takes (map_cache = entries)"),
 )
 MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
 MAP_UNIT_BYTES = 4096
@@ -154,6 +163,7 @@ class EngineParams:
     dram_trp: Any
     eager: Any  # engine.write_back: 0 gather, 1 eager (WRITE_BACKS)
     inflight_bytes: Any  # eager: written-back bytes in flight before writes wait (0: a page per plane)
+    map_entries: Any  # engine.map_cache = entries: the cache's capacity in entries (int32), else 0
 
 
 class Layout(NamedTuple):
@@ -170,6 +180,7 @@ class Layout(NamedTuple):
     map_lru: bool = True
     map_writeback: bool = True
     eager: bool = True
+    map_entries: bool = True
 
 
 def columns(engine: Mapping) -> dict[str, np.ndarray]:
@@ -279,7 +290,9 @@ def suspend_on(e: Any) -> Any:
 
 def layout(cols: Mapping) -> Layout:
     """The batch's static sizes (largest of every configuration) and whether any tracks suspension."""
-    cached = ~np.asarray(cols["drive.dram"]).astype(bool) | (map_policy(cols) > 0)  # configs with a cache
+    policy = map_policy(cols)
+    # configs with a page cache (an entry cache lives on the host: ssdx.models.engine.entries)
+    cached = (~np.asarray(cols["drive.dram"]).astype(bool) & (policy == 0)) | (policy == 1) | (policy == 2)
     sets = map_pages(cols)
     return Layout(
         ways=int(num(cols, "drive.dies_per_channel").max()),
@@ -287,9 +300,10 @@ def layout(cols: Mapping) -> Layout:
         slots=int(num(cols, "workload.queue_depth").max()),
         map_sets=int(sets[cached].max()) if cached.any() else 1,
         suspension=bool(np.any(suspend_on(SimpleNamespace(**_suspend_fields(cols))))),
-        map_lru=bool(np.any(map_policy(cols) > 1.5)),
-        map_writeback=bool(np.any(map_policy(cols) > 0.5)),
+        map_lru=bool(np.any(policy == 2)),
+        map_writeback=bool(np.any(policy > 0)),
         eager=bool(np.any(eager(cols) > 0)),
+        map_entries=bool(np.any(policy == 3)),
     )
 
 
@@ -302,7 +316,7 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
     eng = EngineParams(
         open_loop=c(np.asarray(cols["engine.loop"]).astype(str) == "open"),
         write_buffer_bytes=c(num(cols, "engine.write_buffer_mib") * MIB),
-        map_cache_pages=map_pages(cols),
+        map_cache_pages=np.where(map_policy(cols) == 3, 1, map_pages(cols)).astype(np.int32),
         map_hit_s=c(num(cols, "engine.map_hit_us") * 1e-6),
         ctrl_s=c(1.0 / (num(cols, "engine.ctrl_kiops") * 1e3)),
         time_scale=c(num(cols, "engine.time_scale")),
@@ -317,6 +331,9 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         dram_trp=c(_opt(cols, "engine.buffer_dram_trp_ns") * 1e-9),
         eager=c(eager(cols)),
         inflight_bytes=c(_opt(cols, "engine.inflight_kib") * 1024.0),
+        map_entries=np.where(map_policy(cols) == 3, np.floor(num(cols, "engine.map_cache_mib") * MIB
+                                                             / _opt(cols, "engine.map_entry_bytes")),
+                             0).astype(np.int32),
     )
     return drive, workload, eng, layout(cols)
 

@@ -26,6 +26,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ssdx.models.engine import backends as engine_backends
+from ssdx.models.engine import entries
 from ssdx.models.engine import model as engine
 from ssdx.models.engine import params as engine_params
 from ssdx.workloads.traces import Chunk
@@ -148,6 +149,11 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     drive, workload, eng, lay = trees
     dtype = np.asarray(drive.user_bytes).dtype
     run_f, p, state, n_cfg = prepare(trees, keep_latency, backend=backend)
+    cache = None
+    if lay.map_entries:  # engine.map_cache = entries: one host cache for the batch (engine.entries)
+        host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
+        cache = entries.for_batch(np.asarray(eng.map_entries), host(p.cap_4k), host(p.page_4k),
+                                  host(p.tpage_4k))
     sums: dict[str, np.ndarray] = {}
     elapsed = None
     lats, ops = [], []
@@ -163,7 +169,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
             if first_t is None and not np.isnan(chunk.time_s[lo]):
                 first_t = float(chunk.time_s[lo])
             req, prev_t = engine.requests(chunk.op[sl], chunk.offset[sl], chunk.size[sl], chunk.time_s[sl],
-                                          prev_t, chunk_len, dtype)
+                                          prev_t, chunk_len, dtype, cache=cache)
             if not compile_s:
                 compile_s = run_f.compile(p, state, req)
             t0 = time.perf_counter()

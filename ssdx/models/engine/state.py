@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ssdx.core.stats import N_BINS, percentile_from_hist
+from ssdx.models.engine import entries
 from ssdx.models.engine.params import MAP_ENTRY_BYTES, MAP_UNIT_BYTES, EngineParams, Layout, suspend_on
 from ssdx.models.fluid import model as fluid
 from ssdx.params import Drive, Workload
@@ -29,13 +30,18 @@ class Requests(NamedTuple):
 
     ``off4k`` offset in 4 KiB units (int32; wrapped to each drive's capacity), ``size`` bytes,
     ``gap_s`` time since the previous request's arrival (open loop; 0 for closed), ``valid`` False on
-    padding."""
+    padding; the entry cache's outcome for the request (``engine.map_cache = entries``, computed on the
+    host: ``ssdx.models.engine.entries``): ``map_miss``, ``wb_tpage`` (first translation page written
+    back, -1 none), ``wb_count`` (translation pages written back)."""
 
     op: jax.Array
     off4k: jax.Array
     size: jax.Array
     gap_s: jax.Array
     valid: jax.Array
+    map_miss: jax.Array
+    wb_tpage: jax.Array
+    wb_count: jax.Array
 
 
 class Plan(NamedTuple):
@@ -90,6 +96,7 @@ class Plan(NamedTuple):
     dram_trp: jax.Array
     eager: jax.Array  # engine.write_back = eager: each logical page programmed at once on its die
     inflight_bytes: jax.Array  # eager: written-back bytes in flight before a write waits
+    map_entries: jax.Array  # engine.map_cache = entries: misses and write-backs come with the requests
 
 
 class Server(NamedTuple):
@@ -206,7 +213,8 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         suspend_program_s=eng.suspend_program_s, suspend_erase_s=eng.suspend_erase_s,
         suspend_min_program_s=eng.suspend_min_program_s, suspend_min_erase_s=eng.suspend_min_erase_s,
         suspend_on=suspend_on(eng),
-        map_lru=eng.map_policy > 1.5, map_writeback=eng.map_policy > 0.5,
+        map_lru=(eng.map_policy > 1.5) & (eng.map_policy < 2.5), map_writeback=eng.map_policy > 0.5,
+        map_entries=eng.map_entries > 0,
         dram_rate=eng.dram_rate, dram_row=eng.dram_row, dram_burst=eng.dram_burst, dram_trcd=eng.dram_trcd,
         dram_tcl=eng.dram_tcl, dram_trp=eng.dram_trp, eager=eng.eager > 0.5,
         inflight_bytes=jnp.where(eng.inflight_bytes > 0, eng.inflight_bytes,
@@ -250,11 +258,13 @@ def zero_acc(p: Plan, lay: Layout) -> Acc:
 
 
 def requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray, time_s: np.ndarray | None,
-             prev_time_s: float | None, length: int, dtype=np.float32) -> tuple[Requests, float | None]:
+             prev_time_s: float | None, length: int, dtype=np.float32,
+             cache: entries.EntryCache | None = None) -> tuple[Requests, float | None]:
     """Host arrays of one chunk padded to ``length``; returns them and the chunk's last arrival time.
 
     Offsets become 4 KiB units modulo 2^31 (each drive wraps them to its capacity); gaps are taken in
-    float64 from the previous chunk's last time, so a long trace keeps its resolution."""
+    float64 from the previous chunk's last time, so a long trace keeps its resolution.  ``cache``: the
+    batch's entry cache (``entries.for_batch``), advanced over the chunk for its per-request events."""
     n = len(op)
     if n > length:
         raise ValueError(f"chunk of {n} requests exceeds the padded length {length}")
@@ -268,12 +278,14 @@ def requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray, time_s: np.nd
     else:
         gap, last = np.zeros(n), prev_time_s
     f = lambda a, v: np.concatenate([a, np.full(pad, v, a.dtype)])  # noqa: E731
+    op = np.asarray(op, np.int32)
+    off4k = (np.asarray(offset, np.int64) // MAP_UNIT_BYTES % (1 << 31)).astype(np.int32)
+    ev = entries.no_events(n) if cache is None else cache.events(op, off4k, np.asarray(size),
+                                                                 np.ones(n, bool))
     return Requests(
-        op=f(np.asarray(op, np.int32), TRIM),
-        off4k=f((np.asarray(offset, np.int64) // MAP_UNIT_BYTES % (1 << 31)).astype(np.int32), 0),
-        size=f(np.asarray(size, dtype), 0),
-        gap_s=f(np.maximum(gap, 0.0).astype(dtype), 0),
-        valid=f(np.ones(n, bool), False),
+        op=f(op, TRIM), off4k=f(off4k, 0), size=f(np.asarray(size, dtype), 0),
+        gap_s=f(np.maximum(gap, 0.0).astype(dtype), 0), valid=f(np.ones(n, bool), False),
+        map_miss=f(ev.miss, False), wb_tpage=f(ev.wb_tpage, -1), wb_count=f(ev.wb_count.astype(dtype), 0),
     ), last
 
 
