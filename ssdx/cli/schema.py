@@ -160,6 +160,7 @@ class EngineConf:
     write_back: str = "gather"
     inflight_kib: float = 0.0
     map_entry_bytes: float = 8.0
+    map_read_bytes: float = 4096.0
 
 
 @dataclass

@@ -257,6 +257,8 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
         "engine.map_cache_mib": int_value(p, get(d, "CMT_Capacity"), 0) / 2**20,
         "engine.map_cache": "auto" if bool_value(p, get(d, "Ideal_Mapping_Table")) else "entries",
         "engine.map_entry_bytes": entry_bytes,
+        # a translation read moves one sector (generate_flash_read_request_for_mapping_data)
+        "engine.map_read_bytes": 512,
         "engine.buffer_dram_mts": float_value(p, get(d, "Data_Cache_DRAM_Data_Rate"), 1.0),
         "engine.buffer_dram_row_bytes": int_value(p, get(d, "Data_Cache_DRAM_Row_Size"), 1),
         "engine.buffer_dram_burst_bytes": int_value(p, get(d, "Data_Cache_DRAM_Data_Busrt_Size"), 1),

@@ -57,7 +57,8 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs", "suspend_program",
         "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
         "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
-        "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries")
+        "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries",
+        "t_map_xfer")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free")
@@ -74,7 +75,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
- DRAM_TRP, EAGER, INFLIGHT, MAP_ENT) = range(len(PLAN))
+ DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE) = range(len(SCALARS))
 DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -215,7 +216,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     map_lru = f[MAP_LRU] > 0.5
     map_wb = f[MAP_WB] > 0.5
     map_ent = f[MAP_ENT] > 0.5  # engine.map_cache = entries: misses and write-backs come with the requests
-    t_map_xfer = MAP_UNIT_BYTES / chan_rate
+    t_map_xfer = f[T_MAP_XFER]
     ctrl_free, link_rx, link_tx = sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX]
     free_max, last_arrival, last_done = sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE]
     wptr, wpartial = int(sc[WPTR]), sc[WPARTIAL]

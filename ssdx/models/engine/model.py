@@ -356,7 +356,7 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     off4k, tpage, miss = look.off4k, look.tpage, look.miss
     die_r, die_free, busy, pe, m_start, m_end, sus_m = _map_read(p, lay, f.t_cmd, tpage, miss,
                                                                   s.die_r, s.die_free, acc.busy, s.pe)
-    t_map = jnp.where(miss, m_end + MAP_UNIT_BYTES / p.chan_rate, f.t_cmd + p.map_hit_s)
+    t_map = jnp.where(miss, m_end + p.t_map_xfer, f.t_cmd + p.map_hit_s)
     q_map = jnp.where(miss, m_start - f.t_cmd, 0.0)
 
     k, n_d = _pages(p, off4k, size)

@@ -45,6 +45,9 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   ``Cached_Mapping_Table``, ``generate_flash_writeback_request_for_mapping_data``; DFTL's batch update);
   computed on the host per chunk (``ssdx.models.engine.entries``), so a batch's configurations that use
   it share one cache size and logical geometry.
+* ``map_read_bytes`` — bytes a mapping-cache miss moves over the channel from the translation page
+  (default 4096: one 4 KiB unit; MQSim reads one 512-byte sector, ``SECTOR_SIZE_IN_BYTE`` in
+  ``generate_flash_read_request_for_mapping_data``).
 * ``map_entry_bytes`` — bytes of one cached entry (``entries``; default 8: a 4-byte logical and a 4-byte
   physical page number).  MQSim's is ``ceil((2 log2(physical pages) + sectors per page) / 8)``.
 * ``buffer_dram_mts`` — data rate of the DRAM holding the write buffer, MT/s; 0 (default): no DRAM
@@ -97,7 +100,7 @@ OPTIONAL: dict[str, Any] = {
     "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0, "map_cache": "auto",
     "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
-    "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0}
+    "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0, "map_read_bytes": 4096.0}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -130,6 +133,8 @@ RANGES: dict[str, Field] = table(
           doc="eager write-back: data in flight to flash before writes wait, KiB (0: a page per plane)"),
     Field("engine.map_entry_bytes", "B", 1.0, 64.0, optional=True, default=OPTIONAL["map_entry_bytes"],
           doc="bytes one cached mapping entry takes (map_cache = entries)"),
+    Field("engine.map_read_bytes", "B", 1.0, 1 << 20, optional=True, default=OPTIONAL["map_read_bytes"],
+          doc="bytes of a translation page moved over the channel on a mapping-cache miss"),
 )
 MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
 MAP_UNIT_BYTES = 4096
@@ -164,6 +169,7 @@ class EngineParams:
     eager: Any  # engine.write_back: 0 gather, 1 eager (WRITE_BACKS)
     inflight_bytes: Any  # eager: written-back bytes in flight before writes wait (0: a page per plane)
     map_entries: Any  # engine.map_cache = entries: the cache's capacity in entries (int32), else 0
+    map_read_bytes: Any  # bytes a translation read moves over the channel
 
 
 class Layout(NamedTuple):
@@ -334,6 +340,7 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         map_entries=np.where(map_policy(cols) == 3, np.floor(num(cols, "engine.map_cache_mib") * MIB
                                                              / _opt(cols, "engine.map_entry_bytes")),
                              0).astype(np.int32),
+        map_read_bytes=c(_opt(cols, "engine.map_read_bytes")),
     )
     return drive, workload, eng, layout(cols)
 
