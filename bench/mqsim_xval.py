@@ -871,17 +871,23 @@ def _mqsim_cpu(binary: Path, workdir: Path, ssd: Path, wl: Path, repeats: int) -
     return min(cpus), sum(int(f["Request_Count"] or 0) for f in flows)
 
 
-def mqsim_per_request_cpu(binary: Path, ref: dict[str, Any], name: str, workdir: Path,
-                          repeats: int = 3) -> dict[str, Any]:
-    """MQSim's CPU time per request less its fixed cost per run: the case run whole, and ``randread_qd16``
-    stopped after 1 ms of simulated time (about 70 requests: building the drive's structures, most of it
-    system time), each the least of ``repeats`` runs; per request = the difference over the difference
-    in requests."""
+def mqsim_startup_cpu(binary: Path, ref: dict[str, Any], workdir: Path,
+                      repeats: int = 3) -> tuple[float, int]:
+    """MQSim's fixed cost per run on the default drive: ``randread_qd16`` stopped after 1 ms of simulated
+    time (about 70 requests: building the drive's structures, most of it system time), the least CPU
+    seconds of ``repeats`` runs, and its requests."""
     base = Case(**ref["cases"]["randread_qd16"]["case"])
-    ssd, wl = write_case_files(base, workdir / "startup", None)
+    ssd, wl = write_case_files(base, workdir, None)
     wl.write_text(wl.read_text().replace(f"<Stop_Time>{base.stop_time_s * NS_PER_S}</Stop_Time>",
                                          "<Stop_Time>1000000</Stop_Time>"))
-    cpu0, n0 = _mqsim_cpu(binary, workdir / "startup", ssd, wl, repeats)
+    return _mqsim_cpu(binary, workdir, ssd, wl, repeats)
+
+
+def mqsim_per_request_cpu(binary: Path, ref: dict[str, Any], name: str, workdir: Path,
+                          startup: tuple[float, int], repeats: int = 3) -> dict[str, Any]:
+    """MQSim's CPU time per request less its fixed cost per run (``startup``, :func:`mqsim_startup_cpu`):
+    the case run whole (the least of ``repeats`` runs) less the start-up, over the requests it adds."""
+    cpu0, n0 = startup
     ssd, wl = write_case_files(Case(**ref["cases"][name]["case"]), workdir / name, binary.parent)
     cpu1, n1 = _mqsim_cpu(binary, workdir / name, ssd, wl, repeats)
     return {"startup_cpu_s": cpu0, "startup_requests": n0, "run_cpu_s": cpu1, "requests": n1,
@@ -891,13 +897,15 @@ def mqsim_per_request_cpu(binary: Path, ref: dict[str, Any], name: str, workdir:
 def write_speed(ref: dict[str, Any], binary: Path, out: Path, batches: tuple[int, ...]) -> None:
     """Time ssdx on :data:`SPEED_CASES` (``ssdx_speed``) and write ``speed.json`` with the ratio of MQSim's
     CPU time per request to ssdx's per configuration-request: MQSim's whole run (from the reference) and,
-    where the binary is at hand, its run less its fixed start-up (:func:`mqsim_per_request_cpu`)."""
+    where the binary is at hand, its run less its fixed start-up (:func:`mqsim_startup_cpu`,
+    :func:`mqsim_per_request_cpu`)."""
     import platform
 
     import jax
 
     mqsim_src = binary.parent
     tmp = Path(tempfile.mkdtemp(prefix="mqsim_speed_"))
+    startup = mqsim_startup_cpu(binary, ref, tmp / "startup") if binary.is_file() else None
     rows: dict[str, Any] = {}
     print(f"{'case':16s} {'configs':>8s} {'requests':>9s} {'compile s':>9s} {'run s':>8s} "
           f"{'cfg-req/s':>10s} {'MQSim us/req':>12s} {'less start':>10s} {'ssdx us/cfg-req':>15s} "
@@ -906,7 +914,7 @@ def write_speed(ref: dict[str, Any], binary: Path, out: Path, batches: tuple[int
         rec = ref["cases"][name]
         write_case_files(Case(**rec["case"]), tmp / name, mqsim_src)
         mq = rec["mqsim"]["cpu_us_per_request"]
-        marginal = mqsim_per_request_cpu(binary, ref, name, tmp / "mqsim") if binary.is_file() else None
+        marginal = mqsim_per_request_cpu(binary, ref, name, tmp / "mqsim", startup) if startup else None
         mq_run = marginal["us_per_request"] if marginal else None
         rows[name] = {"mqsim_cpu_us_per_request": mq, "mqsim_cpu_us_per_request_less_startup": mq_run,
                       "mqsim_less_startup": marginal, "ssdx": []}

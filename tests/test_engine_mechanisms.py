@@ -164,13 +164,25 @@ def test_a_read_on_an_idle_die_or_at_a_boundary_waits_for_nothing():
         assert lat == pytest.approx(l_idle, rel=1e-9) and list(sus) == [0.0, 0.0]
 
 
-def test_suspension_fields_are_checked():
+@pytest.mark.parametrize("bad, match", [
+    ({"suspension": "always"}, "engine.suspension.*program_erase"),
+    ({"suspend_erase_us": -1}, "engine.suspend_erase_us"),
+    ({"map_cache": "arc"}, "engine.map_cache.*entries"),
+    ({"buffer_dram_burst_bytes": 0}, "engine.buffer_dram_burst_bytes"),
+    ({"write_back": "lazy"}, "engine.write_back.*eager"),
+    ({"inflight_kib": -1}, "engine.inflight_kib"),
+    ({"map_entry_bytes": 0}, "engine.map_entry_bytes"),
+    ({"map_read_bytes": 0}, "engine.map_read_bytes"),
+])
+def test_engine_options_are_checked(bad, match):
     cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
-    with pytest.raises(params.ConfigError, match="engine.suspension.*program_erase"):
-        engine_params.build(cols | engine_params.columns(ENGINE | {"suspension": "always"}))
-    with pytest.raises(params.ConfigError, match="engine.suspend_erase_us"):
-        engine_params.build(cols | engine_params.columns(ENGINE | {"suspend_erase_us": -1}))
+    with pytest.raises(params.ConfigError, match=match):
+        engine_params.build(cols | engine_params.columns(ENGINE | bad))
+
+
+def test_suspension_defaults_keep_the_original_engine():
     # left out: the original behaviour (programs and erases suspended at no cost)
+    cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
     _, _, e, _ = engine_params.build(cols | engine_params.columns(ENGINE))
     got = (float(e.suspend_program[0]), float(e.suspend_erase[0]), float(e.suspend_program_s[0]))
     assert got == (1, 1, 0)
@@ -287,14 +299,6 @@ def test_dirty_translation_pages_are_written_back_on_eviction():
     assert acc.map_misses == 25 and acc.map_writebacks == 1
 
 
-def test_map_cache_is_checked():
-    cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
-    with pytest.raises(params.ConfigError, match="engine.map_cache.*lru"):
-        engine_params.build(cols | engine_params.columns(ENGINE | {"map_cache": "arc"}))
-    with pytest.raises(params.ConfigError, match="engine.buffer_dram_burst_bytes"):
-        engine_params.build(cols | engine_params.columns(ENGINE | {"buffer_dram_burst_bytes": 0}))
-
-
 # ------------------------------------------------------------------------------- write-buffer DRAM
 MQSIM_DRAM = {"buffer_dram_mts": 100, "buffer_dram_burst_bytes": 1, "buffer_dram_row_bytes": 8192,
               "buffer_dram_trcd_ns": 13, "buffer_dram_tcl_ns": 13, "buffer_dram_trp_ns": 13}  # MQSim's XML
@@ -357,14 +361,6 @@ def test_eager_writes_past_the_back_pressure_run_at_one_program_per_write():
     p, lay = _plan(write_back="gather")
     lat_g, _ = _run(p, lay, ops, offs, sizes, times)
     np.testing.assert_allclose(np.diff(lat_g[1000:]).mean(), 1e-6, rtol=1e-3)  # the 1 us controller
-
-
-def test_write_back_is_checked():
-    cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
-    with pytest.raises(params.ConfigError, match="engine.write_back.*eager"):
-        engine_params.build(cols | engine_params.columns(ENGINE | {"write_back": "lazy"}))
-    with pytest.raises(params.ConfigError, match="engine.inflight_kib"):
-        engine_params.build(cols | engine_params.columns(ENGINE | {"inflight_kib": -1}))
 
 
 @pytest.mark.parametrize("mechanism", [{"suspension": "none"}, {"map_cache": "lru"}, {"map_cache": "direct"},

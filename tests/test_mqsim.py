@@ -104,6 +104,17 @@ def test_every_element_is_mapped_or_named_in_a_warning() -> None:
     assert not unaccounted, unaccounted
 
 
+def test_an_absent_field_takes_mqsims_default_and_is_named_once(tmp_path: Path) -> None:
+    """A field the file leaves out gets MQSim's default and one warning, however many derived values
+    read it (Page_No_Per_Block feeds the capacity and the mapping entry's size)."""
+    s = re.sub(r"\s*<Page_No_Per_Block>\d+</Page_No_Per_Block>", "", SSDCONFIG.read_text())
+    p = tmp_path / "ssd.xml"
+    p.write_text(s)
+    o, warnings = mqsim_xml.parse_ssdconfig(p)
+    assert o["nand.block_pages"] == 256 and o["engine.map_entry_bytes"] == 9
+    assert sum("Page_No_Per_Block absent" in w for w in warnings) == 1
+
+
 def test_ideal_mapping_table_and_technology_page_types(tmp_path: Path) -> None:
     """Ideal_Mapping_Table turns the LRU mapping cache off; TLC averages its three page types."""
     s = SSDCONFIG.read_text()

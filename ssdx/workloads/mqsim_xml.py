@@ -222,14 +222,13 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     inflight_kib = channels * chips * dies * planes * page_b / 1024
     # MQSim's CMT entry: logical and physical page numbers and the page's sector bitmap
     # (Address_Mapping_Unit_Page_Level: ceil((2 log2(physical pages) + sectors per page) / 8) bytes)
-    physical_pages = channels * chips * dies * planes * blocks * int_value(p, get(f, "Page_No_Per_Block"), 1,
-                                                                           65536)
+    pages = int_value(p, get(f, "Page_No_Per_Block"), 1, 65536)
+    physical_pages = channels * chips * dies * planes * blocks * pages
     entry_bytes = math.ceil((2 * math.log2(physical_pages) + page_b / 512) / 8)
     if chip_as_die and dies > 1:
         warnings.append(f"mqsim.chip_as_die: each chip's {dies} dies modelled as one die of "
                         f"{blocks * dies} blocks per plane (MQSim's one busy status per chip)")
         dies, blocks = 1, blocks * dies
-    pages = int_value(p, get(f, "Page_No_Per_Block"), 1, 65536)
     op = float_value(p, get(d, "Overprovisioning_Ratio"), 0.0, 0.99)
     die_bytes = planes * blocks * pages * page_b
     raw = channels * chips * dies * die_bytes

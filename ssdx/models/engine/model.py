@@ -22,7 +22,8 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
 3. *Mapping lookup* — a drive with DRAM holds the table (``map_hit_s``).  A DRAM-less drive caches
    translation pages (one NAND page of 4-byte entries, each mapping 4 KiB) in a direct-mapped cache of
    ``map_cache_pages`` sets (the DFTL cached mapping table, Gupta et al., ASPLOS 2009, direct-mapped); a
-   miss reads the translation page from its die in SLC-mode timing (``t_read_slc``) before the data.
+   miss reads the translation page from its die in SLC-mode timing (``t_read_slc``) and moves
+   ``engine.map_read_bytes`` of it over the channel (``t_map_xfer``) before the data.
    That is ``engine.map_cache = auto``.  ``direct`` and ``lru`` keep the table in flash on every drive,
    DRAM or not (MQSim caches it in its CMT unless ``Ideal_Mapping_Table``; Tavakkol et al., FAST 2018),
    in ``map_cache_pages`` slots, direct-mapped or fully associative with least-recently-used
