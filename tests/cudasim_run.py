@@ -45,12 +45,12 @@ def main(out: str) -> None:
             res[f"{b}/chunk/acc/{k}"] = np.asarray(v)
         res[f"{b}/chunk/lat"] = lat
     # the raw chunk under read suspension of erases only, with MQSim's overheads, an LRU mapping cache of
-    # 32 translation pages with write-back, the write buffer's DRAM timing and eager write-back with back
-    # pressure (the engine's options)
+    # 32 translation pages with write-back, the write buffer's DRAM timing, eager write-back with back
+    # pressure and reads that hold their die until their data is out (the engine's options)
     p, lay = erasing_plan((2,), 2.5e6, loop="open", suspension="erase", suspend_program_us=100,
                           suspend_erase_us=700, map_cache="lru", map_cache_mib=0.5,
                           buffer_dram_mts=100, buffer_dram_burst_bytes=1, write_back="eager",
-                          inflight_kib=128)
+                          inflight_kib=128, cache_read=False)
     ch = mixed(150, seed=5, timed=True)
     req, _ = engine.requests(ch.op, ch.offset, ch.size, ch.time_s, None, 160, np.float64)
     s0 = engine.init(p, lay)

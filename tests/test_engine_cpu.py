@@ -158,8 +158,8 @@ def test_suspension_policies_match_between_backends(eng):
 @pytest.mark.parametrize("eng", [{"map_cache": "direct"},
                                  {"map_cache": "lru", "suspension": "none", "buffer_dram_mts": 800},
                                  {"map_cache": "lru", "suspension": "none", "buffer_dram_mts": 100,
-                                  "write_back": "eager", "inflight_kib": 256}],
-                         ids=["direct", "lru_none_dram", "eager"])
+                                  "write_back": "eager", "inflight_kib": 256, "cache_read": False}],
+                         ids=["direct", "lru_none_dram", "eager_no_cache_read"])
 def test_map_cache_policies_match_between_backends(eng):
     # the table in flash on every drive (DRAM ones too), a cache of 32 translation pages, dirty pages
     # written back: latencies, accumulators and every state field (the cache included)

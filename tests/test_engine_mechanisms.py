@@ -173,6 +173,7 @@ def test_a_read_on_an_idle_die_or_at_a_boundary_waits_for_nothing():
     ({"inflight_kib": -1}, "engine.inflight_kib"),
     ({"map_entry_bytes": 0}, "engine.map_entry_bytes"),
     ({"map_read_bytes": 0}, "engine.map_read_bytes"),
+    ({"cache_read": "no"}, "engine.cache_read.*true or false"),
 ])
 def test_engine_options_are_checked(bad, match):
     cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
@@ -364,7 +365,7 @@ def test_eager_writes_past_the_back_pressure_run_at_one_program_per_write():
 
 
 @pytest.mark.parametrize("mechanism", [{"suspension": "none"}, {"map_cache": "lru"}, {"map_cache": "direct"},
-                                       {"write_back": "eager"}])
+                                       {"write_back": "eager"}, {"cache_read": False}])
 def test_a_mechanism_no_configuration_uses_is_left_out_exactly(mechanism):
     # the batch's layout turns a mechanism off where no configuration uses it (the fast path); a default
     # configuration must get the same latencies and counts alone (mechanism off) as beside one that uses it
@@ -390,7 +391,7 @@ def test_a_mechanism_no_configuration_uses_is_left_out_exactly(mechanism):
 
     lay1, lat1, acc1 = run(rows[0])
     lay2, lat2, acc2 = run(params.concat_columns(rows))
-    assert (lay1.suspension, lay1.map_lru, lay1.map_writeback, lay1.eager) == (False, False, False, False)
+    assert (lay1.suspension, lay1.map_lru, lay1.map_writeback, lay1.eager, lay1.hold_read) == (False,) * 5
     assert lay2 != lay1  # the mixed batch runs the mechanism
     np.testing.assert_allclose(lat2[:, 0], lat1[:, 0], rtol=1e-12, atol=1e-15)
     np.testing.assert_array_equal(acc2.hist[..., 0], acc1.hist[..., 0])
@@ -398,3 +399,17 @@ def test_a_mechanism_no_configuration_uses_is_left_out_exactly(mechanism):
     changed = not np.allclose(lat2[:, 1], lat2[:, 0], rtol=1e-6)
     assert (changed or acc2.map_writebacks[1] > 0 or acc2.map_misses[1] != acc2.map_misses[0]
             or acc2.prog_pages[1] != acc2.prog_pages[0])
+
+
+def test_without_cache_read_a_die_serves_one_read_per_read_time_plus_its_transfer():
+    # 400 reads of 4 KiB, all on die 0 (logical pages 32 apart), arriving together: with cache read the die
+    # starts each array read while the last page goes out, one read per t_read; without (MQSim's chips) it
+    # holds each read until its data is out, one per t_read + 4 KiB / channel rate (closed forms)
+    n = 400
+    for cache_read in (True, False):
+        p, lay = _plan(cache_read=cache_read)
+        assert lay.hold_read is not cache_read
+        lat, _ = _run(p, lay, [0] * n, np.arange(n) * 32 * 16384, [4096] * n, [0.0] * n)
+        per_read = _const(p, "t_read") + (0.0 if cache_read else 4096 / _const(p, "chan_rate"))
+        np.testing.assert_allclose(np.diff(lat[100:]).mean(), per_read, rtol=1e-9)
+

@@ -75,6 +75,7 @@ def test_default_drive_by_hand() -> None:
     # its entry: 2 x log2(2^28 physical pages) + 16 sector bits = 72 bits = 9 bytes
     assert o["engine.map_entry_bytes"] == 9
     assert o["engine.map_read_bytes"] == 512  # MQSim reads one sector of a translation page
+    assert o["engine.cache_read"] is False  # MQSim's chips hold a read until its data is out
     assert o["engine.suspension"] == "erase"
     # MQSim's schedulers never suspend whatever the file asks: said, not silently copied or dropped
     assert any("never do" in w and "engine.suspension=none" in w for w in warnings)

@@ -161,6 +161,7 @@ class EngineConf:
     inflight_kib: float = 0.0
     map_entry_bytes: float = 8.0
     map_read_bytes: float = 4096.0
+    cache_read: bool = True
 
 
 @dataclass

@@ -258,6 +258,9 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
         "engine.map_entry_bytes": entry_bytes,
         # a translation read moves one sector (generate_flash_read_request_for_mapping_data)
         "engine.map_read_bytes": 512,
+        # MQSim's chips have no cache read: a chip waits for its read data to go out before its next command
+        # (WAIT_FOR_DATA_OUT, NVM_PHY_ONFI_NVDDR2)
+        "engine.cache_read": False,
         "engine.buffer_dram_mts": float_value(p, get(d, "Data_Cache_DRAM_Data_Rate"), 1.0),
         "engine.buffer_dram_row_bytes": int_value(p, get(d, "Data_Cache_DRAM_Row_Size"), 1),
         "engine.buffer_dram_burst_bytes": int_value(p, get(d, "Data_Cache_DRAM_Data_Busrt_Size"), 1),

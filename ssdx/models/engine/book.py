@@ -91,9 +91,11 @@ def suspend(p: Plan, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
 def pe_push(p: Plan, pe: PE, on: jax.Array, start: jax.Array, dur: jax.Array) -> PE:
     """A read of ``dur`` s starting at ``start`` on the dies ``on`` pushes the program/erase work booked
     after its start back by its duration (as it pushes ``die_free``); only tracked where a suspension
-    option is in effect (``suspend_on``)."""
+    option is in effect (``suspend_on``).  A time within :data:`FIT_SLACK` of the read's duration after
+    its start counts as at its start (a read that waited for an operation starts where it ends), so
+    the push does not hang on rounding."""
     on = on & p.suspend_on[None]
-    push = lambda x: jnp.where(on & (x > start), x + dur, x)  # noqa: E731
+    push = lambda x: jnp.where(on & (x > start + FIT_SLACK * dur), x + dur, x)  # noqa: E731
     return pe._replace(start=push(pe.start), end=push(pe.end), er_end=push(pe.er_end))
 
 

@@ -58,7 +58,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
         "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
         "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries",
-        "t_map_xfer")
+        "t_map_xfer", "hold_read")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free")
@@ -75,7 +75,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
- DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER) = range(len(PLAN))
+ DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE) = range(len(SCALARS))
 DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -164,7 +164,7 @@ def _suspend(f, die, a, pd, ready, dur, start, end, win, work, gap):
             start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
                 end, win, work, gap, ready + wait, dur)
     for r in (PE_START, PE_END, ER_END):  # the program/erase work booked after the read moves back
-        if die[r, pd] > start:
+        if die[r, pd] > start + FIT_SLACK * dur:
             die[r, pd] += dur
     return start, dur
 
@@ -186,13 +186,14 @@ def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
 
 
 @numba.njit(cache=True)
-def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, op, off4k, size, gap_s, valid,
-            map_miss, wb_tpage, wb_count, lat, keep, b, C):
+def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, end_c, op, off4k, size, gap_s,
+            valid, map_miss, wb_tpage, wb_count, lat, keep, b, C):
     """Run one configuration through the chunk (``engine.step`` request by request).
 
     Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die`` (len(DIES), D),
     ``chan`` (2, C), ``slots``, ``tags`` (3, M), accumulators ``a``, ``hist`` (3, N_BINS), ``busy``
-    (D,)), written in place; ``x_c``, ``first_c``, ``last_c`` are scratch of at least ``C`` entries;
+    (D,)), written in place; ``x_c``, ``first_c``, ``last_c``, ``end_c`` are scratch of at least ``C``
+    entries;
     ``lat[i, b]`` gets request ``i``'s latency when ``keep``.  No allocation and no numpy calls: the
     same source is compiled as a CUDA device function by :mod:`ssdx.models.engine.cuda`."""
     n_dies = int(f[N_DIES])
@@ -217,6 +218,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     map_wb = f[MAP_WB] > 0.5
     map_ent = f[MAP_ENT] > 0.5  # engine.map_cache = entries: misses and write-backs come with the requests
     t_map_xfer = f[T_MAP_XFER]
+    hold_on = f[HOLD_READ] > 0.5  # engine.cache_read false: a read keeps its die until its data is out
     ctrl_free, link_rx, link_tx = sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX]
     free_max, last_arrival, last_done = sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE]
     wptr, wpartial = int(sc[WPTR]), sc[WPARTIAL]
@@ -296,12 +298,13 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         done = t_cmd
         if miss:  # 3. translation page read from die tpage mod dies, read priority
             pm = _pos(tpage % n_dies, n_ch, C)
-            m_start, m_dur = _read_on_die(f, sus_on, die, busy, a, pm, t_cmd, t_map)
+            m_start, m_dur = _read_on_die(f, sus_on, die, busy, a, pm, t_cmd,
+                                          t_map + (t_map_xfer if hold_on else 0.0))
             free_max = max(free_max, die[DIE_FREE, pm])
             a[MAP_MISSES] += 1.0
         if o == READ:
             if miss:
-                ready = m_start + m_dur + t_map_xfer
+                ready = m_start + m_dur + (0.0 if hold_on else t_map_xfer)
                 queue += m_start - t_cmd
             else:
                 ready = t_cmd + f[MAP_HIT_S]
@@ -318,15 +321,35 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             q_die = 0.0
             pages = 0
             start = first % n_dies
+            if hold_on:  # model._hold: where each array read would end, so when its channel's transfers end
+                for j in range(min(k, n_dies)):
+                    d = _nth_die(start, j, n_dies)
+                    n = q + (1 if j < m else 0)
+                    pd = _pos(d, n_ch, C)
+                    dur = math.ceil(n / planes) * t_read
+                    est = _book(die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd],
+                                ready, dur)[0]
+                    c = d % n_ch
+                    x_c[c] += n * per_page
+                    first_c[c] = min(first_c[c], est + dur)
+                for c in range(n_ch):
+                    end_c[c] = max(first_c[c], chan[1, c]) + 0.5 * x_c[c]  # + half the die's own transfer
+                    x_c[c] = 0.0
+                    first_c[c] = math.inf
             for j in range(min(k, n_dies)):
                 d = _nth_die(start, j, n_dies)
                 n = q + (1 if j < m else 0)
                 pd = _pos(d, n_ch, C)
                 dur = math.ceil(n / planes) * t_read
-                r_start, dur = _read_on_die(f, sus_on, die, busy, a, pd, ready, dur)
-                r_end = r_start + dur
                 xfer = n * per_page
                 c = d % n_ch
+                hold = 0.0
+                if hold_on:
+                    est = _book(die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd],
+                                ready, dur)[0]
+                    hold = max(end_c[c] + 0.5 * xfer, est + dur + xfer) - (est + dur)
+                r_start, dur = _read_on_die(f, sus_on, die, busy, a, pd, ready, dur + hold)
+                r_end = r_start + dur - hold
                 x_c[c] += xfer
                 first_c[c] = min(first_c[c], r_end)
                 last_c[c] = max(last_c[c], r_end + xfer)
@@ -484,9 +507,9 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
 def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, map_miss, wb_tpage,
          wb_count, lat, keep, C):
     for b in numba.prange(pf.shape[0]):
-        x_c, first_c, last_c = np.empty(C), np.empty(C), np.empty(C)
+        x_c, first_c, last_c, end_c = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
         _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,
-                last_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, lat, keep, b, C)
+                last_c, end_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, lat, keep, b, C)
 
 
 # ------------------------------------------------------------------------------------------- host side

@@ -54,9 +54,10 @@ def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_
         x_c = cuda.local.array(MAX_CH, float64)
         first_c = cuda.local.array(MAX_CH, float64)
         last_c = cuda.local.array(MAX_CH, float64)
+        end_c = cuda.local.array(MAX_CH, float64)
         _config(pf[:, b], sc[:, b], die[:, :, b], chan[:, :, b], slots[:, b], tags[:, :, b], a[:, b],  # noqa: F821
-                hist[:, :, b], busy[:, b], x_c, first_c, last_c, op, off4k, size, gap_s, valid, map_miss,
-                wb_tpage, wb_count, lat, keep, b, C)
+                hist[:, :, b], busy[:, b], x_c, first_c, last_c, end_c, op, off4k, size, gap_s, valid,
+                map_miss, wb_tpage, wb_count, lat, keep, b, C)
 
 
 def _kernel_function(ns: dict) -> types.FunctionType:

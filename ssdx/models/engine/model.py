@@ -59,7 +59,9 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    (``die_r``, ``chan_r``) and pushes the die's and channel's program backlog (``die_free``,
    ``chan_free``) back by its own duration.  Read: ``ceil(n_d/planes)·t_read`` on each die, then its
    bytes over the die's channel (``bus_bytes_per_s / channels``); per channel the transfers start when
-   the first of its dies is done and serialise.  Requests are issued in order but become ready out of
+   the first of its dies is done and serialise.  The die is free again when its array read ends (ONFI
+   read cache); with ``engine.cache_read = false`` it is held until its data is out (:func:`_hold`), and
+   a translation read until its ``map_read_bytes`` are.  Requests are issued in order but become ready out of
    order (one waits for a map read or a busy die, the next finds its die idle), and real resources
    serve what is ready: dies book reads with gap filling (:func:`~.book.book`), channels and the
    link keep a fluid backlog (:func:`fluid_book`), so nothing waits behind work that is not ready yet (no
@@ -312,7 +314,8 @@ def _map_read(p: Plan, lay: Layout, t_cmd, tpage, miss, die_r: Server, die_free,
     priority under the suspension policy (:func:`suspend`); returns the die state, busy time, the
     program/erase runs, the read's start and its end (-inf where none) and the suspensions (2, B)."""
     on = (p.die_id == jnp.mod(tpage, p.n_dies)[None]) & p.mask & miss[None]
-    ms, die_r_m, m_dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_cmd[None], p.t_map_read[None])
+    t_die = p.t_map_read + jnp.where(p.hold_read, p.t_map_xfer, 0.0)  # cache_read false: held until out
+    ms, die_r_m, m_dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_cmd[None], t_die[None])
     m_start = jnp.max(jnp.where(on, ms, -jnp.inf), axis=0)
     m_end = jnp.max(jnp.where(on, ms + m_dur, -jnp.inf), axis=0)
     die_r = pick(on, die_r_m, die_r)
@@ -320,6 +323,24 @@ def _map_read(p: Plan, lay: Layout, t_cmd, tpage, miss, die_r: Server, die_free,
     sus = jnp.stack([jnp.sum(on & s_p, axis=0), jnp.sum(on & s_e, axis=0)]).astype(busy.dtype)
     pe = _push_runs(p, lay, pe, on, m_start[None], m_dur)
     return die_r, die_free, busy + on * m_dur, pe, m_start, m_end, sus
+
+
+def _hold(p: Plan, lay: Layout, chan_r, die_r: Server, ready, dur, xfer, active) -> jax.Array:
+    """``engine.cache_read: false``: how long each die (D, B) keeps a read past its array time ``dur`` —
+    until its data is out.  Where the read would be booked (:func:`~.book.book`) gives when the array
+    read ends; the request's transfers on each channel start when its first die is done or the channel's
+    backlog ``chan_r`` is through (the fluid booking of :func:`_read`), in no set order, so a die's own
+    transfer ends on average after its own and half of the others' on that channel (or when it would
+    alone, if later)."""
+    est, _ = book(die_r, ready[None], dur)
+    r_end = est + dur
+    first_c = jnp.min(_by_channel(jnp.where(active, r_end, jnp.inf), lay), axis=0)
+    x_c = jnp.sum(_by_channel(xfer, lay), axis=0)
+    c_start = jnp.broadcast_to(jnp.maximum(first_c, chan_r)[None], (lay.ways,) + first_c.shape)
+    x_c = jnp.broadcast_to(x_c[None], c_start.shape).reshape(r_end.shape)
+    own_end = c_start.reshape(r_end.shape) + 0.5 * (x_c + xfer)
+    out = jnp.maximum(own_end, r_end + xfer) - r_end
+    return jnp.where(active & p.hold_read[None], out, 0.0)
 
 
 def _by_channel(x: jax.Array, lay: Layout) -> jax.Array:
@@ -357,16 +378,17 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     off4k, tpage, miss = look.off4k, look.tpage, look.miss
     die_r, die_free, busy, pe, m_start, m_end, sus_m = _map_read(p, lay, f.t_cmd, tpage, miss,
                                                                   s.die_r, s.die_free, acc.busy, s.pe)
-    t_map = jnp.where(miss, m_end + p.t_map_xfer, f.t_cmd + p.map_hit_s)
+    t_map = jnp.where(miss, m_end + jnp.where(p.hold_read, 0.0, p.t_map_xfer), f.t_cmd + p.map_hit_s)
     q_map = jnp.where(miss, m_start - f.t_cmd, 0.0)
 
     k, n_d = _pages(p, off4k, size)
     active = n_d > 0
     n_f = n_d.astype(dt)
     dur = jnp.ceil(n_f / p.planes[None]) * p.t_read[None]
-    r_start, die_r_new, dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_map[None], dur)
-    r_end = r_start + dur
     xfer = n_f * (size / k.astype(dt) / p.chan_rate)[None]
+    hold = _hold(p, lay, s.chan_r, die_r, t_map, dur, xfer, active) if lay.hold_read else 0.0
+    r_start, die_r_new, dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_map[None], dur + hold)
+    r_end = r_start + dur - hold
     x_c = jnp.sum(_by_channel(xfer, lay), axis=0)
     first_c = jnp.min(_by_channel(jnp.where(active, r_end, jnp.inf), lay), axis=0)
     last_c = jnp.max(_by_channel(jnp.where(active, r_end + xfer, -jnp.inf), lay), axis=0)

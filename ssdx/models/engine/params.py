@@ -67,6 +67,15 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
 * ``inflight_kib`` — ``eager``: written-back data in flight (sent to flash, not yet programmed) above which
   new writes wait, KiB; 0 (default): one page per plane of the drive, MQSim's
   ``back_pressure_buffer_max_depth``.
+* ``cache_read`` — whether a die starts its next array read while the page it last read is still going
+  out over the channel (``true``, default: the die moves the page into its cache register and frees its
+  page register, ONFI's READ CACHE operations; Open NAND Flash Interface Specification, Read Cache
+  Random) or holds that read until its data is out (``false``: plain PAGE READ, the page register is
+  busy until the controller has read it).  Without it a read keeps its die for ``t_read``, the wait for
+  its channel and its own transfer; a translation read keeps it for its ``map_read_bytes`` transfer.
+  MQSim's flash chips have no cache read: a chip stays in ``WAIT_FOR_DATA_OUT`` until its read data is
+  transferred, and its scheduler issues it nothing until then (``NVM_PHY_ONFI_NVDDR2``,
+  ``TSU_Priority_OutOfOrder``; Tavakkol et al., FAST 2018).
 * ``backend`` — how the engine runs, not what it computes (so not a column): ``auto`` (default), ``jax``,
   ``cpu`` or ``cuda``.  This module only checks the name (:func:`backend_name`); what it means on the
   machine at hand — the hardware probe, ``auto`` resolved — is ``ssdx.models.engine.backends.select``.
@@ -100,7 +109,8 @@ OPTIONAL: dict[str, Any] = {
     "suspend_min_program_us": 0.0, "suspend_min_erase_us": 0.0, "map_cache": "auto",
     "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
-    "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0, "map_read_bytes": 4096.0}
+    "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0, "map_read_bytes": 4096.0,
+    "cache_read": True}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -170,6 +180,7 @@ class EngineParams:
     inflight_bytes: Any  # eager: written-back bytes in flight before writes wait (0: a page per plane)
     map_entries: Any  # engine.map_cache = entries: the cache's capacity in entries (int32), else 0
     map_read_bytes: Any  # bytes a translation read moves over the channel
+    hold_read: Any  # engine.cache_read false: 1, a read keeps its die until its data is out; else 0
 
 
 class Layout(NamedTuple):
@@ -187,6 +198,7 @@ class Layout(NamedTuple):
     map_writeback: bool = True
     eager: bool = True
     map_entries: bool = True
+    hold_read: bool = True
 
 
 def columns(engine: Mapping) -> dict[str, np.ndarray]:
@@ -222,6 +234,9 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     wb = _categorical(cols, "write_back")
     check_rule(cols, "engine.write_back", np.isin(wb, list(WRITE_BACKS)),
                f"must be one of {list(WRITE_BACKS)}", wb, report)
+    cr = _cache_read(cols)
+    check_rule(cols, "engine.cache_read", np.isin(cr, [True, False, 0, 1]), "must be true or false", cr,
+               report)
     sus = _suspension(cols)
     check_rule(cols, "engine.suspension", np.isin(sus, list(SUSPENSIONS)),
                f"must be one of {list(SUSPENSIONS)}", sus, report)
@@ -256,6 +271,17 @@ def map_policy(cols: Mapping) -> np.ndarray:
 def eager(cols: Mapping) -> np.ndarray:
     """``engine.write_back`` of every configuration as its numeric leaf (:data:`WRITE_BACKS`)."""
     return np.array([WRITE_BACKS[v] for v in _categorical(cols, "write_back")], np.int32)
+
+
+def _cache_read(cols: Mapping) -> np.ndarray:
+    """``engine.cache_read`` of every configuration as given (``True`` where a batch leaves it out)."""
+    n = len(np.atleast_1d(cols["engine.loop"]))
+    return np.broadcast_to(np.asarray(cols.get("engine.cache_read", OPTIONAL["cache_read"]), object), (n,))
+
+
+def hold_read(cols: Mapping) -> np.ndarray:
+    """1 where a read keeps its die until its data is out (``engine.cache_read: false``), else 0."""
+    return (~_cache_read(cols).astype(bool)).astype(np.int32)
 
 
 def _opt(cols: Mapping, key: str) -> np.ndarray:
@@ -310,6 +336,7 @@ def layout(cols: Mapping) -> Layout:
         map_writeback=bool(np.any(policy > 0)),
         eager=bool(np.any(eager(cols) > 0)),
         map_entries=bool(np.any(policy == 3)),
+        hold_read=bool(np.any(hold_read(cols) > 0)),
     )
 
 
@@ -341,6 +368,7 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
                                                              / _opt(cols, "engine.map_entry_bytes")),
                              0).astype(np.int32),
         map_read_bytes=c(_opt(cols, "engine.map_read_bytes")),
+        hold_read=c(hold_read(cols)),
     )
     return drive, workload, eng, layout(cols)
 

@@ -98,6 +98,7 @@ class Plan(NamedTuple):
     inflight_bytes: jax.Array  # eager: written-back bytes in flight before a write waits
     map_entries: jax.Array  # engine.map_cache = entries: misses and write-backs come with the requests
     t_map_xfer: jax.Array  # channel time of a translation read's bytes (engine.map_read_bytes)
+    hold_read: jax.Array  # engine.cache_read false: a read keeps its die until its data is out
 
 
 class Server(NamedTuple):
@@ -217,6 +218,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         map_lru=(eng.map_policy > 1.5) & (eng.map_policy < 2.5), map_writeback=eng.map_policy > 0.5,
         map_entries=eng.map_entries > 0,
         t_map_xfer=eng.map_read_bytes / (drive.bus_bytes_per_s / drive.channels),
+        hold_read=eng.hold_read > 0.5,
         dram_rate=eng.dram_rate, dram_row=eng.dram_row, dram_burst=eng.dram_burst, dram_trcd=eng.dram_trcd,
         dram_tcl=eng.dram_tcl, dram_trp=eng.dram_trp, eager=eng.eager > 0.5,
         inflight_bytes=jnp.where(eng.inflight_bytes > 0, eng.inflight_bytes,
