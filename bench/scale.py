@@ -56,7 +56,8 @@ KEEP = {"top_k": {"k": 10, "by": "mean_mb_s", "group_by": ["drive.nand"], "ascen
                        "range": {"mean_mb_s": [10.0, 10000.0]}, "log": ["mean_mb_s"]}}
 
 
-def _peak_rss_mib() -> float:
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process so far, MiB."""
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
@@ -162,7 +163,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         local = args.what in ("local", "reduce")
         out["compile_s"] = compiles[best] / max(ex.workers, 1) if local else compiles[best]
         out["run_s"] = times[best] - out["compile_s"] if local else times[best]
-        out["peak_rss_mib"] = _peak_rss_mib()
+        out["peak_rss_mib"] = peak_rss_mib()
     out["checksum"] = float(np.sum(vals))
     out["values_head"] = np.asarray(vals[:64], np.float64).tolist()
     return out

@@ -14,8 +14,8 @@ pre-fill, fold efficiency and static pSLC size; 500 GB drives; float32), ``N`` c
   ``bare`` is ``run_s / bare run_s - 1`` (goal < 10 % at 100,000 configurations, 256 steps).
 * ``host``: the same reductions through the host path (columns expanded, validated and built on the
   host, ``ssdx.sweep.runner.run``), its states compared with ``device``'s (same ids: nothing is dropped).
-* ``trivial``: a model of two multiplies and an add per configuration over ``T`` configurations (grid x random
-  block) with the same three reductions, chunks of 2^20: the pipeline's own rate and host cost per
+* ``trivial``: a model of three multiplies and an add per configuration over ``T`` configurations (grid x
+  random block) with the same three reductions, chunks of 2^20: the pipeline's own rate and host cost per
   configuration; at ``T`` and ``T / 10`` for the peak memory.
 * ``ray``: the fluid design (static pSLC size on a grid axis, :func:`_ray_sweep`) at ``S_ray`` steps over
   ``N_ray`` configurations on a two-node local Ray
@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.scale import KEEP, child_json
+from bench.scale import KEEP, child_json, peak_rss_mib
 from bench.scale import sweep_definition as _sweep
 
 
@@ -72,7 +72,7 @@ TRIVIAL_KEEP = {"top_k": {"k": 10, "by": "score", "group_by": ["drive.nand"], "a
 
 
 def trivial(_idle_gaps: bool):
-    """Two multiplies and an add per configuration (the pipeline's cost, not a model's)."""
+    """Three multiplies and an add per configuration (the pipeline's cost, not a model's)."""
     return lambda d, w: {"score": d.fold_efficiency * d.static_slc_bytes * 1e-9 + w.prefill_fraction * d.dies}
 
 
@@ -92,12 +92,6 @@ def _space(sweep: dict, keep: dict, metrics, steps: int):
     return ds
 
 
-def _rss_mib() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
 def _rss_watch(executor):
     """``executor`` (default: the local one) recording the peak RSS after its first chunk."""
     from ssdx.sweep import executors
@@ -113,7 +107,7 @@ def _rss_watch(executor):
         def map(self, jobs):
             for i, item in enumerate(inner.map(jobs)):
                 if i == 0:
-                    Watch.rss_first = _rss_mib()
+                    Watch.rss_first = peak_rss_mib()
                 yield item
     return Watch()
 
@@ -135,7 +129,7 @@ def _device_run(ds, model, chunk: int, reps: int, executor=None) -> dict[str, An
             "device_s": out.device_s,
             "host_s": run - out.device_s, "configs_per_s_run": ds.n / run,
             "host_ns_per_config": (run - out.device_s) / ds.n * 1e9, "state": reduce.dumps(out.state),
-            "rss_after_first_chunk_mib": watch.rss_first, "peak_rss_mib": _rss_mib()}
+            "rss_after_first_chunk_mib": watch.rss_first, "peak_rss_mib": peak_rss_mib()}
 
 
 def child(what: str, args: argparse.Namespace) -> dict[str, Any]:

@@ -111,6 +111,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         raise params.ConfigError("sweep.keep", sweep["keep"],
                                  f"a {spec.name} sweep keeps its whole table: 'all'")
     if spec.run is not None:
+        _on_device(sweep, spec, None)  # sweep.generate checked: such a model generates on the host only
         return registry.resolve(spec.run)(sweep, base_cfg, out_dir, progress=progress, executor=executor)
     dtype = io.dtype(base_cfg.get("precision", "float32"))
     if base_cfg.get("workload", {}).get("fio"):

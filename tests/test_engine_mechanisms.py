@@ -413,3 +413,18 @@ def test_without_cache_read_a_die_serves_one_read_per_read_time_plus_its_transfe
         per_read = _const(p, "t_read") + (0.0 if cache_read else 4096 / _const(p, "chan_rate"))
         np.testing.assert_allclose(np.diff(lat[100:]).mean(), per_read, rtol=1e-9)
 
+
+
+def test_without_cache_read_dies_sharing_a_channel_wait_for_half_the_others_transfers():
+    # a 144 KiB read (9 pages of 16 KiB on dies 0..8; dies 0 and 8 share channel 0) and a 16 KiB read of
+    # die 8 issued with it: without cache read die 8 is held until its page is out, taken to be after its
+    # own transfer and half of die 0's (the two go out in no set order), so the second read starts 1.5
+    # transfers later than with cache read, and ends 1.5 transfers later
+    p0, _ = _plan()
+    x = 16384 / _const(p0, "chan_rate")
+    lats = {}
+    for cache_read in (True, False):
+        p, lay = _plan(cache_read=cache_read)
+        offs = [0, 8 * 16384 + 32 * 16384]  # the second: die 8, a stripe later
+        lats[cache_read], _ = _run(p, lay, [0, 0], offs, [9 * 16384, 16384], [0.0, 0.0])
+    assert lats[False][1] - lats[True][1] == pytest.approx(1.5 * x, rel=1e-6)

@@ -74,3 +74,6 @@ def test_sweep_generate_override_through_the_cli(tmp_path):
     assert got["host"].equals(got["device"]) and len(got["host"]) == 4
     r = ssdx("sweep=quick", keep, "sweep.generate=gpu", f"hydra.run.dir={tmp_path / 'bad'}")
     assert r.returncode == 2 and "sweep.generate" in r.stderr and "'auto', 'host', 'device'" in r.stderr
+    # a model with its own runner (hybrid) generates on the host: the device is refused, not ignored
+    r = ssdx("sweep=nand_per_workload", "sweep.generate=device", f"hydra.run.dir={tmp_path / 'hybrid'}")
+    assert r.returncode == 2 and "sweep.generate" in r.stderr and "fluid sweeps" in r.stderr

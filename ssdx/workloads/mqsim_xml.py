@@ -179,7 +179,9 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     ``engine.write_back`` = ``eager`` (``Caching_Mechanism``: MQSim's ``SIMPLE`` and ``ADVANCED`` data cache
     managers both send a logical page not written in the last second to flash at once, "eagerly write
     back cold data", ``write_to_destage_buffer``) and ``engine.inflight_kib`` (their back pressure: new
-    writes wait while more than one page per plane of the drive is in flight to flash).
+    writes wait while more than one page per plane of the drive is in flight to flash),
+    ``engine.map_read_bytes`` = 512 (a translation read moves one sector) and ``engine.cache_read`` = false
+    (a chip holds a read until its data is out).
     """
     p = Path(path)
     root = read(p)

@@ -152,7 +152,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     cache = None
     if lay.map_entries:  # engine.map_cache = entries: one host cache for the batch (engine.entries)
         host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
-        cache = entries.for_batch(np.asarray(eng.map_entries), host(p.cap_4k), host(p.page_4k),
+        cache = entries.for_batch(host(eng.map_entries), host(p.cap_4k), host(p.page_4k),
                                   host(p.tpage_4k))
     sums: dict[str, np.ndarray] = {}
     elapsed = None
