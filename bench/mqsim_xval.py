@@ -39,7 +39,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -324,9 +324,22 @@ def trace_cases() -> list[Case]:
                  stop_time_s=0) for t in TRACES]
 
 
-def evidence_cases() -> list[Case]:
-    """Re-runs with one MQSim mechanism switched, to measure (not guess) what it contributes."""
-    return [
+def evidence_cases(sat_iops: float) -> list[Case]:
+    """Re-runs with one MQSim mechanism switched, to measure (not guess) what it contributes
+    (``sat_iops``: the QD64 random-read rate the open-loop cases are fractions of)."""
+    open90 = open_loop_cases(sat_iops, False)[-1]
+    loaded_reads = [
+        replace(open90, name=f"{open90.name}_{label}", drive_overrides=over,
+                note=f"{open90.name} (the same arrivals) {what}")
+        for label, over, what in (
+            ("ideal_map", {"Ideal_Mapping_Table": True},
+             "with Ideal_Mapping_Table: the loaded reads without their translation reads"),
+            ("8chips_1die", {"Chip_No_Per_Channel": 8, "Die_No_Per_Chip": 1},
+             "with the same 64 dies as 8 one-die chips per channel: no chip holds two dies"),
+            ("32ch_1chip", {"Flash_Channel_Count": 32, "Chip_No_Per_Channel": 1},
+             "with the same 32 chips on 32 channels of one chip each: no channel shared"),
+        )]
+    return loaded_reads + [
         Case(name="randread_qd16_ideal_map", read_pct=100, qd=16,
              drive_overrides={"Ideal_Mapping_Table": True}, note="randread_qd16 with Ideal_Mapping_Table"),
         Case(name="mix70_qd16_ideal_map", read_pct=70, qd=16,
@@ -777,7 +790,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--only needs an existing {ref_path}")
         old = json.loads(ref_path.read_text())
         sat = old["saturation_iops_qd64_randread"]
-        pool = {c.name: c for c in cases + open_loop_cases(sat, False) + trace_cases() + evidence_cases()}
+        pool = {c.name: c for c in cases + open_loop_cases(sat, False) + trace_cases() + evidence_cases(sat)}
         unknown = [x for x in only if x not in pool]
         if unknown:
             ap.error(f"--only: unknown case(s) {', '.join(unknown)}")
@@ -799,8 +812,10 @@ def main(argv: list[str] | None = None) -> int:
     for c in trace_cases():
         do(c)
     if not args.quick:
-        for c in evidence_cases():
+        for c in evidence_cases(sat):
             do(c)
+            if c.generator == "BANDWIDTH":
+                results[c.name]["offered_iops"] = c.offered_iops()
 
     ref = {
         "mqsim": {"repository": "CMU-SAFARI/MQSim", "commit": mqsim_commit(binary),

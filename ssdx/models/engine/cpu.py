@@ -32,7 +32,7 @@ import math
 import numba
 import numpy as np
 
-from ssdx.core.stats import BINS_PER_DECADE, LOG_MIN, N_BINS
+from ssdx.core.stats import BIN_NUDGE, BINS_PER_DECADE, LOG_MIN, N_BINS
 from ssdx.models.engine.model import (
     FIT_SLACK,
     PE,
@@ -111,6 +111,8 @@ def _book(end, win, work, gap, ready, dur):
     at_win = max(ready, win)
     if at_win + fit <= end and (end - win) - work >= fit:
         return at_win, end, win, work + dur, gap
+    if at_gap + (dur - fit) < win:  # idle at at_gap: start there, the window's work moves back
+        return at_gap, end + (at_gap + dur - win), at_gap, work + dur, gap
     return end, end + dur, win, work + dur, gap
 
 
@@ -484,7 +486,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         a[LAT + o] += la
         a[QUEUE_SUM] += queue
         a[IDLE_FOLDED] += fold_x
-        x = (math.log10(max(la, 1e-12)) - LOG_MIN) * BINS_PER_DECADE
+        x = (math.log10(max(la, 1e-12)) - LOG_MIN) * BINS_PER_DECADE + BIN_NUDGE
         hist[o, min(max(int(math.floor(x)), 0), N_BINS - 1)] += 1
         if keep:
             lat[i, b] = la

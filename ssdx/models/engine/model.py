@@ -63,9 +63,10 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    read cache); with ``engine.cache_read = false`` it is held until its data is out (:func:`_hold`), and
    a translation read until its ``map_read_bytes`` are.  Requests are issued in order but become ready out of
    order (one waits for a map read or a busy die, the next finds its die idle), and real resources
-   serve what is ready: dies book reads with gap filling (:func:`~.book.book`), channels and the
-   link keep a fluid backlog (:func:`fluid_book`), so nothing waits behind work that is not ready yet (no
-   head-of-line blocking) and no resource exceeds its capacity.  Write units: transfer over the channel, then
+   serve what is ready: dies book reads with gap filling (:func:`~.book.book`; a die idle when a read
+   is ready starts it and moves reads booked for later back), channels and the link keep a fluid
+   backlog (:func:`fluid_book`), so nothing waits behind work that is not ready yet (no head-of-line
+   blocking) and no resource exceeds its capacity.  Write units: transfer over the channel, then
    program (``t_prog_slc`` while the pSLC cache has room, else native ``t_prog``, else the folding die
    time of ``ssdx.models.fluid.model.die_time``); one erase (``t_erase``) every ``block_pages`` units on a
    die.
