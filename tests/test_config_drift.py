@@ -49,3 +49,18 @@ def test_engine_columns_from_config_one_row_per_drive():
     assert set(one) == set(two)
     cols, _ = engine_params.build_from_config(cfg, n=3)
     assert all(len(v) == 3 for v in cols.values())
+
+
+def test_engine_defaults_agree_in_the_yaml_the_schema_and_the_optional_fields():
+    """The engine's defaults are written in three places: the shipped yaml (what a run gets), the
+    schema (what a mistyped override is checked against) and ``params.OPTIONAL`` (what a batch that
+    leaves a field out gets).  They must say the same."""
+    import dataclasses
+
+    from ssdx.cli.schema import EngineConf
+
+    shipped = yaml.safe_load((conf_dir() / "engine" / "default.yaml").read_text())
+    shipped.pop("defaults", None)
+    schema = {f.name: f.default for f in dataclasses.fields(EngineConf)}
+    assert shipped == schema
+    assert {k: shipped[k] for k in engine_params.OPTIONAL} == engine_params.OPTIONAL
