@@ -3,25 +3,25 @@ held to what a first-come-first-served server does.
 
 The engine books requests in issue order, but a request's work becomes ready later (a data read waits
 for its translation read), so a die often holds work booked for later when earlier-ready work arrives.
-The reference here is an event-ordered simulation of the same work, written independently of the booking:
-every die serves its waiting work in the order it became ready, one piece at a time.
+The reference here is an event-ordered simulation of the same work, written independently of the booking
+(``bench.mqsim_des``): every die serves its waiting work in the order it became ready, one piece at a time.
 """
 
 from __future__ import annotations
 
-import heapq
 import random
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bench import mqsim_des
 from ssdx.models.engine.book import book
 from ssdx.models.engine.cpu import _book
 from ssdx.models.engine.state import Server
 
-T_MAP = 76.5e-6  # s: a translation read held until its 512 bytes are out (75 µs + 512 B at 333 MB/s)
-T_DATA = 87.3e-6  # s: a 4 KiB data read held until its data is out (75 µs + 4 KiB at 333 MB/s)
+T_MAP = mqsim_des.T_MAP * 1e-6  # s: a translation read held until its 512 bytes are out (MQSim's drive)
+T_DATA = mqsim_des.T_DATA * 1e-6  # s: a 4 KiB data read held until its data is out
 
 
 def _jax_book(state: tuple[float, float, float, float], ready: float, dur: float):
@@ -82,44 +82,10 @@ def _booked_mean(rate: float, dies: int, n: int, seed: int) -> float:
 
 
 def _fcfs_mean(rate: float, dies: int, n: int, seed: int) -> float:
-    """The same requests (same random numbers) through an event-ordered simulation: each die serves its
-    waiting work in the order it became ready, one piece at a time; mean latency (s)."""
-    rnd = random.Random(seed)
-    events, t = [], 0.0
-    for i in range(n):
-        t += rnd.expovariate(rate)
-        events.append((t, i, 0, i, rnd.randrange(dies), rnd.randrange(dies)))
-    heapq.heapify(events)
-    seq = n
-    idle = [True] * dies
-    waiting: list[list] = [[] for _ in range(dies)]
-    arrival, lat = [0.0] * n, [0.0] * n
-
-    def serve(d: int, now: float) -> None:
-        nonlocal seq
-        if idle[d] and waiting[d]:
-            _, _, phase, r, nxt = heapq.heappop(waiting[d])
-            idle[d] = False
-            heapq.heappush(events, (now + (T_MAP if phase == 0 else T_DATA), seq, phase + 1, r, d, nxt))
-            seq += 1
-
-    while events:
-        now, _, kind, r, a, b = heapq.heappop(events)
-        if kind == 0:  # arrival: the translation read waits on die a
-            arrival[r] = now
-            heapq.heappush(waiting[a], (now, seq, 0, r, b))
-            seq += 1
-            serve(a, now)
-            continue
-        idle[a] = True
-        if kind == 1:  # translation read done: the data read waits on die b
-            heapq.heappush(waiting[b], (now, seq, 1, r, b))
-            seq += 1
-            serve(b, now)
-        else:
-            lat[r] = now - arrival[r]
-        serve(a, now)
-    return float(np.mean(lat[n // 10:]))
+    """The same requests (same random numbers) through the event-ordered simulation of
+    ``bench.mqsim_des`` (µs there): each die serves its waiting work in the order it became ready, one
+    piece at a time; mean latency (s)."""
+    return mqsim_des.two_phase_fcfs(rate * 1e-6, dies, T_MAP * 1e6, T_DATA * 1e6, n, seed) * 1e-6
 
 
 @pytest.mark.parametrize("busy", [0.5, 0.62])
@@ -127,7 +93,7 @@ def test_loaded_two_phase_reads_match_an_event_ordered_server(busy):
     """Poisson 4 KiB reads that each need a translation read, over 32 dies busy ``busy`` of the time
     (MQSim's default drive at 90 % of its QD64 read rate is at 0.62): the booked mean latency is within
     10 % of the event-ordered simulation (-2 % and +5 % when written).  Without the overlap rule it was
-    17 % and 39 % above."""
+    17 % and 38 % above."""
     rate = busy * 32 / (T_MAP + T_DATA)
     booked = _booked_mean(rate, 32, 20_000, seed=1)
     fcfs = _fcfs_mean(rate, 32, 20_000, seed=1)
