@@ -66,10 +66,11 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    serve what is ready: dies book reads with gap filling (:func:`~.book.book`; a die idle when a read
    is ready starts it and moves reads booked for later back), channels and the link keep a fluid
    backlog (:func:`fluid_book`), so nothing waits behind work that is not ready yet (no head-of-line
-   blocking) and no resource exceeds its capacity.  Write units: transfer over the channel, then
-   program (``t_prog_slc`` while the pSLC cache has room, else native ``t_prog``, else the folding die
-   time of ``ssdx.models.fluid.model.die_time``); one erase (``t_erase``) every ``block_pages`` units on a
-   die.
+   blocking) and no resource is booked beyond its capacity (a read moved back keeps the times already
+   reported for it: its latency is short by at most the overlap).  Write units: transfer over the
+   channel, then program (``t_prog_slc`` while the pSLC cache has room, else native ``t_prog``, else the
+   folding die time of ``ssdx.models.fluid.model.die_time``); one erase (``t_erase``) every
+   ``block_pages`` units on a die.
 
    *Read suspension* (``engine.suspension``; MQSim's ``CMD_Suspension_Support``, Tavakkol et al., FAST
    2018).  ``program_erase`` (the default) is the model above: a read suspends whatever program or erase
