@@ -32,8 +32,10 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-T_R = 75.0  # µs, MQSim's default page read (Page_Read_Latency of its ssdconfig.xml)
-CHANNEL_B_PER_US = 333.0  # bytes/µs: 333 MT/s, one byte wide (Channel_Transfer_Rate, Channel_Width)
+from bench.mqsim_xval import DEFAULT_DRIVE
+
+T_R = DEFAULT_DRIVE["Page_Read_Latency"] / 1e3  # µs, MQSim's default drive (its ssdconfig.xml)
+CHANNEL_B_PER_US = DEFAULT_DRIVE["Channel_Transfer_Rate"] * DEFAULT_DRIVE["Flash_Channel_Width"]  # B/µs
 T_MAP = T_R + 512 / CHANNEL_B_PER_US  # a translation read moves one 512-byte sector
 T_DATA = T_R + 4096 / CHANNEL_B_PER_US  # a 4 KiB data read
 T_CMD = 0.2  # µs, a read command on the channel (ONFI_Channel_NVDDR2::ReadCommandTime, a few t_WC)

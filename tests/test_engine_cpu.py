@@ -210,22 +210,21 @@ def test_idle_folding_matches_between_backends():
 
 def test_work_exactly_as_long_as_a_gap_fills_it_in_both_backends():
     # a die busy [0, 100] us after an idle gap [10, 30] us: a 20 us read ready at 10 us fits the gap
-    sv = engine_book.Server(end=np.array(100e-6), win=np.array(30e-6), work=np.array(70e-6),
-                            gap=np.array(10e-6))
+    sv = engine_book.Server(end=np.array(100e-6), win=np.array(30e-6), gap=np.array(10e-6))
     dur = 30e-6 - 10e-6
     start, new = engine_book.book(sv, np.array(10e-6), np.array(dur))
-    got = engine_cpu._book(100e-6, 30e-6, 70e-6, 10e-6, 10e-6, dur)
+    got = engine_cpu._book(100e-6, 30e-6, 10e-6, 10e-6, dur)
     assert float(start) == pytest.approx(10e-6) and got[0] == pytest.approx(10e-6)
     assert float(new.end) == pytest.approx(100e-6) and got[1] == pytest.approx(100e-6)  # nothing queued
     # one 1 % too long starts there all the same (the die is idle) and moves the booked work back by the
     # 0.2 us it overlaps; the window now starts with it
-    late = engine_cpu._book(100e-6, 30e-6, 70e-6, 10e-6, 10e-6, dur * 1.01)
+    late = engine_cpu._book(100e-6, 30e-6, 10e-6, 10e-6, dur * 1.01)
     assert late[0] == pytest.approx(10e-6)
-    assert late[1:] == pytest.approx((100.2e-6, 10e-6, 70e-6 + dur * 1.01, 10e-6))
-    # work ready after the gap that does not fit the window's idle time queues at the end of the booking
-    assert engine_cpu._book(100e-6, 30e-6, 70e-6, 10e-6, 40e-6, dur)[0] == pytest.approx(100e-6)
+    assert late[1:] == pytest.approx((100.2e-6, 10e-6, 10e-6))
+    # work ready after the gap, inside the window of back-to-back work, queues at the end of the booking
+    assert engine_cpu._book(100e-6, 30e-6, 10e-6, 40e-6, dur)[0] == pytest.approx(100e-6)
     # work ready exactly when the booking ends starts at once
-    assert engine_cpu._book(100e-6, 30e-6, 70e-6, 10e-6, 100e-6, dur)[0] == pytest.approx(100e-6)
+    assert engine_cpu._book(100e-6, 30e-6, 10e-6, 100e-6, dur)[0] == pytest.approx(100e-6)
 
 
 def test_backend_is_checked_and_resolved():

@@ -60,13 +60,19 @@ def test_offered_rate_repeats_mqsims_integer_arithmetic() -> None:
     assert xv.Case(name="y", generator="BANDWIDTH", bandwidth_bps=409600000).offered_iops() == 100000.0
 
 
+def _result_file(tmp_path: Path, body: str) -> Path:
+    """An MQSim result file (``<MQSim_Results>``) holding ``body``."""
+    out = tmp_path / "w_scenario_1.xml"
+    out.write_text(f'<?xml version="1.0" encoding="us-ascii"?>\n<MQSim_Results>\n{body}</MQSim_Results>\n')
+    return out
+
+
 def test_parser_reads_mqsim_output_and_names_a_bad_file(tmp_path: Path) -> None:
-    good = tmp_path / "w_scenario_1.xml"
-    good.write_text('<?xml version="1.0" encoding="us-ascii"?>\n<MQSim_Results>\n<Host>\n<Host.IO_Flow>\n'
-                    "<Name>Host.IO_Flow.Synth.No_0</Name>\n<Request_Count>20000</Request_Count>\n"
-                    "<IOPS>inf</IOPS>\n<IOPS_Write>-nan</IOPS_Write>\n"
-                    "<Device_Response_Time>260</Device_Response_Time>\n"
-                    "</Host.IO_Flow>\n</Host>\n</MQSim_Results>\n")
+    good = _result_file(tmp_path, "<Host>\n<Host.IO_Flow>\n"
+                        "<Name>Host.IO_Flow.Synth.No_0</Name>\n<Request_Count>20000</Request_Count>\n"
+                        "<IOPS>inf</IOPS>\n<IOPS_Write>-nan</IOPS_Write>\n"
+                        "<Device_Response_Time>260</Device_Response_Time>\n"
+                        "</Host.IO_Flow>\n</Host>\n")
     (flow,) = xv.parse_result(good)
     assert flow["Request_Count"] == 20000 and flow["Device_Response_Time"] == 260
     assert flow["IOPS"] is None and flow["IOPS_Write"] is None  # MQSim's 0 s denominator
@@ -79,12 +85,10 @@ def test_parser_reads_mqsim_output_and_names_a_bad_file(tmp_path: Path) -> None:
 def test_mqsim_flash_counters_per_request(tmp_path: Path) -> None:
     # MQSim's FTL counters of its 1 s QD16 random-write run: one page program per write (single-plane
     # commands plus two pages per multi-plane one), one translation read per write, no translation program
-    out = tmp_path / "w_scenario_1.xml"
-    out.write_text('<?xml version="1.0" encoding="us-ascii"?>\n<MQSim_Results>\n<SSDDevice>\n'
-                   '<SSDDevice.FTL Issued_Flash_Read_CMD="37549" Issued_Flash_Program_CMD="34952" '
-                   'Issued_Flash_Multiplane_Program_CMD="1316" Issued_Flash_Read_CMD_For_Mapping="37575" '
-                   'Issued_Flash_Program_CMD_For_Mapping="0" Average_Page_Movement_For_GC="-nan"/>\n'
-                   "</SSDDevice>\n</MQSim_Results>\n")
+    out = _result_file(tmp_path, '<SSDDevice>\n<SSDDevice.FTL Issued_Flash_Read_CMD="37549" '
+                       'Issued_Flash_Program_CMD="34952" Issued_Flash_Multiplane_Program_CMD="1316" '
+                       'Issued_Flash_Read_CMD_For_Mapping="37575" Issued_Flash_Program_CMD_For_Mapping="0" '
+                       'Average_Page_Movement_For_GC="-nan"/>\n</SSDDevice>\n')
     ftl = xv.parse_ftl(out)
     assert ftl["Issued_Flash_Program_CMD"] == 34952 and ftl["Issued_Flash_Erase_CMD"] is None
     per = xv.flash_per_request(ftl, 37594, planes=2)

@@ -10,25 +10,24 @@ import jax.numpy as jnp
 
 from ssdx.models.engine.state import PE, Plan, Server
 
-FIT_SLACK = 1e-3  # work fits a gap or window overshooting it by under this share of its duration (book)
+FIT_SLACK = 1e-3  # work fits a gap overshooting it by under this share of its duration (book)
 
 
 def book(sv: Server, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, Server]:
     """Book ``dur`` seconds of work ready at ``ready``; returns its start and the new booking.
 
     Requests are issued in order but become ready out of order (one waits for a map read, another finds
-    its die idle), and the resource serves whatever is ready.  Work ready at or after ``end`` starts at
+    its die idle), and the resource serves whatever is ready.  The booking is a window ``[win, end]`` of
+    back-to-back work and the idle gap ``[gap, win]`` before it.  Work ready at or after ``end`` starts at
     once and opens a new window (the time since ``end`` becomes the idle gap).  Work ready earlier is
-    placed, in this order: in the idle gap before the window, at ``max(ready, gap)``, if it ends by
-    ``win`` (the gap then starts after it); inside the window at ``max(ready, win)`` if it ends by
-    ``end`` and the window still has that much idle time; where the resource is idle at
-    ``max(ready, gap)`` but the work does not fit before ``win``, it starts there all the same and the
-    window's work moves back by the overlap (``end`` grows by it; the window now starts at the work):
-    the resource serves what is ready first, as a first-come-first-served server does, instead of
-    idling until work booked for later is done; otherwise it queues at ``end``.  Gap fills never overlap
-    and a window's work never exceeds its length, so the resource's capacity is kept.  Approximate: the
-    placement inside a window, and work moved back by an overlap keeps the times already reported for
-    it (its request's latency is short by at most the overlap).  No head-of-line blocking.
+    placed in the gap, at ``max(ready, gap)``, if it ends by ``win`` (the gap then starts after it);
+    where the resource is idle at ``max(ready, gap)`` but the work does not fit before ``win``, it starts
+    there all the same and the window's work moves back by the overlap (``end`` grows by it; the window
+    now starts at the work): the resource serves what is ready first, as a first-come-first-served server
+    does, instead of idling until work booked for later is done; otherwise it queues at ``end``.  Every
+    rule keeps the window free of idle time, so the resource's capacity is kept.  Approximate: work moved
+    back by an overlap keeps the times already reported for it (its request's latency is short by at most
+    the overlap), and an older gap is forgotten once a new window opens.  No head-of-line blocking.
 
     Without the overlap rule, work booked ahead of time (a data read waiting for its translation read)
     left its die idle before it whenever a later request's translation read did not fit in the gap, and
@@ -44,16 +43,12 @@ def book(sv: Server, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, Serve
     free = ready + (dur - fit) >= sv.end
     at_gap = jnp.maximum(ready, sv.gap)
     in_gap = ~free & (at_gap + fit <= sv.win)
-    at_win = jnp.maximum(ready, sv.win)
-    in_win = ~free & ~in_gap & (at_win + fit <= sv.end) & ((sv.end - sv.win) - sv.work >= fit)
-    over = ~free & ~in_gap & ~in_win & (at_gap + (dur - fit) < sv.win)  # idle at at_gap: overlap rule
-    start = jnp.where(free, ready, jnp.where(in_gap | over, at_gap, jnp.where(in_win, at_win, sv.end)))
+    over = ~free & ~in_gap & (at_gap + (dur - fit) < sv.win)  # idle at at_gap: the overlap rule
+    start = jnp.where(free, ready, jnp.where(in_gap | over, at_gap, sv.end))
     new = Server(
-        end=jnp.where(free, ready + dur, jnp.where(in_gap | in_win, sv.end,
-                                                   jnp.where(over, sv.end + (at_gap + dur - sv.win),
-                                                             sv.end + dur))),
+        end=jnp.where(free, ready + dur, jnp.where(in_gap, sv.end, sv.end + jnp.where(
+            over, at_gap + dur - sv.win, dur))),
         win=jnp.where(free, ready, jnp.where(over, at_gap, sv.win)),
-        work=jnp.where(free, dur, jnp.where(in_gap, sv.work, sv.work + dur)),
         gap=jnp.where(free, sv.end, jnp.where(in_gap, at_gap + dur, sv.gap)),
     )
     return start, new
@@ -114,7 +109,7 @@ def pe_push(p: Plan, pe: PE, on: jax.Array, start: jax.Array, dur: jax.Array) ->
 
 def shift(sv: Server, t: jax.Array) -> Server:
     """Rebase a booking to an origin ``t`` (B,) later."""
-    return Server(sv.end - t[None], sv.win - t[None], sv.work, sv.gap - t[None])
+    return Server(sv.end - t[None], sv.win - t[None], sv.gap - t[None])
 
 
 def pick(mask: jax.Array, a: Server, b: Server) -> Server:

@@ -63,7 +63,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free")
 #: per-die state, rows of (B, len(DIES), D)
-DIES = ("die_free", "r_end", "r_win", "r_work", "r_gap", "die_units", "pe_start", "pe_end", "er_end",
+DIES = ("die_free", "r_end", "r_win", "r_gap", "die_units", "pe_start", "pe_end", "er_end",
         "er_len", "t_op")
 #: per-configuration accumulator scalars, columns of (B, len(SUMS))
 SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat1", "lat2", "queue_sum",
@@ -78,7 +78,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE) = range(len(SCALARS))
-DIE_FREE, R_END, R_WIN, R_WORK, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
+DIE_FREE, R_END, R_WIN, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
 (COUNT, BYTES, LAT, QUEUE_SUM, READ_PAGES, PROG_PAGES, ERASES, MAP_MISSES, MODE, IDLE_FOLDED,
  ELAPSED, SUSP, MAP_WBS) = (SUMS.index(k) for k in (
      "count0", "bytes0", "lat0", "queue_sum", "read_pages", "prog_pages", "erases", "map_misses", "mode0",
@@ -100,20 +100,17 @@ def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------- the loop
 @numba.njit(cache=True, inline="always")
-def _book(end, win, work, gap, ready, dur):
-    """book.book on scalars: returns (start, end, win, work, gap)."""
+def _book(end, win, gap, ready, dur):
+    """book.book on scalars: returns (start, end, win, gap)."""
     fit = dur * (1.0 - FIT_SLACK)
     if ready + (dur - fit) >= end:
-        return ready, ready + dur, ready, dur, end
+        return ready, ready + dur, ready, end
     at_gap = max(ready, gap)
     if at_gap + fit <= win:
-        return at_gap, end, win, work, at_gap + dur
-    at_win = max(ready, win)
-    if at_win + fit <= end and (end - win) - work >= fit:
-        return at_win, end, win, work + dur, gap
+        return at_gap, end, win, at_gap + dur
     if at_gap + (dur - fit) < win:  # idle at at_gap: start there, the window's work moves back
-        return at_gap, end + (at_gap + dur - win), at_gap, work + dur, gap
-    return end, end + dur, win, work + dur, gap
+        return at_gap, end + (at_gap + dur - win), at_gap, gap
+    return end, end + dur, win, gap
 
 
 @numba.njit(cache=True, inline="always")
@@ -130,9 +127,9 @@ def _nth_die(start, j, n_dies):
 
 
 @numba.njit(cache=True)
-def _suspend(f, die, a, pd, ready, dur, start, end, win, work, gap):
+def _suspend(f, die, a, pd, ready, dur, start, end, win, gap):
     """book.suspend for a read of ``dur`` s ready at ``ready`` on the die at position ``pd``, booked to
-    start at ``start`` (the read booking before it was ``end, win, work, gap``): where it would start at
+    start at ``start`` (the read booking before it was ``end, win, gap``): where it would start at
     once inside the die's program/erase run, how long it waits for the operation in progress or how much
     longer it takes to suspend it (counted in ``a``), booked again; then the run is pushed back.  Returns
     the read's start and die time."""
@@ -163,8 +160,7 @@ def _suspend(f, die, a, pd, ready, dur, start, end, win, work, gap):
                 a[SUSP + (1 if in_erase else 0)] += 1.0
             else:
                 wait = left
-            start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
-                end, win, work, gap, ready + wait, dur)
+            start, die[R_END, pd], die[R_WIN, pd], die[R_GAP, pd] = _book(end, win, gap, ready + wait, dur)
     for r in (PE_START, PE_END, ER_END):  # the program/erase work booked after the read moves back
         if die[r, pd] > start + FIT_SLACK * dur:
             die[r, pd] += dur
@@ -177,11 +173,10 @@ def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
     (book.book on its read booking; where ``sus_on``, a suspension option, :func:`_suspend`), then
     its all-work backlog and busy time; returns its start and its die time (``dur`` plus any suspend
     overhead)."""
-    end, win, work, gap = die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd]
-    start, die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd] = _book(
-        end, win, work, gap, ready, dur)
+    end, win, gap = die[R_END, pd], die[R_WIN, pd], die[R_GAP, pd]
+    start, die[R_END, pd], die[R_WIN, pd], die[R_GAP, pd] = _book(end, win, gap, ready, dur)
     if sus_on:
-        start, dur = _suspend(f, die, a, pd, ready, dur, start, end, win, work, gap)
+        start, dur = _suspend(f, die, a, pd, ready, dur, start, end, win, gap)
     die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
     busy[pd] += dur
     return start, dur
@@ -329,8 +324,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     n = q + (1 if j < m else 0)
                     pd = _pos(d, n_ch, C)
                     dur = math.ceil(n / planes) * t_read
-                    est = _book(die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd],
-                                ready, dur)[0]
+                    est = _book(die[R_END, pd], die[R_WIN, pd], die[R_GAP, pd], ready, dur)[0]
                     c = d % n_ch
                     x_c[c] += n * per_page
                     first_c[c] = min(first_c[c], est + dur)
@@ -347,8 +341,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 c = d % n_ch
                 hold = 0.0
                 if hold_on:
-                    est = _book(die[R_END, pd], die[R_WIN, pd], die[R_WORK, pd], die[R_GAP, pd],
-                                ready, dur)[0]
+                    est = _book(die[R_END, pd], die[R_WIN, pd], die[R_GAP, pd], ready, dur)[0]
                     hold = max(end_c[c] + 0.5 * xfer, est + dur + xfer) - (est + dur)
                 r_start, dur = _read_on_die(f, sus_on, die, busy, a, pd, ready, dur + hold)
                 r_end = r_start + dur - hold
@@ -522,7 +515,7 @@ def pack_state(s: State) -> tuple[np.ndarray, ...]:
     f = lambda x: np.asarray(x, np.float64)  # noqa: E731
     r = s.die_r
     return (np.stack([f(getattr(s, k)) for k in SCALARS]),
-            np.stack([f(x) for x in (s.die_free, r.end, r.win, r.work, r.gap, s.die_units, *s.pe)]),
+            np.stack([f(x) for x in (s.die_free, r.end, r.win, r.gap, s.die_units, *s.pe)]),
             np.stack([f(s.chan_free), f(s.chan_r)]), np.array(s.slots, np.float64),
             np.stack([np.asarray(x, np.int64) for x in (s.tags, s.map_age, s.map_dirty)]))
 
@@ -550,7 +543,7 @@ def unpack(sc, die, chan, slots, tags, a, hist, busy, dt) -> tuple[State, Acc]:
         slots=c(slots), ctrl_free=c(sc[CTRL_FREE]), link_rx=c(sc[LINK_RX]), link_tx=c(sc[LINK_TX]),
         dram_free=c(sc[DRAM_FREE]),
         die_free=c(die[DIE_FREE]), free_max=c(sc[FREE_MAX]),
-        die_r=Server(*(c(die[k]) for k in (R_END, R_WIN, R_WORK, R_GAP))),
+        die_r=Server(*(c(die[k]) for k in (R_END, R_WIN, R_GAP))),
         chan_free=c(chan[0]), chan_r=c(chan[1]), last_arrival=c(sc[LAST_ARRIVAL]), last_done=c(sc[LAST_DONE]),
         wptr=c(sc[WPTR], np.int32), wpartial=c(sc[WPARTIAL]), die_units=c(die[DIE_UNITS]), ds=c(sc[DS]),
         dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags[TAG], np.int32), map_age=c(tags[AGE], np.int32),

@@ -103,12 +103,11 @@ class Plan(NamedTuple):
 
 class Server(NamedTuple):
     """Booked time of a read-priority resource (:func:`~.book.book`): the latest window of back-to-back
-    bookings spans ``[win, end]`` and holds ``work`` seconds; the resource was idle from ``gap`` to
-    ``win`` (minus gap fills already placed there)."""
+    bookings spans ``[win, end]`` (no idle time inside it); the resource was idle from ``gap`` to ``win``
+    (minus gap fills already placed there)."""
 
     end: jax.Array
     win: jax.Array
-    work: jax.Array
     gap: jax.Array
 
 
@@ -242,7 +241,7 @@ def init(p: Plan, lay: Layout) -> State:
     chans = jnp.zeros((lay.channels,) + z.shape, z.dtype)
     slots = jnp.where(jnp.arange(lay.slots)[:, None] < p.queue_depth[None], z[None], jnp.inf)
     return State(slots=slots, ctrl_free=z, link_rx=z, link_tx=z, dram_free=z, die_free=dies, free_max=z,
-                 die_r=Server(dies, dies, dies, dies), chan_free=chans, chan_r=chans,
+                 die_r=Server(dies, dies, dies), chan_free=chans, chan_r=chans,
                  last_arrival=z, last_done=z, wptr=jnp.zeros(z.shape, jnp.int32), wpartial=z,
                  die_units=dies, ds=z, dn=z, draw=z,
                  tags=jnp.full((lay.map_sets,) + z.shape, -1, jnp.int32),
