@@ -52,7 +52,7 @@ def test_kernel_chunk_state_matches_field_by_field(simulated):
     # one chunk of the raw functions on drives that erase and fold, launched as blocks of 3 threads
     # (a partial last block), every state field and accumulator compared
     pairs = _pairs(simulated, "chunk/")
-    assert len(pairs) == 21 + 3 + 4 + 16 + 1  # state (die_r as 3, pe as 5), accumulators, latencies
+    assert len(pairs) == 23 + 3 + 4 + 16 + 1  # state (die_r as 3, pe as 5), accumulators, latencies
     for k, a, b in pairs:
         assert a.shape == b.shape and a.dtype == b.dtype, k
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)

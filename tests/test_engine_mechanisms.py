@@ -230,15 +230,19 @@ def test_cli_takes_the_suspension_options_and_refuses_bad_ones(tmp_path):
 TPAGE = 16 << 20  # logical bytes one translation page maps: a 16 KiB page of 4-byte entries, each 4 KiB
 
 
-def _map_stream(policy: str, ops, tpages, pages: int = 4):
-    """4 KiB requests ``ops`` to the translation pages ``tpages``, 10 ms apart (nothing overlaps), on the
-    drive with ``engine.map_cache = policy`` and a cache of ``pages`` translation pages; returns the
-    latencies, the accumulators of the JAX scan and the plan (both back ends asserted equal)."""
+def _map_stream(policy: str, ops, tpages, pages: int = 4, apart_s: float = 10e-3, page_of=None):
+    """4 KiB requests ``ops`` to the translation pages ``tpages`` (at the NAND page ``page_of`` of each,
+    default the first; consecutive pages lie on dies of different channels), ``apart_s`` apart (by
+    default nothing overlaps), on the drive with ``engine.map_cache = policy`` and a cache of ``pages``
+    translation pages; returns the latencies, the accumulators of the JAX scan and the plan (both back
+    ends asserted equal)."""
     p, lay = _plan(map_cache=policy, map_cache_mib=pages * 16 / 1024)
     n = len(ops)
+    at = np.asarray(tpages, np.int64) * TPAGE
+    at = at + (0 if page_of is None else np.asarray(page_of, np.int64) * int(_const(p, "page_bytes")))
     with x64():
-        req, _ = engine.requests(np.asarray(ops), np.asarray(tpages, np.int64) * TPAGE, np.full(n, 4096),
-                                 np.arange(n) * 10e-3, None, n, np.float64)
+        req, _ = engine.requests(np.asarray(ops), at, np.full(n, 4096),
+                                 np.arange(n) * apart_s, None, n, np.float64)
         s0 = engine.init(p, lay)
         _, acc, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, s0, req, lay, True)
         np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
@@ -283,6 +287,25 @@ def test_a_miss_reads_the_translation_page_before_the_data():
     chan, host = _const(p, "chan_rate"), _const(p, "host_rate")
     want = cmd + _const(p, "t_map_read") + 4096 / chan + _const(p, "t_read") + 4096 / chan + 4096 / host
     assert lat[0] == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("policy", ["lru", "direct"])
+def test_a_lookup_of_a_translation_page_being_read_waits_for_that_read(policy):
+    """Two reads of different data on one translation page, issued together: the first misses and reads
+    the page; the second finds the page in the cache but its entries not in yet, so it issues no read
+    of its own and waits for that one (MQSim: a miss on a translation page in flight waits for its read).
+    Its data read then runs beside the first's, on another die and channel: the same latency.  A third
+    read of the page, 10 ms later, finds it in and pays one lookup."""
+    lat, acc, p = _map_stream(policy, [0, 0], [7, 7], apart_s=0.0, page_of=[0, 1])
+    assert acc.map_misses == 1
+    assert lat[1] == pytest.approx(lat[0], rel=1e-9)
+    cmd = _const(p, "ctrl_s") + _const(p, "cmd_s")
+    assert lat[1] > cmd + _const(p, "t_map_read") + _const(p, "t_read")
+    lat, acc, _ = _map_stream(policy, [0, 0, 0], [7, 7, 7], page_of=[0, 1, 2])
+    assert acc.map_misses == 1 and lat[2] < lat[0] - _const(p, "t_map_read") + 1e-9
+    # a write that misses reads the page too; a read behind it waits for that read, not for the write
+    lat, acc, _ = _map_stream(policy, [1, 0], [7, 7], apart_s=0.0, page_of=[0, 1])
+    assert acc.map_misses == 1 and lat[1] > cmd + _const(p, "t_map_read") + _const(p, "t_read")
 
 
 def test_dirty_translation_pages_are_written_back_on_eviction():

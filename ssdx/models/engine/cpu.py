@@ -61,7 +61,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "t_map_xfer", "hold_read")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
-           "ds", "dn", "draw", "dram_free")
+           "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
 #: per-die state, rows of (B, len(DIES), D)
 DIES = ("die_free", "r_end", "r_win", "r_gap", "die_units", "pe_start", "pe_end", "er_end",
         "er_len", "t_op")
@@ -77,7 +77,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
  DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
- DRAM_FREE) = range(len(SCALARS))
+ DRAM_FREE, MAP_TP, MAP_END) = range(len(SCALARS))
 DIE_FREE, R_END, R_WIN, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
 (COUNT, BYTES, LAT, QUEUE_SUM, READ_PAGES, PROG_PAGES, ERASES, MAP_MISSES, MODE, IDLE_FOLDED,
  ELAPSED, SUSP, MAP_WBS) = (SUMS.index(k) for k in (
@@ -221,6 +221,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     wptr, wpartial = int(sc[WPTR]), sc[WPARTIAL]
     ds, dn, draw = sc[DS], sc[DN], sc[DRAW]
     dram_free = sc[DRAM_FREE]
+    map_tp, map_end = int(sc[MAP_TP]), sc[MAP_END]
     nq = 0
     while nq < slots.shape[0] and slots[nq] < math.inf:
         nq += 1
@@ -293,16 +294,24 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         draw -= (f[BITS] - 1.0) * fold_x
         queue = (issue - arrival) + (ctrl_at - issue)
         done = t_cmd
+        # model._in_flight: the page of the latest translation read, not in yet: wait for that read
+        inflight = o != TRIM and tpage == map_tp and map_end > t_cmd
+        if inflight:
+            miss = False
         if miss:  # 3. translation page read from die tpage mod dies, read priority
             pm = _pos(tpage % n_dies, n_ch, C)
             m_start, m_dur = _read_on_die(f, sus_on, die, busy, a, pm, t_cmd,
                                           t_map + (t_map_xfer if hold_on else 0.0))
             free_max = max(free_max, die[DIE_FREE, pm])
             a[MAP_MISSES] += 1.0
+            map_tp, map_end = tpage, m_start + m_dur + (0.0 if hold_on else t_map_xfer)
         if o == READ:
             if miss:
                 ready = m_start + m_dur + (0.0 if hold_on else t_map_xfer)
                 queue += m_start - t_cmd
+            elif inflight:
+                ready = max(map_end, t_cmd + f[MAP_HIT_S])
+                queue += map_end - t_cmd
             else:
                 ready = t_cmd + f[MAP_HIT_S]
             first = o4 // page_4k
@@ -496,6 +505,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE] = free_max - now, last_arrival - now, last_done - now
     sc[WPTR], sc[WPARTIAL], sc[DS], sc[DN], sc[DRAW] = wptr, wpartial, ds, dn, draw
     sc[DRAM_FREE] = dram_free - now
+    sc[MAP_TP], sc[MAP_END] = map_tp, map_end - now
 
 
 @numba.njit(cache=True, parallel=True)
@@ -547,7 +557,7 @@ def unpack(sc, die, chan, slots, tags, a, hist, busy, dt) -> tuple[State, Acc]:
         chan_free=c(chan[0]), chan_r=c(chan[1]), last_arrival=c(sc[LAST_ARRIVAL]), last_done=c(sc[LAST_DONE]),
         wptr=c(sc[WPTR], np.int32), wpartial=c(sc[WPARTIAL]), die_units=c(die[DIE_UNITS]), ds=c(sc[DS]),
         dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags[TAG], np.int32), map_age=c(tags[AGE], np.int32),
-        map_dirty=c(tags[DIRTY], np.int32),
+        map_dirty=c(tags[DIRTY], np.int32), map_tp=c(sc[MAP_TP], np.int32), map_end=c(sc[MAP_END]),
         pe=PE(*(c(die[k]) for k in (PE_START, PE_END, ER_END, ER_LEN, T_OP))))
     acc = Acc(elapsed=c(a[ELAPSED]), elapsed_c=np.zeros(a.shape[1], dt), count=c(a[COUNT:COUNT + 3]),
               bytes=c(a[BYTES:BYTES + 3]), lat_sum=c(a[LAT:LAT + 3]), queue_sum=c(a[QUEUE_SUM]),

@@ -41,7 +41,11 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    writing back its translation page with all its dirty entries); which requests miss and write back
    is computed on the host (``ssdx.models.engine.entries``) and arrives with the requests
    (``Requests.map_miss``, ``wb_tpage``, ``wb_count``); several write-backs of one request are booked
-   together on the die of the first.
+   together on the die of the first.  *A translation page in flight is read once*: a lookup of the page
+   of the latest translation read, made before that read's entries are in (``map_tp``, ``map_end``),
+   issues no read of its own, hit or miss, and waits for that one (a controller does not read a page it
+   is already reading; MQSim's ``ArrivingMappingEntries``, Address_Mapping_Unit_Page_Level).  Only the
+   latest translation read is remembered, which is what a sequential stream needs.
 4. *Striping* — logical page ``j`` (NAND-page sized) lives on die ``j mod D``; die ``d`` sits on channel
    ``d mod C``, way ``d div C``; consecutive pages on one die fall on consecutive planes (channel-first,
    then way, then plane: MQSim's CWDP order, Tavakkol et al., FAST 2018).  A request touching ``k``
@@ -229,7 +233,7 @@ def _front(p: Plan, s: State, r: Requests) -> tuple[Front, State]:
         dram_free=s.dram_free - issue,
         link_tx=s.link_tx - issue, die_free=s.die_free - t, free_max=s.free_max - issue,
         die_r=shift(s.die_r, issue), chan_free=s.chan_free - t, chan_r=s.chan_r - t,
-        last_done=s.last_done - issue, ds=s.ds - fold_x,
+        last_done=s.last_done - issue, ds=s.ds - fold_x, map_end=s.map_end - issue,
         pe=s.pe._replace(start=s.pe.start - t, end=s.pe.end - t, er_end=s.pe.er_end - t), dn=s.dn + fold_x,
         draw=s.draw - (p.coef.bits - 1.0) * fold_x)
     return f, rebased
@@ -327,6 +331,16 @@ def _map_read(p: Plan, lay: Layout, t_cmd, tpage, miss, die_r: Server, die_free,
     return die_r, die_free, busy + on * m_dur, pe, m_start, m_end, sus
 
 
+def _in_flight(s: State, look: Look, t_cmd: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """3: whether the request reads its translation page from flash (``miss``) and whether it waits for
+    a read of that page already in flight instead (``inflight``): a lookup of the page of the latest
+    translation read, before that read's entries are in, issues no read of its own and waits for them,
+    hit or miss (MQSim's ``ArrivingMappingEntries``: a miss on a translation page being read reserves a
+    slot and waits for that read, Address_Mapping_Unit_Page_Level; Tavakkol et al., FAST 2018)."""
+    inflight = (look.tpage == s.map_tp) & (s.map_end > t_cmd)
+    return look.miss & ~inflight, inflight
+
+
 def _hold(p: Plan, lay: Layout, chan_r, die_r: Server, ready, dur, xfer, active) -> jax.Array:
     """``engine.cache_read: false``: how long each die (D, B) keeps a read past its array time ``dur`` —
     until its data is out.  Where the read would be booked (:func:`~.book.book`) gives when the array
@@ -377,11 +391,14 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     f, s = _front(p, s, r)
     dt = f.issue.dtype
     size = r.size.astype(dt)
-    off4k, tpage, miss = look.off4k, look.tpage, look.miss
+    off4k, tpage = look.off4k, look.tpage
+    miss, inflight = _in_flight(s, look, f.t_cmd)
     die_r, die_free, busy, pe, m_start, m_end, sus_m = _map_read(p, lay, f.t_cmd, tpage, miss,
                                                                   s.die_r, s.die_free, acc.busy, s.pe)
-    t_map = jnp.where(miss, m_end + jnp.where(p.hold_read, 0.0, p.t_map_xfer), f.t_cmd + p.map_hit_s)
-    q_map = jnp.where(miss, m_start - f.t_cmd, 0.0)
+    m_in = m_end + jnp.where(p.hold_read, 0.0, p.t_map_xfer)  # the entries are in the controller
+    t_map = jnp.where(miss, m_in, jnp.where(inflight, jnp.maximum(s.map_end, f.t_cmd + p.map_hit_s),
+                                            f.t_cmd + p.map_hit_s))
+    q_map = jnp.where(miss, m_start - f.t_cmd, jnp.where(inflight, s.map_end - f.t_cmd, 0.0))
 
     k, n_d = _pages(p, off4k, size)
     active = n_d > 0
@@ -411,7 +428,9 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
                    pe=_push_runs(p, lay, pe, active, r_start, dur),
                    chan_r=jnp.where(act_c, chan_r_new, s.chan_r),
                    chan_free=jnp.where(act_c, jnp.maximum(s.chan_free, c_start) + x_c, s.chan_free),
-                   link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx, tx_new)),
+                   link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx, tx_new),
+                   map_tp=jnp.where(miss, tpage.astype(s.map_tp.dtype), s.map_tp),
+                   map_end=jnp.where(miss, m_in, s.map_end)),
         add=dict(busy=busy + jnp.where(active, dur, 0.0), read_pages=jnp.sum(n_f, axis=0),
                  map_misses=miss.astype(dt),
                  suspensions=sus_m + jnp.stack([jnp.sum(active & s_p, axis=0),
@@ -435,9 +454,9 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     f, s = _front(p, s, r)
     dt = f.issue.dtype
     size = r.size.astype(dt)
-    miss = look.miss
-    die_r, die_free, busy, pe, _, _, sus_m = _map_read(p, lay, f.t_cmd, look.tpage, miss, s.die_r,
-                                                        s.die_free, acc.busy, s.pe)
+    miss, _ = _in_flight(s, look, f.t_cmd)
+    die_r, die_free, busy, pe, _, m_end, sus_m = _map_read(p, lay, f.t_cmd, look.tpage, miss, s.die_r,
+                                                            s.die_free, acc.busy, s.pe)
     h_start, rx_new = fluid_book(s.link_rx, f.t_cmd, size / p.host_rate)
     h_end = h_start + size / p.host_rate
     (ds, dn, draw), mode_bytes = _place(p, s.ds, s.dn, s.draw, size)
@@ -505,7 +524,9 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         state=dict(die_r=die_r, die_free=die_free, free_max=backlog_end, chan_free=w_cend,
                    dram_free=jnp.where(dram_on, dram_new, s.dram_free),
                    link_rx=rx_new, link_tx=jnp.where(p.duplex, s.link_tx, rx_new),
-                   wptr=wptr, wpartial=wpartial, die_units=die_units, ds=ds, dn=dn, draw=draw, pe=pe),
+                   wptr=wptr, wpartial=wpartial, die_units=die_units, ds=ds, dn=dn, draw=draw, pe=pe,
+                   map_tp=jnp.where(miss, look.tpage.astype(s.map_tp.dtype), s.map_tp),
+                   map_end=jnp.where(miss, m_end + jnp.where(p.hold_read, 0.0, p.t_map_xfer), s.map_end)),
         add=dict(busy=busy + p_dur, prog_pages=prog_pages, erases=jnp.sum(n_erase, axis=0),
                  map_misses=miss.astype(dt), mode_bytes=mode_bytes, suspensions=sus_m))
 

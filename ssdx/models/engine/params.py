@@ -44,7 +44,8 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   dirty entry writes back its translation page with every dirty entry of it (MQSim's CMT exactly:
   ``Cached_Mapping_Table``, ``generate_flash_writeback_request_for_mapping_data``; DFTL's batch update);
   computed on the host per chunk (``ssdx.models.engine.entries``), so a batch's configurations that use
-  it share one cache size and logical geometry.
+  it share one cache size and logical geometry.  In every mode a lookup of a translation page that is
+  being read waits for that read instead of reading it again.
 * ``map_read_bytes`` — bytes a mapping-cache miss moves over the channel from the translation page
   (default 4096: one 4 KiB unit; MQSim reads one 512-byte sector, ``SECTOR_SIZE_IN_BYTE`` in
   ``generate_flash_read_request_for_mapping_data``).

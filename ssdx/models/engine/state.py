@@ -149,6 +149,8 @@ class State(NamedTuple):
     tags: jax.Array  # (M,) int32 translation page held by each cache set; -1 empty
     map_age: jax.Array  # (M,) int32 when each slot was last used (LRU clock; -1 empty)
     map_dirty: jax.Array  # (M,) int32 1 where the cached translation page holds updated entries
+    map_tp: jax.Array  # int32: translation page of the latest translation read (-1: none yet)
+    map_end: jax.Array  # when that read's entries reach the controller (-inf: none yet)
     pe: PE  # (D,) the program/erase run of each die (read suspension, engine_book.suspend)
 
 
@@ -247,6 +249,7 @@ def init(p: Plan, lay: Layout) -> State:
                  tags=jnp.full((lay.map_sets,) + z.shape, -1, jnp.int32),
                  map_age=jnp.full((lay.map_sets,) + z.shape, -1, jnp.int32),
                  map_dirty=jnp.zeros((lay.map_sets,) + z.shape, jnp.int32),
+                 map_tp=jnp.full(z.shape, -1, jnp.int32), map_end=jnp.full(z.shape, -jnp.inf, z.dtype),
                  pe=PE(dies, dies, dies, dies, dies))
 
 
