@@ -304,10 +304,10 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                                           t_map + (t_map_xfer if hold_on else 0.0))
             free_max = max(free_max, die[DIE_FREE, pm])
             a[MAP_MISSES] += 1.0
-            map_tp, map_end = tpage, m_start + m_dur + (0.0 if hold_on else t_map_xfer)
+            map_tp, map_end = tpage, m_start + m_dur + (0.0 if hold_on else t_map_xfer)  # entries in
         if o == READ:
             if miss:
-                ready = m_start + m_dur + (0.0 if hold_on else t_map_xfer)
+                ready = map_end
                 queue += m_start - t_cmd
             elif inflight:
                 ready = max(map_end, t_cmd + f[MAP_HIT_S])

@@ -318,17 +318,20 @@ def _push_runs(p: Plan, lay: Layout, pe: PE, on: jax.Array, start: jax.Array, du
 def _map_read(p: Plan, lay: Layout, t_cmd, tpage, miss, die_r: Server, die_free, busy, pe: PE):
     """3: a missed translation page is read from die ``tpage mod dies`` (SLC timing), booked with read
     priority under the suspension policy (:func:`suspend`); returns the die state, busy time, the
-    program/erase runs, the read's start and its end (-inf where none) and the suspensions (2, B)."""
+    program/erase runs, the read's start, when its entries are in the controller (its end, plus the
+    ``map_read_bytes`` transfer unless the die was held for it; -inf where none) and the suspensions
+    (2, B)."""
     on = (p.die_id == jnp.mod(tpage, p.n_dies)[None]) & p.mask & miss[None]
     t_die = p.t_map_read + jnp.where(p.hold_read, p.t_map_xfer, 0.0)  # cache_read false: held until out
     ms, die_r_m, m_dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_cmd[None], t_die[None])
     m_start = jnp.max(jnp.where(on, ms, -jnp.inf), axis=0)
     m_end = jnp.max(jnp.where(on, ms + m_dur, -jnp.inf), axis=0)
+    m_in = m_end + jnp.where(p.hold_read, 0.0, p.t_map_xfer)
     die_r = pick(on, die_r_m, die_r)
     die_free = jnp.where(on, jnp.maximum(die_free, m_start[None]) + m_dur, die_free)
     sus = jnp.stack([jnp.sum(on & s_p, axis=0), jnp.sum(on & s_e, axis=0)]).astype(busy.dtype)
     pe = _push_runs(p, lay, pe, on, m_start[None], m_dur)
-    return die_r, die_free, busy + on * m_dur, pe, m_start, m_end, sus
+    return die_r, die_free, busy + on * m_dur, pe, m_start, m_in, sus
 
 
 def _in_flight(s: State, look: Look, t_cmd: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -393,9 +396,8 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     size = r.size.astype(dt)
     off4k, tpage = look.off4k, look.tpage
     miss, inflight = _in_flight(s, look, f.t_cmd)
-    die_r, die_free, busy, pe, m_start, m_end, sus_m = _map_read(p, lay, f.t_cmd, tpage, miss,
-                                                                  s.die_r, s.die_free, acc.busy, s.pe)
-    m_in = m_end + jnp.where(p.hold_read, 0.0, p.t_map_xfer)  # the entries are in the controller
+    die_r, die_free, busy, pe, m_start, m_in, sus_m = _map_read(p, lay, f.t_cmd, tpage, miss,
+                                                                 s.die_r, s.die_free, acc.busy, s.pe)
     t_map = jnp.where(miss, m_in, jnp.where(inflight, jnp.maximum(s.map_end, f.t_cmd + p.map_hit_s),
                                             f.t_cmd + p.map_hit_s))
     q_map = jnp.where(miss, m_start - f.t_cmd, jnp.where(inflight, s.map_end - f.t_cmd, 0.0))
@@ -455,8 +457,8 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     dt = f.issue.dtype
     size = r.size.astype(dt)
     miss, _ = _in_flight(s, look, f.t_cmd)
-    die_r, die_free, busy, pe, _, m_end, sus_m = _map_read(p, lay, f.t_cmd, look.tpage, miss, s.die_r,
-                                                            s.die_free, acc.busy, s.pe)
+    die_r, die_free, busy, pe, _, m_in, sus_m = _map_read(p, lay, f.t_cmd, look.tpage, miss, s.die_r,
+                                                           s.die_free, acc.busy, s.pe)
     h_start, rx_new = fluid_book(s.link_rx, f.t_cmd, size / p.host_rate)
     h_end = h_start + size / p.host_rate
     (ds, dn, draw), mode_bytes = _place(p, s.ds, s.dn, s.draw, size)
@@ -526,7 +528,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
                    link_rx=rx_new, link_tx=jnp.where(p.duplex, s.link_tx, rx_new),
                    wptr=wptr, wpartial=wpartial, die_units=die_units, ds=ds, dn=dn, draw=draw, pe=pe,
                    map_tp=jnp.where(miss, look.tpage.astype(s.map_tp.dtype), s.map_tp),
-                   map_end=jnp.where(miss, m_end + jnp.where(p.hold_read, 0.0, p.t_map_xfer), s.map_end)),
+                   map_end=jnp.where(miss, m_in, s.map_end)),
         add=dict(busy=busy + p_dur, prog_pages=prog_pages, erases=jnp.sum(n_erase, axis=0),
                  map_misses=miss.astype(dt), mode_bytes=mode_bytes, suspensions=sus_m))
 
