@@ -179,6 +179,48 @@ def test_the_screened_pareto_mask_is_the_exact_front(n):
                                                     jnp_(np.where(elig, y, np.inf)), jnp_(cand)))
     np.testing.assert_array_equal(got, want)
     assert want.sum() > 3
+    # the positions kernel (the tier that sorts the fewest candidates, or the whole chunk) agrees
+    size = int(want.sum()) + 5
+    pos, count = jax.jit(device_run.front_positions, static_argnums=3)(
+        jnp_(np.where(elig, x, np.inf)), jnp_(np.where(elig, y, np.inf)), jnp_(cand), size)
+    assert int(count) == want.sum()
+    np.testing.assert_array_equal(np.asarray(pos), np.concatenate([np.flatnonzero(want), np.zeros(5, int)]))
+
+
+@pytest.mark.parametrize("n_groups", [3, 40])
+def test_blocked_top_k_per_group_is_lax_top_k_of_each_masked_row(n_groups):
+    """The block pre-selection (dense below DENSE_GROUPS groups, a scatter above) picks exactly what a
+    full ``lax.top_k`` of each group's row picks, ties to the lower position, on a chunk that is not a
+    whole number of blocks, with -inf values and groups with fewer than k members."""
+    from ssdx.sweep import device_run
+
+    rng = np.random.default_rng(n_groups)
+    n, k = 5 * device_run.TOP_K_BLOCK + 77, 12
+    s = np.round(rng.normal(0, 1, n), 1).astype(np.float32)  # many ties
+    s[rng.random(n) < 0.2] = -np.inf
+    grp = rng.integers(0, n_groups, n).astype(np.int32)
+    grp[grp == 1] = 0  # group 1 empty: its row is all -inf
+    grp[np.flatnonzero(grp == 2)[k // 2:]] = 0  # group 2 has fewer than k members
+    want = np.stack([np.asarray(jax.lax.top_k(jnp_(np.where(grp == g, s, -np.inf)), k)[1])
+                     for g in range(n_groups)])
+    got = np.asarray(jax.jit(device_run.group_top_k, static_argnums=(2, 3))(jnp_(s), jnp_(grp), n_groups, k))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_compaction_and_edge_counts_equal_their_jnp_forms():
+    from ssdx.sweep import device_run
+
+    rng = np.random.default_rng(7)
+    mask = rng.random(10000) < 0.01
+    for size in (3, int(mask.sum()), 500):
+        np.testing.assert_array_equal(np.asarray(device_run.compact(jnp_(mask), size)),
+                                      np.asarray(jax.numpy.nonzero(jnp_(mask), size=size, fill_value=0)[0]))
+    v = np.concatenate([rng.uniform(-1, 12, 5000), [np.inf, -np.inf]]).astype(np.float32)
+    for edges in (np.linspace(0, 10, 65), np.geomspace(0.01, 10, 400)):  # compares; binary search
+        e = device.edges_f32(edges)
+        v_e = np.concatenate([v, e, np.nextafter(e, np.float32(0))])
+        np.testing.assert_array_equal(np.asarray(device_run.edges_at_or_below(jnp_(v_e), e)),
+                                      np.searchsorted(e, v_e, side="right"))
 
 
 def jnp_(a):

@@ -75,9 +75,7 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
             v = key(t["by"])
             elig = ok & ~jnp.isnan(v)
             s = -v if t["ascending"] else v
-            k = min(t["k"], chunk)
-            pos = jax.vmap(lambda gi: jax.lax.top_k(jnp.where(elig & (grp == gi), s, -jnp.inf), k)[1])(
-                jnp.arange(len(ds.groups["top_k"]), dtype=jnp.int32))
+            pos = group_top_k(jnp.where(elig, s, -jnp.inf), grp, len(ds.groups["top_k"]), min(t["k"], chunk))
             out["top_pos"] = pos
             out["top_ok"] = elig[pos] & (grp[pos] == jnp.arange(pos.shape[0])[:, None])
             out["top_rows"] = rows[:, pos]
@@ -88,21 +86,18 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
             y = -y if pk["y_better"] == "max" else y
             elig = ok & ~jnp.isnan(x) & ~jnp.isnan(y)
             x, y = jnp.where(elig, x, jnp.inf), jnp.where(elig, y, jnp.inf)
-            front = pareto_mask(x, y, elig & ~pivot_dominated(x, y, elig))
-            cap = min(capacity, chunk)
-            out["par_n"] = front.sum()
-            out["par_pos"] = jnp.nonzero(front, size=cap, fill_value=0)[0]
+            out["par_pos"], out["par_n"] = front_positions(x, y, elig & ~pivot_dominated(x, y, elig),
+                                                           min(capacity, chunk))
             out["par_rows"] = rows[:, out["par_pos"]]
         if "histograms" in keep:
             h = keep["histograms"]
             n_groups, slots = len(ds.groups["histograms"]), h["bins"] + 3
             grp = g(tabs["groups"]["histograms"], group_v["histograms"])
-            out["hist_n"] = jax.ops.segment_sum(ok.astype(jnp.int32), grp, n_groups)
             for m in h["metrics"]:
                 if m in met:
                     v, edges = met[m], h["edges"][m]
-                    e = jnp.asarray(np.asarray(edges) if wide else edges_f32(edges))
-                    slot = jnp.searchsorted(e, v, side="right").astype(jnp.int32)
+                    e = np.asarray(edges) if wide else edges_f32(edges)
+                    slot = edges_at_or_below(v, e)
                     if wide or float(np.float32(edges[-1])) == edges[-1]:
                         slot = jnp.where(v == e[-1], h["bins"], slot)
                     slot = jnp.where(jnp.isnan(v), h["bins"] + 2, slot)
@@ -110,9 +105,66 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
                     slot = g(tabs["slots"][m], slot_v[m])
                 out[f"hist_{m}"] = jax.ops.segment_sum(ok.astype(jnp.int32), grp * slots + slot,
                                                        n_groups * slots).reshape(n_groups, slots)
+            # every feasible configuration falls in one slot (under, over and NaN included)
+            out["hist_n"] = out[f"hist_{h['metrics'][0]}"].sum(axis=1)
         return out
 
     return fn
+
+
+def edges_at_or_below(v, edges: np.ndarray):
+    """How many of the sorted ``edges`` are <= each ``v`` (``searchsorted(edges, v, side="right")``; for
+    NaN either form may answer, so the caller gives NaN its own slot), int32.  Up to
+    :data:`UNROLLED_EDGES` edges this is one compare per edge, fused into a single pass (on a CPU several
+    times faster than the binary search's gathers); beyond, the binary search."""
+    if len(edges) > UNROLLED_EDGES:
+        return jnp.searchsorted(jnp.asarray(edges), v, side="right").astype(jnp.int32)
+    return sum(((v >= e).astype(jnp.int32) for e in edges.tolist()), jnp.zeros(v.shape, jnp.int32))
+
+
+#: most histogram edges counted by compares rather than a binary search
+UNROLLED_EDGES = 129
+#: configurations per block of the top-k pre-selection
+TOP_K_BLOCK = 1024
+#: most groups whose block maxima are found by one masked pass each (more: one scatter)
+DENSE_GROUPS = 16
+
+
+def group_top_k(s, grp, n_groups: int, k: int):
+    """Per group ``g < n_groups``, the positions of the ``k`` largest ``s`` among positions with ``grp == g``
+    (other positions count as -inf), ties to the lower position: ``lax.top_k`` of each group's masked row,
+    shape ``(n_groups, k)``, found without a pass of ``top_k`` over the whole chunk per group.
+
+    The chunk is cut into blocks of :data:`TOP_K_BLOCK`; per group, only the ``k`` blocks whose maxima
+    rank first (value, then block) are searched.  Exact: every block ranking before the block of one of
+    a row's top ``k`` holds an element ranking before it, so fewer than ``k`` blocks do."""
+    n = s.shape[0]
+    block = min(TOP_K_BLOCK, n)
+    nb = -(-n // block)
+    pad = nb * block - n
+    s = jnp.concatenate([s, jnp.full(pad, -jnp.inf, s.dtype)]) if pad else s  # after every real position
+    grp = jnp.concatenate([grp, jnp.full(pad, n_groups, grp.dtype)]) if pad else grp
+    # a group's row is -inf outside the group, so its block maxima are over its own positions (-inf if none)
+    if n_groups <= DENSE_GROUPS:  # a masked maximum per group over the blocks: dense passes, no scatter
+        s2, g2 = s.reshape(nb, block), grp.reshape(nb, block)
+        bmax = jnp.stack([jnp.where(g2 == gi, s2, -jnp.inf).max(axis=1) for gi in range(n_groups)])
+    else:
+        b = jnp.arange(nb * block, dtype=jnp.int32) // block
+        bmax = jax.ops.segment_max(s, jnp.where(grp < n_groups, grp * nb + b, n_groups * nb),
+                                   n_groups * nb + 1)[:-1].reshape(n_groups, nb)
+    kb = min(k, nb)
+    blocks = jnp.sort(jax.lax.top_k(bmax, kb)[1], axis=1)  # ascending: position order within the row
+    pos = (blocks[:, :, None] * block + jnp.arange(block, dtype=jnp.int32)).reshape(n_groups, kb * block)
+    row = jnp.where(grp[pos] == jnp.arange(n_groups, dtype=grp.dtype)[:, None], s[pos], -jnp.inf)
+    return jnp.take_along_axis(pos, jax.lax.top_k(row, k)[1], axis=1)
+
+
+def compact(mask, size: int):
+    """The positions of the first ``size`` True entries of ``mask``, ascending, 0 after the last
+    (``jnp.nonzero(mask, size=size, fill_value=0)[0]``), by a prefix sum and a scatter."""
+    c = jax.lax.associative_scan(jnp.add, mask.astype(jnp.int32))
+    at = jnp.where(mask, c - 1, size)
+    return jnp.zeros(size, jnp.int32).at[at].set(jnp.arange(mask.shape[0], dtype=jnp.int32), mode="drop")
 
 
 def used_leaves(per_config: Callable, ds: DeviceSpace) -> list[bool]:
@@ -143,6 +195,8 @@ def _front_sorted(x, y, elig):
 PIVOTS = 256
 #: most screened points sorted alone (more: the whole chunk is sorted)
 SCREENED = 16384
+#: screened points sorted in the smaller of the two sorts (most chunks have a few hundred candidates)
+FEW_SCREENED = 512
 
 
 def pivot_dominated(x, y, elig):
@@ -164,6 +218,30 @@ def pivot_dominated(x, y, elig):
     d1 = (pb <= y) | ((xb < x) & (yb <= y))  # earlier buckets' x is strictly smaller
     d2 = (pb < y) | ((xb <= x) & (yb < y))
     return fin & (d1 | d2)
+
+
+def front_positions(x, y, cand, size: int):
+    """The positions of the non-dominated points among ``cand`` (both axes minimised, ``x``, ``y`` +inf
+    where not eligible), the first ``size`` of them ascending (0 after), and their count: the mask of
+    :func:`pareto_mask` compacted, with the candidates compacted once and the front found among them."""
+    n = x.shape[0]
+    caps = sorted({min(c, n) for c in (FEW_SCREENED, SCREENED)})
+
+    def among(cap):
+        def run(_):
+            idx = compact(cand, cap)
+            m = _front_sorted(x[idx], y[idx], jnp.arange(cap) < cand.sum())
+            count = m.sum()
+            return jnp.where(jnp.arange(size) < count, idx[compact(m, size)], 0), count
+        return run
+
+    def whole(_):
+        front = _front_sorted(x, y, cand)
+        return compact(front, size), front.sum()
+
+    # the smallest sort that holds every candidate
+    which = jnp.searchsorted(jnp.asarray(caps, jnp.int32), cand.sum().astype(jnp.int32))
+    return jax.lax.switch(which, [among(c) for c in caps] + [whole], None)
 
 
 def pareto_mask(x, y, cand):
