@@ -38,7 +38,9 @@ T_R = DEFAULT_DRIVE["Page_Read_Latency"] / 1e3  # µs, MQSim's default drive (it
 CHANNEL_B_PER_US = DEFAULT_DRIVE["Channel_Transfer_Rate"] * DEFAULT_DRIVE["Flash_Channel_Width"]  # B/µs
 T_MAP = T_R + 512 / CHANNEL_B_PER_US  # a translation read moves one 512-byte sector
 T_DATA = T_R + 4096 / CHANNEL_B_PER_US  # a 4 KiB data read
-T_CMD = 0.2  # µs, a read command on the channel (ONFI_Channel_NVDDR2::ReadCommandTime, a few t_WC)
+#: µs, a one-plane read command on the channel: MQSim's ONFI_Channel_NVDDR2::ReadCommandTime[1] =
+#: t_CS + 6 t_WC + t_WB + t_RR with its default timings (20, 25, 100 and 20 ns)
+T_CMD = (20 + 6 * 25 + 100 + 20) / 1e3
 REFERENCE = Path(__file__).resolve().parent / "results" / "mqsim_xval" / "mqsim_reference.json"
 
 

@@ -449,7 +449,6 @@ def test_without_cache_read_a_die_serves_one_read_per_read_time_plus_its_transfe
         np.testing.assert_allclose(np.diff(lat[100:]).mean(), per_read, rtol=1e-9)
 
 
-
 def test_without_cache_read_dies_sharing_a_channel_wait_for_half_the_others_transfers():
     # a 144 KiB read (9 pages of 16 KiB on dies 0..8; dies 0 and 8 share channel 0) and a 16 KiB read of
     # die 8 issued with it: without cache read die 8 is held until its page is out, taken to be after its

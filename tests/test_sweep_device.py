@@ -156,34 +156,32 @@ def test_float32_edges_bin_as_the_float64_edges_do():
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("n", [5000, 40000, 20000])
-def test_the_screened_pareto_mask_is_the_exact_front(n):
-    """Pivot screening then a sort (or, past SCREENED candidates, the whole chunk sorted) gives exactly
-    the non-dominated points, ties and ineligible points included (against ``reduce._front``)."""
+@pytest.mark.parametrize("n, front", [(5000, False), (40000, False), (6000, True), (20000, True)])
+def test_the_screened_pareto_front_is_exact(n, front):
+    """Pivot screening then a sort of the candidates (512 or 16,384 entries) or, past SCREENED candidates,
+    of the whole chunk gives exactly the non-dominated points, ties and ineligible points included
+    (against ``reduce._front``); the four cases go through the three sorts."""
     from ssdx.sweep import device_run, reduce
 
     rng = np.random.default_rng(n)
     x = rng.integers(0, 40, n).astype(np.float32)  # many equal x
     # a wide front when n is large: y falls with x along a curve, plus noise
     y = (np.round(rng.normal(0, 1, n), 1) + (0.0 if n < 10000 else 40.0 - x)).astype(np.float32)
-    if n == 20000:  # every point on the front: more candidates than SCREENED, the whole chunk is sorted
+    if front:  # every point on the front: every eligible point is a candidate
         x, y = np.arange(n, dtype=np.float32), -np.arange(n, dtype=np.float32)
-        assert n > device_run.SCREENED
     elig = rng.random(n) > 0.1
     want = np.zeros(n, bool)
     ids = np.flatnonzero(elig)
     want[ids[reduce._front(x[ids], y[ids], ids, False, False)]] = True
     cand = elig & ~np.asarray(device_run.pivot_dominated(jnp_(x), jnp_(y), jnp_(elig)))
     assert not (want & ~cand).any()  # screening never removes a front point
-    got = np.asarray(jax.jit(device_run.pareto_mask)(jnp_(np.where(elig, x, np.inf)),
-                                                    jnp_(np.where(elig, y, np.inf)), jnp_(cand)))
-    np.testing.assert_array_equal(got, want)
-    assert want.sum() > 3
-    # the positions kernel (the tier that sorts the fewest candidates, or the whole chunk) agrees
+    sort = {5000: "few", 40000: "few", 6000: "screened", 20000: "whole"}[n]
+    assert sort == ("few" if cand.sum() <= device_run.FEW_SCREENED
+                    else "screened" if cand.sum() <= device_run.SCREENED else "whole")
     size = int(want.sum()) + 5
     pos, count = jax.jit(device_run.front_positions, static_argnums=3)(
         jnp_(np.where(elig, x, np.inf)), jnp_(np.where(elig, y, np.inf)), jnp_(cand), size)
-    assert int(count) == want.sum()
+    assert int(count) == want.sum() > 3
     np.testing.assert_array_equal(np.asarray(pos), np.concatenate([np.flatnonzero(want), np.zeros(5, int)]))
 
 

@@ -21,8 +21,9 @@ that keeps reductions only (``keep:`` without ``all: true``), the fluid model's 
   blocks of the chunk whose maxima can hold a group's best, ties to the lower index), the Pareto
   candidates (a pivot screen, then a sort of the few left and a running minimum: the device form of
   ``ssdx.sweep.reduce._front``) and per-group histogram counts (a compare per edge, then ``segment_sum``;
-  float32 values against edges rounded up to float32, which compares exactly as the float64 edges do).  Configuration columns used as a reduction key enter as their rank among the
-  space's distinct values (order-exact) or their histogram slot (tabulated in float64 on the host).
+  float32 values against edges rounded up to float32, which compares exactly as the float64 edges do).
+  Configuration columns used as a reduction key enter as their rank among the space's distinct values
+  (order-exact) or their histogram slot (tabulated in float64 on the host).
   The host turns each chunk's few hundred numbers into the same state ``ssdx.sweep.reduce`` makes from
   a table, so merging, checkpoints and the written outputs are shared with the host path.
 

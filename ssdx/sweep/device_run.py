@@ -222,8 +222,10 @@ def pivot_dominated(x, y, elig):
 
 def front_positions(x, y, cand, size: int):
     """The positions of the non-dominated points among ``cand`` (both axes minimised, ``x``, ``y`` +inf
-    where not eligible), the first ``size`` of them ascending (0 after), and their count: the mask of
-    :func:`pareto_mask` compacted, with the candidates compacted once and the front found among them."""
+    where not eligible; the candidates left by :func:`pivot_dominated`), the first ``size`` of them
+    ascending (0 after), and their count.  Exact: the candidates are compacted and sorted alone, in the
+    smallest of :data:`FEW_SCREENED` or :data:`SCREENED` entries that holds them, else the whole chunk is
+    sorted; a point outside ``cand`` is never returned."""
     n = x.shape[0]
     caps = sorted({min(c, n) for c in (FEW_SCREENED, SCREENED)})
 
@@ -244,20 +246,6 @@ def front_positions(x, y, cand, size: int):
     return jax.lax.switch(which, [among(c) for c in caps] + [whole], None)
 
 
-def pareto_mask(x, y, cand):
-    """The non-dominated points among ``cand`` (both axes minimised), exact: the candidates left after
-    :func:`pivot_dominated` are compacted and sorted alone when at most :data:`SCREENED`, else the whole
-    chunk is sorted.  A point outside ``cand`` is never in the mask."""
-    n = x.shape[0]
-    cap = min(SCREENED, n)
-
-    def small(_):
-        idx = jnp.nonzero(cand, size=cap, fill_value=0)[0]
-        valid = jnp.arange(cap) < cand.sum()
-        m = _front_sorted(x[idx], y[idx], valid)
-        return jnp.zeros(n, bool).at[idx].max(m & valid)
-
-    return jax.lax.cond(cand.sum() <= cap, small, lambda _: _front_sorted(x, y, cand), None)
 
 
 def _inputs(ds: DeviceSpace, part: int) -> tuple:

@@ -344,6 +344,13 @@ def _in_flight(s: State, look: Look, t_cmd: jax.Array) -> tuple[jax.Array, jax.A
     return look.miss & ~inflight, inflight
 
 
+def _latest_map_read(s: State, miss, tpage, m_in) -> dict[str, jax.Array]:
+    """The state fields :func:`_in_flight` reads: the page and entries-in time of the request's own
+    translation read where it issued one, else those of the read before."""
+    return dict(map_tp=jnp.where(miss, tpage.astype(s.map_tp.dtype), s.map_tp),
+                map_end=jnp.where(miss, m_in, s.map_end))
+
+
 def _hold(p: Plan, lay: Layout, chan_r, die_r: Server, ready, dur, xfer, active) -> jax.Array:
     """``engine.cache_read: false``: how long each die (D, B) keeps a read past its array time ``dur`` —
     until its data is out.  Where the read would be booked (:func:`~.book.book`) gives when the array
@@ -431,8 +438,7 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
                    chan_r=jnp.where(act_c, chan_r_new, s.chan_r),
                    chan_free=jnp.where(act_c, jnp.maximum(s.chan_free, c_start) + x_c, s.chan_free),
                    link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx, tx_new),
-                   map_tp=jnp.where(miss, tpage.astype(s.map_tp.dtype), s.map_tp),
-                   map_end=jnp.where(miss, m_in, s.map_end)),
+                   **_latest_map_read(s, miss, tpage, m_in)),
         add=dict(busy=busy + jnp.where(active, dur, 0.0), read_pages=jnp.sum(n_f, axis=0),
                  map_misses=miss.astype(dt),
                  suspensions=sus_m + jnp.stack([jnp.sum(active & s_p, axis=0),
@@ -527,8 +533,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
                    dram_free=jnp.where(dram_on, dram_new, s.dram_free),
                    link_rx=rx_new, link_tx=jnp.where(p.duplex, s.link_tx, rx_new),
                    wptr=wptr, wpartial=wpartial, die_units=die_units, ds=ds, dn=dn, draw=draw, pe=pe,
-                   map_tp=jnp.where(miss, look.tpage.astype(s.map_tp.dtype), s.map_tp),
-                   map_end=jnp.where(miss, m_in, s.map_end)),
+                   **_latest_map_read(s, miss, look.tpage, m_in)),
         add=dict(busy=busy + p_dur, prog_pages=prog_pages, erases=jnp.sum(n_erase, axis=0),
                  map_misses=miss.astype(dt), mode_bytes=mode_bytes, suspensions=sus_m))
 
