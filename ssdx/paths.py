@@ -1,7 +1,9 @@
-"""Where the packaged configuration lives (``conf/`` and ``sweeps/``); ``ssdx.core.io`` writes outputs.
+"""Where the packaged configuration lives (``conf/`` and ``sweeps/``) and the example inputs
+(``examples/``: MQSim's default drive and workload files, fio jobs, review curves); ``ssdx.core.io`` writes
+outputs.
 
-In a source checkout (editable install) the configuration sits beside the package; a wheel carries
-copies inside the package (``ssdx/conf``, ``ssdx/sweeps``; see ``pyproject.toml``).
+In a source checkout (editable install) these sit beside the package; a wheel carries copies inside the
+package (``ssdx/conf``, ``ssdx/sweeps``, ``ssdx/examples``; see ``pyproject.toml``).
 """
 
 from __future__ import annotations
@@ -26,3 +28,8 @@ def conf_dir() -> Path:
 def sweeps_dir() -> Path:
     """The directory of sweep definitions ``NAME.yaml``."""
     return _find("sweeps")
+
+
+def examples_dir() -> Path:
+    """The example input files (``mqsim/``, ``fio/``, ``curves/``)."""
+    return _find("examples")

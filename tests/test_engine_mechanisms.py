@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from conftest import x64
 
-from ssdx import params, presets
+from ssdx import catalog, params, presets
 from ssdx.models.engine import cpu as engine_cpu
 from ssdx.models.engine import entries
 from ssdx.models.engine import model as engine
@@ -175,11 +175,26 @@ def test_a_read_on_an_idle_die_or_at_a_boundary_waits_for_nothing():
     ({"map_entry_bytes": 0}, "engine.map_entry_bytes"),
     ({"map_read_bytes": 0}, "engine.map_read_bytes"),
     ({"cache_read": "no"}, "engine.cache_read.*true or false"),
+    ({"cmd_us": -0.1}, "engine.cmd_us.*or null for the catalog value"),
 ])
 def test_engine_options_are_checked(bad, match):
     cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
     with pytest.raises(params.ConfigError, match=match):
         engine_params.build(cols | engine_params.columns(ENGINE | bad))
+
+
+def test_command_time_is_the_interfaces_unless_set():
+    """``engine.cmd_us``: null takes the interface's command processing (``ssdx.catalog``); a value replaces
+    it, and an unloaded read's latency moves by exactly the difference, in both back ends."""
+    iface_us = catalog.interface(presets.drive("aldrin_pro_2tb")["interface"]).cmd_overhead_us
+    lats = {}
+    for cmd in (None, 0.25):
+        p, lay = _plan(cmd_us=cmd)
+        assert _const(p, "cmd_s") == pytest.approx((iface_us if cmd is None else cmd) * US, rel=1e-12)
+        lat, _ = _run(p, lay, [0], [0], [4096], [0.0])
+        assert lat[0] == pytest.approx(_times(p)[2], rel=1e-12)  # L_idle, command time included
+        lats[cmd] = lat[0]
+    assert lats[None] - lats[0.25] == pytest.approx((iface_us - 0.25) * US, rel=1e-9)
 
 
 def test_suspension_defaults_keep_the_original_engine():

@@ -86,6 +86,40 @@ def test_default_drive_by_hand() -> None:
     assert o["engine.write_back"] == "eager" and o["engine.inflight_kib"] == 8 * 4 * 2 * 2 * 8
     o_chip, _ = mqsim_xml.parse_ssdconfig(SSDCONFIG, chip_as_die=True)
     assert o_chip["drive.dies_per_channel"] == 4 and o_chip["engine.inflight_kib"] == 8 * 4 * 2 * 2 * 8
+    # NVMe on 4 lanes of 1 GB/s (1 byte per ns per lane), 28 bytes of packet overhead: doorbell
+    # ceil((2 + 28) / 4) = 8 ns, command fetch request (28 + 4) / 4 = 8 ns, the 72-byte entry
+    # (72 + 28) / 4 = 25 ns, the 16-byte completion (16 + 28) / 4 = 11 ns; no processing time besides
+    assert o["engine.cmd_us"] == pytest.approx((8 + 8 + 25 + 11) / 1e3, abs=1e-12)
+    assert o["engine.ctrl_kiops"] == 1e6 and o["engine.map_hit_us"] == 0.0
+
+
+def test_pcie_message_times_follow_mqsims_packets() -> None:
+    """``PCIe_Link::estimate_transfer_time``: 128-byte packets, 28 bytes of overhead each, bytes spread
+    over the lanes (rounded up), truncated to whole ns."""
+    # 4 KiB = 32 full packets of 156 bytes = 4,992 bytes over 4 lanes at 1 GB/s
+    assert mqsim_xml.pcie_message_ns("write", 4096, 1.0, 4) == 1248.0
+    # 130 bytes: one full packet and a 2-byte one, (156 + 30) = 186 bytes over 8 lanes: 24 bytes each,
+    # at 2 GB/s per lane 12 ns
+    assert mqsim_xml.pcie_message_ns("read_completion", 130, 2.0, 8) == 12.0
+    # a read request at 0.5 GB/s on one lane: 32 bytes, 64 ns
+    assert mqsim_xml.pcie_message_ns("read_request", 0, 0.5, 1) == 64.0
+    assert mqsim_xml.nvme_command_us(2.0, 4) == pytest.approx((4 + 4 + 12 + 5) / 1e3, abs=1e-12)
+
+
+def test_the_default_files_are_found_from_any_directory(tmp_path: Path, monkeypatch) -> None:
+    """``mqsim.ssdconfig`` and ``mqsim.workload`` left out: MQSim's default drive and the example workload,
+    found through the package (a wheel carries ``examples/`` as ``ssdx/examples``), not the working
+    directory."""
+    import tomllib
+
+    from ssdx.models.engine import mqsim_job
+
+    monkeypatch.chdir(tmp_path)
+    ssd, wl = mqsim_job._paths({})
+    assert ssd.read_bytes() == SSDCONFIG.read_bytes()
+    assert mqsim_xml.parse_workload(wl)
+    wheel = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert wheel["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]["examples"] == "ssdx/examples"
 
 
 def test_every_element_is_mapped_or_named_in_a_warning() -> None:
@@ -251,6 +285,25 @@ def test_mapping_cache_misses_cost_a_translation_read(tmp_path: Path) -> None:
     extra = (lru["scenarios"][0]["flows"][0]["device_response_time_us"]
              - ideal["scenarios"][0]["flows"][0]["device_response_time_us"])
     assert 75.0 <= extra <= 75.0 + 40.0  # one t_R plus at most one channel transfer and a lookup
+
+
+def test_a_field_set_on_the_command_line_wins_over_the_drive_file(tmp_path: Path) -> None:
+    """The file asks for ``CMD_Suspension_Support = ERASE``; ``engine.suspension=none`` on the command line
+    (what the warning about MQSim's schedulers advises) is what runs, and a warning names both values."""
+    from ssdx.models.engine import mqsim_job
+
+    cfg = {"mqsim": {"ssdconfig": str(SSDCONFIG), "workload": str(EXAMPLES / "workload.xml")},
+           "drive": {}, "engine": {"suspension": "none", "map_hit_us": 0.5}}
+    run_cfg, _, overrides, warnings = mqsim_job.load(cfg, frozenset({"engine.suspension"}))
+    assert run_cfg["engine"]["suspension"] == "none" and "engine.suspension" not in overrides
+    assert run_cfg["engine"]["map_hit_us"] == 0.0  # not given: the file's drive (MQSim's front end)
+    assert any(w.startswith("engine.suspension = none from the command line, not erase") for w in warnings)
+    run_cfg, _, _, _ = mqsim_job.load(cfg)  # nothing given: the file's value
+    assert run_cfg["engine"]["suspension"] == "erase"
+    rc, err, s = _run(tmp_path, _workload([_flow(qd=1, n=50)]), "engine.suspension=none")
+    assert rc == 0, err
+    assert any("engine.suspension = none from the command line" in w for w in s["warnings"])
+    assert "engine.suspension" not in s["overrides"]
 
 
 def test_mixed_loops_in_one_scenario_are_refused(tmp_path: Path) -> None:

@@ -162,6 +162,7 @@ class EngineConf:
     map_entry_bytes: float = 8.0
     map_read_bytes: float = 4096.0
     cache_read: bool = True
+    cmd_us: Optional[float] = None  # noqa: UP045 (None: the interface's command processing, ssdx.catalog)
 
 
 @dataclass

@@ -140,6 +140,40 @@ def _fields(p: Path, n: Node, mapped: tuple[str, ...], unmodelled: dict[str, str
     return out
 
 
+#: bytes MQSim's PCIe link adds to every transaction-layer packet: its TLP header (20), data-link-layer
+#: overhead (6) and physical-layer framing (2) (``PCIe_Link`` constructor defaults)
+PCIE_PACKET_OVERHEAD = 20 + 6 + 2
+#: payload bytes of the PCIe messages on an NVMe command's path in MQSim, in order: the host's write of
+#: the submission queue's tail doorbell (a 16-bit value, ``PCIe_Root_Complex::Write_to_device``), the
+#: device's read request for the submission queue entry (no payload, 4 bytes of request on top of the
+#: overhead), the 72-byte entry itself (``sizeof(Submission_Queue_Entry)`` with its alignment padding) and
+#: the 16-byte completion queue entry the device writes back (``sizeof(Completion_Queue_Entry)``)
+NVME_COMMAND_MESSAGES = (("write", 2), ("read_request", 0), ("read_completion", 72), ("write", 16))
+
+
+def pcie_message_ns(kind: str, payload: int, lane_gb_s: float, lanes: int) -> float:
+    """Time MQSim's PCIe link takes to deliver one message, ns (``PCIe_Link::estimate_transfer_time``):
+    payloads in packets of at most 128 bytes, each with :data:`PCIE_PACKET_OVERHEAD`, the total spread over
+    the lanes (rounded up to a whole byte per lane) at ``lane_gb_s`` bytes per ns, truncated to whole ns.
+    A read request carries 4 bytes besides the overhead."""
+    if kind == "read_request":
+        total = PCIE_PACKET_OVERHEAD + 4
+    else:
+        full, rest = divmod(payload, 128)
+        total = full * (128 + PCIE_PACKET_OVERHEAD) + (rest + PCIE_PACKET_OVERHEAD if rest else 0)
+    return float(math.floor(math.ceil(total / lanes) / lane_gb_s))
+
+
+def nvme_command_us(lane_gb_s: float, lanes: int) -> float:
+    """What an NVMe command costs in MQSim besides its data, µs: the PCIe transfers of
+    :data:`NVME_COMMAND_MESSAGES`, one after another (each waits for the one before it).  MQSim's host
+    interface charges no processing time of its own (``Host_Interface_NVMe``, ``Request_Fetch_Unit_NVMe``:
+    no event is delayed but by the link), and its response time runs from the request's entry into the
+    submission queue to the completion entry's arrival at the host (``IO_Flow_Base``).  The data moves on
+    the link as ssdx's host transfer."""
+    return sum(pcie_message_ns(k, n, lane_gb_s, lanes) for k, n in NVME_COMMAND_MESSAGES) / 1e3
+
+
 def _interface(lane_gb_s: float, lanes: int, kind: str, warnings: list[str]) -> str:
     """ssdx's interface (``ssdx.catalog.INTERFACES``) nearest MQSim's PCIe link: per-lane GB/s picks the
     generation (PCIe 3.0 ~1 GB/s, 4.0 ~2, 5.0 ~4 per lane); ssdx's PCIe links are all x4."""
@@ -181,7 +215,9 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     back cold data", ``write_to_destage_buffer``) and ``engine.inflight_kib`` (their back pressure: new
     writes wait while more than one page per plane of the drive is in flight to flash),
     ``engine.map_read_bytes`` = 512 (a translation read moves one sector) and ``engine.cache_read`` = false
-    (a chip holds a read until its data is out).
+    (a chip holds a read until its data is out); for an NVMe drive ``engine.cmd_us``
+    (:func:`nvme_command_us`: MQSim's command costs its PCIe messages only), ``engine.ctrl_kiops`` = 10^6
+    and ``engine.map_hit_us`` = 0 (no processing time in MQSim's front end or on a mapping-cache hit).
     """
     p = Path(path)
     root = read(p)
@@ -283,6 +319,13 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
             choice_value(p, get(d, "Caching_Mechanism"), ("SIMPLE", "ADVANCED"))],
         "engine.inflight_kib": inflight_kib,
     }
+    if kind == "NVME":
+        # MQSim's NVMe front end takes no time of its own: a command costs its PCIe messages
+        # (nvme_command_us), the controller serves commands at any rate (the fastest ctrl_kiops allows,
+        # 1 ns each) and a cached mapping entry is found in no time (Address_Mapping_Unit_Page_Level)
+        overrides["engine.cmd_us"] = nvme_command_us(lane, lanes)
+        overrides["engine.ctrl_kiops"] = 1e6
+        overrides["engine.map_hit_us"] = 0.0
     if overrides["engine.suspension"] != "none":
         warnings.append(
             f"Flash_Parameter_Set.CMD_Suspension_Support = {overrides['engine.suspension'].upper()}: ssdx "

@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ssdx import params
+from ssdx import params, paths
 from ssdx.core import io
 from ssdx.models.engine import backends as engine_backends
 from ssdx.models.engine import params as engine_params
@@ -68,7 +68,7 @@ from ssdx.workloads import mqsim_xml, traces
 from ssdx.workloads.mqsim_xml import SECTOR_BYTES, TIME_UNITS, Flow, Scenario
 from ssdx.workloads.traces import READ, WRITE, Chunk
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "mqsim"
+EXAMPLES = paths.examples_dir() / "mqsim"
 DEFAULT_REQUESTS = 20_000
 SECTION = {"drive", "nand", "engine", "workload"}
 
@@ -312,12 +312,32 @@ def _paths(cfg: Mapping[str, Any]) -> tuple[Path, Path]:
             Path(_conf(cfg, "workload", EXAMPLES / "workload.xml")))
 
 
-def load(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], list[Scenario], dict[str, Any], list[str]]:
+def command_line_keys() -> frozenset[str]:
+    """The dotted keys set on the command line of the running ``ssdx`` (Hydra's task overrides, ``+``
+    stripped); empty outside a Hydra run."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        task = HydraConfig.get().overrides.task
+    except (ImportError, ValueError):  # ValueError: no Hydra run in progress
+        return frozenset()
+    return frozenset(o.split("=", 1)[0].lstrip("+") for o in task if "=" in o and not o.startswith("~"))
+
+
+def load(cfg: Mapping[str, Any], given: frozenset[str] = frozenset()) -> tuple[
+        dict[str, Any], list[Scenario], dict[str, Any], list[str]]:
     """Read ``mqsim.ssdconfig`` and ``mqsim.workload``: the configuration with the drive file's overrides
-    applied, the scenarios, the overrides and the warnings."""
+    applied, the scenarios, the overrides and the warnings.  A field named in ``given`` (set on the
+    command line, :func:`command_line_keys`) keeps the configuration's value, and a warning names the
+    file's value it replaced: ``ssdx experiment=mqsim engine.suspension=none`` runs the file's drive
+    without read suspension."""
     ssdconfig, workload = _paths(cfg)
     chip_as_die = bool((cfg.get("mqsim") or {}).get("chip_as_die", True))
     overrides, warnings = mqsim_xml.parse_ssdconfig(ssdconfig, chip_as_die)
+    for key in sorted(given & set(overrides)):
+        sec, name = key.split(".", 1)
+        mine, file_value = (cfg.get(sec) or {}).get(name), overrides.pop(key)
+        warnings.append(f"{key} = {mine} from the command line, not {file_value} from {ssdconfig.name}")
     scenarios = mqsim_xml.parse_workload(workload)
     run_cfg = apply_overrides(cfg, overrides)
     run_cfg["drive"].pop("defaults", None)
@@ -328,7 +348,7 @@ def run_mqsim(cfg: Mapping, out_dir: Path, progress: bool = True) -> dict:
     """Run every scenario of ``mqsim.workload`` on the drive of ``mqsim.ssdconfig`` (both default to
     ``examples/mqsim``); writes and returns ``summary.json``: ``scenarios`` (each with ``flows`` of
     :func:`flow_figures`), ``warnings`` (fields not modelled, caps) and ``overrides`` (from the XML)."""
-    run_cfg, scenarios, overrides, warnings = load(cfg)
+    run_cfg, scenarios, overrides, warnings = load(cfg, command_line_keys())
     ssdconfig, workload = _paths(cfg)
     out = [run_scenario(run_cfg, sc, i, warnings, progress) for i, sc in enumerate(scenarios)]
     summary = {"ssdconfig": str(ssdconfig), "workload": str(workload), "scenarios": out,

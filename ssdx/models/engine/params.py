@@ -17,6 +17,11 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   a drive with ``drive.dram: true`` holds the whole table and never misses.
 * ``map_hit_us`` — lookup time of a cached mapping entry, µs (DRAM, SRAM or HMB across PCIe).
 * ``ctrl_kiops`` — commands per second the controller's front end can process, thousands.
+* ``cmd_us`` — fixed time per command for host and controller command processing, µs (added to every
+  request's latency, pipelined: it does not limit the rate); ``null`` (default): the interface's
+  (``ssdx.catalog``, ``drive.interface``).  MQSim's NVMe interface spends only the PCIe transfers of the
+  doorbell, the command fetch and the completion entry (``experiment=mqsim`` sets that,
+  ``ssdx.workloads.mqsim_xml.nvme_command_us``).
 * ``time_scale`` — open loop: trace time is divided by it (2 = replay twice as fast).
 * ``suspension`` — which die operations a host read may suspend (step 5 of ``ssdx.models.engine.model``):
   ``program_erase`` (default) programs and erases, ``program`` programs only, ``erase`` erases only,
@@ -90,7 +95,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ssdx import params
+from ssdx import catalog, params
 from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
 from ssdx.params import _pytree
 from ssdx.units import MIB
@@ -111,7 +116,7 @@ OPTIONAL: dict[str, Any] = {
     "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
     "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0, "map_read_bytes": 4096.0,
-    "cache_read": True}
+    "cache_read": True, "cmd_us": None}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -146,6 +151,8 @@ RANGES: dict[str, Field] = table(
           doc="bytes one cached mapping entry takes (map_cache = entries)"),
     Field("engine.map_read_bytes", "B", 1.0, 1 << 20, optional=True, default=OPTIONAL["map_read_bytes"],
           doc="bytes of a translation page moved over the channel on a mapping-cache miss"),
+    Field("engine.cmd_us", "us", 0.0, 1e5, optional=True, nullable=True, default=OPTIONAL["cmd_us"],
+          doc="host and controller command processing per command, us"),
 )
 MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
 MAP_UNIT_BYTES = 4096
@@ -162,6 +169,7 @@ class EngineParams:
     map_cache_pages: Any  # translation pages the DRAM-less cache holds (int32)
     map_hit_s: Any
     ctrl_s: Any  # controller front-end seconds per command
+    cmd_s: Any  # host and controller command processing per command, s (latency only)
     time_scale: Any
     duplex: Any
     suspend_program: Any  # 1 where a host read may suspend a program (engine.suspension), else 0
@@ -212,7 +220,8 @@ def columns(engine: Mapping) -> dict[str, np.ndarray]:
         cols[f"engine.{f}"] = np.asarray([engine[f]])
     for f, default in OPTIONAL.items():
         v = engine.get(f, default)
-        cols[f"engine.{f}"] = np.asarray([default if v is None else v])
+        v = default if v is None else v
+        cols[f"engine.{f}"] = np.asarray([np.nan if v is None else v])  # a null: NaN (cmd_us)
     return cols
 
 
@@ -293,6 +302,16 @@ def _opt(cols: Mapping, key: str) -> np.ndarray:
     return np.broadcast_to(float(OPTIONAL[key.split(".", 1)[1]]), (n,))
 
 
+def cmd_seconds(cols: Mapping) -> np.ndarray:
+    """Command processing per command of every configuration, s: ``engine.cmd_us`` where set, else the
+    interface's (``ssdx.catalog``)."""
+    iface = np.asarray(cols["drive.interface"]).astype(str)
+    catalog_us = np.array([catalog.interface(x).cmd_overhead_us for x in iface], float)
+    given = (np.asarray(cols["engine.cmd_us"], float) if "engine.cmd_us" in cols
+             else np.full(len(iface), np.nan))
+    return np.where(np.isnan(given), catalog_us, given) * 1e-6
+
+
 def map_pages(cols: Mapping) -> np.ndarray:
     """Translation pages a DRAM-less map cache holds: cache bytes / effective NAND page bytes (>= 1)."""
     page = params.nand_value(cols, "page_bytes")
@@ -353,6 +372,7 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         map_cache_pages=np.where(map_policy(cols) == 3, 1, map_pages(cols)).astype(np.int32),
         map_hit_s=c(num(cols, "engine.map_hit_us") * 1e-6),
         ctrl_s=c(1.0 / (num(cols, "engine.ctrl_kiops") * 1e3)),
+        cmd_s=c(cmd_seconds(cols)),
         time_scale=c(num(cols, "engine.time_scale")),
         duplex=c(~np.char.startswith(iface, "sata")),
         **_suspend_fields(cols, c),

@@ -201,7 +201,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         map_always_hit=(drive.dram > 0.5) & (eng.map_policy < 0.5),
         unit_bytes=unit, units_per_block=nand.block_bytes / nand.page_bytes,
         chan_rate=drive.bus_bytes_per_s / drive.channels, host_rate=drive.host_bytes_per_s,
-        cmd_s=drive.cmd_overhead_s, ctrl_s=eng.ctrl_s, map_hit_s=eng.map_hit_s,
+        cmd_s=eng.cmd_s, ctrl_s=eng.ctrl_s, map_hit_s=eng.map_hit_s,
         t_read=nand.t_read_us * 1e-6, t_map_read=nand.t_read_slc_us * 1e-6,
         t_erase=nand.t_erase_us * 1e-6,
         t_unit=jnp.stack([die.slc * per_unit, die.native * per_unit, t_fold]),
