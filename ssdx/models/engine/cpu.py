@@ -114,6 +114,25 @@ def _book(end, win, gap, ready, dur):
 
 
 @numba.njit(cache=True, inline="always")
+def _heap_replace_min(h, v, n):
+    """Replace the least entry of the min-heap ``h[:n]`` (its root) by ``v`` and restore the heap: a
+    request's completion time takes the slot of the earliest one, ``log2 n`` steps where a sorted list
+    would move up to ``n`` entries (``IO_Queue_Depth`` of MQSim's traces is 1,024)."""
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and h[c + 1] < h[c]:
+            c += 1
+        if h[c] >= v:
+            break
+        h[i] = h[c]
+        i = c
+    h[i] = v
+
+
+@numba.njit(cache=True, inline="always")
 def _pos(d, n_ch, C):
     """Layout position of die ``d`` (channel ``d mod n_ch``, way ``d div n_ch``)."""
     return (d // n_ch) * C + d % n_ch
@@ -126,7 +145,7 @@ def _nth_die(start, j, n_dies):
     return d - n_dies if d >= n_dies else d
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")  # inlined: called per read, the call was ~15 % of a read step
 def _suspend(f, die, a, pd, ready, dur, start, end, win, gap):
     """book.suspend for a read of ``dur`` s ready at ``ready`` on the die at position ``pd``, booked to
     start at ``start`` (the read booking before it was ``end, win, gap``): where it would start at
@@ -280,6 +299,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 tags[DIRTY, cset] = 1 if (o == WRITE or dirty) else 0
         # 1-2. issue, idle folding, controller
         arrival = last_arrival + gap_s[i] / f[TIME_SCALE]
+        # the earliest completion frees the slot the request takes: the root of the slots' min-heap (they
+        # come in sorted, which is a heap, and go out sorted)
         issue = max(arrival, slots[0]) if open_loop else slots[0]
         if not open_loop:
             arrival = issue
@@ -319,14 +340,18 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             k = max(int(math.ceil((in_page + sz) / page_bytes)), 1)
             q, m = k // n_dies, k % n_dies
             per_page = sz / k / chan_rate
-            for c in range(n_ch):
+            start = first % n_dies
+            # the channels the request uses: those of its first n_tc dies (dies are dealt channel by
+            # channel and the die count is a multiple of the channel count), so only these are visited
+            n_tc = min(k, n_ch)
+            for j in range(n_tc):
+                c = (start + j) % n_ch
                 x_c[c] = 0.0
                 first_c[c] = math.inf
                 last_c[c] = -math.inf
             data_first = math.inf
             q_die = 0.0
             pages = 0
-            start = first % n_dies
             if hold_on:  # model._hold: where each array read would end, so when its channel's transfers end
                 for j in range(min(k, n_dies)):
                     d = _nth_die(start, j, n_dies)
@@ -337,7 +362,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     c = d % n_ch
                     x_c[c] += n * per_page
                     first_c[c] = min(first_c[c], est + dur)
-                for c in range(n_ch):
+                for j in range(n_tc):
+                    c = (start + j) % n_ch
                     end_c[c] = max(first_c[c], chan[1, c]) + 0.5 * x_c[c]  # + half the die's own transfer
                     x_c[c] = 0.0
                     first_c[c] = math.inf
@@ -363,7 +389,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 pages += n
             data_last = -math.inf
             q_chan = 0.0
-            for c in range(n_ch):
+            for j in range(n_tc):
+                c = (start + j) % n_ch
                 if x_c[c] > 0:
                     c_start = max(first_c[c], chan[1, c])
                     chan[1, c] = max(chan[1, c], issue) + x_c[c]
@@ -411,11 +438,13 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 n_units = int(math.floor(total / unit))
                 start, t_item = wptr, unit / chan_rate
             q, m = n_units // n_dies, n_units % n_dies
-            for c in range(n_ch):
-                x_c[c] = 0.0
+            n_tc = min(n_units, n_ch)  # the channels the units cross, as for a read
+            for j in range(n_tc):
+                x_c[(start + j) % n_ch] = 0.0
             for j in range(min(n_units, n_dies)):
                 x_c[_nth_die(start, j, n_dies) % n_ch] += q + (1 if j < m else 0)
-            for c in range(n_ch):  # channel transfer of the units, after the host data is in
+            for j in range(n_tc):  # channel transfer of the units, after the host data is in
+                c = (start + j) % n_ch
                 if x_c[c] > 0:
                     chan[0, c] = max(chan[0, c], h_end) + x_c[c] * t_item
             n_ops = 0.0
@@ -445,8 +474,9 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             h_ack = h_end
             if eager:  # admitted once the data in flight to flash fits in inflight_bytes (engine._write)
                 backlog = 0.0
-                for d in range(n_dies):
-                    backlog += max(die[DIE_FREE, _pos(d, n_ch, C)] - issue, 0.0)
+                for w in range(n_dies // n_ch):  # every die in die order, without a division per die
+                    for c in range(n_ch):
+                        backlog += max(die[DIE_FREE, w * C + c] - issue, 0.0)
                 per_op = sz / max(n_ops, 1.0)
                 h_ack = max(h_end, issue + backlog / n_dies - f[INFLIGHT] * t_unit / (n_dies * per_op))
             if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (engine._dram_time)
@@ -474,11 +504,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             busy[pw] += t_wb
             a[MAP_WBS] += wb_n
         # completion: slot, clocks, accumulators
-        j = 1
-        while j < nq and slots[j] < done:
-            slots[j - 1] = slots[j]
-            j += 1
-        slots[j - 1] = done
+        _heap_replace_min(slots, done, nq)
         ctrl_free = ctrl_at + f[CTRL_S]
         last_arrival = arrival
         last_done = max(last_done, done)
@@ -492,7 +518,14 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         hist[o, min(max(int(math.floor(x)), 0), N_BINS - 1)] += 1
         if keep:
             lat[i, b] = la
-    # back to times relative to the last issue instant, as the JAX engine keeps them
+    # sorted, as the JAX engine keeps them (heapsort: the least to the back, then reversed), and back to
+    # times relative to the last issue instant
+    for n in range(nq - 1, 0, -1):
+        v = slots[n]
+        slots[n] = slots[0]
+        _heap_replace_min(slots, v, n)
+    for j in range(nq // 2):
+        slots[j], slots[nq - 1 - j] = slots[nq - 1 - j], slots[j]
     for j in range(nq):
         slots[j] -= now
     for r in (DIE_FREE, R_END, R_WIN, R_GAP, PE_START, PE_END, ER_END):
