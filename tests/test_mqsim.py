@@ -93,6 +93,27 @@ def test_default_drive_by_hand() -> None:
     assert o["engine.ctrl_kiops"] == 1e6 and o["engine.map_hit_us"] == 0.0
 
 
+def test_a_sata_drive_takes_mqsims_host_bus_adapter(tmp_path: Path) -> None:
+    """``HostInterface_Type = SATA``: the HBA's ``SATA_Processing_Delay`` (ns) per command, one command at
+    a time, becomes the front end's rate and is added to each response; a delay past 1 ms per command is
+    held to the front end's slowest rate and said so."""
+    sata = tmp_path / "sata.xml"
+    sata.write_text(SSDCONFIG.read_text().replace("<HostInterface_Type>NVME", "<HostInterface_Type>SATA"))
+    o, warnings = mqsim_xml.parse_ssdconfig(sata)
+    assert o["drive.interface"] == "sata3"
+    assert o["engine.ctrl_kiops"] == pytest.approx(1e6 / 400_000)  # 400 us per command: 2,500 per second
+    assert o["engine.cmd_us"] == pytest.approx(400.0 + 0.052, abs=1e-9)
+    assert any("End_to_End_Request_Delay" in w for w in warnings)
+    assert not any("SATA_Processing_Delay" in w for w in warnings)  # mapped, not named as unmodelled
+    slow = tmp_path / "slow.xml"
+    slow.write_text(sata.read_text().replace("<SATA_Processing_Delay>400000",
+                                             "<SATA_Processing_Delay>5000000"))
+    o, warnings = mqsim_xml.parse_ssdconfig(slow)
+    assert o["engine.ctrl_kiops"] == 1.0 and any("1 ms per command used" in w for w in warnings)
+    o, _ = mqsim_xml.parse_ssdconfig(SSDCONFIG)  # NVMe: the delay does not apply
+    assert o["engine.ctrl_kiops"] == 1e6
+
+
 def test_pcie_message_times_follow_mqsims_packets() -> None:
     """``PCIe_Link::estimate_transfer_time``: 128-byte packets, 28 bytes of overhead each, bytes spread
     over the lanes (rounded up), truncated to whole ns."""
@@ -131,7 +152,8 @@ def test_every_element_is_mapped_or_named_in_a_warning() -> None:
               "Page_No_Per_Block", "Page_Capacity", "Overprovisioning_Ratio", "Channel_Transfer_Rate",
               "Flash_Technology", "Block_Erase_Latency", "Data_Cache_Capacity", "CMT_Capacity",
               "Ideal_Mapping_Table", "CMD_Suspension_Support", "Suspend_Program_Time", "Suspend_Erase_Time",
-              "IO_Queue_Depth", "Preferred_suspend_write_time_for_read", "Caching_Mechanism"}
+              "IO_Queue_Depth", "Preferred_suspend_write_time_for_read", "Caching_Mechanism",
+              "SATA_Processing_Delay"}  # the last: a SATA drive's host bus adapter (NVMe ignores it)
     mapped |= {x for x in leaves
                if x.startswith(("Page_Read_Latency", "Page_Program_Latency", "Data_Cache_DRAM"))}
     text = "\n".join(warnings)

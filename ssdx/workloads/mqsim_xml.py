@@ -57,7 +57,6 @@ __all__ = ["MAX_BYTES", "SECTOR_BYTES", "Flow", "MqsimXmlError", "Node", "Scenar
 
 #: Host_Parameter_Set fields ssdx does not model -> why
 _HOST_UNMODELLED = {
-    "SATA_Processing_Delay": "SATA host processing delay (ssdx's interface model has its own command cost)",
     "Enable_ResponseTime_Logging": "MQSim's response-time log files",
     "ResponseTime_Logging_Period_Length": "MQSim's response-time log files",
 }
@@ -90,7 +89,7 @@ _FLASH_UNMODELLED = {
     "Block_PE_Cycles_Limit": "endurance not modelled by the request engine",
     "Page_Metadat_Capacity": "spare area not modelled",
 }
-_HOST_MAPPED = ("PCIe_Lane_Bandwidth", "PCIe_Lane_Count")
+_HOST_MAPPED = ("PCIe_Lane_Bandwidth", "PCIe_Lane_Count", "SATA_Processing_Delay")
 _DEVICE_MAPPED = ("HostInterface_Type", "IO_Queue_Depth", "Data_Cache_Capacity", "CMT_Capacity",
                   "Overprovisioning_Ratio", "Flash_Channel_Count", "Channel_Transfer_Rate",
                   "Chip_No_Per_Channel", "Flash_Parameter_Set", "Ideal_Mapping_Table",
@@ -104,7 +103,8 @@ _FLASH_MAPPED = ("Flash_Technology", "Page_Read_Latency_LSB", "Page_Read_Latency
                  "Block_No_Per_Plane", "Page_No_Per_Block", "Page_Capacity", "CMD_Suspension_Support",
                  "Suspend_Erase_Time", "Suspend_Program_Time")
 #: MQSim's defaults (its Device/Flash/Host_Parameter_Set initialisers) for mapped fields a file omits
-_DEFAULTS = {"PCIe_Lane_Bandwidth": "0.4", "PCIe_Lane_Count": "4", "HostInterface_Type": "NVME",
+_DEFAULTS = {"PCIe_Lane_Bandwidth": "0.4", "PCIe_Lane_Count": "4", "SATA_Processing_Delay": "0",
+             "HostInterface_Type": "NVME",
              "IO_Queue_Depth": "1024", "Data_Cache_Capacity": "536870912", "CMT_Capacity": "2097152",
              "Overprovisioning_Ratio": "0.07", "Flash_Channel_Count": "8", "Channel_Transfer_Rate": "300",
              "Chip_No_Per_Channel": "4", "Flash_Technology": "MLC", "Page_Read_Latency_LSB": "75000",
@@ -174,6 +174,31 @@ def nvme_command_us(lane_gb_s: float, lanes: int) -> float:
     return sum(pcie_message_ns(k, n, lane_gb_s, lanes) for k, n in NVME_COMMAND_MESSAGES) / 1e3
 
 
+def _sata_hba(p: Path, node: Node, overrides: dict[str, Any], warnings: list[str]) -> None:
+    """MQSim's SATA host bus adapter (``SATA_HBA``): it processes each command's submission, then each
+    completion, one at a time, ``SATA_Processing_Delay`` ns each, so the drive runs at most one command per
+    delay; its response time (``Device_Response_Time``) starts after the submission's processing, its
+    ``End_to_End_Request_Delay`` at the request's arrival.  As ssdx's engine: the controller's front end
+    serves one command per delay (``engine.ctrl_kiops``, at least its 1,000 commands/s) and each response
+    includes the completion's processing (``engine.cmd_us``); ssdx's response runs from the request's
+    arrival, so it compares with MQSim's end-to-end delay (a warning says so)."""
+    delay_ns = float_value(p, node, 0.0)
+    if delay_ns <= 0:
+        return
+    kiops = 1e6 / delay_ns
+    if kiops < 1.0:
+        warnings.append(f"Host_Parameter_Set.SATA_Processing_Delay = {delay_ns:g} ns: ssdx's front end "
+                        "serves at least 1,000 commands/s (engine.ctrl_kiops >= 1); 1 ms per command used")
+    overrides["engine.ctrl_kiops"] = min(max(kiops, 1.0), 1e6)
+    overrides["engine.cmd_us"] += delay_ns / 1e3
+    warnings.append(
+        f"Device_Parameter_Set.HostInterface_Type = SATA: MQSim's HBA processes every submission and every "
+        f"completion, one at a time, {delay_ns / 1e3:g} us each; ssdx serves commands at that rate and adds "
+        "the completion's processing to each response, and its response time runs from the request's "
+        "arrival: compare it with MQSim's End_to_End_Request_Delay (MQSim's Device_Response_Time leaves out "
+        "the wait for and the time of the submission's processing)")
+
+
 def _interface(lane_gb_s: float, lanes: int, kind: str, warnings: list[str]) -> str:
     """ssdx's interface (``ssdx.catalog.INTERFACES``) nearest MQSim's PCIe link: per-lane GB/s picks the
     generation (PCIe 3.0 ~1 GB/s, 4.0 ~2, 5.0 ~4 per lane); ssdx's PCIe links are all x4."""
@@ -217,7 +242,8 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     ``engine.map_read_bytes`` = 512 (a translation read moves one sector) and ``engine.cache_read`` = false
     (a chip holds a read until its data is out); for an NVMe drive ``engine.cmd_us``
     (:func:`nvme_command_us`: MQSim's command costs its PCIe messages only), ``engine.ctrl_kiops`` = 10^6
-    and ``engine.map_hit_us`` = 0 (no processing time in MQSim's front end or on a mapping-cache hit).
+    and ``engine.map_hit_us`` = 0 (no processing time in MQSim's front end or on a mapping-cache hit); for a
+    SATA drive its host bus adapter on top (:func:`_sata_hba`: ``SATA_Processing_Delay`` per command).
     """
     p = Path(path)
     root = read(p)
@@ -319,13 +345,14 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
             choice_value(p, get(d, "Caching_Mechanism"), ("SIMPLE", "ADVANCED"))],
         "engine.inflight_kib": inflight_kib,
     }
-    if kind == "NVME":
-        # MQSim's NVMe front end takes no time of its own: a command costs its PCIe messages
-        # (nvme_command_us), the controller serves commands at any rate (the fastest ctrl_kiops allows,
-        # 1 ns each) and a cached mapping entry is found in no time (Address_Mapping_Unit_Page_Level)
-        overrides["engine.cmd_us"] = nvme_command_us(lane, lanes)
-        overrides["engine.ctrl_kiops"] = 1e6
-        overrides["engine.map_hit_us"] = 0.0
+    # MQSim's front end takes no time of its own: a command costs its PCIe messages (nvme_command_us), the
+    # controller serves commands at any rate (the fastest ctrl_kiops allows, 1 ns each) and a cached
+    # mapping entry is found in no time (Address_Mapping_Unit_Page_Level); a SATA drive adds its HBA
+    overrides["engine.cmd_us"] = nvme_command_us(lane, lanes)
+    overrides["engine.ctrl_kiops"] = 1e6
+    overrides["engine.map_hit_us"] = 0.0
+    if kind == "SATA":
+        _sata_hba(p, get(h, "SATA_Processing_Delay"), overrides, warnings)
     if overrides["engine.suspension"] != "none":
         warnings.append(
             f"Flash_Parameter_Set.CMD_Suspension_Support = {overrides['engine.suspension'].upper()}: ssdx "
