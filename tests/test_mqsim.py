@@ -93,6 +93,14 @@ def test_default_drive_by_hand() -> None:
     assert o["engine.ctrl_kiops"] == 1e6 and o["engine.map_hit_us"] == 0.0
 
 
+def test_a_wider_channel_moves_more_bytes_a_transfer(tmp_path: Path) -> None:
+    """``Flash_Channel_Width`` bytes a transfer (MQSim's NVDDR2 transfer time divides the bytes by it):
+    two bytes at 333 MT/s is ssdx's one-byte bus at 666 MT/s."""
+    wide = tmp_path / "wide.xml"
+    wide.write_text(SSDCONFIG.read_text().replace("<Flash_Channel_Width>1", "<Flash_Channel_Width>2"))
+    assert mqsim_xml.parse_ssdconfig(wide)[0]["drive.bus_mts"] == 666.0
+
+
 def test_a_sata_drive_takes_mqsims_host_bus_adapter(tmp_path: Path) -> None:
     """``HostInterface_Type = SATA``: the HBA's ``SATA_Processing_Delay`` (ns) per command, one command at
     a time, becomes the front end's rate and is added to each response; a delay past 1 ms per command is
@@ -153,6 +161,7 @@ def test_every_element_is_mapped_or_named_in_a_warning() -> None:
               "Flash_Technology", "Block_Erase_Latency", "Data_Cache_Capacity", "CMT_Capacity",
               "Ideal_Mapping_Table", "CMD_Suspension_Support", "Suspend_Program_Time", "Suspend_Erase_Time",
               "IO_Queue_Depth", "Preferred_suspend_write_time_for_read", "Caching_Mechanism",
+              "Flash_Channel_Width",
               "SATA_Processing_Delay"}  # the last: a SATA drive's host bus adapter (NVMe ignores it)
     mapped |= {x for x in leaves
                if x.startswith(("Page_Read_Latency", "Page_Program_Latency", "Data_Cache_DRAM"))}

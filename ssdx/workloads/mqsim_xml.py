@@ -82,7 +82,6 @@ _DEVICE_UNMODELLED = {
     "Preferred_suspend_erase_time_for_read": "MQSim itself reads only the misspelt "
                                              "'Prefered_suspend_erase_time_for_read' and ignores this one",
     "Preferred_suspend_erase_time_for_write": "a write suspending an erase is not modelled (reads only)",
-    "Flash_Channel_Width": "channel width in bytes: ssdx's bus is one byte per transfer",
     "Flash_Comm_Protocol": "ONFI protocol variant: ssdx uses Channel_Transfer_Rate only",
 }
 _FLASH_UNMODELLED = {
@@ -92,7 +91,7 @@ _FLASH_UNMODELLED = {
 _HOST_MAPPED = ("PCIe_Lane_Bandwidth", "PCIe_Lane_Count", "SATA_Processing_Delay")
 _DEVICE_MAPPED = ("HostInterface_Type", "IO_Queue_Depth", "Data_Cache_Capacity", "CMT_Capacity",
                   "Overprovisioning_Ratio", "Flash_Channel_Count", "Channel_Transfer_Rate",
-                  "Chip_No_Per_Channel", "Flash_Parameter_Set", "Ideal_Mapping_Table",
+                  "Flash_Channel_Width", "Chip_No_Per_Channel", "Flash_Parameter_Set", "Ideal_Mapping_Table",
                   "Data_Cache_DRAM_Row_Size", "Data_Cache_DRAM_Data_Rate", "Data_Cache_DRAM_Data_Busrt_Size",
                   "Data_Cache_DRAM_tRCD", "Data_Cache_DRAM_tCL", "Data_Cache_DRAM_tRP",
                   "Prefered_suspend_erase_time_for_read", "Preferred_suspend_write_time_for_read",
@@ -107,6 +106,7 @@ _DEFAULTS = {"PCIe_Lane_Bandwidth": "0.4", "PCIe_Lane_Count": "4", "SATA_Process
              "HostInterface_Type": "NVME",
              "IO_Queue_Depth": "1024", "Data_Cache_Capacity": "536870912", "CMT_Capacity": "2097152",
              "Overprovisioning_Ratio": "0.07", "Flash_Channel_Count": "8", "Channel_Transfer_Rate": "300",
+             "Flash_Channel_Width": "1",
              "Chip_No_Per_Channel": "4", "Flash_Technology": "MLC", "Page_Read_Latency_LSB": "75000",
              "Page_Read_Latency_CSB": "75000", "Page_Read_Latency_MSB": "75000",
              "Page_Program_Latency_LSB": "750000", "Page_Program_Latency_CSB": "750000",
@@ -306,7 +306,10 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
         "drive.channels": channels,
         "drive.dies_per_channel": chips * dies,
         "drive.planes_per_die": planes,
-        "drive.bus_mts": float_value(p, get(d, "Channel_Transfer_Rate"), 1.0),
+        # bytes per transfer x transfers: MQSim moves Flash_Channel_Width bytes a transfer
+        # (ONFI_Channel_NVDDR2's NVDDR2DataInTransferTime); ssdx's bus moves one, at bus_mts
+        "drive.bus_mts": float_value(p, get(d, "Channel_Transfer_Rate"), 1.0)
+        * int_value(p, get(d, "Flash_Channel_Width"), 1, 64),
         "drive.die_gbit": die_bytes * 8 / 2**30,
         "drive.user_capacity_gb": raw * (1.0 - op) / 1e9,
         "drive.dram": True,
