@@ -93,6 +93,23 @@ def test_default_drive_by_hand() -> None:
     assert o["engine.ctrl_kiops"] == 1e6 and o["engine.map_hit_us"] == 0.0
 
 
+def test_the_device_holds_a_fetch_window_of_requests(tmp_path: Path) -> None:
+    """NVMe: MQSim's device holds at most ``Queue_Fetch_Size`` requests of a stream (the rest wait in the
+    submission queue, inside their response time): the engine's queue is the smaller of it and
+    ``IO_Queue_Depth``; SATA has no such window."""
+    text = SSDCONFIG.read_text()
+    assert "<IO_Queue_Depth>65535" in text and "<Queue_Fetch_Size>512" in text
+    o, warnings = mqsim_xml.parse_ssdconfig(SSDCONFIG)
+    assert o["workload.queue_depth"] == 512 and not any("IO_Queue_Depth" in w for w in warnings)
+    small = tmp_path / "small.xml"
+    small.write_text(text.replace("<Queue_Fetch_Size>512", "<Queue_Fetch_Size>16"))
+    assert mqsim_xml.parse_ssdconfig(small)[0]["workload.queue_depth"] == 16
+    sata = tmp_path / "sata.xml"
+    sata.write_text(text.replace("<HostInterface_Type>NVME", "<HostInterface_Type>SATA"))
+    o, warnings = mqsim_xml.parse_ssdconfig(sata)
+    assert o["workload.queue_depth"] == 4096 and any("IO_Queue_Depth = 65535" in w for w in warnings)
+
+
 def test_a_wider_channel_moves_more_bytes_a_transfer(tmp_path: Path) -> None:
     """``Flash_Channel_Width`` bytes a transfer (MQSim's NVDDR2 transfer time divides the bytes by it):
     two bytes at 333 MT/s is ssdx's one-byte bus at 666 MT/s."""
@@ -160,7 +177,8 @@ def test_every_element_is_mapped_or_named_in_a_warning() -> None:
               "Page_No_Per_Block", "Page_Capacity", "Overprovisioning_Ratio", "Channel_Transfer_Rate",
               "Flash_Technology", "Block_Erase_Latency", "Data_Cache_Capacity", "CMT_Capacity",
               "Ideal_Mapping_Table", "CMD_Suspension_Support", "Suspend_Program_Time", "Suspend_Erase_Time",
-              "IO_Queue_Depth", "Preferred_suspend_write_time_for_read", "Caching_Mechanism",
+              "IO_Queue_Depth", "Queue_Fetch_Size", "Preferred_suspend_write_time_for_read",
+              "Caching_Mechanism",
               "Flash_Channel_Width",
               "SATA_Processing_Delay"}  # the last: a SATA drive's host bus adapter (NVMe ignores it)
     mapped |= {x for x in leaves

@@ -65,7 +65,6 @@ _DEVICE_UNMODELLED = {
     "Seed": "MQSim's device random seed (ssdx uses its own seed)",
     "Enabled_Preconditioning": "MQSim's steady-state preconditioning (ssdx: workload.prefill_fraction)",
     "Memory_Type": "only FLASH exists in MQSim",
-    "Queue_Fetch_Size": "NVMe fetch window not modelled (the engine admits requests up to the queue depth)",
     "Data_Cache_Sharing_Mode": "per-flow cache partitions not modelled",
     "Address_Mapping": "ssdx maps pages (PAGE_LEVEL); HYBRID not modelled",
     "CMT_Sharing_Mode": "per-flow mapping-cache partitions not modelled",
@@ -89,7 +88,8 @@ _FLASH_UNMODELLED = {
     "Page_Metadat_Capacity": "spare area not modelled",
 }
 _HOST_MAPPED = ("PCIe_Lane_Bandwidth", "PCIe_Lane_Count", "SATA_Processing_Delay")
-_DEVICE_MAPPED = ("HostInterface_Type", "IO_Queue_Depth", "Data_Cache_Capacity", "CMT_Capacity",
+_DEVICE_MAPPED = ("HostInterface_Type", "IO_Queue_Depth", "Queue_Fetch_Size", "Data_Cache_Capacity",
+                  "CMT_Capacity",
                   "Overprovisioning_Ratio", "Flash_Channel_Count", "Channel_Transfer_Rate",
                   "Flash_Channel_Width", "Chip_No_Per_Channel", "Flash_Parameter_Set", "Ideal_Mapping_Table",
                   "Data_Cache_DRAM_Row_Size", "Data_Cache_DRAM_Data_Rate", "Data_Cache_DRAM_Data_Busrt_Size",
@@ -103,8 +103,8 @@ _FLASH_MAPPED = ("Flash_Technology", "Page_Read_Latency_LSB", "Page_Read_Latency
                  "Suspend_Erase_Time", "Suspend_Program_Time")
 #: MQSim's defaults (its Device/Flash/Host_Parameter_Set initialisers) for mapped fields a file omits
 _DEFAULTS = {"PCIe_Lane_Bandwidth": "0.4", "PCIe_Lane_Count": "4", "SATA_Processing_Delay": "0",
-             "HostInterface_Type": "NVME",
-             "IO_Queue_Depth": "1024", "Data_Cache_Capacity": "536870912", "CMT_Capacity": "2097152",
+             "HostInterface_Type": "NVME", "IO_Queue_Depth": "1024", "Queue_Fetch_Size": "512",
+             "Data_Cache_Capacity": "536870912", "CMT_Capacity": "2097152",
              "Overprovisioning_Ratio": "0.07", "Flash_Channel_Count": "8", "Channel_Transfer_Rate": "300",
              "Flash_Channel_Width": "1",
              "Chip_No_Per_Channel": "4", "Flash_Technology": "MLC", "Page_Read_Latency_LSB": "75000",
@@ -234,7 +234,8 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     (MQSim's CMT entry size), ``engine.buffer_dram_*`` (``Data_Cache_DRAM_*``; MT/s,
     bytes, ns), ``engine.suspension`` (``CMD_Suspension_Support`` lower-cased), ``engine.suspend_*_us``
     (``Suspend_*_Time`` and the ``Prefere(r)d_suspend_*_for_read`` thresholds, ns → µs, the spelling
-    MQSim's parser reads), ``workload.queue_depth`` (``IO_Queue_Depth``, the NVMe queue's size)),
+    MQSim's parser reads), ``workload.queue_depth`` (``IO_Queue_Depth``, the queue's size; on NVMe at most
+    ``Queue_Fetch_Size``, the requests of a stream MQSim's device holds at once)),
     ``engine.write_back`` = ``eager`` (``Caching_Mechanism``: MQSim's ``SIMPLE`` and ``ADVANCED`` data cache
     managers both send a logical page not written in the last second to flash at once, "eagerly write
     back cold data", ``write_to_destage_buffer``) and ``engine.inflight_kib`` (their back pressure: new
@@ -356,6 +357,12 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     overrides["engine.map_hit_us"] = 0.0
     if kind == "SATA":
         _sata_hba(p, get(h, "SATA_Processing_Delay"), overrides, warnings)
+    else:
+        # NVMe: MQSim keeps at most Queue_Fetch_Size of a stream's requests in the device
+        # (Input_Stream_Manager_NVMe's On_the_fly_requests); the rest wait in the submission queue, and that
+        # wait is part of their response time, as a wait in ssdx's host queue is
+        overrides["workload.queue_depth"] = min(overrides["workload.queue_depth"],
+                                                int_value(p, get(d, "Queue_Fetch_Size"), 1, 65535))
     if overrides["engine.suspension"] != "none":
         warnings.append(
             f"Flash_Parameter_Set.CMD_Suspension_Support = {overrides['engine.suspension'].upper()}: ssdx "

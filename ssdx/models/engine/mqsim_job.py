@@ -250,9 +250,12 @@ def scenario_streams(cfg: Mapping[str, Any], sc: Scenario, index: int,
     if all(closed):
         run_cfg["engine"]["loop"] = "closed"
         run_cfg["workload"]["queue_depth"] = int(sum(f.queue_depth for f in sc.flows))
-    else:
+    else:  # on NVMe each flow is a stream with a window of its own (mqsim_xml: Queue_Fetch_Size)
         run_cfg["engine"]["loop"] = "open"
-        run_cfg["workload"]["queue_depth"] = int(cfg["workload"]["queue_depth"])
+        per_flow = int(cfg["workload"]["queue_depth"])
+        nvme = not str(cfg["drive"].get("interface", "")).startswith("sata")
+        run_cfg["workload"]["queue_depth"] = min(per_flow * (len(sc.flows) if nvme else 1),
+                                                 engine_params.MAX_SLOTS)
     return run_cfg, chunks, all(closed)
 
 
