@@ -397,6 +397,11 @@ def evidence_cases(sat_iops: float) -> list[Case]:
              occupancy_pct=90, stop_time_s=10,
              note="10 s of random writes on the 90 % full small drive: 1.5 GB, past the 256 MiB data "
                   "cache, so that garbage collection runs"),
+        *(Case(name=f"randread_qd1_ideal_map{tag}", read_pct=100, qd=1,
+               drive_overrides={"Ideal_Mapping_Table": True, "Flash_Channel_Width": width},
+               note=f"unloaded reads without translation reads, a {width}-byte channel: t_R plus the "
+                    "page's transfer, which a wider channel shortens")
+          for tag, width in (("", 1), ("_chanwidth2", 2))),
         *(Case(name=f"sata_{mix}_qd{qd}", read_pct=pct, qd=qd, drive_overrides={"HostInterface_Type": "SATA"},
                note=f"{mix}_qd{qd} on a SATA drive: MQSim's host bus adapter processes every submission "
                     "and completion, 400 us each (SATA_Processing_Delay)")
