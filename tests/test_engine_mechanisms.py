@@ -176,6 +176,7 @@ def test_a_read_on_an_idle_die_or_at_a_boundary_waits_for_nothing():
     ({"map_read_bytes": 0}, "engine.map_read_bytes"),
     ({"cache_read": "no"}, "engine.cache_read.*true or false"),
     ({"cmd_us": -0.1}, "engine.cmd_us.*or null for the catalog value"),
+    ({"host_gb_s": 0}, "engine.host_gb_s.*or null for the catalog value"),
 ])
 def test_engine_options_are_checked(bad, match):
     cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
@@ -195,6 +196,21 @@ def test_command_time_is_the_interfaces_unless_set():
         assert lat[0] == pytest.approx(_times(p)[2], rel=1e-12)  # L_idle, command time included
         lats[cmd] = lat[0]
     assert lats[None] - lats[0.25] == pytest.approx((iface_us - 0.25) * US, rel=1e-9)
+
+
+def test_host_link_rate_is_the_interfaces_unless_set():
+    """``engine.host_gb_s``: null takes the interface's usable rate; 1 GB/s instead makes an unloaded 4 KiB
+    read's host transfer 4.096 us, in both back ends."""
+    iface = catalog.interface(presets.drive("aldrin_pro_2tb")["interface"])
+    lats = {}
+    for gb_s in (None, 1.0):
+        p, lay = _plan(host_gb_s=gb_s)
+        assert _const(p, "host_rate") == pytest.approx(iface.usable_bytes_per_s if gb_s is None else 1e9,
+                                                       rel=1e-6)
+        lats[gb_s], _ = _run(p, lay, [0], [0], [4096], [0.0])
+        assert lats[gb_s][0] == pytest.approx(_times(p)[2], rel=1e-12)
+    want = 4096 / 1e9 - 4096 / iface.usable_bytes_per_s
+    assert lats[1.0][0] - lats[None][0] == pytest.approx(want, rel=1e-6)
 
 
 def test_suspension_defaults_keep_the_original_engine():

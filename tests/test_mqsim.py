@@ -91,6 +91,9 @@ def test_default_drive_by_hand() -> None:
     # (72 + 28) / 4 = 25 ns, the 16-byte completion (16 + 28) / 4 = 11 ns; no processing time besides
     assert o["engine.cmd_us"] == pytest.approx((8 + 8 + 25 + 11) / 1e3, abs=1e-12)
     assert o["engine.ctrl_kiops"] == 1e6 and o["engine.map_hit_us"] == 0.0
+    # data: 128 payload bytes in every 156 on 4 lanes of 1 byte/ns
+    assert o["engine.host_gb_s"] == pytest.approx(4 * 128 / 156, rel=1e-12)
+    assert 4096 / o["engine.host_gb_s"] == pytest.approx(mqsim_xml.pcie_message_ns("write", 4096, 1.0, 4))
 
 
 def test_the_device_holds_a_fetch_window_of_requests(tmp_path: Path) -> None:

@@ -163,6 +163,7 @@ class EngineConf:
     map_read_bytes: float = 4096.0
     cache_read: bool = True
     cmd_us: Optional[float] = None  # noqa: UP045 (None: the interface's command processing, ssdx.catalog)
+    host_gb_s: Optional[float] = None  # noqa: UP045 (None: the interface's usable rate, ssdx.catalog)
 
 
 @dataclass

@@ -164,6 +164,13 @@ def pcie_message_ns(kind: str, payload: int, lane_gb_s: float, lanes: int) -> fl
     return float(math.floor(math.ceil(total / lanes) / lane_gb_s))
 
 
+def pcie_payload_gb_s(lane_gb_s: float, lanes: int) -> float:
+    """Payload rate of MQSim's PCIe link each way, GB/s: ``lanes × lane_gb_s`` bytes per ns, 128 payload
+    bytes in every 128 + :data:`PCIE_PACKET_OVERHEAD` (``PCIe_Link::estimate_transfer_time`` for data
+    messages, exact for transfers of whole packets)."""
+    return lanes * lane_gb_s * 128 / (128 + PCIE_PACKET_OVERHEAD)
+
+
 def nvme_command_us(lane_gb_s: float, lanes: int) -> float:
     """What an NVMe command costs in MQSim besides its data, µs: the PCIe transfers of
     :data:`NVME_COMMAND_MESSAGES`, one after another (each waits for the one before it).  MQSim's host
@@ -242,7 +249,8 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     writes wait while more than one page per plane of the drive is in flight to flash),
     ``engine.map_read_bytes`` = 512 (a translation read moves one sector) and ``engine.cache_read`` = false
     (a chip holds a read until its data is out); for an NVMe drive ``engine.cmd_us``
-    (:func:`nvme_command_us`: MQSim's command costs its PCIe messages only), ``engine.ctrl_kiops`` = 10^6
+    (:func:`nvme_command_us`: MQSim's command costs its PCIe messages only), ``engine.host_gb_s``
+    (:func:`pcie_payload_gb_s`, its link's payload rate), ``engine.ctrl_kiops`` = 10^6
     and ``engine.map_hit_us`` = 0 (no processing time in MQSim's front end or on a mapping-cache hit); for a
     SATA drive its host bus adapter on top (:func:`_sata_hba`: ``SATA_Processing_Delay`` per command).
     """
@@ -353,6 +361,7 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     # controller serves commands at any rate (the fastest ctrl_kiops allows, 1 ns each) and a cached
     # mapping entry is found in no time (Address_Mapping_Unit_Page_Level); a SATA drive adds its HBA
     overrides["engine.cmd_us"] = nvme_command_us(lane, lanes)
+    overrides["engine.host_gb_s"] = pcie_payload_gb_s(lane, lanes)
     overrides["engine.ctrl_kiops"] = 1e6
     overrides["engine.map_hit_us"] = 0.0
     if kind == "SATA":

@@ -22,6 +22,9 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   (``ssdx.catalog``, ``drive.interface``).  MQSim's NVMe interface spends only the PCIe transfers of the
   doorbell, the command fetch and the completion entry (``experiment=mqsim`` sets that,
   ``ssdx.workloads.mqsim_xml.nvme_command_us``).
+* ``host_gb_s`` — payload rate of the host link each way, GB/s (10^9 bytes/s); ``null`` (default): the
+  interface's usable rate (``ssdx.catalog``).  ``experiment=mqsim`` sets MQSim's: lanes × lane rate ×
+  128/156 (its 128-byte packets carry 28 bytes of overhead, ``PCIe_Link``).
 * ``time_scale`` — open loop: trace time is divided by it (2 = replay twice as fast).
 * ``suspension`` — which die operations a host read may suspend (step 5 of ``ssdx.models.engine.model``):
   ``program_erase`` (default) programs and erases, ``program`` programs only, ``erase`` erases only,
@@ -116,7 +119,7 @@ OPTIONAL: dict[str, Any] = {
     "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
     "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0, "map_read_bytes": 4096.0,
-    "cache_read": True, "cmd_us": None}
+    "cache_read": True, "cmd_us": None, "host_gb_s": None}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -153,6 +156,8 @@ RANGES: dict[str, Field] = table(
           doc="bytes of a translation page moved over the channel on a mapping-cache miss"),
     Field("engine.cmd_us", "us", 0.0, 1e5, optional=True, nullable=True, default=OPTIONAL["cmd_us"],
           doc="host and controller command processing per command, us"),
+    Field("engine.host_gb_s", "GB/s", 0.0, 1e4, lo_open=True, optional=True, nullable=True,
+          default=OPTIONAL["host_gb_s"], doc="host link payload rate each way, GB/s"),
 )
 MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
 MAP_UNIT_BYTES = 4096
@@ -170,6 +175,7 @@ class EngineParams:
     map_hit_s: Any
     ctrl_s: Any  # controller front-end seconds per command
     cmd_s: Any  # host and controller command processing per command, s (latency only)
+    host_rate: Any  # host link payload rate each way, bytes/s
     time_scale: Any
     duplex: Any
     suspend_program: Any  # 1 where a host read may suspend a program (engine.suspension), else 0
@@ -302,14 +308,28 @@ def _opt(cols: Mapping, key: str) -> np.ndarray:
     return np.broadcast_to(float(OPTIONAL[key.split(".", 1)[1]]), (n,))
 
 
+def _given_or_interface(cols: Mapping, field: str, scale: float,
+                        of_interface: Callable[[catalog.Interface], float]) -> np.ndarray:
+    """A nullable ``engine.<field>`` of every configuration in SI units: its value times ``scale`` where set,
+    else what ``of_interface`` takes (in SI units) from the configuration's ``drive.interface``
+    (``ssdx.catalog``)."""
+    iface = np.asarray(cols["drive.interface"]).astype(str)
+    from_catalog = np.array([of_interface(catalog.interface(x)) for x in iface], float)
+    key = f"engine.{field}"
+    given = np.asarray(cols[key], float) if key in cols else np.full(len(iface), np.nan)
+    return np.where(np.isnan(given), from_catalog, given * scale)
+
+
 def cmd_seconds(cols: Mapping) -> np.ndarray:
     """Command processing per command of every configuration, s: ``engine.cmd_us`` where set, else the
     interface's (``ssdx.catalog``)."""
-    iface = np.asarray(cols["drive.interface"]).astype(str)
-    catalog_us = np.array([catalog.interface(x).cmd_overhead_us for x in iface], float)
-    given = (np.asarray(cols["engine.cmd_us"], float) if "engine.cmd_us" in cols
-             else np.full(len(iface), np.nan))
-    return np.where(np.isnan(given), catalog_us, given) * 1e-6
+    return _given_or_interface(cols, "cmd_us", 1e-6, lambda i: i.cmd_overhead_us * 1e-6)
+
+
+def host_bytes_per_s(cols: Mapping) -> np.ndarray:
+    """Host link payload rate of every configuration, bytes/s: ``engine.host_gb_s`` where set, else the
+    interface's usable rate (``ssdx.catalog``)."""
+    return _given_or_interface(cols, "host_gb_s", 1e9, lambda i: i.usable_bytes_per_s)
 
 
 def map_pages(cols: Mapping) -> np.ndarray:
@@ -373,6 +393,7 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         map_hit_s=c(num(cols, "engine.map_hit_us") * 1e-6),
         ctrl_s=c(1.0 / (num(cols, "engine.ctrl_kiops") * 1e3)),
         cmd_s=c(cmd_seconds(cols)),
+        host_rate=c(host_bytes_per_s(cols)),
         time_scale=c(num(cols, "engine.time_scale")),
         duplex=c(~np.char.startswith(iface, "sata")),
         **_suspend_fields(cols, c),

@@ -200,7 +200,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         map_sets=jnp.asarray(eng.map_cache_pages, jnp.int32),
         map_always_hit=(drive.dram > 0.5) & (eng.map_policy < 0.5),
         unit_bytes=unit, units_per_block=nand.block_bytes / nand.page_bytes,
-        chan_rate=drive.bus_bytes_per_s / drive.channels, host_rate=drive.host_bytes_per_s,
+        chan_rate=drive.bus_bytes_per_s / drive.channels, host_rate=eng.host_rate,
         cmd_s=eng.cmd_s, ctrl_s=eng.ctrl_s, map_hit_s=eng.map_hit_s,
         t_read=nand.t_read_us * 1e-6, t_map_read=nand.t_read_slc_us * 1e-6,
         t_erase=nand.t_erase_us * 1e-6,
