@@ -184,33 +184,28 @@ def test_engine_options_are_checked(bad, match):
         engine_params.build(cols | engine_params.columns(ENGINE | bad))
 
 
-def test_command_time_is_the_interfaces_unless_set():
-    """``engine.cmd_us``: null takes the interface's command processing (``ssdx.catalog``); a value replaces
-    it, and an unloaded read's latency moves by exactly the difference, in both back ends."""
-    iface_us = catalog.interface(presets.drive("aldrin_pro_2tb")["interface"]).cmd_overhead_us
+IFACE = catalog.interface(presets.drive("aldrin_pro_2tb")["interface"])
+
+
+@pytest.mark.parametrize(("field", "value", "leaf", "of_interface", "si", "shift"), [
+    # command processing: latency only, so an unloaded read moves by exactly the difference
+    ("cmd_us", 0.25, "cmd_s", IFACE.cmd_overhead_us * US, 0.25 * US, 0.25 * US - IFACE.cmd_overhead_us * US),
+    # host link: a 4 KiB read's host transfer at 1 GB/s instead of the interface's rate
+    ("host_gb_s", 1.0, "host_rate", IFACE.usable_bytes_per_s, 1e9,
+     4096 / 1e9 - 4096 / IFACE.usable_bytes_per_s),
+])
+def test_interface_fields_are_the_catalogs_unless_set(field, value, leaf, of_interface, si, shift):
+    """``engine.cmd_us`` and ``engine.host_gb_s``: null takes the interface's value (``ssdx.catalog``); a
+    value replaces it, and an unloaded 4 KiB read's latency moves by exactly what it changes, in both
+    back ends."""
     lats = {}
-    for cmd in (None, 0.25):
-        p, lay = _plan(cmd_us=cmd)
-        assert _const(p, "cmd_s") == pytest.approx((iface_us if cmd is None else cmd) * US, rel=1e-12)
+    for v, want in ((None, of_interface), (value, si)):
+        p, lay = _plan(**{field: v})
+        assert _const(p, leaf) == pytest.approx(want, rel=1e-12)
         lat, _ = _run(p, lay, [0], [0], [4096], [0.0])
-        assert lat[0] == pytest.approx(_times(p)[2], rel=1e-12)  # L_idle, command time included
-        lats[cmd] = lat[0]
-    assert lats[None] - lats[0.25] == pytest.approx((iface_us - 0.25) * US, rel=1e-9)
-
-
-def test_host_link_rate_is_the_interfaces_unless_set():
-    """``engine.host_gb_s``: null takes the interface's usable rate; 1 GB/s instead makes an unloaded 4 KiB
-    read's host transfer 4.096 us, in both back ends."""
-    iface = catalog.interface(presets.drive("aldrin_pro_2tb")["interface"])
-    lats = {}
-    for gb_s in (None, 1.0):
-        p, lay = _plan(host_gb_s=gb_s)
-        assert _const(p, "host_rate") == pytest.approx(iface.usable_bytes_per_s if gb_s is None else 1e9,
-                                                       rel=1e-6)
-        lats[gb_s], _ = _run(p, lay, [0], [0], [4096], [0.0])
-        assert lats[gb_s][0] == pytest.approx(_times(p)[2], rel=1e-12)
-    want = 4096 / 1e9 - 4096 / iface.usable_bytes_per_s
-    assert lats[1.0][0] - lats[None][0] == pytest.approx(want, rel=1e-6)
+        assert lat[0] == pytest.approx(_times(p)[2], rel=1e-12)  # L_idle, the field included
+        lats[v] = lat[0]
+    assert lats[value] - lats[None] == pytest.approx(shift, rel=1e-9)
 
 
 def test_suspension_defaults_keep_the_original_engine():

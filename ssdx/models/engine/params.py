@@ -225,9 +225,9 @@ def columns(engine: Mapping) -> dict[str, np.ndarray]:
             raise ConfigError(f"engine.{f}", None, "the field is required (see conf/engine/default.yaml)")
         cols[f"engine.{f}"] = np.asarray([engine[f]])
     for f, default in OPTIONAL.items():
-        v = engine.get(f, default)
+        v = engine.get(f)
         v = default if v is None else v
-        cols[f"engine.{f}"] = np.asarray([np.nan if v is None else v])  # a null: NaN (cmd_us)
+        cols[f"engine.{f}"] = np.asarray([np.nan if v is None else v])  # null, no default: NaN, the catalog's
     return cols
 
 
