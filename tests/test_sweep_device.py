@@ -156,11 +156,13 @@ def test_float32_edges_bin_as_the_float64_edges_do():
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("n, front", [(5000, False), (40000, False), (6000, True), (20000, True)])
+@pytest.mark.parametrize("n, front", [(5000, False), (40000, False), (6000, True), (20000, True),
+                                      (300000, False)])
 def test_the_screened_pareto_front_is_exact(n, front):
     """Pivot screening then a sort of the candidates (512 or 16,384 entries) or, past SCREENED candidates,
     of the whole chunk gives exactly the non-dominated points, ties and ineligible points included
-    (against ``reduce._front``); the four cases go through the three sorts."""
+    (against ``reduce._front``); the first four cases go through the three sorts, the last draws its
+    pivots from every fourth point."""
     from ssdx.sweep import device_run, reduce
 
     rng = np.random.default_rng(n)
@@ -175,9 +177,10 @@ def test_the_screened_pareto_front_is_exact(n, front):
     want[ids[reduce._front(x[ids], y[ids], ids, False, False)]] = True
     cand = elig & ~np.asarray(device_run.pivot_dominated(jnp_(x), jnp_(y), jnp_(elig)))
     assert not (want & ~cand).any()  # screening never removes a front point
-    sort = {5000: "few", 40000: "few", 6000: "screened", 20000: "whole"}[n]
+    sort = {5000: "few", 40000: "few", 6000: "screened", 20000: "whole", 300000: "few"}[n]
     assert sort == ("few" if cand.sum() <= device_run.FEW_SCREENED
                     else "screened" if cand.sum() <= device_run.SCREENED else "whole")
+    assert n // device_run.PIVOT_SAMPLE == (4 if n == 300000 else 0)
     size = int(want.sum()) + 5
     pos, count = jax.jit(device_run.front_positions, static_argnums=3)(
         jnp_(np.where(elig, x, np.inf)), jnp_(np.where(elig, y, np.inf)), jnp_(cand), size)
@@ -209,10 +212,12 @@ def test_compaction_and_edge_counts_equal_their_jnp_forms():
     from ssdx.sweep import device_run
 
     rng = np.random.default_rng(7)
-    mask = rng.random(10000) < 0.01
-    for size in (3, int(mask.sum()), 500):
-        np.testing.assert_array_equal(np.asarray(device_run.compact(jnp_(mask), size)),
-                                      np.asarray(jax.numpy.nonzero(jnp_(mask), size=size, fill_value=0)[0]))
+    for n, density in ((10000, 0.01), (10001, 0.3), (777, 0.002), (640, 0.0)):  # blocks of 64 cut or not
+        mask = rng.random(n) < density
+        for size in (3, int(mask.sum()), 500):
+            want = np.asarray(jax.numpy.nonzero(jnp_(mask), size=size, fill_value=0)[0])
+            for fn in (device_run.compact, device_run.compact_sparse):
+                np.testing.assert_array_equal(np.asarray(fn(jnp_(mask), size)), want)
     v = np.concatenate([rng.uniform(-1, 12, 5000), [np.inf, -np.inf]]).astype(np.float32)
     for edges in (np.linspace(0, 10, 65), np.geomspace(0.01, 10, 400)):  # compares; binary search
         e = device.edges_f32(edges)

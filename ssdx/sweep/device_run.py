@@ -26,15 +26,38 @@ from ssdx.sweep import reduce as reduce_mod
 from ssdx.sweep.device import PARETO_CAPACITY, DeviceSpace, Table, edges_f32
 from ssdx.sweep.runner import compile_once
 
+#: most entries of a table read by a chain of selects rather than a gather (on a CPU a gather is a
+#: scalar loop, several times slower than a few fused compares)
+SELECTED_ENTRIES = 16
+
 
 def _gather(t: Table, values, digits: list, sizes: list[int], chunk: int):
+    """Each configuration's entry of table ``t`` (its factors' digits in mixed radix), exactly."""
     if not t.factors:
         return jnp.broadcast_to(values[0], (chunk,))
     idx, stride = 0, 1
     for f in reversed(t.factors):
-        idx = idx + digits[f] * stride
+        idx = idx + digits[f] * np.uint32(stride)
         stride *= sizes[f]
-    return values[idx]
+    if values.shape[0] > SELECTED_ENTRIES:
+        return values[idx]
+    out = jnp.broadcast_to(values[0], (chunk,))
+    for j in range(1, values.shape[0]):
+        out = jnp.where(idx == j, values[j], out)
+    return out
+
+
+def digits_of(start, sizes: list[int], chunk: int) -> list:
+    """The mixed-radix digits (uint32, slowest factor first) of the ``chunk`` configurations from the one
+    whose digits are ``start``: the offset added to the last digit, carried up (unsigned division by a
+    constant, which compiles to a multiply and a shift)."""
+    digits: list = [None] * len(sizes)
+    carry = jnp.arange(chunk, dtype=jnp.uint32)
+    for f in reversed(range(len(sizes))):
+        t = start[f].astype(jnp.uint32) + carry
+        carry = t // np.uint32(sizes[f])
+        digits[f] = t - carry * np.uint32(sizes[f])
+    return digits
 
 
 def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chunk: int,
@@ -49,11 +72,7 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
 
     def fn(start, count, leaf_v, rule_v, group_v, rank_v, slot_v):
         o = jnp.arange(chunk, dtype=jnp.int32)
-        digits: list = [None] * len(sizes)
-        carry = o
-        for f in reversed(range(len(sizes))):  # the chunk's first digits plus o, with carries
-            t = start[f] + carry
-            digits[f], carry = t % sizes[f], t // sizes[f]
+        digits = digits_of(start, sizes, chunk)
         g = lambda t, v: _gather(t, v, digits, sizes, chunk)  # noqa: E731
         # the barrier keeps XLA from fusing the gathers into the model, whose arithmetic (contractions,
         # fusion) then compiles as in the host path's jit(vmap(model)): the same metrics to the bit
@@ -193,6 +212,9 @@ def _front_sorted(x, y, elig):
 
 #: buckets of x whose best points screen the others before the sort
 PIVOTS = 256
+#: points of a chunk the pivots are drawn from (every ``n // PIVOT_SAMPLE``-th point)
+PIVOT_SAMPLE = 1 << 16
+_EARLIER = np.tril(np.ones((PIVOTS, PIVOTS), bool), -1)  # [i, j]: bucket j comes before bucket i
 #: most screened points sorted alone (more: the whole chunk is sorted)
 SCREENED = 16384
 #: screened points sorted in the smaller of the two sorts (most chunks have a few hundred candidates)
@@ -201,19 +223,31 @@ FEW_SCREENED = 512
 
 def pivot_dominated(x, y, elig):
     """Points that one of :data:`PIVOTS` real points dominates (both axes minimised).  The pivots are, in
-    each of equal-width buckets of x, the point of least y (least x among ties).  Every pivot of an
-    earlier bucket has a strictly smaller x, so a point is dominated when the least y among them is <= its
-    own, or when its own bucket's pivot has ``x' < x, y' <= y`` or ``x' <= x, y' < y``.  Sound (every
-    flagged point is dominated), not complete; a few gathers per point."""
+    each of equal-width buckets of x, the point of least y (least x among ties), drawn from every
+    ``stride``-th point of the chunk (a sample of about :data:`PIVOT_SAMPLE` points, so the two
+    scatter-minima stay small).  Every pivot of an earlier bucket has a strictly smaller x (the bucket is a
+    non-decreasing function of x, clipped at both ends), so a point is dominated when the least y among
+    them is <= its own, or when its own bucket's pivot has ``x' < x, y' <= y`` or ``x' <= x, y' < y``.
+    Sound (every flagged point is dominated by a real eligible point), not complete; three gathers from
+    256-entry tables per point."""
     fin = elig & jnp.isfinite(x) & jnp.isfinite(y)
-    lo = jnp.min(jnp.where(fin, x, jnp.inf))
-    hi = jnp.max(jnp.where(fin, x, -jnp.inf))
+    stride = max(1, x.shape[0] // PIVOT_SAMPLE)
+    xs, ys, fs = x[::stride], y[::stride], fin[::stride]
+    lo = jnp.min(jnp.where(fs, xs, jnp.inf))
+    hi = jnp.max(jnp.where(fs, xs, -jnp.inf))
+    lo = jnp.where(jnp.isfinite(lo), lo, 0.0)  # no finite sampled point: any bucketing is sound
     width = jnp.where(hi > lo, hi - lo, 1.0)
-    b = jnp.clip(jnp.floor((x - lo) / width * PIVOTS), 0, PIVOTS - 1).astype(jnp.int32)
-    b = jnp.where(fin, b, 0)
-    ymin = jax.ops.segment_min(jnp.where(fin, y, jnp.inf), b, PIVOTS)
-    xmin = jax.ops.segment_min(jnp.where(fin & (y == ymin[b]), x, jnp.inf), b, PIVOTS)
-    before = jnp.concatenate([jnp.full(1, jnp.inf, ymin.dtype), jax.lax.cummin(ymin)[:-1]])  # buckets < b
+
+    def bucket(v):
+        return jnp.clip(jnp.floor((v - lo) / width * PIVOTS), 0, PIVOTS - 1).astype(jnp.int32)
+
+    bs = jnp.where(fs, bucket(xs), 0)
+    ymin = jax.ops.segment_min(jnp.where(fs, ys, jnp.inf), bs, PIVOTS)
+    xmin = jax.ops.segment_min(jnp.where(fs & (ys == ymin[bs]), xs, jnp.inf), bs, PIVOTS)
+    # least y over the buckets before each, by a masked minimum over a 256 x 256 triangle: a cumulative
+    # minimum here is fused into the per-point gathers below and recomputed for every point
+    before = jnp.min(jnp.where(_EARLIER, ymin[None, :], jnp.inf), axis=1)
+    b = jnp.where(fin, bucket(x), 0)
     yb, xb, pb = ymin[b], xmin[b], before[b]
     d1 = (pb <= y) | ((xb < x) & (yb <= y))  # earlier buckets' x is strictly smaller
     d2 = (pb < y) | ((xb <= x) & (yb < y))
@@ -228,11 +262,12 @@ def front_positions(x, y, cand, size: int):
     sorted; a point outside ``cand`` is never returned."""
     n = x.shape[0]
     caps = sorted({min(c, n) for c in (FEW_SCREENED, SCREENED)})
+    total = cand.sum().astype(jnp.int32)
 
     def among(cap):
         def run(_):
-            idx = compact(cand, cap)
-            m = _front_sorted(x[idx], y[idx], jnp.arange(cap) < cand.sum())
+            idx = compact_sparse(cand, cap) if cap == caps[0] else compact(cand, cap)
+            m = _front_sorted(x[idx], y[idx], jnp.arange(cap) < total)
             count = m.sum()
             return jnp.where(jnp.arange(size) < count, idx[compact(m, size)], 0), count
         return run
@@ -242,10 +277,28 @@ def front_positions(x, y, cand, size: int):
         return compact(front, size), front.sum()
 
     # the smallest sort that holds every candidate
-    which = jnp.searchsorted(jnp.asarray(caps, jnp.int32), cand.sum().astype(jnp.int32))
+    which = jnp.searchsorted(jnp.asarray(caps, jnp.int32), total)
     return jax.lax.switch(which, [among(c) for c in caps] + [whole], None)
 
 
+#: configurations per block of :func:`compact_sparse`
+SPARSE_BLOCK = 64
+
+
+def compact_sparse(mask, size: int):
+    """:func:`compact` for a mask with few True entries, in one dense pass over it: a count per block of
+    :data:`SPARSE_BLOCK` entries, the first ``size`` blocks that hold any (they hold the first ``size``
+    True entries), and :func:`compact` over those blocks alone.  Exact for any mask."""
+    n = mask.shape[0]
+    nb = -(-n // SPARSE_BLOCK)
+    pad = nb * SPARSE_BLOCK - n
+    m2 = (jnp.concatenate([mask, jnp.zeros(pad, bool)]) if pad else mask).reshape(nb, SPARSE_BLOCK)
+    full = m2.any(axis=1)
+    blocks = compact(full, min(size, nb))
+    sub = m2[blocks] & (jnp.arange(blocks.shape[0]) < full.sum())[:, None]  # fill blocks hold nothing
+    pos = (blocks[:, None] * SPARSE_BLOCK + jnp.arange(SPARSE_BLOCK, dtype=jnp.int32)).reshape(-1)
+    inner = compact(sub.reshape(-1), size)
+    return jnp.where(jnp.arange(size) < sub.sum(), pos[inner], 0)
 
 
 def _inputs(ds: DeviceSpace, part: int) -> tuple:
