@@ -212,11 +212,13 @@ def test_compaction_and_edge_counts_equal_their_jnp_forms():
     from ssdx.sweep import device_run
 
     rng = np.random.default_rng(7)
-    for n, density in ((10000, 0.01), (10001, 0.3), (777, 0.002), (640, 0.0)):  # blocks of 64 cut or not
+    fns = [jax.jit(f, static_argnums=1) for f in (device_run.compact, device_run.compact_sparse)]
+    # a cut last block of 64 or none; fewer True entries than the size, as many, more; none at all
+    for n, density, sizes in ((10001, 0.01, (3, None, 500)), (777, 0.3, (3, 500)), (640, 0.0, (3,))):
         mask = rng.random(n) < density
-        for size in (3, int(mask.sum()), 500):
+        for size in (int(mask.sum()) if s is None else s for s in sizes):
             want = np.asarray(jax.numpy.nonzero(jnp_(mask), size=size, fill_value=0)[0])
-            for fn in (device_run.compact, device_run.compact_sparse):
+            for fn in fns:
                 np.testing.assert_array_equal(np.asarray(fn(jnp_(mask), size)), want)
     v = np.concatenate([rng.uniform(-1, 12, 5000), [np.inf, -np.inf]]).astype(np.float32)
     for edges in (np.linspace(0, 10, 65), np.geomspace(0.01, 10, 400)):  # compares; binary search
