@@ -286,9 +286,9 @@ SPARSE_BLOCK = 64
 
 
 def compact_sparse(mask, size: int):
-    """:func:`compact` for a mask with few True entries, in one dense pass over it: a count per block of
-    :data:`SPARSE_BLOCK` entries, the first ``size`` blocks that hold any (they hold the first ``size``
-    True entries), and :func:`compact` over those blocks alone.  Exact for any mask."""
+    """:func:`compact` for a mask with few True entries, in one dense pass over it: whether each block of
+    :data:`SPARSE_BLOCK` entries holds any, the first ``size`` blocks that do (they hold the first
+    ``size`` True entries), and :func:`compact` over those blocks alone.  Exact for any mask."""
     n = mask.shape[0]
     nb = -(-n // SPARSE_BLOCK)
     pad = nb * SPARSE_BLOCK - n
