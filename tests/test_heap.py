@@ -46,3 +46,17 @@ def test_the_pad_stops_the_per_call_page_faults_and_zero_leaves_malloc_alone():
     assert off["faults_per_call"] > 2000, off
     assert on["faults_per_call"] < off["faults_per_call"] / 3, (on, off)
     assert on["sum"] == off["sum"]
+
+
+@pytest.mark.parametrize("raw, used", [("lots", 256), ("4096", 2047), ("-5", 256)])
+def test_a_bad_pad_is_named_in_a_warning_and_a_valid_one_used(monkeypatch, raw, used):
+    """The variable, its value and the rule in the warning; (as if not on Linux, so this test process's
+    own malloc settings stay as they are) nothing set, and the answer kept for the process."""
+    from ssdx.core import heap
+
+    monkeypatch.setattr(heap, "_done", None)
+    monkeypatch.setattr(heap.sys, "platform", "darwin")
+    with pytest.warns(UserWarning, match=f"SSDX_HEAP_PAD_MIB='{raw}': must be a whole number of MiB from 0 "
+                                         f"to 2047; using {used}"):
+        assert heap.retain_freed_memory({"SSDX_HEAP_PAD_MIB": raw}) == 0
+    assert heap._done == 0

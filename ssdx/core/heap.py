@@ -21,9 +21,12 @@ import ctypes
 import ctypes.util
 import os
 import sys
+import warnings
 
 #: bytes kept at the top of the heap, in MiB (``SSDX_HEAP_PAD_MIB`` overrides)
 DEFAULT_PAD_MIB = 256
+#: the largest pad ``mallopt`` takes (a C ``int`` of bytes), in MiB
+MAX_PAD_MIB = 2047
 _M_TOP_PAD = -2  # glibc's malloc.h
 _done: int | None = None
 
@@ -36,7 +39,11 @@ def retain_freed_memory(env: dict | None = None) -> int:
         return _done
     env = os.environ if env is None else env
     raw = env.get("SSDX_HEAP_PAD_MIB", "").strip()
-    mib = min(int(raw) if raw.isdigit() else DEFAULT_PAD_MIB, 2047)  # mallopt takes an int
+    mib = int(raw) if raw.isdigit() else DEFAULT_PAD_MIB
+    if (raw and not raw.isdigit()) or mib > MAX_PAD_MIB:
+        mib = min(mib, MAX_PAD_MIB)
+        warnings.warn(f"SSDX_HEAP_PAD_MIB={raw!r}: must be a whole number of MiB from 0 to {MAX_PAD_MIB}; "
+                      f"using {mib}", stacklevel=2)
     _done = 0
     if mib <= 0 or not sys.platform.startswith("linux"):
         return _done
