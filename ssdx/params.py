@@ -240,7 +240,14 @@ class Codes:
     """A column factorised once: its distinct values and each entry's index into them."""
 
     def __init__(self, values: Any):
-        self.uniq, self.inv = np.unique(np.asarray(values), return_inverse=True)
+        a = np.asarray(values)
+        if a.dtype.kind in "US" and a.size > 4096:  # hashing beats sorting strings; the same result
+            import pandas as pd
+
+            inv, uniq = pd.factorize(a, sort=True)
+            self.uniq, self.inv = np.asarray(uniq, dtype=a.dtype), inv.astype(np.intp)
+        else:
+            self.uniq, self.inv = np.unique(a, return_inverse=True)
 
     def map(self, fn: Callable[[Any], Any], dtype: Any = float) -> np.ndarray:
         """``fn`` of every entry, calling it once per distinct value (sweeps repeat few)."""
@@ -253,18 +260,33 @@ def lookup(values: Any, fn: Callable[[Any], Any], dtype: Any = float) -> np.ndar
     return Codes(values).map(fn, dtype)
 
 
+#: the memo key of the NAND type of every configuration (:func:`nand_names`)
+_NAMES = "nand names"
+
+
+def _codes(cols: Mapping, key: str, memo: dict | None) -> Codes:
+    """The :class:`Codes` of column ``key`` as strings (:data:`_NAMES`: of :func:`nand_names`), taken
+    from ``memo`` when it holds them (:func:`build` factorises each column once for its two passes)."""
+    if memo is not None and key in memo:
+        return memo[key]
+    c = Codes(nand_names(cols) if key == _NAMES else np.asarray(cols[key]).astype(str))
+    if memo is not None:
+        memo[key] = c
+    return c
+
+
 def _choice(cols: Mapping, key: str, known: Callable[[str], bool], names: list[str],
-            report: list | None = None) -> np.ndarray:
+            report: list | None = None, memo: dict | None = None) -> np.ndarray:
     a = np.asarray(cols[key]).astype(str)
-    check_rule(cols, key, lookup(a, known, bool), f"must be one of {names}", a, report)
+    check_rule(cols, key, _codes(cols, key, memo).map(known, bool), f"must be one of {names}", a, report)
     return a
 
 
-def validate(cols: Mapping, report: list | None = None) -> None:
+def validate(cols: Mapping, report: list | None = None, memo: dict | None = None) -> None:
     """Check every rule on every configuration; raise :class:`ConfigError` on the first breach.
 
     With a ``report`` list, nothing is raised: each rule appends ``(field, rule, ok-mask)``
-    (see :func:`valid_rows`).
+    (see :func:`valid_rows`).  ``memo`` (a dict) keeps the columns it factorises for :func:`assemble`.
     """
     n = len(next(iter(cols.values())))
     for k, v in cols.items():
@@ -272,8 +294,9 @@ def validate(cols: Mapping, report: list | None = None) -> None:
             raise ConfigError(k, f"{len(v)} values", f"every column must have {n} values")
     _choice(cols, "drive.nand", lambda x: x in catalog.NAND, sorted(catalog.NAND), report)
     _choice(cols, "nand.name", lambda x: x == "" or x in catalog.NAND, sorted(catalog.NAND), report)
-    _choice(cols, "drive.interface", lambda x: x in catalog.INTERFACES, sorted(catalog.INTERFACES), report)
-    mode = _choice(cols, "drive.slc_mode", lambda x: x in SLC_MODES, list(SLC_MODES), report)
+    _choice(cols, "drive.interface", lambda x: x in catalog.INTERFACES, sorted(catalog.INTERFACES), report,
+            memo)
+    mode = _choice(cols, "drive.slc_mode", lambda x: x in SLC_MODES, list(SLC_MODES), report, memo)
     _choice(cols, "workload.pattern", lambda x: x in PATTERNS, list(PATTERNS), report)
 
     check(RANGES, cols, report)
@@ -281,7 +304,7 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     dram = np.asarray(cols["drive.dram"])
     check_rule(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false",
                report=report)
-    names = Codes(nand_names(cols))
+    names = _codes(cols, _NAMES, memo)
     page, unit = nand_value(cols, "page_bytes", names), nand_value(cols, "write_unit_bytes", names)
     with np.errstate(invalid="ignore", divide="ignore"):
         pages = unit / page
@@ -401,8 +424,9 @@ def _raw_bytes(cols: Mapping) -> np.ndarray:
 
 def build(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
     """Validate columns and turn them into (Drive, Workload) pytrees of ``dtype`` arrays, shape (n,)."""
-    validate(cols)
-    return assemble(cols, dtype)
+    memo: dict[str, Codes] = {}  # each column factorised once for both passes
+    validate(cols, memo=memo)
+    return assemble(cols, dtype, memo)
 
 
 #: the columns every catalog NAND value depends on (type, override type, override fields)
@@ -447,13 +471,13 @@ RULE_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-def assemble(cols: Mapping, dtype=np.float32) -> tuple[Drive, Workload]:
+def assemble(cols: Mapping, dtype=np.float32, memo: dict | None = None) -> tuple[Drive, Workload]:
     """(Drive, Workload) pytrees of ``dtype`` arrays, shape (n,), from columns :func:`validate` accepted
-    (:func:`build` without the check; each leaf reads only its :data:`LEAF_COLUMNS`)."""
-    names = Codes(nand_names(cols))
+    (:func:`build` without the check; each leaf reads only its :data:`LEAF_COLUMNS`; ``memo``: the columns
+    :func:`validate` factorised)."""
+    names = _codes(cols, _NAMES, memo)
     med = lambda f: nand_value(cols, f, names)  # noqa: E731
-    iface = Codes(np.asarray(cols["drive.interface"]).astype(str))
-    mode = Codes(np.asarray(cols["drive.slc_mode"]).astype(str))
+    iface, mode = _codes(cols, "drive.interface", memo), _codes(cols, "drive.slc_mode", memo)
     c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
     nand = Nand(
         bits_per_cell=c(med("bits_per_cell")), page_bytes=c(med("page_bytes")),

@@ -84,3 +84,19 @@ def test_pytrees_stack_and_index():
     assert float(one.dies) == 32.0
     assert float(one.raw_bytes) == pytest.approx(2199.02e9, rel=1e-4)
     assert float(one.nand.bits_per_cell) == 3.0
+
+
+@pytest.mark.parametrize("n", [100, 10000])
+def test_codes_factorise_like_np_unique_on_both_paths(n):
+    """Short columns are sorted by ``np.unique``, long string columns hashed by ``pd.factorize``: the
+    same distinct values in the same order, the same indices, the same dtype."""
+    from ssdx.params import Codes
+
+    rng = np.random.default_rng(n)
+    a = rng.choice(["tlc", "qlc", "3d_ct_tlc", "", "ymtc_cdt1b", "é_type"], n).astype(str)
+    c = Codes(a)
+    uniq, inv = np.unique(a, return_inverse=True)
+    np.testing.assert_array_equal(c.uniq, uniq)
+    np.testing.assert_array_equal(c.inv, inv)
+    assert c.uniq.dtype == uniq.dtype and (c.uniq[c.inv] == a).all()
+    assert list(c.map(len, int)) == [len(x) for x in a]
