@@ -89,6 +89,12 @@ class Interface:
         return self.lanes * self.gt_per_s * 1e9 * self.encoding / 8.0
 
     @property
+    def sata(self) -> bool:
+        """A SATA link: half duplex, one command queue (AHCI); the others are PCIe links with NVMe's
+        full-duplex lanes and a queue per stream."""
+        return self.name.startswith("sata")
+
+    @property
     def usable_bytes_per_s(self) -> float:
         """Payload bandwidth after protocol overhead, bytes/s."""
         return self.link_bytes_per_s * self.protocol_efficiency

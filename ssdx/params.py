@@ -292,12 +292,12 @@ def validate(cols: Mapping, report: list | None = None, memo: dict | None = None
     for k, v in cols.items():
         if len(v) != n:
             raise ConfigError(k, f"{len(v)} values", f"every column must have {n} values")
-    _choice(cols, "drive.nand", lambda x: x in catalog.NAND, sorted(catalog.NAND), report)
-    _choice(cols, "nand.name", lambda x: x == "" or x in catalog.NAND, sorted(catalog.NAND), report)
+    _choice(cols, "drive.nand", lambda x: x in catalog.NAND, sorted(catalog.NAND), report, memo)
+    _choice(cols, "nand.name", lambda x: x == "" or x in catalog.NAND, sorted(catalog.NAND), report, memo)
     _choice(cols, "drive.interface", lambda x: x in catalog.INTERFACES, sorted(catalog.INTERFACES), report,
             memo)
     mode = _choice(cols, "drive.slc_mode", lambda x: x in SLC_MODES, list(SLC_MODES), report, memo)
-    _choice(cols, "workload.pattern", lambda x: x in PATTERNS, list(PATTERNS), report)
+    _choice(cols, "workload.pattern", lambda x: x in PATTERNS, list(PATTERNS), report, memo)
 
     check(RANGES, cols, report)
     check_nand_overrides(cols, "nand.", report)

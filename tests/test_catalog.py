@@ -65,3 +65,7 @@ def test_aldrin_nand_program_times_are_the_documented_fit():
 def test_table1_order_is_the_papers():
     assert catalog.TABLE1_NAND == ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
     assert all(name in catalog.NAND for name in catalog.TABLE1_NAND)
+
+
+def test_only_the_sata_link_is_sata():
+    assert [n for n, i in catalog.INTERFACES.items() if i.sata] == ["sata3"]

@@ -36,15 +36,18 @@ def _probe(pad_mib: str | None) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_the_pad_stops_the_per_call_page_faults_and_zero_leaves_malloc_alone():
     """A call over 2^20 floats allocates and frees several 4 MiB buffers: without the pad each call
     faults their pages in again (thousands), with it a fraction once the threads' heaps have settled
-    (usually none); the results are the same."""
+    (usually none); the results are the same.  Elsewhere than Linux's glibc nothing is set."""
     on, off = _probe(None), _probe("0")
-    assert on["pad"] == 256 << 20 and off["pad"] == 0
-    assert off["faults_per_call"] > 2000, off
-    assert on["faults_per_call"] < off["faults_per_call"] / 3, (on, off)
+    assert off["pad"] == 0
+    if not sys.platform.startswith("linux"):
+        assert on["pad"] == 0
+    else:
+        assert on["pad"] == 256 << 20
+        assert off["faults_per_call"] > 2000, off
+        assert on["faults_per_call"] < off["faults_per_call"] / 3, (on, off)
     assert on["sum"] == off["sum"]
 
 

@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ssdx import params, paths
+from ssdx import catalog, params, paths
 from ssdx.core import io
 from ssdx.models.engine import backends as engine_backends
 from ssdx.models.engine import params as engine_params
@@ -253,7 +253,7 @@ def scenario_streams(cfg: Mapping[str, Any], sc: Scenario, index: int,
     else:  # on NVMe each flow is a stream with a window of its own (mqsim_xml: Queue_Fetch_Size)
         run_cfg["engine"]["loop"] = "open"
         per_flow = int(cfg["workload"]["queue_depth"])
-        nvme = not str(cfg["drive"].get("interface", "")).startswith("sata")
+        nvme = not catalog.interface(str(cfg["drive"]["interface"])).sata
         run_cfg["workload"]["queue_depth"] = min(per_flow * (len(sc.flows) if nvme else 1),
                                                  engine_params.MAX_SLOTS)
     return run_cfg, chunks, all(closed)

@@ -314,7 +314,7 @@ def _given_or_interface(cols: Mapping, field: str, scale: float,
     else what ``of_interface`` takes (in SI units) from the configuration's ``drive.interface``
     (``ssdx.catalog``)."""
     iface = np.asarray(cols["drive.interface"]).astype(str)
-    from_catalog = np.array([of_interface(catalog.interface(x)) for x in iface], float)
+    from_catalog = params.lookup(iface, lambda x: of_interface(catalog.interface(x)))
     key = f"engine.{field}"
     given = np.asarray(cols[key], float) if key in cols else np.full(len(iface), np.nan)
     return np.where(np.isnan(given), from_catalog, given * scale)
@@ -395,7 +395,7 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         cmd_s=c(cmd_seconds(cols)),
         host_rate=c(host_bytes_per_s(cols)),
         time_scale=c(num(cols, "engine.time_scale")),
-        duplex=c(~np.char.startswith(iface, "sata")),
+        duplex=c(~params.lookup(iface, lambda x: catalog.interface(x).sata, bool)),
         **_suspend_fields(cols, c),
         map_policy=c(map_policy(cols)),
         dram_rate=c(_opt(cols, "engine.buffer_dram_mts") * 1e6),
