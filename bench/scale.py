@@ -11,6 +11,10 @@ configuration runs the same kernel.
 pytrees already built, as the runner's are), compiled ahead of time (``compile_s``); ``run_s`` is the
 best of ``R`` calls, each ending in ``jax.block_until_ready``.
 
+``bare_chunks``: the same ``jit(vmap)`` called on the runner's padded chunks one after another, nothing
+else: the runner's host work alone (``overhead_vs_bare_chunks``), apart from what cutting the sweep into
+chunks changes by itself (on a CPU, chunks that fit the caches run faster than one call on everything).
+
 ``local``: ``ssdx.sweep.runner.run`` as a sweep runs it: chunks of ``C``, each checkpointed to Parquet
 (atomic write), merged into ``results.parquet``, on 1..K local devices (``runner.devices``).  Its
 compile time is measured inside the runner (ahead-of-time compile per device) and reported apart;
@@ -120,6 +124,24 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         out["run_s"] = min(times)
         out["run_s_all"] = times
         vals = np.asarray(res["mean_mb_s"], np.float64)
+    elif args.what == "bare_chunks":
+        trees = params.build(cols)
+        c = min(args.chunk, n)
+        starts = range(0, n, c)
+        pad = [np.minimum(np.arange(lo, lo + c), n - 1) for lo in starts]  # the runner's padding
+        chunks = [jax.tree_util.tree_map(lambda x, i=i: np.asarray(x)[i], trees) for i in pad]
+        fn = jax.jit(jax.vmap(model(False)))
+        t0 = time.perf_counter()
+        compiled = fn.lower(*chunks[0]).compile()
+        out["compile_s"] = time.perf_counter() - t0
+        times = []
+        for _ in range(args.reps):
+            t0 = time.perf_counter()
+            got = [np.asarray(jax.block_until_ready(compiled(*ch))["mean_mb_s"]) for ch in chunks]
+            times.append(time.perf_counter() - t0)
+        out["run_s"] = min(times)
+        out["run_s_all"] = times
+        vals = np.concatenate(got)[:n].astype(np.float64)
     else:
         if args.what == "ray":
             import ray
@@ -223,6 +245,8 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     bare = spawn(args, "bare", 1, None if accel else 1)
     runs.append({"runner": "bare", "workers": 1, **bare})
+    chunked = spawn(args, "bare_chunks", 1, None if accel else 1)
+    runs.append({"runner": "bare_chunks", "workers": 1, **chunked})
     for k in counts:
         runs.append({"runner": "local", **spawn(args, "local", k if not accel else k, None if accel else k)})
     for k in [int(k) for k in args.ray.split(",") if k]:
@@ -237,8 +261,9 @@ def main() -> None:
         r["configs_per_s_wall"] = n / (r.get("wall_s") or (r["run_s"] + r["compile_s"]))
         r["identical_to_bare"] = bool(r["values_head"] == ref["values_head"]
                                       and r["checksum"] == ref["checksum"])
-        if r["runner"] != "bare":
+        if not r["runner"].startswith("bare"):
             r["overhead_vs_bare"] = r["run_s"] / bare["run_s"] - 1.0
+            r["overhead_vs_bare_chunks"] = r["run_s"] / chunked["run_s"] - 1.0
             base_rate.setdefault(r["runner"], r["configs_per_s_run"] / r["workers"])
             r["scaling_efficiency"] = r["configs_per_s_run"] / (r["workers"] * base_rate[r["runner"]])
     one_local = next((r for r in runs if r["runner"] == "local" and r["workers"] == 1), None)
@@ -260,6 +285,9 @@ def main() -> None:
         "baseline": "bare: one jax.jit(jax.vmap(fluid.metrics)) call on all configurations, AOT-compiled",
         "goal": "local runner (1 worker) overhead over bare < 10 % at 100,000 configurations",
         "local_overhead": one_local["overhead_vs_bare"] if one_local else None,
+        "baseline_chunks": "bare_chunks: the same compiled jit(vmap) called on the runner's padded chunks in "
+                           "turn, nothing else: the runner's host work alone, without the chunking's effect",
+        "local_overhead_vs_chunks": one_local["overhead_vs_bare_chunks"] if one_local else None,
         "runs": [{k: v for k, v in r.items() if k not in ("values_head", "top_values")} for r in runs],
         "reduction": {"keep": KEEP,
                       "runs": [{k: v for k, v in r.items() if k not in ("values_head", "top_values")}
@@ -267,13 +295,14 @@ def main() -> None:
     }
     print(f"{n} configurations, {args.steps} steps, chunk {args.chunk} ({jax.default_backend()}); "
           f"values identical to bare: {all(r['identical_to_bare'] for r in runs)}")
-    print(f"{'runner':<7}{'workers':>8}{'compile_s':>11}{'run_s':>9}{'cfg/s run':>12}{'cfg/s wall':>12}"
-          f"{'overhead':>10}{'efficiency':>11}")
+    print(f"{'runner':<12}{'workers':>8}{'compile_s':>11}{'run_s':>9}{'cfg/s run':>12}{'cfg/s wall':>12}"
+          f"{'overhead':>10}{'vs chunks':>10}{'efficiency':>11}")
     for r in runs:
         ov = f"{100 * r['overhead_vs_bare']:+.1f}%" if "overhead_vs_bare" in r else "-"
+        oc = f"{100 * r['overhead_vs_bare_chunks']:+.1f}%" if "overhead_vs_bare_chunks" in r else "-"
         ef = f"{r['scaling_efficiency']:.2f}" if "scaling_efficiency" in r else "-"
-        print(f"{r['runner']:<7}{r['workers']:>8}{r['compile_s']:>11.2f}{r['run_s']:>9.2f}"
-              f"{r['configs_per_s_run']:>12.0f}{r['configs_per_s_wall']:>12.0f}{ov:>10}{ef:>11}")
+        print(f"{r['runner']:<12}{r['workers']:>8}{r['compile_s']:>11.2f}{r['run_s']:>9.2f}"
+              f"{r['configs_per_s_run']:>12.0f}{r['configs_per_s_wall']:>12.0f}{ov:>10}{oc:>10}{ef:>11}")
     for r in reduced:
         ka = r.get("keep_all")
         print(f"reduce {r['workers']} worker(s), keep top_k/pareto/histograms: {r['configs_per_s_wall']:.0f} "

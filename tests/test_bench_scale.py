@@ -18,12 +18,13 @@ def test_scale_bench_small(tmp_path):
     d = json.loads(out.read_text())
     assert d["sizes"] == {"configs": 480, "chunk": 100, "steps": 16, "reps": 1, "padding_fraction": 20 / 480}
     runs = {(x["runner"], x["workers"]): x for x in d["runs"]}
-    assert set(runs) == {("bare", 1), ("local", 1), ("local", 2)}
+    assert set(runs) == {("bare", 1), ("bare_chunks", 1), ("local", 1), ("local", 2)}
     assert all(x["identical_to_bare"] for x in d["runs"])
     assert len(runs[("local", 2)]["devices"]) == 2 and len(runs[("local", 1)]["devices"]) == 1
     for x in d["runs"]:
         assert x["run_s"] > 0 and x["compile_s"] >= 0 and x["configs_per_s_run"] > 0
     assert d["local_overhead"] == runs[("local", 1)]["overhead_vs_bare"]
+    assert d["local_overhead_vs_chunks"] == runs[("local", 1)]["overhead_vs_bare_chunks"]
     # the reduction-only run (default: 1 worker) against keep: all; its top-k equals the table's
     red = d["reduction"]["runs"]
     assert [x["workers"] for x in red] == [1]

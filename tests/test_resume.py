@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import mixed_sweep_cols
@@ -75,6 +76,69 @@ def test_interrupted_sweep_resumes_to_the_same_rows(tmp_path):
     again = runner.run(cols, model, chunk_size=5, out_dir=tmp_path, progress=False, executor=rec2)
     assert rec2.ran == [] and int(again.schema.metadata[b"resumed_chunks"]) == 10
     pd.testing.assert_frame_equal(again.to_pandas(), ref)
+
+
+def _one_group_cols():
+    """The 24 configurations of ``_cols`` without idle gaps: one static-flag group, so the chunks hold the
+    ids in order and ``results.parquet`` is written as they arrive (``store.ResultsStream``)."""
+    cols = _cols()
+    keep = np.asarray(cols["workload.burst_gb"]) == 0.0
+    return {k: np.asarray(v)[keep] for k, v in cols.items()}
+
+
+def test_results_written_as_chunks_arrive_equal_the_whole_table(tmp_path, monkeypatch):
+    cols = _one_group_cols()
+    model = registry.fluid_model(64)
+    ref = runner.run(cols, model, chunk_size=24, progress=False).to_pandas()
+    assert ref["config_id"].tolist() == list(range(24)) and ref["pslc_gb"].nunique() > 5
+    monkeypatch.setattr(store, "ROW_GROUP_ROWS", 7)
+    order = np.random.default_rng(3).permutation(5).tolist()  # chunks of 5 arrive out of order
+    table = runner.run(cols, model, chunk_size=5, out_dir=tmp_path / "a", progress=False, order=order)
+    pd.testing.assert_frame_equal(table.to_pandas(), ref, check_exact=True)
+    f = pq.ParquetFile(tmp_path / "a" / "results.parquet")
+    pd.testing.assert_frame_equal(f.read().to_pandas(), ref, check_exact=True)
+    sizes = [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)]
+    assert sizes == [10, 10, 4]  # whole chunks, at least ROW_GROUP_ROWS each but the last
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["chunks", "results.parquet"]
+    # killed after two chunks: no results file; the re-run streams the resumed chunks and the new ones
+    with pytest.raises(Crash):
+        runner.run(cols, model, chunk_size=5, out_dir=tmp_path / "b", progress=False, executor=CrashAfter(2))
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["chunks"]  # nor a partial one
+    (tmp_path / "b" / ".results.parquet.tmp-1-2").write_bytes(b"PAR1 half")  # as a SIGKILL leaves it
+    rec = Recording()
+    table = runner.run(cols, model, chunk_size=5, out_dir=tmp_path / "b", progress=False, executor=rec)
+    assert sorted(rec.ran) == [2, 3, 4]
+    pd.testing.assert_frame_equal(pq.read_table(tmp_path / "b" / "results.parquet").to_pandas(), ref,
+                                  check_exact=True)
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["chunks", "results.parquet"]
+
+
+def test_results_stream_refuses_missing_or_misplaced_rows(tmp_path):
+    cols = _one_group_cols()
+    config = store.config_table(cols)
+    ids = [np.arange(lo, min(lo + 10, 24)) for lo in (0, 10, 20)]
+    metrics = [pa.table({"config_id": i, "m": i * 0.5}) for i in ids]
+    assert store.in_id_order([np.arange(0, 10), np.arange(10, 24)], 24)
+    assert not store.in_id_order([np.arange(10, 24), np.arange(0, 10)], 24)
+    assert not store.in_id_order([np.arange(0, 10)], 24)
+    path = tmp_path / "results.parquet"
+    s = store.ResultsStream(path, lambda: config, [10, 10, 4])
+    s.add(2, metrics[2])
+    s.add(0, metrics[0])
+    with pytest.raises(RuntimeError, match=r"chunks \[1\] of 3 never arrived"):
+        s.close()
+    s.abort()
+    assert not list(tmp_path.iterdir())  # neither the file nor its partial copy
+    s = store.ResultsStream(path, lambda: config, [10, 10, 4])
+    with pytest.raises(RuntimeError, match=r"chunk 0 should hold configurations 0..9"):
+        s.add(0, metrics[1])
+    s = store.ResultsStream(path, lambda: config, [10, 10, 4])
+    for i in (1, 0, 2):
+        s.add(i, metrics[i])
+    s.close()
+    got = pq.read_table(path)
+    assert got.column_names == ["config_id", *cols, "m"]
+    assert got.equals(store.assemble(cols, metrics))
 
 
 def test_damaged_or_foreign_chunk_files_are_recomputed(tmp_path):

@@ -24,7 +24,6 @@ import jax
 import numpy as np
 import pyarrow as pa
 
-from ssdx.core import io
 from ssdx.sweep import reduce as reduce_mod
 from ssdx.sweep import store
 
@@ -111,9 +110,11 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
     ``units[i]`` are chunk ``i``'s configuration ids; ``make_job(i)`` its :class:`executors.Job`;
     ``to_columns(i, result)`` turns a job's result into the chunk's columns (``config_id`` + metrics) and
     an info mapping (``compile_s`` is summed).  With ``out_dir``, :func:`store.open_run` checks the
-    fingerprint of ``cols`` and ``definition``, finished chunks are read back instead of run, and each
-    new chunk is written by a background thread while the next computes.  The results table is
-    :func:`store.assemble` d and, with ``out_dir``, written to ``results.parquet``.
+    fingerprint of ``cols`` and ``definition`` (in the background on a fresh directory, before any chunk is
+    written), finished chunks are read back instead of run, and each new chunk is checkpointed by a
+    background thread while the next computes.  The results table is :func:`store.assemble` d; with
+    ``out_dir`` it is written to ``results.parquet``, by the same background thread as the chunks arrive
+    (:class:`store.ResultsStream`) when the chunks hold the ids in order, else whole at the end.
 
     ``reducer`` (:class:`ssdx.sweep.reduce.Reducer`) reduces each chunk's columns to a state as they
     arrive and merges the states (``Outcome.state``).  Unless its spec keeps ``all`` rows too, no row is
@@ -130,66 +131,90 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
     infos: dict[int, dict[str, Any]] = {}
     rows = reducer is None or reducer.spec["all"]
     state = None if reducer is None else reducer.empty()
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        store.open_run(out_dir, store.fingerprint(cols, definition))
-        for i, ids in enumerate(units):
-            if rows:
-                done = store.finished(out_dir, i, ids)
-                if done is not None:
-                    pieces[i], infos[i] = done, store.chunk_info(done)
-                    if reducer is not None:
-                        state = reducer.merge(state, reducer.chunk({k: done.column(k).to_numpy()
-                                                                    for k in done.column_names}))
-            else:
-                got = store.finished_state(out_dir, i, ids)
-                if got is not None:
-                    state, infos[i] = reducer.merge(state, got[0]), got[1]
-    resumed = len(infos)
-    resumed_configs = sum(len(units[i]) for i in infos)
-    jobs = [make_job(i) for i in order if i not in infos]
-    executor = executor if executor is not None else executors.LocalExecutor()
     n = len(next(iter(cols.values())))
-    bar = progress_bar(n, desc, enabled=progress, initial=resumed_configs)
     writer = None if out_dir is None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="ssdx-store")
-    writes = []
-    t0 = time.perf_counter()
-    compile_s = 0.0
+    writes = []  # the background writer's tasks run in submission order
+    config = stream = None
     try:
-        for job, res, where in executor.map(jobs):
-            data, info = to_columns(job.index, res)
-            info = {**info, **where}
-            compile_s += float(info.get("compile_s", 0.0))
-            if reducer is not None:
-                st = reducer.chunk(data)
-                text = reduce_mod.dumps(st)
-                state = reducer.merge(state, reduce_mod.loads(text))  # exactly what a resume reads back
+        if out_dir is not None:
+            out_dir = Path(out_dir)
+            def start() -> None:
+                store.open_run(out_dir, store.fingerprint(cols, definition))
+
+            if store.is_fresh(out_dir):  # nothing to check: the manifest is written before any chunk
+                writes.append(writer.submit(start))
+            else:
+                start()
             if rows:
-                table = pa.table(data)
-                pieces[job.index] = table
-                if writer is not None:
-                    writes.append(writer.submit(io.write_parquet, store.with_info(table, info),
-                                                store.chunk_path(out_dir, job.index), "none"))
-            elif writer is not None:
-                writes.append(writer.submit(store.write_state, store.state_path(out_dir, job.index), text,
-                                            units[job.index], info))
-            infos[job.index] = info
-            bar.update(len(units[job.index]))
+                config = writer.submit(store.config_table, cols)
+                if store.in_id_order(units, n):
+                    stream = store.ResultsStream(out_dir / store.RESULTS, config.result,
+                                                 [len(u) for u in units])
+            for i, ids in enumerate(units):
+                if rows:
+                    done = store.finished(out_dir, i, ids)
+                    if done is not None:
+                        pieces[i], infos[i] = done, store.chunk_info(done)
+                        if stream is not None:
+                            writes.append(writer.submit(stream.add, i, done))
+                        if reducer is not None:
+                            state = reducer.merge(state, reducer.chunk({k: done.column(k).to_numpy()
+                                                                        for k in done.column_names}))
+                else:
+                    got = store.finished_state(out_dir, i, ids)
+                    if got is not None:
+                        state, infos[i] = reducer.merge(state, got[0]), got[1]
+        resumed = len(infos)
+        resumed_configs = sum(len(units[i]) for i in infos)
+        jobs = [make_job(i) for i in order if i not in infos]
+        executor = executor if executor is not None else executors.LocalExecutor()
+        bar = progress_bar(n, desc, enabled=progress, initial=resumed_configs)
+        t0 = time.perf_counter()
+        compile_s = 0.0
+        try:
+            for job, res, where in executor.map(jobs):
+                data, info = to_columns(job.index, res)
+                info = {**info, **where}
+                compile_s += float(info.get("compile_s", 0.0))
+                if reducer is not None:
+                    st = reducer.chunk(data)
+                    text = reduce_mod.dumps(st)
+                    state = reducer.merge(state, reduce_mod.loads(text))  # exactly what a resume reads back
+                if rows:
+                    table = pa.table(data)
+                    pieces[job.index] = table
+                    if writer is not None:
+                        writes.append(writer.submit(store.write_chunk, store.with_info(table, info),
+                                                    store.chunk_path(out_dir, job.index)))
+                        if stream is not None:
+                            writes.append(writer.submit(stream.add, job.index, table))
+                elif writer is not None:
+                    writes.append(writer.submit(store.write_state, store.state_path(out_dir, job.index), text,
+                                                units[job.index], info))
+                infos[job.index] = info
+                bar.update(len(units[job.index]))
+        finally:
+            bar.close()
+        missing = sorted(set(range(n_units)) - set(infos))
+        if missing:  # an executor must return or report every job; never write a table with rows left out
+            raise RuntimeError(f"the executor returned no result for chunks {missing[:10]}")
+        if stream is not None:
+            writes.append(writer.submit(stream.close))
+            stream = None
     finally:
-        bar.close()
         if writer is not None:
+            if stream is not None:  # a failure: no partial results file is left behind
+                writer.submit(stream.abort)
             writer.shutdown(wait=True)
     for w in writes:
-        w.result()  # a failed checkpoint write surfaces here
+        w.result()  # a failed checkpoint or results write surfaces here
     elapsed = time.perf_counter() - t0
-    missing = sorted(set(range(n_units)) - set(infos))
-    if missing:  # an executor must return or report every job; never write a table with rows left out
-        raise RuntimeError(f"the executor returned no result for chunks {missing[:10]}")
     table = None
     if rows:
-        table = store.assemble(cols, [pieces[i] for i in range(n_units)])
-        if out_dir is not None:
-            io.write_parquet(table, out_dir / "results.parquet")
+        table = store.assemble(cols, [pieces[i] for i in range(n_units)],
+                               config=None if config is None else config.result())
+        if out_dir is not None and not store.in_id_order(units, n):
+            store.write_results(table, out_dir / store.RESULTS, table.column_names[:1 + len(cols)])
     if state is not None and state["n"] != n:
         raise RuntimeError(f"the reduction states cover {state['n']} of {n} configurations")
     return Outcome(table, [infos[i] for i in range(n_units)], resumed, resumed_configs, elapsed, compile_s,

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +150,13 @@ def open_run(out_dir: Path, fp: Mapping[str, Any]) -> bool:
     return False
 
 
+def is_fresh(out_dir: Path) -> bool:
+    """Whether ``out_dir`` holds neither a manifest nor a chunk file, so :func:`open_run` has nothing to
+    check and only writes the manifest (which may then be done in the background, before any chunk)."""
+    chunks = out_dir / "chunks"
+    return not (chunks / MANIFEST).exists() and not any(chunks.glob("chunk_*.*"))
+
+
 def finished(out_dir: Path, index: int, config_ids: np.ndarray) -> pa.Table | None:
     """The checkpoint of chunk ``index`` if it is complete (reads back, holds exactly ``config_ids``)."""
     path = chunk_path(out_dir, index)
@@ -165,6 +174,12 @@ def finished(out_dir: Path, index: int, config_ids: np.ndarray) -> pa.Table | No
     return table
 
 
+def write_chunk(table: pa.Table, path: Path) -> None:
+    """Checkpoint a chunk's rows (``config_id`` + metrics) whole (:func:`replace_atomic`): uncompressed and
+    without dictionaries, as the file is read back only on a resume."""
+    replace_atomic(path, lambda tmp: pq.write_table(table, tmp, compression="none", use_dictionary=False))
+
+
 def with_info(table: pa.Table, info: Mapping[str, Any]) -> pa.Table:
     """``table`` with ``info`` (worker, seconds, ...) stored as JSON in its schema metadata."""
     meta = dict(table.schema.metadata or {})
@@ -178,20 +193,128 @@ def chunk_info(table: pa.Table) -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
-def assemble(cols: Mapping[str, Any], pieces: list[pa.Table]) -> pa.Table:
+def config_table(cols: Mapping[str, Any]) -> pa.Table:
+    """The configuration columns of a results table as Arrow, one row per configuration in id order: every
+    column of ``cols`` with the NAND override columns holding the value each configuration ran with
+    (``params.effective_columns``), not NaN for "the catalog's".  Built once per run and sliced."""
+    return pa.table({k: np.asarray(v) for k, v in params.effective_columns(cols).items()})
+
+
+def _rows(config: pa.Table, metrics: pa.Table) -> pa.Table:
+    """``config_id``, the configuration columns ``config`` (the same rows), then the metrics."""
+    data = {"config_id": metrics.column("config_id")}
+    data.update({k: config.column(k) for k in config.column_names})
+    data.update({k: metrics.column(k) for k in metrics.column_names if k != "config_id"})
+    return pa.table(data)
+
+
+def assemble(cols: Mapping[str, Any], pieces: list[pa.Table], config: pa.Table | None = None) -> pa.Table:
     """The results table: ``config_id``, every configuration column of ``cols``, then the other columns of
     the chunk tables ``pieces`` (``config_id`` + metrics each), one row per configuration in id order.
     The configuration columns come from ``cols`` (fingerprinted), never from the files, so a resumed
-    sweep's table has this run's column types.  NAND override columns record the value each
-    configuration ran with (``params.effective_columns``), not NaN for "the catalog's"."""
-    metrics = pa.concat_tables([p.replace_schema_metadata(None) for p in pieces]).sort_by("config_id")
+    sweep's table has this run's column types; ``config`` is :func:`config_table` of ``cols`` when the
+    caller has built it already."""
+    metrics = pa.concat_tables([p.replace_schema_metadata(None) for p in pieces])
     ids = metrics.column("config_id").to_numpy()
+    if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):
+        metrics = metrics.sort_by("config_id")
+        ids = metrics.column("config_id").to_numpy()
     n = len(next(iter(cols.values())))
     if not np.array_equal(ids, np.arange(n)):
         raise RuntimeError(f"the chunks hold {len(ids)} rows for {n} configurations "
                            "(missing or repeated ids)")
-    data = {"config_id": metrics.column("config_id")}
-    data.update({k: np.asarray(v) for k, v in params.effective_columns(cols).items()})
-    data.update({k: metrics.column(k) for k in metrics.column_names if k != "config_id"})
-    return pa.table(data)
+    return _rows(config_table(cols) if config is None else config, metrics)
 
+
+RESULTS = "results.parquet"
+ROW_GROUP_ROWS = 65536
+
+
+def _parquet_options(config_names: list[str]) -> dict[str, Any]:
+    """How a results file is written: snappy, dictionaries for the configuration columns only (a sweep's
+    values repeat; its metrics mostly do not, and trying dictionaries on them costs time)."""
+    return {"compression": "snappy", "use_dictionary": [k for k in config_names if k != "config_id"]}
+
+
+def write_results(table: pa.Table, path: Path, config_names: list[str]) -> None:
+    """Write a whole results table (:func:`ssdx.core.io.replace_atomic`), as :class:`ResultsStream` does."""
+    replace_atomic(path, lambda tmp: pq.write_table(table, tmp, **_parquet_options(config_names)))
+
+
+def in_id_order(units: Sequence[np.ndarray], n: int) -> bool:
+    """Whether the chunks ``units`` (configuration ids), taken in index order, are ``0 .. n-1`` in order:
+    then their rows can be written as they arrive (:class:`ResultsStream`)."""
+    return sum(len(u) for u in units) == n and np.array_equal(
+        np.concatenate([np.asarray(u) for u in units]) if units else np.zeros(0, np.int64), np.arange(n))
+
+
+class ResultsStream:
+    """``results.parquet`` written while a sweep runs, as row groups in configuration-id order.
+
+    For a sweep whose chunks, in index order, hold the ids ``0 .. n-1`` in order (:func:`in_id_order`).
+    Chunks may finish in any order (several devices, Ray, a resume); each is held until those before it
+    have arrived, then rows are written in groups of at least :data:`ROW_GROUP_ROWS` (fewer only at the
+    end).  The file grows under a temporary name and is renamed into place by :meth:`close` once every
+    chunk has been written, so a reader or a crash sees the finished file or none; :meth:`abort` removes
+    the partial file, and a partial file a killed run left is removed when the next run starts.  The
+    file holds the same rows and columns as :func:`assemble`'s table.
+
+    Not thread-safe: call every method from one thread (the sweep's background writer)."""
+
+    def __init__(self, path: Path, config: Callable[[], pa.Table], sizes: Sequence[int]):
+        self.path = Path(path)
+        self._config = config  # called on first use, in the writer's thread
+        self.offsets = np.concatenate([[0], np.cumsum(np.asarray(sizes, np.int64))])
+        self.next = 0
+        self.pending: dict[int, pa.Table] = {}
+        self.buffered: list[pa.Table] = []
+        for stale in self.path.parent.glob(f".{self.path.name}.tmp-*"):  # left by a killed run
+            stale.unlink(missing_ok=True)
+        self.tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+        self.writer: pq.ParquetWriter | None = None
+
+    def add(self, index: int, metrics: pa.Table) -> None:
+        """Chunk ``index``'s rows (``config_id`` + metrics); written once every earlier chunk has come."""
+        lo, hi = int(self.offsets[index]), int(self.offsets[index + 1])
+        if not np.array_equal(metrics.column("config_id").to_numpy(), np.arange(lo, hi)):
+            raise RuntimeError(f"chunk {index} should hold configurations {lo}..{hi - 1}; it holds others")
+        self.pending[index] = metrics.replace_schema_metadata(None)
+        while self.next in self.pending:
+            self.buffered.append(self.pending.pop(self.next))
+            self.next += 1
+            if self.offsets[self.next] - self.offsets[self.next - len(self.buffered)] >= ROW_GROUP_ROWS:
+                self._flush()
+
+    def _flush(self) -> None:
+        if not self.buffered:
+            return
+        lo, hi = int(self.offsets[self.next - len(self.buffered)]), int(self.offsets[self.next])
+        metrics = pa.concat_tables(self.buffered)
+        table = _rows(self._config().slice(lo, hi - lo), metrics)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.tmp, table.schema, **_parquet_options(table.column_names))
+        self.writer.write_table(table, row_group_size=len(table))
+        self.buffered = []
+
+    def close(self) -> None:
+        """Write what is buffered and put the file in place; every chunk must have been added."""
+        n_chunks = len(self.offsets) - 1
+        if self.next != n_chunks:
+            missing = [i for i in range(self.next, n_chunks) if i not in self.pending]
+            raise RuntimeError(f"{RESULTS}: chunks {missing[:10]} of {n_chunks} never arrived")
+        try:
+            self._flush()
+            if self.writer is None:
+                raise RuntimeError(f"{RESULTS}: no rows to write")
+            writer, self.writer = self.writer, None
+            writer.close()
+            os.replace(self.tmp, self.path)
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        """Stop writing and remove the partial file (the finished file, if any, is left)."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        self.tmp.unlink(missing_ok=True)
