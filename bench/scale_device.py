@@ -18,6 +18,9 @@ pre-fill, fold efficiency and static pSLC size; 500 GB drives; float32), ``N`` c
 * ``trivial``: a model of three multiplies and an add per configuration over ``T`` configurations (grid x
   random block) with the same three reductions, chunks of 2^20: the pipeline's own rate and host cost per
   configuration; at ``T`` and ``T / 10`` for the peak memory.
+* ``trivial_opposed``: the trivial model over ``T / 10`` configurations keeping only the Pareto front of two
+  opposed metrics (:data:`OPPOSED_KEEP`: least static pSLC size against greatest score), whose long
+  front the pivot screen must narrow twice before its sort.
 * ``ray``: the fluid design (static pSLC size on a grid axis, :func:`_ray_sweep`) at ``S_ray`` steps over
   ``N_ray`` configurations on a two-node local Ray
   cluster (``ray.cluster_utils.Cluster``, one CPU per node), tasks sent index ranges, and the same sweep
@@ -66,6 +69,9 @@ def _trivial_sweep(n: int) -> dict:
             "base": {"drive.user_capacity_gb": 500.0}}
 
 
+#: a Pareto front of two opposed metrics (the larger static pSLC size buys the larger score): a long front,
+#: which the first screen's 256 buckets leave thousands of candidates of
+OPPOSED_KEEP = {"pareto": {"x": "drive.static_slc_gb", "x_better": "min", "y": "score", "y_better": "max"}}
 TRIVIAL_KEEP = {"top_k": {"k": 10, "by": "score", "group_by": ["drive.nand"], "ascending": False},
                 "pareto": {"x": "drive.dies_per_channel", "x_better": "min", "y": "score", "y_better": "max"},
                 "histograms": {"metrics": ["score"], "bins": 64, "group_by": ["drive.slc_mode"],
@@ -175,9 +181,13 @@ def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
         ds = _space(_sweep(args.configs), KEEP, metrics, args.steps)
         return _device_run(ds, registry.fluid_model(args.steps), args.chunk, args.reps)
     if what.startswith("trivial"):
-        n = args.trivial // (10 if what == "trivial_small" else 1)
-        ds = _space(_trivial_sweep(n), TRIVIAL_KEEP, ["score"], 8)
-        return _device_run(ds, trivial, 1 << 20, args.reps)
+        n = args.trivial // (1 if what == "trivial" else 10)
+        keep = OPPOSED_KEEP if what == "trivial_opposed" else TRIVIAL_KEEP
+        ds = _space(_trivial_sweep(n), keep, ["score"], 8)
+        out = _device_run(ds, trivial, 1 << 20, args.reps)
+        if what == "trivial_opposed":
+            out["pareto_points"] = len(reduce.loads(out["state"])["pareto"])
+        return out
     if what == "ray":
         import ray
         from ray.cluster_utils import Cluster
@@ -229,14 +239,15 @@ def main() -> None:
 
     from ssdx.report.machine import machine
 
-    runs = {w: spawn(w, args) for w in ("bare", "device", "host", "trivial", "trivial_small")}
+    names = ("bare", "device", "host", "trivial", "trivial_small", "trivial_opposed")
+    runs = {w: spawn(w, args) for w in names}
     if args.ray_configs:
         runs["ray"] = spawn("ray", args)
     bare, dev, host = runs["bare"], runs["device"], runs["host"]
     dev["overhead_vs_bare"] = dev["run_s"] / bare["run_s"] - 1.0
     host["overhead_vs_bare"] = host["run_s"] / bare["run_s"] - 1.0
     dev["identical_to_host"] = dev.pop("state") == host.pop("state")
-    for k in ("trivial", "trivial_small"):
+    for k in ("trivial", "trivial_small", "trivial_opposed"):
         runs[k].pop("state")
     result = {
         "benchmark": "scale_device",
@@ -254,6 +265,7 @@ def main() -> None:
         "device_overhead": dev["overhead_vs_bare"], "host_path_overhead": host["overhead_vs_bare"],
         "trivial_configs_per_s": runs["trivial"]["configs_per_s_run"],
         "trivial_host_ns_per_config": runs["trivial"]["host_ns_per_config"],
+        "opposed_pareto_configs_per_s": runs["trivial_opposed"]["configs_per_s_run"],
         "peak_rss_mib": {str(r["configs"]): {"after_first_chunk": r["rss_after_first_chunk_mib"],
                                              "at_end": r["peak_rss_mib"]}
                          for r in (runs["trivial_small"], runs["trivial"])},
@@ -261,7 +273,7 @@ def main() -> None:
     }
     print(f"{bare['configs']} configurations, {args.steps} steps ({jax.default_backend()})")
     print(f"{'run':<14}{'configs':>12}{'compile_s':>11}{'run_s':>9}{'cfg/s':>14}{'overhead':>10}")
-    for name in ("bare", "device", "host", "trivial", "trivial_small"):
+    for name in names:
         r = runs[name]
         ov = r.get("overhead_vs_bare")
         print(f"{name:<14}{r['configs']:>12,}{r['compile_s']:>11.2f}{r['run_s']:>9.3f}"

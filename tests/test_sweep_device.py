@@ -159,10 +159,10 @@ def test_float32_edges_bin_as_the_float64_edges_do():
 @pytest.mark.parametrize("n, front", [(5000, False), (40000, False), (6000, True), (20000, True),
                                       (300000, False)])
 def test_the_screened_pareto_front_is_exact(n, front):
-    """Pivot screening then a sort of the candidates (512 or 16,384 entries) or, past SCREENED candidates,
-    of the whole chunk gives exactly the non-dominated points, ties and ineligible points included
-    (against ``reduce._front``); the first four cases go through the three sorts, the last draws its
-    pivots from every fourth point."""
+    """Pivot screening then a sort of the candidates (512 or 16,384 entries) or, past SCREENED candidates
+    that a second screen leaves too, of the whole chunk gives exactly the non-dominated points, ties and
+    ineligible points included (against ``reduce._front``); the first four cases go through the three
+    sorts, the last draws its pivots from every fourth point."""
     from ssdx.sweep import device_run, reduce
 
     rng = np.random.default_rng(n)
@@ -185,6 +185,33 @@ def test_the_screened_pareto_front_is_exact(n, front):
     pos, count = jax.jit(device_run.front_positions, static_argnums=3)(
         jnp_(np.where(elig, x, np.inf)), jnp_(np.where(elig, y, np.inf)), jnp_(cand), size)
     assert int(count) == want.sum() > 3
+    np.testing.assert_array_equal(np.asarray(pos), np.concatenate([np.flatnonzero(want), np.zeros(5, int)]))
+
+
+def test_a_long_front_of_opposed_metrics_is_screened_again_not_sorted_whole():
+    """Two opposed continuous metrics (y falls with x, in a narrow band): the front is thousands of points
+    long and the first screen's 256 buckets leave more than SCREENED candidates; the second screen
+    (FINE_PIVOTS buckets from every point) removes no front point and leaves few enough to sort alone,
+    and the front comes out exact."""
+    from ssdx.sweep import device_run, reduce
+
+    n = 60000
+    rng = np.random.default_rng(7)
+    x = rng.random(n).astype(np.float32)
+    y = (1.0 - x + 0.003 * rng.random(n)).astype(np.float32)
+    elig = rng.random(n) > 0.1
+    ids = np.flatnonzero(elig)
+    want = np.zeros(n, bool)
+    want[ids[reduce._front(x[ids], y[ids], ids, False, False)]] = True
+    xe, ye = np.where(elig, x, np.inf), np.where(elig, y, np.inf)
+    coarse = elig & ~np.asarray(device_run.pivot_dominated(jnp_(x), jnp_(y), jnp_(elig)))
+    fine = coarse & ~np.asarray(device_run.pivot_dominated(jnp_(xe), jnp_(ye), jnp_(np.isfinite(xe)),
+                                                           device_run.FINE_PIVOTS, n))
+    assert coarse.sum() > device_run.SCREENED >= fine.sum() and want.sum() > 1000
+    assert not (want & ~fine).any()  # the second screen removes no front point either
+    size = int(want.sum()) + 5
+    pos, count = jax.jit(device_run.front_positions, static_argnums=3)(jnp_(xe), jnp_(ye), jnp_(coarse), size)
+    assert int(count) == want.sum()
     np.testing.assert_array_equal(np.asarray(pos), np.concatenate([np.flatnonzero(want), np.zeros(5, int)]))
 
 

@@ -214,24 +214,25 @@ def _front_sorted(x, y, elig):
 PIVOTS = 256
 #: points of a chunk the pivots are drawn from (every ``n // PIVOT_SAMPLE``-th point)
 PIVOT_SAMPLE = 1 << 16
-_EARLIER = np.tril(np.ones((PIVOTS, PIVOTS), bool), -1)  # [i, j]: bucket j comes before bucket i
+#: buckets of the second screen, drawn from every point, when the first leaves more than SCREENED
+FINE_PIVOTS = 8192
 #: most screened points sorted alone (more: the whole chunk is sorted)
 SCREENED = 16384
 #: screened points sorted in the smaller of the two sorts (most chunks have a few hundred candidates)
 FEW_SCREENED = 512
 
 
-def pivot_dominated(x, y, elig):
-    """Points that one of :data:`PIVOTS` real points dominates (both axes minimised).  The pivots are, in
+def pivot_dominated(x, y, elig, pivots: int = PIVOTS, sample: int = PIVOT_SAMPLE):
+    """Points that one of ``pivots`` real points dominates (both axes minimised).  The pivots are, in
     each of equal-width buckets of x, the point of least y (least x among ties), drawn from every
-    ``stride``-th point of the chunk (a sample of about :data:`PIVOT_SAMPLE` points, so the two
-    scatter-minima stay small).  Every pivot of an earlier bucket has a strictly smaller x (the bucket is a
-    non-decreasing function of x, clipped at both ends), so a point is dominated when the least y among
-    them is <= its own, or when its own bucket's pivot has ``x' < x, y' <= y`` or ``x' <= x, y' < y``.
-    Sound (every flagged point is dominated by a real eligible point), not complete; three gathers from
-    256-entry tables per point."""
+    ``stride``-th point of the chunk (a sample of about ``sample`` points, so the two scatter-minima stay
+    small).  Every pivot of an earlier bucket has a strictly smaller x (the bucket is a non-decreasing
+    function of x, clipped at both ends), so a point is dominated when the least y among them is <= its
+    own, or when its own bucket's pivot has ``x' < x, y' <= y`` or ``x' <= x, y' < y``.  Sound (every
+    flagged point is dominated by a real eligible point), not complete; three gathers from
+    ``pivots``-entry tables per point."""
     fin = elig & jnp.isfinite(x) & jnp.isfinite(y)
-    stride = max(1, x.shape[0] // PIVOT_SAMPLE)
+    stride = max(1, x.shape[0] // sample)
     xs, ys, fs = x[::stride], y[::stride], fin[::stride]
     lo = jnp.min(jnp.where(fs, xs, jnp.inf))
     hi = jnp.max(jnp.where(fs, xs, -jnp.inf))
@@ -239,14 +240,19 @@ def pivot_dominated(x, y, elig):
     width = jnp.where(hi > lo, hi - lo, 1.0)
 
     def bucket(v):
-        return jnp.clip(jnp.floor((v - lo) / width * PIVOTS), 0, PIVOTS - 1).astype(jnp.int32)
+        return jnp.clip(jnp.floor((v - lo) / width * pivots), 0, pivots - 1).astype(jnp.int32)
 
     bs = jnp.where(fs, bucket(xs), 0)
-    ymin = jax.ops.segment_min(jnp.where(fs, ys, jnp.inf), bs, PIVOTS)
-    xmin = jax.ops.segment_min(jnp.where(fs & (ys == ymin[bs]), xs, jnp.inf), bs, PIVOTS)
-    # least y over the buckets before each, by a masked minimum over a 256 x 256 triangle: a cumulative
-    # minimum here is fused into the per-point gathers below and recomputed for every point
-    before = jnp.min(jnp.where(_EARLIER, ymin[None, :], jnp.inf), axis=1)
+    ymin = jax.ops.segment_min(jnp.where(fs, ys, jnp.inf), bs, pivots)
+    xmin = jax.ops.segment_min(jnp.where(fs & (ys == ymin[bs]), xs, jnp.inf), bs, pivots)
+    if pivots <= PIVOTS:
+        # least y over the buckets before each, by a masked minimum over a triangle: a cumulative minimum
+        # here is fused into the per-point gathers below and recomputed for every point
+        earlier = np.tril(np.ones((pivots, pivots), bool), -1)  # [i, j]: bucket j comes before bucket i
+        before = jnp.min(jnp.where(earlier, ymin[None, :], jnp.inf), axis=1)
+    else:  # the triangle grows as pivots^2: a cumulative minimum, kept apart from the gathers
+        before = jnp.concatenate([jnp.full(1, jnp.inf, ymin.dtype), jax.lax.cummin(ymin)[:-1]])
+        ymin, xmin, before = jax.lax.optimization_barrier((ymin, xmin, before))
     b = jnp.where(fin, bucket(x), 0)
     yb, xb, pb = ymin[b], xmin[b], before[b]
     d1 = (pb <= y) | ((xb < x) & (yb <= y))  # earlier buckets' x is strictly smaller
@@ -258,27 +264,40 @@ def front_positions(x, y, cand, size: int):
     """The positions of the non-dominated points among ``cand`` (both axes minimised, ``x``, ``y`` +inf
     where not eligible; the candidates left by :func:`pivot_dominated`), the first ``size`` of them
     ascending (0 after), and their count.  Exact: the candidates are compacted and sorted alone, in the
-    smallest of :data:`FEW_SCREENED` or :data:`SCREENED` entries that holds them, else the whole chunk is
-    sorted; a point outside ``cand`` is never returned."""
+    smaller of :data:`FEW_SCREENED` or :data:`SCREENED` entries that holds them (each sort compiled adds
+    about half a second to a sweep's compile time, so there are two).
+    More than :data:`SCREENED` candidates (a long front of two opposed metrics: the first screen's 256
+    buckets are too coarse for it) are screened again by :data:`FINE_PIVOTS` buckets drawn from every
+    point; only if they still do not fit is the whole chunk sorted.  A point outside ``cand`` is never
+    returned."""
     n = x.shape[0]
     caps = sorted({min(c, n) for c in (FEW_SCREENED, SCREENED)})
-    total = cand.sum().astype(jnp.int32)
 
-    def among(cap):
+    def among(cap, c):
         def run(_):
-            idx = compact_sparse(cand, cap) if cap == caps[0] else compact(cand, cap)
+            total = c.sum().astype(jnp.int32)
+            idx = compact_sparse(c, cap) if cap == caps[0] else compact(c, cap)
             m = _front_sorted(x[idx], y[idx], jnp.arange(cap) < total)
             count = m.sum()
             return jnp.where(jnp.arange(size) < count, idx[compact(m, size)], 0), count
         return run
 
-    def whole(_):
-        front = _front_sorted(x, y, cand)
-        return compact(front, size), front.sum()
+    def whole(c):
+        def run(_):
+            front = _front_sorted(x, y, c)
+            return compact(front, size), front.sum()
+        return run
 
-    # the smallest sort that holds every candidate
-    which = jnp.searchsorted(jnp.asarray(caps, jnp.int32), total)
-    return jax.lax.switch(which, [among(c) for c in caps] + [whole], None)
+    def again(_):  # a second, finer screen, drawing its pivots from every eligible point
+        fin = jnp.isfinite(x) & jnp.isfinite(y)
+        c = cand & ~pivot_dominated(x, y, fin, FINE_PIVOTS, n)
+        return jax.lax.cond(c.sum() <= caps[-1], among(caps[-1], c), whole(c), None)
+
+    # the smallest sort that holds every candidate (a branch not taken costs nothing: no conditional
+    # before the switch, which would keep XLA from fusing the candidates' mask into its consumers)
+    which = jnp.searchsorted(jnp.asarray(caps, jnp.int32), cand.sum().astype(jnp.int32))
+    last = again if n > caps[-1] else whole(cand)
+    return jax.lax.switch(which, [among(c, cand) for c in caps] + [last], None)
 
 
 #: configurations per block of :func:`compact_sparse`

@@ -135,6 +135,7 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
     writer = None if out_dir is None else ThreadPoolExecutor(max_workers=1, thread_name_prefix="ssdx-store")
     writes = []  # the background writer's tasks run in submission order
     config = stream = None
+    ordered = out_dir is not None and rows and store.in_id_order(units, n)
     try:
         if out_dir is not None:
             out_dir = Path(out_dir)
@@ -147,7 +148,7 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
                 start()
             if rows:
                 config = writer.submit(store.config_table, cols)
-                if store.in_id_order(units, n):
+                if ordered:
                     stream = store.ResultsStream(out_dir / store.RESULTS, config.result,
                                                  [len(u) for u in units])
             for i, ids in enumerate(units):
@@ -213,7 +214,7 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
     if rows:
         table = store.assemble(cols, [pieces[i] for i in range(n_units)],
                                config=None if config is None else config.result())
-        if out_dir is not None and not store.in_id_order(units, n):
+        if out_dir is not None and not ordered:
             store.write_results(table, out_dir / store.RESULTS, table.column_names[:1 + len(cols)])
     if state is not None and state["n"] != n:
         raise RuntimeError(f"the reduction states cover {state['n']} of {n} configurations")
