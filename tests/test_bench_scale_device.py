@@ -1,0 +1,34 @@
+"""``bench/scale_device.py`` runs end to end at a small size: the device path's reduction states equal the
+host path's, and the JSON carries the fields docs/performance.md quotes (no timing is asserted)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_scale_device_bench_small(tmp_path):
+    out = tmp_path / "scale_device.json"
+    r = subprocess.run([sys.executable, "-m", "bench.scale_device", "--configs", "600", "--steps", "8",
+                        "--chunk", "256", "--trivial", "300000", "--reps", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(out.read_text())
+    runs = d["runs"]
+    assert set(runs) == {"bare", "device", "host", "trivial", "trivial_small", "trivial_opposed"}
+    assert runs["device"]["identical_to_host"] is True
+    assert runs["device"]["configs"] == runs["bare"]["configs"] == d["sizes"]["configs"] == 576  # 48 x 12
+    assert runs["trivial"]["configs"] == d["sizes"]["trivial"] == 300000
+    assert runs["trivial_small"]["configs"] == runs["trivial_opposed"]["configs"] == 28800
+    # the opposed metrics' front is long: many points, each a different static pSLC size
+    assert runs["trivial_opposed"]["pareto_points"] > 50
+    for k in ("trivial", "trivial_small", "trivial_opposed"):
+        x = runs[k]
+        assert x["run_s"] > 0 and x["device_s"] > 0 and x["compile_s"] > 0
+        assert abs(x["host_s"] - (x["run_s"] - x["device_s"])) < 1e-9
+    assert d["device_overhead"] == runs["device"]["overhead_vs_bare"]
+    assert d["opposed_pareto_configs_per_s"] == runs["trivial_opposed"]["configs_per_s_run"]
+    assert set(d["peak_rss_mib"]) == {"28800", "300000"}
+    assert "device states identical to the host path's: True" in r.stdout
