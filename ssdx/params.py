@@ -242,10 +242,13 @@ class Codes:
     def __init__(self, values: Any):
         a = np.asarray(values)
         if a.dtype.kind in "US" and a.size > 4096:  # hashing beats sorting strings; the same result
-            import pandas as pd
+            got = _factorize_fixed_width(a)
+            if got is None:
+                import pandas as pd
 
-            inv, uniq = pd.factorize(a, sort=True)
-            self.uniq, self.inv = np.asarray(uniq, dtype=a.dtype), inv.astype(np.intp)
+                inv, uniq = pd.factorize(a, sort=True)
+                got = np.asarray(uniq, dtype=a.dtype), inv.astype(np.intp)
+            self.uniq, self.inv = got
         else:
             self.uniq, self.inv = np.unique(a, return_inverse=True)
 
@@ -253,6 +256,44 @@ class Codes:
         """``fn`` of every entry, calling it once per distinct value (sweeps repeat few)."""
         vals = [fn(u.item() if isinstance(u, np.generic) else u) for u in self.uniq]
         return np.asarray(vals, dtype=dtype)[self.inv]
+
+
+#: one odd 64-bit multiplier per 8-byte word of a fixed-width string (a fixed seed: the same every run)
+_WORD_WEIGHTS = np.random.default_rng(0x55D).integers(1, 2**63, 64, dtype=np.uint64) * 2 + 1
+
+
+def _factorize_fixed_width(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``np.unique(a, return_inverse=True)`` of a fixed-width string array, computed by hashing each
+    entry's bytes to one 64-bit number (a weighted sum of its 8-byte words, wrapping) and factorising the
+    numbers; exact, because every entry is compared with the distinct value its hash chose (a collision
+    returns None and the caller factorises the strings themselves).  Skips converting the entries to
+    Python strings, which is most of the time of factorising them."""
+    import pandas as pd
+
+    width = a.dtype.itemsize
+    n_words = -(-width // 8)
+    if width == 0 or n_words > len(_WORD_WEIGHTS):
+        return None
+    flat = np.ascontiguousarray(a).view(np.uint8).reshape(a.size, width)
+    if width % 8:  # zero-padded to whole words
+        flat = np.concatenate([flat, np.zeros((a.size, n_words * 8 - width), np.uint8)], axis=1)
+    words = flat.view(np.uint64)
+    h = np.zeros(a.size, np.uint64)
+    for j in range(words.shape[1]):  # a column at a time: a row sum over a few words is slow in NumPy
+        h += words[:, j] * _WORD_WEIGHTS[j]
+    codes, _ = pd.factorize(h)  # numbered in order of first appearance
+    new = np.empty(codes.size, bool)
+    new[0] = True
+    np.greater(codes[1:], np.maximum.accumulate(codes[:-1]), out=new[1:])
+    first_words = words[new]
+    for j in range(words.shape[1]):  # each entry's bytes against its code's first entry's
+        if not np.array_equal(first_words[:, j][codes], words[:, j]):
+            return None  # two different strings with one hash
+    firsts = a[new]  # each distinct value's first entry, in code order
+    order = np.argsort(firsts, kind="stable")
+    rank = np.empty(order.size, np.intp)
+    rank[order] = np.arange(order.size)
+    return firsts[order], rank[codes]
 
 
 def lookup(values: Any, fn: Callable[[Any], Any], dtype: Any = float) -> np.ndarray:

@@ -86,17 +86,43 @@ def test_pytrees_stack_and_index():
     assert float(one.nand.bits_per_cell) == 3.0
 
 
-@pytest.mark.parametrize("n", [100, 10000])
-def test_codes_factorise_like_np_unique_on_both_paths(n):
-    """Short columns are sorted by ``np.unique``, long string columns hashed by ``pd.factorize``: the
-    same distinct values in the same order, the same indices, the same dtype."""
+@pytest.mark.parametrize("n, collide", [(100, False), (10000, False), (10000, True)])
+def test_codes_factorise_like_np_unique_on_every_path(n, collide, monkeypatch):
+    """Short columns are sorted by ``np.unique``; long string columns are factorised by a hash of their
+    bytes, checked entry by entry, and when two strings share a hash (forced here: every weight 0) by
+    ``pd.factorize``: each way the same distinct values in the same order, the same indices, the same
+    dtype."""
+    from ssdx import params
     from ssdx.params import Codes
 
     rng = np.random.default_rng(n)
     a = rng.choice(["tlc", "qlc", "3d_ct_tlc", "", "ymtc_cdt1b", "é_type"], n).astype(str)
+    if collide:
+        monkeypatch.setattr(params, "_WORD_WEIGHTS", np.zeros(64, np.uint64))
+    if n > 4096:
+        assert (params._factorize_fixed_width(a) is None) == collide
     c = Codes(a)
     uniq, inv = np.unique(a, return_inverse=True)
     np.testing.assert_array_equal(c.uniq, uniq)
     np.testing.assert_array_equal(c.inv, inv)
     assert c.uniq.dtype == uniq.dtype and (c.uniq[c.inv] == a).all()
     assert list(c.map(len, int)) == [len(x) for x in a]
+
+
+@pytest.mark.parametrize("kind", ["U3", "U10", "U11", "S5", "many"])
+def test_hashed_factorisation_equals_np_unique_for_any_width(kind):
+    """The byte hash of fixed-width strings, whole 8-byte words or zero-padded to them, unicode or bytes,
+    few or thousands of distinct values (trailing NULs are not part of a NumPy string)."""
+    from ssdx.params import _factorize_fixed_width
+
+    rng = np.random.default_rng(len(kind))
+    pool = {"U3": ["ab", "abc", "b", "", "é"], "U10": ["tlc", "qlc", "ymtc_cdt1b", "3d_ct_tlc"],
+            "U11": ["pure_native", "dynamic", "static", "a\x00"], "S5": [b"ab", b"abcde", b"x", b""],
+            "many": [f"v{i}" for i in range(3000)]}[kind]
+    a = np.asarray(rng.choice(np.asarray(pool), 20000))
+    got = _factorize_fixed_width(a)
+    uniq, inv = np.unique(a, return_inverse=True)
+    assert got is not None
+    np.testing.assert_array_equal(got[0], uniq)
+    np.testing.assert_array_equal(got[1], inv)
+    assert got[0].dtype == uniq.dtype

@@ -196,8 +196,18 @@ def chunk_info(table: pa.Table) -> dict[str, Any]:
 def config_table(cols: Mapping[str, Any]) -> pa.Table:
     """The configuration columns of a results table as Arrow, one row per configuration in id order: every
     column of ``cols`` with the NAND override columns holding the value each configuration ran with
-    (``params.effective_columns``), not NaN for "the catalog's".  Built once per run and sliced."""
-    return pa.table({k: np.asarray(v) for k, v in params.effective_columns(cols).items()})
+    (``params.effective_columns``), not NaN for "the catalog's".  Built once per run and sliced.  A long
+    string column is factorised (``params.Codes``) and its few distinct values taken by index, rather
+    than each entry converted from NumPy's fixed-width form: the same Arrow column."""
+    data = {}
+    for k, v in params.effective_columns(cols).items():
+        a = np.asarray(v)
+        if a.dtype.kind in "US" and a.size > 4096:
+            c = params.Codes(a)
+            data[k] = pa.array(c.uniq).take(pa.array(c.inv.astype(np.int32)))
+        else:
+            data[k] = a
+    return pa.table(data)
 
 
 def _rows(config: pa.Table, metrics: pa.Table) -> pa.Table:
@@ -290,9 +300,10 @@ class ResultsStream:
             return
         lo, hi = int(self.offsets[self.next - len(self.buffered)]), int(self.offsets[self.next])
         metrics = pa.concat_tables(self.buffered)
-        table = _rows(self._config().slice(lo, hi - lo), metrics)
+        config = self._config()
+        table = _rows(config.slice(lo, hi - lo), metrics)
         if self.writer is None:
-            self.writer = pq.ParquetWriter(self.tmp, table.schema, **_parquet_options(table.column_names))
+            self.writer = pq.ParquetWriter(self.tmp, table.schema, **_parquet_options(config.column_names))
         self.writer.write_table(table, row_group_size=len(table))
         self.buffered = []
 
