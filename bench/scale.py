@@ -110,34 +110,20 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     n = len(cols["drive.nand"])
     model = registry.fluid_model(args.steps)
     out: dict[str, Any] = {"configs": n, "devices": [str(d) for d in jax.local_devices()]}
-    if args.what == "bare":
+    if args.what in ("bare", "bare_chunks"):
         trees = params.build(cols)
-        fn = jax.jit(jax.vmap(model(False)))
+        calls = [trees]  # bare: one call on everything; bare_chunks: the runner's padded chunks in turn
+        if args.what == "bare_chunks":
+            c = min(args.chunk, n)
+            pads = [np.minimum(np.arange(lo, lo + c), n - 1) for lo in range(0, n, c)]
+            calls = [jax.tree_util.tree_map(lambda x, i=i: np.asarray(x)[i], trees) for i in pads]
         t0 = time.perf_counter()
-        compiled = fn.lower(*trees).compile()
+        compiled = jax.jit(jax.vmap(model(False))).lower(*calls[0]).compile()
         out["compile_s"] = time.perf_counter() - t0
         times = []
         for _ in range(args.reps):
             t0 = time.perf_counter()
-            res = jax.block_until_ready(compiled(*trees))
-            times.append(time.perf_counter() - t0)
-        out["run_s"] = min(times)
-        out["run_s_all"] = times
-        vals = np.asarray(res["mean_mb_s"], np.float64)
-    elif args.what == "bare_chunks":
-        trees = params.build(cols)
-        c = min(args.chunk, n)
-        starts = range(0, n, c)
-        pad = [np.minimum(np.arange(lo, lo + c), n - 1) for lo in starts]  # the runner's padding
-        chunks = [jax.tree_util.tree_map(lambda x, i=i: np.asarray(x)[i], trees) for i in pad]
-        fn = jax.jit(jax.vmap(model(False)))
-        t0 = time.perf_counter()
-        compiled = fn.lower(*chunks[0]).compile()
-        out["compile_s"] = time.perf_counter() - t0
-        times = []
-        for _ in range(args.reps):
-            t0 = time.perf_counter()
-            got = [np.asarray(jax.block_until_ready(compiled(*ch))["mean_mb_s"]) for ch in chunks]
+            got = [np.asarray(jax.block_until_ready(compiled(*t))["mean_mb_s"]) for t in calls]
             times.append(time.perf_counter() - t0)
         out["run_s"] = min(times)
         out["run_s_all"] = times

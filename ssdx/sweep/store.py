@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -26,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ssdx import params
-from ssdx.core.io import replace_atomic
+from ssdx.core.io import replace_atomic, temp_path
 from ssdx.params import ConfigError
 
 MANIFEST = "manifest.json"
@@ -247,7 +246,8 @@ def _parquet_options(config_names: list[str]) -> dict[str, Any]:
 
 
 def write_results(table: pa.Table, path: Path, config_names: list[str]) -> None:
-    """Write a whole results table (:func:`ssdx.core.io.replace_atomic`), as :class:`ResultsStream` does."""
+    """Write a whole results table (:func:`ssdx.core.io.replace_atomic`), as :class:`ResultsStream` does;
+    ``config_names``: its configuration columns."""
     replace_atomic(path, lambda tmp: pq.write_table(table, tmp, **_parquet_options(config_names)))
 
 
@@ -280,7 +280,7 @@ class ResultsStream:
         self.buffered: list[pa.Table] = []
         for stale in self.path.parent.glob(f".{self.path.name}.tmp-*"):  # left by a killed run
             stale.unlink(missing_ok=True)
-        self.tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+        self.tmp = temp_path(self.path)
         self.writer: pq.ParquetWriter | None = None
 
     def add(self, index: int, metrics: pa.Table) -> None:
