@@ -186,7 +186,7 @@ def spawn(args: argparse.Namespace, what: str, workers: int, devices: int | None
     if devices is not None:
         flag = f"--xla_force_host_platform_device_count={devices}"
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + flag).strip()
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", what, "--workers", str(workers),
+    cmd = [sys.executable, "-m", "bench.scale", "--child", what, "--workers", str(workers),
            "--configs", str(args.configs), "--chunk", str(args.chunk), "--steps", str(args.steps),
            "--reps", str(args.reps)]
     return child_json(cmd, f"{what} x{workers}", env)

@@ -25,9 +25,16 @@ pre-fill, fold efficiency and static pSLC size; 500 GB drives; float32), ``N`` c
   ``N_ray`` configurations on a two-node local Ray
   cluster (``ray.cluster_utils.Cluster``, one CPU per node), tasks sent index ranges, and the same sweep
   on the local runner; the merged states must be equal.
+* ``big``: the same fluid design as ``ray`` over ``N_big`` configurations at ``S_big`` steps, chunks of
+  ``C_big``, on the local device path with the reduction-only ``keep`` (the accelerator's end-to-end rate
+  at sizes whose rows could not be held: 10^9 rows of metrics are hundreds of gigabytes); one repeat.
+
+``--runs`` names the runs to make (default: all but ``ray`` and ``big``, which run when their sizes are
+given).
 
 Usage: ``python -m bench.scale_device --json PATH [--configs N] [--steps S] [--chunk C] [--trivial T]
-[--ray-configs N_ray] [--ray-steps S_ray] [--reps R]``
+[--ray-configs N_ray] [--ray-steps S_ray] [--big N_big] [--big-steps S_big] [--big-chunk C_big]
+[--runs bare,device,...] [--reps R]``
 """
 
 from __future__ import annotations
@@ -42,6 +49,9 @@ from typing import Any
 
 from bench.scale import KEEP, child_json, peak_rss_mib
 from bench.scale import sweep_definition as _sweep
+
+#: the runs made by default, in order
+RUNS = ("bare", "device", "host", "trivial", "trivial_small", "trivial_opposed")
 
 
 def _ray_sweep(n: int) -> dict:
@@ -188,6 +198,10 @@ def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
         if what == "trivial_opposed":
             out["pareto_points"] = len(reduce.loads(out["state"])["pareto"])
         return out
+    if what == "big":
+        ds = _space(_ray_sweep(args.big), KEEP, metrics, args.big_steps)
+        out = _device_run(ds, registry.fluid_model(args.big_steps), args.big_chunk, 1)
+        return out | {"steps": args.big_steps, "chunk": args.big_chunk}
     if what == "ray":
         import ray
         from ray.cluster_utils import Cluster
@@ -229,6 +243,10 @@ def main() -> None:
     ap.add_argument("--ray-configs", type=int, default=0, help="0: no Ray run")
     ap.add_argument("--ray-steps", type=int, default=32)
     ap.add_argument("--ray-chunk", type=int, default=1 << 18)
+    ap.add_argument("--big", type=int, default=0, help="0: no big run")
+    ap.add_argument("--big-steps", type=int, default=32)
+    ap.add_argument("--big-chunk", type=int, default=1 << 20)
+    ap.add_argument("--runs", default=",".join(RUNS), help="comma list of " + ", ".join(RUNS))
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -239,48 +257,60 @@ def main() -> None:
 
     from ssdx.report.machine import machine
 
-    names = ("bare", "device", "host", "trivial", "trivial_small", "trivial_opposed")
+    names = tuple(w for w in args.runs.split(",") if w)
+    unknown = sorted(set(names) - set(RUNS))
+    if unknown:
+        ap.error(f"--runs: unknown run(s) {unknown}; known: {', '.join(RUNS)}")
     runs = {w: spawn(w, args) for w in names}
     if args.ray_configs:
         runs["ray"] = spawn("ray", args)
-    bare, dev, host = runs["bare"], runs["device"], runs["host"]
-    dev["overhead_vs_bare"] = dev["run_s"] / bare["run_s"] - 1.0
-    host["overhead_vs_bare"] = host["run_s"] / bare["run_s"] - 1.0
-    dev["identical_to_host"] = dev.pop("state") == host.pop("state")
-    for k in ("trivial", "trivial_small", "trivial_opposed"):
-        runs[k].pop("state")
+    if args.big:
+        runs["big"] = spawn("big", args)
+        runs["big"].pop("state")
+    bare, dev, host = runs.get("bare"), runs.get("device"), runs.get("host")
+    for r in (dev, host):
+        if r is not None and bare is not None:
+            r["overhead_vs_bare"] = r["run_s"] / bare["run_s"] - 1.0
+    if dev is not None and host is not None:
+        dev["identical_to_host"] = dev["state"] == host["state"]
+    for r in runs.values():
+        r.pop("state", None)
     result = {
         "benchmark": "scale_device",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine(), "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.local_devices()],
-        "sizes": {"configs": bare["configs"], "steps": args.steps, "chunk": args.chunk, "reps": args.reps,
-                  "trivial": runs["trivial"]["configs"], "ray_configs": args.ray_configs,
-                  "ray_steps": args.ray_steps},
+        "sizes": {"configs": args.configs, "steps": args.steps, "chunk": args.chunk, "reps": args.reps,
+                  "trivial": args.trivial, "ray_configs": args.ray_configs, "ray_steps": args.ray_steps,
+                  "big": args.big, "big_steps": args.big_steps, "big_chunk": args.big_chunk},
         "baseline": "bare: one jax.jit(jax.vmap(fluid.metrics)) call on all configurations, parameter "
                     "pytrees "
                     "built on the host beforehand, AOT-compiled",
         "goal": "device-generated, reduced sweep: overhead over bare < 10 % at 100,000 configurations and "
                 "256 steps; >= 1e8 configurations/s with a trivial model; memory flat in the configurations",
-        "device_overhead": dev["overhead_vs_bare"], "host_path_overhead": host["overhead_vs_bare"],
-        "trivial_configs_per_s": runs["trivial"]["configs_per_s_run"],
-        "trivial_host_ns_per_config": runs["trivial"]["host_ns_per_config"],
-        "opposed_pareto_configs_per_s": runs["trivial_opposed"]["configs_per_s_run"],
+        "device_overhead": (dev or {}).get("overhead_vs_bare"),
+        "host_path_overhead": (host or {}).get("overhead_vs_bare"),
+        "trivial_configs_per_s": runs.get("trivial", {}).get("configs_per_s_run"),
+        "trivial_host_ns_per_config": runs.get("trivial", {}).get("host_ns_per_config"),
+        "opposed_pareto_configs_per_s": runs.get("trivial_opposed", {}).get("configs_per_s_run"),
+        "big_configs_per_s_wall": runs.get("big", {}).get("configs_per_s_wall"),
         "peak_rss_mib": {str(r["configs"]): {"after_first_chunk": r["rss_after_first_chunk_mib"],
                                              "at_end": r["peak_rss_mib"]}
-                         for r in (runs["trivial_small"], runs["trivial"])},
+                         for k in ("trivial_small", "trivial", "big") if (r := runs.get(k))},
         "runs": runs,
     }
-    print(f"{bare['configs']} configurations, {args.steps} steps ({jax.default_backend()})")
-    print(f"{'run':<14}{'configs':>12}{'compile_s':>11}{'run_s':>9}{'cfg/s':>14}{'overhead':>10}")
-    for name in names:
+    print(f"{args.configs} configurations, {args.steps} steps ({jax.default_backend()})")
+    print(f"{'run':<16}{'configs':>14}{'compile_s':>11}{'run_s':>9}{'cfg/s':>15}{'overhead':>10}")
+    for name in names + (("big",) if args.big else ()):
         r = runs[name]
         ov = r.get("overhead_vs_bare")
-        print(f"{name:<14}{r['configs']:>12,}{r['compile_s']:>11.2f}{r['run_s']:>9.3f}"
-              f"{r['configs'] / r['run_s']:>14,.0f}{'' if ov is None else f'{ov:+.1%}':>10}")
-    print(f"device states identical to the host path's: {dev['identical_to_host']}; trivial host cost "
-          f"{runs['trivial']['host_ns_per_config']:.2f} ns/configuration; "
-          f"peak RSS {result['peak_rss_mib']} MiB")
+        print(f"{name:<16}{r['configs']:>14,}{r['compile_s']:>11.2f}{r['run_s']:>9.3f}"
+              f"{r['configs'] / r['run_s']:>15,.0f}{'' if ov is None else f'{ov:+.1%}':>10}")
+    if dev is not None and host is not None:
+        print(f"device states identical to the host path's: {dev['identical_to_host']}")
+    if "trivial" in runs:
+        print(f"trivial host cost {runs['trivial']['host_ns_per_config']:.2f} ns/configuration")
+    print(f"peak RSS {result['peak_rss_mib']} MiB")
     if "ray" in runs:
         r = runs["ray"]
         print(f"ray: {r['configs']:,} configurations at {r['steps']} steps on 2 nodes: "
