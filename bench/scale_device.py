@@ -117,6 +117,7 @@ def _rss_watch(executor):
 
     class Watch:
         name, workers, rss_first = inner.name, inner.workers, None
+        concurrency = getattr(inner, "concurrency", inner.workers)
 
         def share(self, obj):
             return inner.share(obj)
@@ -129,13 +130,15 @@ def _rss_watch(executor):
     return Watch()
 
 
-def _device_run(ds, model, chunk: int, reps: int, executor=None) -> dict[str, Any]:
-    from ssdx.sweep import device_run, reduce
+def _device_run(ds, model, chunk: int, reps: int, executor=None,
+                in_flight: int | None = None) -> dict[str, Any]:
+    from ssdx.sweep import device_run, executors, reduce
 
     best = None
     for _ in range(reps):
         t0 = time.perf_counter()
-        watch = _rss_watch(executor)
+        watch = _rss_watch(executor if executor is not None or in_flight is None
+                           else executors.LocalExecutor(in_flight=in_flight))
         out = device_run.execute(ds, model, chunk, None, {}, executor=watch, progress=False)
         wall = time.perf_counter() - t0
         if best is None or wall - out.compile_s < best[0] - best[1].compile_s:
@@ -144,10 +147,16 @@ def _device_run(ds, model, chunk: int, reps: int, executor=None) -> dict[str, An
     common = {"configs": ds.n, "wall_s": wall, "configs_per_s_wall": ds.n / wall,
               "state": reduce.dumps(out.state), "rss_after_first_chunk_mib": watch.rss_first,
               "peak_rss_mib": peak_rss_mib()}
-    if watch.workers > 1:
-        # the workers compile and run at the same time: their times add up to more than the wall time,
-        # so neither the time less compilation nor the host's share can be told from them
-        return common | {"compile_s_summed": out.compile_s, "device_s_summed": out.device_s}
+    if watch.concurrency > 1:
+        # the workers (or a device's jobs in flight) compile and run at the same time: their times add up
+        # to more than the wall time, so neither the time less compilation nor the host's share can be
+        # told from them
+        out_ = common | {"compile_s_summed": out.compile_s, "device_s_summed": out.device_s,
+                         "in_flight": watch.concurrency}
+        if watch.workers == 1:  # jobs in flight on one device: its one compile is waited for, not repeated
+            out_ |= {"compile_s": out.compile_s, "run_s": wall - out.compile_s,
+                     "configs_per_s_run": ds.n / (wall - out.compile_s)}
+        return out_
     run = wall - out.compile_s
     return common | {"compile_s": out.compile_s, "run_s": run, "device_s": out.device_s,
                      "host_s": run - out.device_s, "configs_per_s_run": ds.n / run,
@@ -189,18 +198,20 @@ def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
         return {"configs": len(cols["drive.nand"]), "compile_s": compile_s, "run_s": min(times)}
     if what == "device":
         ds = _space(_sweep(args.configs), KEEP, metrics, args.steps)
-        return _device_run(ds, registry.fluid_model(args.steps), args.chunk, args.reps)
+        return _device_run(ds, registry.fluid_model(args.steps), args.chunk, args.reps,
+                           in_flight=args.in_flight)
     if what.startswith("trivial"):
         n = args.trivial // (1 if what == "trivial" else 10)
         keep = OPPOSED_KEEP if what == "trivial_opposed" else TRIVIAL_KEEP
         ds = _space(_trivial_sweep(n), keep, ["score"], 8)
-        out = _device_run(ds, trivial, 1 << 20, args.reps)
+        out = _device_run(ds, trivial, 1 << 20, args.reps, in_flight=args.in_flight)
         if what == "trivial_opposed":
             out["pareto_points"] = len(reduce.loads(out["state"])["pareto"])
         return out
     if what == "big":
         ds = _space(_ray_sweep(args.big), KEEP, metrics, args.big_steps)
-        out = _device_run(ds, registry.fluid_model(args.big_steps), args.big_chunk, 1)
+        out = _device_run(ds, registry.fluid_model(args.big_steps), args.big_chunk, 1,
+                          in_flight=args.in_flight)
         return out | {"steps": args.big_steps, "chunk": args.big_chunk}
     if what == "ray":
         import ray
@@ -246,6 +257,8 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=0, help="0: no big run")
     ap.add_argument("--big-steps", type=int, default=32)
     ap.add_argument("--big-chunk", type=int, default=1 << 20)
+    ap.add_argument("--in-flight", type=int, default=None,
+                    help="jobs at once per device on the local runs (default: the executor's own choice)")
     ap.add_argument("--runs", default=",".join(RUNS), help="comma list of " + ", ".join(RUNS))
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -280,9 +293,13 @@ def main() -> None:
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine(), "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.local_devices()],
-        "sizes": {"configs": args.configs, "steps": args.steps, "chunk": args.chunk, "reps": args.reps,
-                  "trivial": args.trivial, "ray_configs": args.ray_configs, "ray_steps": args.ray_steps,
-                  "big": args.big, "big_steps": args.big_steps, "big_chunk": args.big_chunk},
+        "sizes": {"configs": next((runs[k]["configs"] for k in ("bare", "device", "host") if k in runs),
+                                  args.configs),
+                  "steps": args.steps, "chunk": args.chunk, "reps": args.reps,
+                  "trivial": runs["trivial"]["configs"] if "trivial" in runs else args.trivial,
+                  "ray_configs": args.ray_configs, "ray_steps": args.ray_steps,
+                  "big": args.big, "big_steps": args.big_steps, "big_chunk": args.big_chunk,
+                  "in_flight": args.in_flight},
         "baseline": "bare: one jax.jit(jax.vmap(fluid.metrics)) call on all configurations, parameter "
                     "pytrees "
                     "built on the host beforehand, AOT-compiled",
@@ -308,7 +325,7 @@ def main() -> None:
               f"{r['configs'] / r['run_s']:>15,.0f}{'' if ov is None else f'{ov:+.1%}':>10}")
     if dev is not None and host is not None:
         print(f"device states identical to the host path's: {dev['identical_to_host']}")
-    if "trivial" in runs:
+    if "host_ns_per_config" in runs.get("trivial", {}):
         print(f"trivial host cost {runs['trivial']['host_ns_per_config']:.2f} ns/configuration")
     print(f"peak RSS {result['peak_rss_mib']} MiB")
     if "ray" in runs:

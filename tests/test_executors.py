@@ -94,7 +94,29 @@ def test_local_executor_runs_every_job_then_names_the_failed_ones():
         list(executors.LocalExecutor(1).map([executors.Job(0, _bad_value, (0,))]))
 
 
+def _meet(barrier, i, device=None):
+    barrier.wait(timeout=20)  # breaks unless another job is running at the same time
+    return {"i": i, "device": str(device)}
+
+
+def test_two_jobs_in_flight_on_one_device_run_at_the_same_time():
+    import threading
+
+    barrier = threading.Barrier(2)
+    jobs = [executors.Job(i, _meet, (barrier, i)) for i in range(4)]
+    ex = executors.LocalExecutor(1, in_flight=2)
+    assert ex.workers == 1 and ex.concurrency == 2
+    got = sorted(res["i"] for _job, res, _ in ex.map(jobs))
+    assert got == [0, 1, 2, 3]
+    # on a CPU one at a time by default: the same jobs would wait at the barrier for ever
+    assert executors.LocalExecutor(1).concurrency == 1
+
+
 def test_runner_fields_are_checked():
+    for bad in (0, -1, 1.5, "two", True):
+        with pytest.raises(ConfigError, match="runner.in_flight"):
+            executors.from_config({"name": "local", "in_flight": bad})
+    assert executors.from_config({"name": "local", "in_flight": 3}).concurrency == 3
     with pytest.raises(ConfigError, match="runner.devices"):
         executors.from_config({"name": "local", "devices": 99})
     with pytest.raises(ConfigError, match="runner.devices"):

@@ -31,7 +31,8 @@ Limits (then the host path runs the sweep, or ``generate: device`` is refused wi
 over more than :data:`TABLE_LIMIT` factor combinations, more than :data:`GROUP_LIMIT` groups, a group or
 histogram keyed by a metric, a mix of workloads with and without idle gaps, a catalog name that is not
 in the catalog.  A chunk returns up to :data:`PARETO_CAPACITY` Pareto candidates; a chunk with more
-(many tied points) is run again with room for them, and the chunks after it get that room too.
+(many tied points) is run again with room for :data:`PARETO_HEADROOM` times as many, and the chunks
+after it get that room too.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ TABLE_LIMIT = 1 << 24
 GROUP_LIMIT = 256
 #: Pareto candidates a chunk returns at first (grown to a power of two, up to the chunk, when exceeded)
 PARETO_CAPACITY = 4096
+#: a grown capacity holds this many times the candidates of the chunk that outgrew it (each growth
+#: recompiles the chunk)
+PARETO_HEADROOM = 4
 
 
 class NotOnDevice(Exception):
@@ -241,6 +245,11 @@ class DeviceSpace:
                     params.validate({k: v[bad[:8]] for k, v in cols.items()})  # raises
         if any(self.counts):
             raise RuntimeError("a rule table marks configurations infeasible that validate accepts")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The space without the tables a process placed on its devices (``device_run._device_inputs``):
+        a Ray worker places its own."""
+        return {k: v for k, v in self.__dict__.items() if k != "_on_device"}
 
     def prepare(self) -> None:
         """Tabulate the model's leaves and the reductions' keys (after the rules, which may name a typo)."""

@@ -23,7 +23,7 @@ from jax.extend.core import Var
 
 from ssdx.sweep import executors, store
 from ssdx.sweep import reduce as reduce_mod
-from ssdx.sweep.device import PARETO_CAPACITY, DeviceSpace, Table, edges_f32
+from ssdx.sweep.device import PARETO_CAPACITY, PARETO_HEADROOM, DeviceSpace, Table, edges_f32
 from ssdx.sweep.runner import compile_once
 
 #: most entries of a table read by a chain of selects rather than a gather (on a CPU a gather is a
@@ -327,6 +327,17 @@ def _inputs(ds: DeviceSpace, part: int) -> tuple:
             {k: t.values for k, t in tabs["slots"].items()})
 
 
+def _device_inputs(ds: DeviceSpace, part: int, device) -> tuple:
+    """:func:`_inputs` placed on ``device`` (default: JAX's) once per space, part and device, and kept on
+    the space: every chunk of a part reads the same tables, which would otherwise be copied to the device
+    again with each chunk."""
+    held = ds.__dict__.setdefault("_on_device", {})
+    key = (part, str(device))
+    if key not in held:  # two threads may both place it: the same values, the last one kept
+        held[key] = jax.device_put(_inputs(ds, part), device)
+    return held[key]
+
+
 _CAPACITY: dict[tuple[str, int], int] = {}  # Pareto capacity grown per (run, part)
 
 def _compiled(ds, part, model, chunk, token, device, args, capacity) -> tuple[Callable, float]:
@@ -341,9 +352,8 @@ def chunk_job(ds: DeviceSpace, model: Callable[[bool], Callable], part: int, lo:
     (from its start until its results are back on the host).  ``ds`` may be an executor's
     ``executors.Shared`` handle of the space (Ray: fetched once per worker)."""
     ds = executors.resolve(ds)
-    args = (ds.parts[part].digits(lo), np.int32(count), *_inputs(ds, part))
-    if device is not None:
-        args = jax.device_put(args, device)
+    args = (*jax.device_put((ds.parts[part].digits(lo), np.int32(count)), device),
+            *_device_inputs(ds, part, device))
     key = (token, part)
     capacity = _CAPACITY.get(key, PARETO_CAPACITY)
     fn, compile_s = _compiled(ds, part, model, chunk, token, device, args, capacity)
@@ -351,8 +361,9 @@ def chunk_job(ds: DeviceSpace, model: Callable[[bool], Callable], part: int, lo:
     res = jax.device_get(fn(*args))
     if "par_n" in res and int(res["par_n"]) > capacity:
         # more tied or non-dominated points than returned: grow the capacity (a power of two, at most the
-        # chunk) for this chunk and the ones after it
-        capacity = min(chunk, 1 << int(np.ceil(np.log2(int(res["par_n"])))))
+        # chunk) for this chunk and the ones after it, with room for PARETO_HEADROOM times as many, since
+        # each growth recompiles the chunk (seconds) and the next chunks' fronts are often a little longer
+        capacity = min(chunk, 1 << int(np.ceil(np.log2(PARETO_HEADROOM * int(res["par_n"])))))
         _CAPACITY[key] = max(capacity, _CAPACITY.get(key, 0))
         fn, more = _compiled(ds, part, model, chunk, token, device, args, capacity)
         compile_s += more

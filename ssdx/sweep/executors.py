@@ -7,7 +7,9 @@ function is a plain module-level callable ``fn(*args, device=...)`` returning Nu
 function runs in this process and in a Ray worker, so both give identical values.
 
 * :class:`LocalExecutor` runs jobs on the local JAX devices, one thread per device (XLA releases the GIL
-  while it computes), each job pinned to its thread's device.  On a CPU-only host the devices are the
+  while it computes), each job pinned to its thread's device; on an accelerator two threads per device,
+  so that one job's computation is queued while the other's results come back and are reduced on the
+  host (the device never waits for the host between chunks).  On a CPU-only host the devices are the
   ones ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` creates.
 * :class:`RayExecutor` sends each job as a Ray task (``num_cpus`` / ``num_gpus`` per task), retries a
   failed task up to ``max_retries`` times, and reports the jobs that still failed with their
@@ -126,18 +128,36 @@ def _timed(job: Job, device) -> tuple[Any, dict[str, Any]]:
     return res, {"worker": str(device), "seconds": time.perf_counter() - t0}
 
 
+def _in_flight(device: Any) -> int:
+    """Jobs run at once on ``device``: 2 on an accelerator (the host's work on one chunk, its results'
+    copy and reduction, overlaps the device's work on the next), 1 on a CPU, whose cores the host work
+    would take from the computation."""
+    return 1 if getattr(device, "platform", "cpu") == "cpu" else 2
+
+
 class LocalExecutor:
-    """Jobs in this process, spread over local devices (one worker thread per device; with one device,
-    on the calling thread)."""
+    """Jobs in this process, spread over local devices (``in_flight`` worker threads per device, default
+    :func:`_in_flight`; with one device and one thread, on the calling thread)."""
 
     name = "local"
 
-    def __init__(self, devices: Any = "all"):
+    def __init__(self, devices: Any = "all", in_flight: int | None = None):
         self.devices = job_devices(devices)
+        if in_flight is not None and (isinstance(in_flight, bool) or not isinstance(in_flight, int)
+                                      or in_flight < 1):
+            raise ConfigError("runner.in_flight", in_flight,
+                              "null (2 on an accelerator, 1 on a CPU) or an integer >= 1: jobs at once "
+                              "per device")
+        self.per_device = in_flight if in_flight is not None else _in_flight(self.devices[0])
 
     @property
     def workers(self) -> int:
         return len(self.devices)
+
+    @property
+    def concurrency(self) -> int:
+        """Jobs that run at once: their timings overlap when this is above 1."""
+        return len(self.devices) * self.per_device
 
     def share(self, obj: Any) -> Shared:
         """``obj`` for every job (:func:`resolve`): here, nothing to copy."""
@@ -150,7 +170,7 @@ class LocalExecutor:
 
     def _outcomes(self, jobs: list[Job]) -> Iterator[tuple[Job, Any]]:
         """``(job, (result, info))`` or ``(job, exception)`` for every job, in finishing order."""
-        if len(self.devices) == 1 or len(jobs) <= 1:
+        if self.concurrency == 1 or len(jobs) <= 1:
             for job in jobs:
                 try:
                     out = _timed(job, self.devices[0])
@@ -159,18 +179,19 @@ class LocalExecutor:
                 yield job, out
             return
         local = threading.local()
-        ids = iter(range(len(self.devices)))
+        ids = itertools.count()
         lock = threading.Lock()
 
         def call(job: Job):
             if not hasattr(local, "device"):
-                with lock:
-                    local.device = self.devices[next(ids)]
+                with lock:  # threads spread evenly: thread k works on device k mod n
+                    local.device = self.devices[next(ids) % len(self.devices)]
             return _timed(job, local.device)
 
-        with ThreadPoolExecutor(max_workers=len(self.devices), thread_name_prefix="ssdx-dev") as pool:
-            todo = iter(jobs)  # at most two jobs per device in flight: results stream back as they finish
-            pending = {pool.submit(call, job): job for job in itertools.islice(todo, 2 * len(self.devices))}
+        slots = self.concurrency
+        with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="ssdx-dev") as pool:
+            todo = iter(jobs)  # at most two jobs per thread submitted: results stream back as they finish
+            pending = {pool.submit(call, job): job for job in itertools.islice(todo, 2 * slots)}
             try:
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -306,7 +327,7 @@ def from_config(runner: Mapping[str, Any] | None) -> LocalExecutor | RayExecutor
     runner = dict(runner or {})
     name = runner.pop("name", "local")
     runner.pop("chunk_size", None)
-    allowed = {"local": {"devices"},
+    allowed = {"local": {"devices", "in_flight"},
                "ray": {"address", "num_cpus", "num_gpus", "max_retries", "spread"}}
     if name not in allowed:
         raise ConfigError("runner.name", name, "must be 'local' or 'ray'")
@@ -315,7 +336,7 @@ def from_config(runner: Mapping[str, Any] | None) -> LocalExecutor | RayExecutor
         raise ConfigError(f"runner.{unknown[0]}", runner[unknown[0]],
                           f"unknown field for runner={name}; known: {sorted(allowed[name])} and chunk_size")
     if name == "local":
-        return LocalExecutor(runner.get("devices", "all"))
+        return LocalExecutor(runner.get("devices", "all"), runner.get("in_flight"))
     return RayExecutor(address=runner.get("address"), num_cpus=runner.get("num_cpus", 1.0),
                        num_gpus=runner.get("num_gpus"), max_retries=runner.get("max_retries", 2),
                        spread=runner.get("spread", True))

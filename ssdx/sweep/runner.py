@@ -48,23 +48,36 @@ def plan(groups: Sequence[tuple[Any, np.ndarray]], chunk_size: int) -> list[Chun
 
 _COMPILED: OrderedDict = OrderedDict()
 _COMPILED_LOCK = threading.Lock()
+_COMPILING: dict[tuple, threading.Lock] = {}  # keys being compiled, each with its own lock
 
 
 def compile_once(key: tuple, lower: Callable[[], Any]) -> tuple[Callable, float]:
     """The compiled function cached under ``key`` (the last 16 kept; keys name the sweep run, its static
     choice and the device, so a worker compiles once per run), compiled from ``lower()`` (a lowered
-    ``jax.jit``) when absent; returns it and the seconds spent compiling (0 when cached)."""
+    ``jax.jit``) when absent; returns it and the seconds spent compiling (0 when cached).  Threads asking
+    for the same key at once compile it once: the others wait for it (their wait is not compile time)."""
     with _COMPILED_LOCK:
         fn = _COMPILED.get(key)
+        if fn is None:
+            pending = _COMPILING.setdefault(key, threading.Lock())
     if fn is not None:
         return fn, 0.0
-    t0 = time.perf_counter()
-    fn = lower().compile()
-    seconds = time.perf_counter() - t0
-    with _COMPILED_LOCK:
-        _COMPILED[key] = fn
-        while len(_COMPILED) > 16:
-            _COMPILED.popitem(last=False)
+    with pending:
+        with _COMPILED_LOCK:
+            fn = _COMPILED.get(key)
+        if fn is not None:
+            return fn, 0.0
+        t0 = time.perf_counter()
+        try:
+            fn = lower().compile()
+        finally:
+            with _COMPILED_LOCK:
+                _COMPILING.pop(key, None)
+        seconds = time.perf_counter() - t0
+        with _COMPILED_LOCK:
+            _COMPILED[key] = fn
+            while len(_COMPILED) > 16:
+                _COMPILED.popitem(last=False)
     return fn, seconds
 
 
