@@ -138,7 +138,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             # warm the workers (process start, imports) so the clock measures the sweep
             list(ex.map([executors.Job(i, _noop, (), np.zeros(0)) for i in range(args.workers)]))
         else:
-            ex = executors.LocalExecutor(args.workers)
+            ex = executors.LocalExecutor(args.workers, in_flight=args.in_flight)
         times, compiles = [], []
         for _ in range(args.reps):
             with tempfile.TemporaryDirectory() as d:
@@ -189,6 +189,7 @@ def spawn(args: argparse.Namespace, what: str, workers: int, devices: int | None
     cmd = [sys.executable, "-m", "bench.scale", "--child", what, "--workers", str(workers),
            "--configs", str(args.configs), "--chunk", str(args.chunk), "--steps", str(args.steps),
            "--reps", str(args.reps)]
+    cmd += [] if args.in_flight is None else ["--in-flight", str(args.in_flight)]
     return child_json(cmd, f"{what} x{workers}", env)
 
 
@@ -210,6 +211,8 @@ def main() -> None:
     ap.add_argument("--ray", default="", help="Ray worker counts, e.g. 1,2 (empty: no Ray runs)")
     ap.add_argument("--reduce", default="1",
                     help="local worker counts of the reduction-only (keep: top_k/pareto/histograms) run")
+    ap.add_argument("--in-flight", type=int, default=None,
+                    help="chunks at once per device on the local runs (default: the runner's own choice)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
@@ -267,6 +270,7 @@ def main() -> None:
         "benchmark": "scale", "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine(), "backend": jax.default_backend(),
         "sizes": {"configs": n, "chunk": args.chunk, "steps": args.steps, "reps": args.reps,
+                  "in_flight": args.in_flight,
                   "padding_fraction": (-n % args.chunk) / n},
         "baseline": "bare: one jax.jit(jax.vmap(fluid.metrics)) call on all configurations, AOT-compiled",
         "goal": "local runner (1 worker) overhead over bare < 10 % at 100,000 configurations",

@@ -225,6 +225,30 @@ def sweep_chunk(sweep: Mapping[str, Any], chunk_size: int | None) -> int:
     return int(chunk)
 
 
+#: configurations per chunk that a device-generated sweep runs with at least on an accelerator, unless the
+#: runner's ``chunk_size`` is given: each time step of the model is a few kernel launches, so a small chunk
+#: leaves a GPU waiting on launches rather than computing (measured in docs/performance.md)
+ACCELERATOR_CHUNK = 1 << 20
+
+
+def device_chunk(sweep: Mapping[str, Any], chunk_size: int | None, n: int, platform: str) -> int:
+    """Configurations per chunk of a device-generated sweep of ``n`` configurations on ``platform``
+    (``cpu``, ``gpu``, ...): :func:`sweep_chunk`, raised to :data:`ACCELERATOR_CHUNK` off a CPU when the
+    runner did not set it, and at most ``n``."""
+    chunk = sweep_chunk(sweep, chunk_size)
+    if chunk_size is None and platform != "cpu":
+        chunk = max(chunk, ACCELERATOR_CHUNK)
+    return min(chunk, n)
+
+
+def _platform(executor) -> str:
+    """The platform the executor's jobs run on: its first local device's, else (Ray) this process's."""
+    import jax
+
+    devices = getattr(executor, "devices", None)
+    return devices[0].platform if devices else jax.default_backend()
+
+
 def _on_device(sweep: Mapping[str, Any], spec, keep) -> bool:
     """Whether the sweep's configurations are generated and reduced on the device (``sweep.generate``:
     ``auto``, the default, does so for a fluid sweep that keeps reductions only; ``host`` never; ``device``
@@ -244,7 +268,7 @@ def _on_device(sweep: Mapping[str, Any], spec, keep) -> bool:
 def _device_sweep(sweep, base_cfg, keep, out_dir: Path, dtype, chunk_size, progress,
                   executor) -> dict[str, Any]:
     """A sweep generated and reduced on the device (``ssdx.sweep.device``); same outputs as the host path."""
-    from ssdx.sweep import device, device_run, reduce
+    from ssdx.sweep import device, device_run, executors, reduce
 
     policy = on_invalid(sweep)
     n_steps = registry.fluid_steps(sweep, base_cfg)
@@ -253,7 +277,8 @@ def _device_sweep(sweep, base_cfg, keep, out_dir: Path, dtype, chunk_size, progr
     if policy == "error":
         ds.raise_first_breach()
     ds.prepare()
-    chunk = min(sweep_chunk(sweep, chunk_size), ds.n)
+    executor = executor if executor is not None else executors.LocalExecutor()
+    chunk = device_chunk(sweep, chunk_size, ds.n, _platform(executor))
     out_dir.mkdir(parents=True, exist_ok=True)
     definition = {"sweep_model": "fluid", "n_steps": n_steps, "space": sweep["space"],
                   "chunk_size": chunk, "dtype": np.dtype(dtype).name, "keep": dict(keep)}

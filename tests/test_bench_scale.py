@@ -16,7 +16,8 @@ def test_scale_bench_small(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     d = json.loads(out.read_text())
-    assert d["sizes"] == {"configs": 480, "chunk": 100, "steps": 16, "reps": 1, "padding_fraction": 20 / 480}
+    assert d["sizes"] == {"configs": 480, "chunk": 100, "steps": 16, "reps": 1, "in_flight": None,
+                          "padding_fraction": 20 / 480}
     runs = {(x["runner"], x["workers"]): x for x in d["runs"]}
     assert set(runs) == {("bare", 1), ("bare_chunks", 1), ("local", 1), ("local", 2)}
     assert all(x["identical_to_bare"] for x in d["runs"])

@@ -108,8 +108,8 @@ def test_two_jobs_in_flight_on_one_device_run_at_the_same_time():
     assert ex.workers == 1 and ex.concurrency == 2
     got = sorted(res["i"] for _job, res, _ in ex.map(jobs))
     assert got == [0, 1, 2, 3]
-    # on a CPU one at a time by default: the same jobs would wait at the barrier for ever
-    assert executors.LocalExecutor(1).concurrency == 1
+    assert executors.LocalExecutor(1).concurrency == 2  # the default on one device
+    assert executors.LocalExecutor(1, in_flight=1).concurrency == 1
 
 
 def test_runner_fields_are_checked():

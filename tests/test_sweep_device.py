@@ -84,6 +84,19 @@ def test_two_chunks_in_flight_on_one_device_give_the_same_outputs(tmp_path):
         assert got[1] == want[1]
 
 
+def test_an_accelerator_runs_device_sweeps_in_large_chunks_unless_the_runner_says():
+    from ssdx.tasks import ACCELERATOR_CHUNK, device_chunk
+
+    sweep = {"chunk_size": 4096}
+    assert device_chunk(sweep, None, 10**9, "cpu") == 4096
+    assert device_chunk(sweep, None, 10**9, "gpu") == ACCELERATOR_CHUNK
+    assert device_chunk(sweep, None, 5000, "gpu") == 5000  # never more than the sweep
+    assert device_chunk(sweep, 8192, 10**9, "gpu") == 8192  # the runner's chunk_size is kept
+    assert device_chunk({"chunk_size": 1 << 22}, None, 10**9, "gpu") == 1 << 22
+    with pytest.raises(ConfigError, match="sweep.chunk_size"):
+        device_chunk({"chunk_size": 0}, None, 10, "gpu")
+
+
 def test_rules_are_counted_from_the_tables_exactly():
     sweep = _sweep()
     base = sweep_base(sweep, BASE)

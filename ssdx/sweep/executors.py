@@ -128,11 +128,11 @@ def _timed(job: Job, device) -> tuple[Any, dict[str, Any]]:
     return res, {"worker": str(device), "seconds": time.perf_counter() - t0}
 
 
-def _in_flight(device: Any) -> int:
-    """Jobs run at once on ``device``: 2 on an accelerator (the host's work on one chunk, its results'
-    copy and reduction, overlaps the device's work on the next), 1 on a CPU, whose cores the host work
-    would take from the computation."""
-    return 1 if getattr(device, "platform", "cpu") == "cpu" else 2
+def _in_flight(devices: list) -> int:
+    """Jobs run at once per device by default: 2 (the host's work on one chunk, building its inputs,
+    copying and reducing its results, overlaps the device's work on the next; on a CPU the chunk's XLA
+    loop leaves cores idle too), except on several host devices of a CPU, which already share its cores."""
+    return 1 if len(devices) > 1 and getattr(devices[0], "platform", "cpu") == "cpu" else 2
 
 
 class LocalExecutor:
@@ -146,9 +146,9 @@ class LocalExecutor:
         if in_flight is not None and (isinstance(in_flight, bool) or not isinstance(in_flight, int)
                                       or in_flight < 1):
             raise ConfigError("runner.in_flight", in_flight,
-                              "null (2 on an accelerator, 1 on a CPU) or an integer >= 1: jobs at once "
-                              "per device")
-        self.per_device = in_flight if in_flight is not None else _in_flight(self.devices[0])
+                              "null (2, or 1 on several host devices of a CPU) or an integer >= 1: jobs "
+                              "at once per device")
+        self.per_device = in_flight if in_flight is not None else _in_flight(self.devices)
 
     @property
     def workers(self) -> int:
