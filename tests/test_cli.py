@@ -14,9 +14,9 @@ from ssdx.params import ConfigError
 REVIEW = [("pslc", 691.0, 6579.0), ("direct_native", 868.0, 2159.0), ("folding", 2000.0, 863.0)]
 
 
-def ssdx(*args, cwd=None):
+def ssdx(*args, cwd=None, env_extra=None):
     cmd = [sys.executable, "-m", "ssdx.cli.main", *args]
-    env = dict(os.environ, TQDM_DISABLE="1")
+    env = dict(os.environ, TQDM_DISABLE="1", **(env_extra or {}))
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
 
 

@@ -34,7 +34,7 @@ def test_sweep_file_runs_from_any_directory_and_keep_override(tmp_path):
     # the same file reduced to the best two per NAND type on two host devices: no table, the same rows
     r = ssdx("sweep_file=defs/mine.yaml", f"hydra.run.dir={tmp_path / 'top'}",
              "sweep.keep={top_k: {k: 2, by: mean_mb_s, group_by: [drive.nand]}}", "sweep.chunk_size=1",
-             cwd=tmp_path)
+             cwd=tmp_path, env_extra={"SSDX_HOST_DEVICES": "2"})
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "top" / "results.parquet").exists()
     top = pq.read_table(tmp_path / "top" / "top_k.parquet").to_pandas()

@@ -294,20 +294,19 @@ def run(cfg: DictConfig) -> None:
             executor.close()
 
 
-def host_devices(env: dict | None = None, cores: int | None = None) -> None:
-    """Expose the CPU cores as XLA host devices (at most 8) so the local runner spreads chunks over them.
+def host_devices(env: dict | None = None) -> None:
+    """Expose ``SSDX_HOST_DEVICES=N`` CPU cores as N XLA host devices, so that the local runner spreads
+    chunks over them; by default one device, on which the runner keeps several chunks in flight
+    (``ssdx.sweep.executors``), compiling each kernel once rather than once per device.
 
-    Only when ``XLA_FLAGS`` sets no device count already; ``SSDX_HOST_DEVICES=N`` picks the number (1:
-    one device).  It affects only JAX's CPU platform (a GPU run keeps its GPUs), and must run before
-    JAX starts a backend.  On 2 cores a 2048-step fluid sweep runs 1.6x faster (``bench/scale.py``)."""
+    Only when ``XLA_FLAGS`` sets no device count already.  It affects only JAX's CPU platform (a GPU run
+    keeps its GPUs), and must run before JAX starts a backend."""
     env = os.environ if env is None else env
     flags = env.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" in flags:
         return
-    want = env.get("SSDX_HOST_DEVICES")
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    n = int(want) if want and want.strip().isdigit() else min(cores, 8)
+    want = env.get("SSDX_HOST_DEVICES", "")
+    n = int(want) if want.strip().isdigit() else 1
     if n > 1:
         env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
 

@@ -128,11 +128,20 @@ def _timed(job: Job, device) -> tuple[Any, dict[str, Any]]:
     return res, {"worker": str(device), "seconds": time.perf_counter() - t0}
 
 
-def _in_flight(devices: list) -> int:
-    """Jobs run at once per device by default: 2 (the host's work on one chunk, building its inputs,
-    copying and reducing its results, overlaps the device's work on the next; on a CPU the chunk's XLA
-    loop leaves cores idle too), except on several host devices of a CPU, which already share its cores."""
-    return 1 if len(devices) > 1 and getattr(devices[0], "platform", "cpu") == "cpu" else 2
+def _in_flight(devices: list, cores: int | None = None) -> int:
+    """Jobs run at once per device by default.  On an accelerator 2: the host's work on one chunk
+    (building its inputs, copying and reducing its results) overlaps the device's work on the next.  On
+    one CPU device as many as the process has cores, at least 2 and at most 8 (what one host device per
+    core gave before, with one compile instead of one per device): XLA's CPU runtime does not keep every
+    core busy through one chunk of a scan.  On several host devices of a CPU, which already share its
+    cores, 1 each."""
+    if getattr(devices[0], "platform", "cpu") != "cpu":
+        return 2
+    if len(devices) > 1:
+        return 1
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(2, min(cores, 8))
 
 
 class LocalExecutor:
@@ -146,8 +155,7 @@ class LocalExecutor:
         if in_flight is not None and (isinstance(in_flight, bool) or not isinstance(in_flight, int)
                                       or in_flight < 1):
             raise ConfigError("runner.in_flight", in_flight,
-                              "null (2, or 1 on several host devices of a CPU) or an integer >= 1: jobs "
-                              "at once per device")
+                              "null (the runner's choice) or an integer >= 1: jobs at once per device")
         self.per_device = in_flight if in_flight is not None else _in_flight(self.devices)
 
     @property
