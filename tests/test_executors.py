@@ -291,3 +291,36 @@ def test_ray_runs_index_ranges_of_a_device_sweep_as_the_local_runner_does(cluste
     nodes = {json.loads(p.read_text())["info"]["worker"].split("/")[0]
              for p in (tmp_path / "ray" / "chunks").glob("chunk_*.json")}
     assert len(nodes) == 2, nodes
+
+
+def test_threads_asking_for_one_kernel_at_once_compile_it_once():
+    import threading
+    import time as _time
+
+    from ssdx.sweep import runner
+
+    calls = []
+
+    class Lowered:
+        def compile(self):
+            calls.append(1)
+            _time.sleep(0.2)  # long enough for every thread to ask while it compiles
+            return lambda: "kernel"
+
+    got = []
+    key = ("test", object())
+    threads = [threading.Thread(target=lambda: got.append(runner.compile_once(key, Lowered)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    assert sorted(s > 0 for _, s in got) == [False, False, False, True]  # one compile time, three waits
+    assert len({id(fn) for fn, _ in got}) == 1
+    def broken():
+        raise RuntimeError("broken")
+
+    with pytest.raises(RuntimeError, match="broken"):  # a failed compile leaves nothing pending
+        runner.compile_once(("test", "bad"), broken)
+    assert ("test", "bad") not in runner._COMPILING

@@ -6,11 +6,11 @@ checkpoints each result as it arrives, so whatever finished before a failure is 
 function is a plain module-level callable ``fn(*args, device=...)`` returning NumPy arrays: the same
 function runs in this process and in a Ray worker, so both give identical values.
 
-* :class:`LocalExecutor` runs jobs on the local JAX devices, one thread per device (XLA releases the GIL
-  while it computes), each job pinned to its thread's device; on an accelerator two threads per device,
-  so that one job's computation is queued while the other's results come back and are reduced on the
-  host (the device never waits for the host between chunks).  On a CPU-only host the devices are the
-  ones ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` creates.
+* :class:`LocalExecutor` runs jobs on the local JAX devices, several threads per device (XLA releases the
+  GIL while it computes), each job pinned to its thread's device: on an accelerator two, so that one
+  job's computation is queued while the other's inputs are built or its results come back and are
+  reduced on the host; on a CPU, one device, as many as it has cores (:func:`_in_flight`).  A CPU can be
+  split into host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=N``), one thread each.
 * :class:`RayExecutor` sends each job as a Ray task (``num_cpus`` / ``num_gpus`` per task), retries a
   failed task up to ``max_retries`` times, and reports the jobs that still failed with their
   configurations (:class:`JobsFailed`).  Ray is imported only here, when ``runner=ray`` is chosen.

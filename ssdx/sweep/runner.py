@@ -70,12 +70,14 @@ def compile_once(key: tuple, lower: Callable[[], Any]) -> tuple[Callable, float]
         t0 = time.perf_counter()
         try:
             fn = lower().compile()
-        finally:
+        except BaseException:
             with _COMPILED_LOCK:
                 _COMPILING.pop(key, None)
+            raise
         seconds = time.perf_counter() - t0
-        with _COMPILED_LOCK:
+        with _COMPILED_LOCK:  # cached and no longer pending at once: no thread can start a second compile
             _COMPILED[key] = fn
+            _COMPILING.pop(key, None)
             while len(_COMPILED) > 16:
                 _COMPILED.popitem(last=False)
     return fn, seconds
