@@ -78,6 +78,7 @@ def test_two_chunks_in_flight_on_one_device_give_the_same_outputs(tmp_path):
         two = run_sweep(_sweep(chunk=13, generate=generate), BASE, tmp_path / f"{generate}2", progress=False,
                         executor=executors.LocalExecutor(1, in_flight=2))
         assert one["n_infeasible_by_rule"] == two["n_infeasible_by_rule"] and one["n_configs"] > 100
+        assert (one["runner"]["in_flight"], two["runner"]["in_flight"]) == (1, 2)
         want, got = _outputs(tmp_path / f"{generate}1"), _outputs(tmp_path / f"{generate}2")
         for f in want[0]:
             pd.testing.assert_frame_equal(got[0][f], want[0][f], check_exact=True)

@@ -312,4 +312,5 @@ def run(
     return out.table.replace_schema_metadata({
         "elapsed_s": f"{out.elapsed_s:.3f}", "compile_s": f"{out.compile_s:.3f}", "chunks": str(len(chunks)),
         "resumed_chunks": str(out.resumed_chunks), "resumed_configs": str(out.resumed_configs),
-        "executor": executor.name, "workers": str(executor.workers)})
+        "executor": executor.name, "workers": str(executor.workers),
+        **({"in_flight": str(executor.per_device)} if hasattr(executor, "per_device") else {})})
