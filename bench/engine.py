@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -118,8 +119,10 @@ def _cuda_ready() -> bool:
     """A real CUDA GPU (not Numba's simulator) for the ``cuda_loop`` row."""
     if jax.default_backend() != "gpu":
         return False
-    from ssdx.models.engine import cuda as engine_cuda
-    return engine_cuda.available() and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "0"
+    why = engine_backends.cuda_unavailable()
+    if why is not None:
+        print(f"no cuda_loop row: {why}", file=sys.stderr)
+    return why is None and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "0"
 
 
 def _loop_row(name: str, res: dict, batch: dict, single: dict, configs: int, **extra) -> dict[str, Any]:

@@ -29,12 +29,16 @@ pre-fill, fold efficiency and static pSLC size; 500 GB drives; float32), ``N`` c
   ``C_big``, on the local device path with the reduction-only ``keep`` (the accelerator's end-to-end rate
   at sizes whose rows could not be held: 10^9 rows of metrics are hundreds of gigabytes); one repeat.
 
-``--runs`` names the runs to make (default: all but ``ray`` and ``big``, which run when their sizes are
-given).
+* ``device_each`` (only when ``--runs`` names it): the ``device`` run keeping each reduction alone, and
+  keeping only :data:`LEAST_KEEP` (one ungrouped 4-bin histogram): where the chunk's time goes beyond the
+  model.
+
+``--runs`` names the runs to make (default: all but ``ray``, ``big`` and ``device_each``; the first two run
+when their sizes are given).  ``--in-flight N`` sets the chunks in flight per device of the local runs.
 
 Usage: ``python -m bench.scale_device --json PATH [--configs N] [--steps S] [--chunk C] [--trivial T]
 [--ray-configs N_ray] [--ray-steps S_ray] [--big N_big] [--big-steps S_big] [--big-chunk C_big]
-[--runs bare,device,...] [--reps R]``
+[--runs bare,device,...] [--in-flight N] [--reps R]``
 """
 
 from __future__ import annotations
@@ -52,6 +56,10 @@ from bench.scale import sweep_definition as _sweep
 
 #: the runs made by default, in order
 RUNS = ("bare", "device", "host", "trivial", "trivial_small", "trivial_opposed")
+#: runs made only when ``--runs`` names them
+EXTRA_RUNS = ("device_each",)
+#: the least reduction (one ungrouped 4-bin histogram): the device path's cost without the reductions'
+LEAST_KEEP = {"histograms": {"metrics": ["mean_mb_s"], "bins": 4, "range": {"mean_mb_s": [10.0, 10000.0]}}}
 
 
 def _ray_sweep(n: int) -> dict:
@@ -208,6 +216,18 @@ def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
         if what == "trivial_opposed":
             out["pareto_points"] = len(reduce.loads(out["state"])["pareto"])
         return out
+    if what == "device_each":
+        # the device run with each reduction alone, and with the least one: where the chunk's time goes
+        keeps = {"least": LEAST_KEEP, **{k: {k: v} for k, v in KEEP.items()}, "all": KEEP}
+        out = {}
+        for name, keep in keeps.items():
+            ds = _space(_sweep(args.configs), keep, metrics, args.steps)
+            r = _device_run(ds, registry.fluid_model(args.steps), args.chunk, args.reps,
+                            in_flight=args.in_flight)
+            out[name] = {k: v for k, v in r.items() if k != "state"}
+        any_run = next(iter(out.values()))
+        return {"configs": any_run["configs"], "compile_s": sum(r["compile_s"] for r in out.values()),
+                "run_s": out["all"]["run_s"], "keeps": out}
     if what == "big":
         ds = _space(_ray_sweep(args.big), KEEP, metrics, args.big_steps)
         out = _device_run(ds, registry.fluid_model(args.big_steps), args.big_chunk, 1,
@@ -259,7 +279,7 @@ def main() -> None:
     ap.add_argument("--big-chunk", type=int, default=1 << 20)
     ap.add_argument("--in-flight", type=int, default=None,
                     help="jobs at once per device on the local runs (default: the executor's own choice)")
-    ap.add_argument("--runs", default=",".join(RUNS), help="comma list of " + ", ".join(RUNS))
+    ap.add_argument("--runs", default=",".join(RUNS), help="comma list of " + ", ".join(RUNS + EXTRA_RUNS))
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -271,9 +291,9 @@ def main() -> None:
     from ssdx.report.machine import machine
 
     names = tuple(w for w in args.runs.split(",") if w)
-    unknown = sorted(set(names) - set(RUNS))
+    unknown = sorted(set(names) - set(RUNS) - set(EXTRA_RUNS))
     if unknown:
-        ap.error(f"--runs: unknown run(s) {unknown}; known: {', '.join(RUNS)}")
+        ap.error(f"--runs: unknown run(s) {unknown}; known: {', '.join(RUNS + EXTRA_RUNS)}")
     runs = {w: spawn(w, args) for w in names}
     if args.ray_configs:
         runs["ray"] = spawn("ray", args)
@@ -281,7 +301,7 @@ def main() -> None:
         runs["big"] = spawn("big", args)
         runs["big"].pop("state")
     bare, dev, host = runs.get("bare"), runs.get("device"), runs.get("host")
-    for r in (dev, host):
+    for r in (dev, host, *runs.get("device_each", {}).get("keeps", {}).values()):
         if r is not None and bare is not None:
             r["overhead_vs_bare"] = r["run_s"] / bare["run_s"] - 1.0
     if dev is not None and host is not None:
@@ -325,6 +345,11 @@ def main() -> None:
               f"{r['configs'] / r['run_s']:>15,.0f}{'' if ov is None else f'{ov:+.1%}':>10}")
     if dev is not None and host is not None:
         print(f"device states identical to the host path's: {dev['identical_to_host']}")
+    for name, r in runs.get("device_each", {}).get("keeps", {}).items():
+        extra = f", device {r['device_s']:.4f} s" if "device_s" in r else ""
+        ov = f", {r['overhead_vs_bare']:+.1%} vs bare" if "overhead_vs_bare" in r else ""
+        print(f"  device path keeping {name}: run {r['run_s']:.4f} s{extra}{ov}, "
+              f"compile {r['compile_s']:.2f} s")
     if "host_ns_per_config" in runs.get("trivial", {}):
         print(f"trivial host cost {runs['trivial']['host_ns_per_config']:.2f} ns/configuration")
     print(f"peak RSS {result['peak_rss_mib']} MiB")

@@ -100,3 +100,23 @@ def test_cuda_backend_refused_without_a_gpu(monkeypatch):
             engine_backends.select({"backend": "cuda"})
     assert "cuda" in engine_params.BACKENDS
     assert engine_backends.select({"backend": "auto"}) in ("cpu", "jax")  # auto never picks cuda
+
+
+def test_a_cuda_target_that_fails_to_import_is_refused_not_a_crash(monkeypatch):
+    """A ``numba-cuda`` built for another NumPy raises AttributeError on import (seen on a GPU machine's
+    image with NumPy 2.5): ``engine.backend=cuda`` is then refused with the reason, exit 2, and the
+    benchmark leaves out its cuda row instead of dying."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def broken(name, *args, **kwargs):
+        if name == "ssdx.models.engine" and args and args[2] and "cuda" in args[2]:
+            raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    why = engine_backends.cuda_unavailable()
+    assert why is not None and "does not import" in why and "row_stack" in why
+    with pytest.raises(ConfigError, match="engine.backend.*does not import.*use auto, jax or cpu"):
+        engine_backends.select({"backend": "cuda"})

@@ -23,6 +23,16 @@ from ssdx.models.engine.params import backend_name
 from ssdx.params import ConfigError
 
 
+def cuda_unavailable() -> str | None:
+    """Why the ``cuda`` back end cannot run here, or None (``ssdx.models.engine.cuda.unavailable``); also
+    when Numba's CUDA target fails to import at all, as a ``numba-cuda`` built for an older NumPy does."""
+    try:
+        from ssdx.models.engine import cuda as engine_cuda
+    except Exception as e:  # not only ImportError: a broken install raises what its imports raise
+        return f"Numba's CUDA target does not import here ({type(e).__name__}: {e})"
+    return engine_cuda.unavailable()
+
+
 def select(engine: Mapping[str, Any]) -> str:
     """The back end a run with the ``engine`` config mapping uses: ``jax``, ``cpu`` or ``cuda`` (``auto``
     resolved on JAX's default device; ``cuda`` checked against the GPUs Numba sees).  A name outside
@@ -30,8 +40,7 @@ def select(engine: Mapping[str, Any]) -> str:
     :class:`~ssdx.params.ConfigError`."""
     value = backend_name(engine)
     if value == "cuda":
-        from ssdx.models.engine import cuda as engine_cuda
-        why = engine_cuda.unavailable()
+        why = cuda_unavailable()
         if why is not None:
             raise ConfigError("engine.backend", value, f"{why}; use auto, jax or cpu")
     if value == "auto":
