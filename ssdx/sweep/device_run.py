@@ -84,8 +84,19 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
         ok = o < count
         for t, v in zip(rule_list, rule_v, strict=True):
             ok = ok & g(t, v)
+        # every configuration's metrics, of which XLA computes only those the reductions read (a key, a
+        # histogram); the rows kept with the top-k and the Pareto candidates come from running the model
+        # again on those few configurations (rows_at), so a chunk never computes every metric of all
         met = jax.vmap(per_config)(drive, workload)
-        rows = jnp.stack([met[m] for m in metrics])
+
+        def rows_at(pos):
+            """Every metric (rows in ``metrics`` order) of the configurations at ``pos``, any shape."""
+            flat = pos.reshape(-1)
+            sub = jax.lax.optimization_barrier([x[flat] for x in leaves])  # as above: the same arithmetic
+            d, w = jax.tree_util.tree_unflatten(ds.treedef, sub)
+            again = jax.vmap(per_config)(d, w)
+            return jnp.stack([again[m] for m in metrics]).reshape((len(metrics), *pos.shape))
+
         key = lambda name: met[name] if name in met else g(tabs["ranks"][name], rank_v[name])  # noqa: E731
         out = {"n": ok.sum()}
         if "top_k" in keep:
@@ -97,7 +108,6 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
             pos = group_top_k(jnp.where(elig, s, -jnp.inf), grp, len(ds.groups["top_k"]), min(t["k"], chunk))
             out["top_pos"] = pos
             out["top_ok"] = elig[pos] & (grp[pos] == jnp.arange(pos.shape[0])[:, None])
-            out["top_rows"] = rows[:, pos]
         if "pareto" in keep:
             pk = keep["pareto"]
             x, y = key(pk["x"]), key(pk["y"])
@@ -107,7 +117,15 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
             x, y = jnp.where(elig, x, jnp.inf), jnp.where(elig, y, jnp.inf)
             out["par_pos"], out["par_n"] = front_positions(x, y, elig & ~pivot_dominated(x, y, elig),
                                                            min(capacity, chunk))
-            out["par_rows"] = rows[:, out["par_pos"]]
+        kept = [out[k] for k in ("top_pos", "par_pos") if k in out]
+        if kept:  # one second run of the model for both: one more copy of it to compile, not two
+            rows = rows_at(jnp.concatenate([k.reshape(-1) for k in kept]))
+            if "top_pos" in out:
+                n_top = out["top_pos"].size
+                out["top_rows"] = rows[:, :n_top].reshape((len(metrics), *out["top_pos"].shape))
+                rows = rows[:, n_top:]
+            if "par_pos" in out:
+                out["par_rows"] = rows
         if "histograms" in keep:
             h = keep["histograms"]
             n_groups, slots = len(ds.groups["histograms"]), h["bins"] + 3
