@@ -85,8 +85,9 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
         for t, v in zip(rule_list, rule_v, strict=True):
             ok = ok & g(t, v)
         # every configuration's metrics, of which XLA computes only those the reductions read (a key, a
-        # histogram); the rows kept with the top-k and the Pareto candidates come from running the model
-        # again on those few configurations (rows_at), so a chunk never computes every metric of all
+        # histogram); when that is not all of them, the rows kept with the top-k and the Pareto candidates
+        # come from running the model again on those few configurations (rows_at), so a chunk does not
+        # compute every metric of every configuration
         met = jax.vmap(per_config)(drive, workload)
 
         def rows_at(pos):
@@ -118,8 +119,12 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
             out["par_pos"], out["par_n"] = front_positions(x, y, elig & ~pivot_dominated(x, y, elig),
                                                            min(capacity, chunk))
         kept = [out[k] for k in ("top_pos", "par_pos") if k in out]
-        if kept:  # one second run of the model for both: one more copy of it to compile, not two
-            rows = rows_at(jnp.concatenate([k.reshape(-1) for k in kept]))
+        if kept:
+            flat = jnp.concatenate([k.reshape(-1) for k in kept])
+            if set(metrics) <= _metrics_read(keep):  # every metric computed anyway: take the rows
+                rows = jnp.stack([met[m] for m in metrics])[:, flat]
+            else:  # one second run of the model for both: one more copy of it to compile, not two
+                rows = rows_at(flat)
             if "top_pos" in out:
                 n_top = out["top_pos"].size
                 out["top_rows"] = rows[:, :n_top].reshape((len(metrics), *out["top_pos"].shape))
@@ -147,6 +152,18 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
         return out
 
     return fn
+
+
+def _metrics_read(keep: Mapping[str, Any]) -> set[str]:
+    """The names a chunk's reductions read for every configuration (metrics or configuration columns)."""
+    names = set()
+    if "top_k" in keep:
+        names.add(keep["top_k"]["by"])
+    if "pareto" in keep:
+        names |= {keep["pareto"]["x"], keep["pareto"]["y"]}
+    if "histograms" in keep:
+        names |= set(keep["histograms"]["metrics"])
+    return names
 
 
 def edges_at_or_below(v, edges: np.ndarray):
