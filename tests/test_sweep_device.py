@@ -98,6 +98,26 @@ def test_an_accelerator_runs_device_sweeps_in_large_chunks_unless_the_runner_say
         device_chunk({"chunk_size": 0}, None, 10, "gpu")
 
 
+def test_rows_are_the_same_whether_or_not_the_model_runs_again_for_them(tmp_path):
+    """A chunk whose reductions read only some metrics runs the model again on the kept configurations for
+    their rows; one whose reductions read every metric takes the rows from its one run.  Both give the
+    host path's outputs."""
+    from ssdx.core import registry
+    from ssdx.sweep import device_run
+
+    metrics = list(registry.SWEEP_MODELS["fluid"].metrics)
+    every = {"top_k": KEEP["top_k"], "pareto": KEEP["pareto"],
+             "histograms": {"metrics": metrics, "bins": 4, "range": {m: [-1e9, 1e9] for m in metrics}}}
+    assert set(metrics) <= device_run._metrics_read(every)
+    assert not set(metrics) <= device_run._metrics_read(KEEP)
+    run_sweep(_sweep(keep=every, generate="host"), BASE, tmp_path / "h", progress=False)
+    run_sweep(_sweep(keep=every, chunk=31), BASE, tmp_path / "d", progress=False)
+    want, got = _outputs(tmp_path / "h"), _outputs(tmp_path / "d")
+    for f in want[0]:
+        pd.testing.assert_frame_equal(got[0][f], want[0][f], check_exact=True)
+    assert got[1] == want[1]
+
+
 def test_rules_are_counted_from_the_tables_exactly():
     sweep = _sweep()
     base = sweep_base(sweep, BASE)
