@@ -118,6 +118,18 @@ def test_rows_are_the_same_whether_or_not_the_model_runs_again_for_them(tmp_path
     assert got[1] == want[1]
 
 
+def test_a_chunk_returns_few_pareto_places_when_small():
+    """Every returned Pareto place is a configuration the model runs again: a small chunk returns a
+    power of two of at most 1/32 of it (at least 256), a large one PARETO_CAPACITY."""
+    from ssdx.sweep import device_run
+
+    for chunk in (1, 97, 8191, 32768, 100_000, 1 << 20, 1 << 23):
+        c = device_run.first_capacity(chunk)
+        assert c & (c - 1) == 0 and 256 <= c <= device_run.PARETO_CAPACITY
+        assert c <= max(256, chunk // 32)
+    assert device_run.first_capacity(1 << 23) == device_run.PARETO_CAPACITY
+
+
 def test_rules_are_counted_from_the_tables_exactly():
     sweep = _sweep()
     base = sweep_base(sweep, BASE)

@@ -30,7 +30,8 @@ that keeps reductions only (``keep:`` without ``all: true``), the fluid model's 
 Limits (then the host path runs the sweep, or ``generate: device`` is refused with the reason): a table
 over more than :data:`TABLE_LIMIT` factor combinations, more than :data:`GROUP_LIMIT` groups, a group or
 histogram keyed by a metric, a mix of workloads with and without idle gaps, a catalog name that is not
-in the catalog.  A chunk returns up to :data:`PARETO_CAPACITY` Pareto candidates; a chunk with more
+in the catalog.  A chunk returns up to :data:`PARETO_CAPACITY` Pareto candidates (fewer for a small chunk:
+``device_run.first_capacity``); a chunk with more
 (many tied points) is run again with room for :data:`PARETO_HEADROOM` times as many, and the chunks
 after it get that room too.
 """

@@ -375,6 +375,13 @@ def _device_inputs(ds: DeviceSpace, part: int, device) -> tuple:
 
 _CAPACITY: dict[tuple[str, int], int] = {}  # Pareto capacity grown per (run, part)
 
+
+def first_capacity(chunk: int) -> int:
+    """Pareto candidates a chunk of ``chunk`` configurations returns at first: :data:`PARETO_CAPACITY`, or
+    for a small chunk a power of two of at most ``chunk / 32`` (and at least 256), because every returned
+    place is one more configuration the model runs again for its row (a longer front grows it)."""
+    return min(PARETO_CAPACITY, max(256, 1 << max(0, (chunk // 32).bit_length() - 1)))
+
 def _compiled(ds, part, model, chunk, token, device, args, capacity) -> tuple[Callable, float]:
     return compile_once(("device", token, part, str(device), capacity),
                         lambda: jax.jit(chunk_fn(ds, part, model, chunk, capacity)).lower(*args))
@@ -390,7 +397,7 @@ def chunk_job(ds: DeviceSpace, model: Callable[[bool], Callable], part: int, lo:
     args = (*jax.device_put((ds.parts[part].digits(lo), np.int32(count)), device),
             *_device_inputs(ds, part, device))
     key = (token, part)
-    capacity = _CAPACITY.get(key, PARETO_CAPACITY)
+    capacity = _CAPACITY.get(key, first_capacity(chunk))
     fn, compile_s = _compiled(ds, part, model, chunk, token, device, args, capacity)
     t0 = time.perf_counter()
     res = jax.device_get(fn(*args))
