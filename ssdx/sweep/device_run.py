@@ -382,6 +382,7 @@ def first_capacity(chunk: int) -> int:
     place is one more configuration the model runs again for its row (a longer front grows it)."""
     return min(PARETO_CAPACITY, max(256, 1 << max(0, (chunk // 32).bit_length() - 1)))
 
+
 def _compiled(ds, part, model, chunk, token, device, args, capacity) -> tuple[Callable, float]:
     return compile_once(("device", token, part, str(device), capacity),
                         lambda: jax.jit(chunk_fn(ds, part, model, chunk, capacity)).lower(*args))
