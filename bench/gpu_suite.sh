@@ -25,34 +25,26 @@ step() {  # step NAME LIMIT_S command...
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee -a "$O/log.txt"
 $PY -c "import jax; print('jax', jax.__version__, jax.devices())" 2>&1 | tee -a "$O/log.txt"
+# sizes: the GPU's, or tiny ones for "quick"; L scales every limit
 if [ -z "$Q" ]; then
-  step scale_device 210 $PY -m bench.scale_device --json "$O/scale_device.json" --configs 1000000 --steps 256 \
-    --chunk 1048576 --trivial 100000000 --reps 2 --big 1000000000 --big-steps 32 --big-chunk 4194304
-  step device_each 90 $PY -m bench.scale_device --json "$O/device_each.json" --runs bare,device_each \
-    --configs 1000000 --steps 256 --chunk 1048576 --reps 3
-  step engine_1e4 110 $PY -m bench.engine --configs 10000 --requests 10000 --repeats 3 --json "$O/engine_1e4.json"
-  step engine_1e5 80 $PY -m bench.engine --configs 100000 --requests 10000 --repeats 3 --json "$O/engine_1e5.json"
-  step scale_1m 90 $PY -m bench.scale --configs 1000000 --chunk 100000 --steps 256 --devices 1 --reduce 1 \
-    --reps 2 --json "$O/scale_1m.json"
-  step fluid 60 $PY -m bench.fluid --configs 1000000 --chunk 1048576 --steps 512 --loop-configs 10 --repeats 3 \
-    --json "$O/fluid.json"
-  step thermal 60 $PY -m bench.thermal --configs 1000000 --steps 600 --loop-configs 10 --step-loop-configs 2 \
-    --repeats 3 --baseline-repeats 1 --out "$O/thermal.json"
-  step gc 45 $PY -m bench.gc --configs 4096 --cycles 4000 --loop-configs 1 --loop-cycles 300 --single-configs 2 \
-    --repeats 2 --json "$O/gc.json"
+  N=1000000 S=256 C=1048576 T=100000000 R=2 B=1000000000 BS=32 BC=4194304 L=1
+  EC=10000 EC2=100000 ER=10000 SC=100000 FN=1000000 FS=512 TN=1000000 TS=600 GN=4096 GC=4000
 else
-  step scale_device 300 $PY -m bench.scale_device --json "$O/scale_device.json" --configs 2000 --steps 16 \
-    --chunk 1024 --trivial 100000 --reps 1 --big 50000 --big-steps 8 --big-chunk 16384
-  step device_each 200 $PY -m bench.scale_device --json "$O/device_each.json" --runs bare,device_each \
-    --configs 2000 --steps 16 --chunk 1024 --reps 1
-  step engine_1e4 200 $PY -m bench.engine --configs 64 --requests 500 --repeats 1 --json "$O/engine_1e4.json"
-  step scale_1m 200 $PY -m bench.scale --configs 2000 --chunk 500 --steps 16 --devices 1 --reduce 1 --reps 1 \
-    --json "$O/scale_1m.json"
-  step fluid 100 $PY -m bench.fluid --configs 2000 --chunk 1024 --steps 32 --loop-configs 2 --repeats 1 \
-    --json "$O/fluid.json"
-  step thermal 100 $PY -m bench.thermal --configs 1000 --steps 60 --loop-configs 2 --step-loop-configs 1 \
-    --repeats 1 --baseline-repeats 1 --out "$O/thermal.json"
-  step gc 100 $PY -m bench.gc --configs 16 --cycles 400 --loop-configs 1 --loop-cycles 100 --single-configs 1 \
-    --repeats 1 --json "$O/gc.json"
+  N=2000 S=16 C=1024 T=100000 R=1 B=50000 BS=8 BC=16384 L=3
+  EC=64 EC2=128 ER=500 SC=500 FN=2000 FS=32 TN=1000 TS=60 GN=16 GC=400
 fi
+step scale_device $((210 * L)) $PY -m bench.scale_device --json "$O/scale_device.json" --configs $N --steps $S \
+  --chunk $C --trivial $T --reps $R --big $B --big-steps $BS --big-chunk $BC
+step device_each $((90 * L)) $PY -m bench.scale_device --json "$O/device_each.json" --runs bare,device_each \
+  --configs $N --steps $S --chunk $C --reps 3
+step engine_1e4 $((110 * L)) $PY -m bench.engine --configs $EC --requests $ER --repeats 3 --json "$O/engine_1e4.json"
+step engine_1e5 $((80 * L)) $PY -m bench.engine --configs $EC2 --requests $ER --repeats 3 --json "$O/engine_1e5.json"
+step scale_1m $((90 * L)) $PY -m bench.scale --configs $N --chunk $SC --steps $S --devices 1 --reduce 1 --reps $R \
+  --json "$O/scale_1m.json"
+step fluid $((60 * L)) $PY -m bench.fluid --configs $FN --chunk $C --steps $FS --loop-configs 10 --repeats 3 \
+  --json "$O/fluid.json"
+step thermal $((60 * L)) $PY -m bench.thermal --configs $TN --steps $TS --loop-configs 10 --step-loop-configs 2 \
+  --repeats 3 --baseline-repeats 1 --out "$O/thermal.json"
+step gc $((45 * L)) $PY -m bench.gc --configs $GN --cycles $GC --loop-configs 1 --loop-cycles 300 --single-configs 2 \
+  --repeats 2 --json "$O/gc.json"
 echo "=== done at $(( $(date +%s) - T0 )) s" | tee -a "$O/log.txt"

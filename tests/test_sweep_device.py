@@ -103,13 +103,13 @@ def test_rows_are_the_same_whether_or_not_the_model_runs_again_for_them(tmp_path
     their rows; one whose reductions read every metric takes the rows from its one run.  Both give the
     host path's outputs."""
     from ssdx.core import registry
-    from ssdx.sweep import device_run
+    from ssdx.sweep import reduce
 
     metrics = list(registry.SWEEP_MODELS["fluid"].metrics)
     every = {"top_k": KEEP["top_k"], "pareto": KEEP["pareto"],
              "histograms": {"metrics": metrics, "bins": 4, "range": {m: [-1e9, 1e9] for m in metrics}}}
-    assert set(metrics) <= device_run._metrics_read(every)
-    assert not set(metrics) <= device_run._metrics_read(KEEP)
+    assert set(metrics) <= set(reduce.columns_needed(reduce.parse(every)))
+    assert not set(metrics) <= set(reduce.columns_needed(reduce.parse(KEEP)))
     run_sweep(_sweep(keep=every, generate="host"), BASE, tmp_path / "h", progress=False)
     run_sweep(_sweep(keep=every, chunk=31), BASE, tmp_path / "d", progress=False)
     want, got = _outputs(tmp_path / "h"), _outputs(tmp_path / "d")

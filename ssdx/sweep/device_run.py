@@ -90,13 +90,11 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
         # compute every metric of every configuration
         met = jax.vmap(per_config)(drive, workload)
 
-        def rows_at(pos):
-            """Every metric (rows in ``metrics`` order) of the configurations at ``pos``, any shape."""
-            flat = pos.reshape(-1)
+        def rows_at(flat):
+            """Every metric (rows in ``metrics`` order) of the configurations at positions ``flat``."""
             sub = jax.lax.optimization_barrier([x[flat] for x in leaves])  # as above: the same arithmetic
-            d, w = jax.tree_util.tree_unflatten(ds.treedef, sub)
-            again = jax.vmap(per_config)(d, w)
-            return jnp.stack([again[m] for m in metrics]).reshape((len(metrics), *pos.shape))
+            again = jax.vmap(per_config)(*jax.tree_util.tree_unflatten(ds.treedef, sub))
+            return jnp.stack([again[m] for m in metrics])
 
         key = lambda name: met[name] if name in met else g(tabs["ranks"][name], rank_v[name])  # noqa: E731
         out = {"n": ok.sum()}
@@ -121,7 +119,7 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
         kept = [out[k] for k in ("top_pos", "par_pos") if k in out]
         if kept:
             flat = jnp.concatenate([k.reshape(-1) for k in kept])
-            if set(metrics) <= _metrics_read(keep):  # every metric computed anyway: take the rows
+            if set(metrics) <= set(reduce_mod.columns_needed(keep)):  # all computed anyway: take them
                 rows = jnp.stack([met[m] for m in metrics])[:, flat]
             else:  # one second run of the model for both: one more copy of it to compile, not two
                 rows = rows_at(flat)
@@ -152,18 +150,6 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
         return out
 
     return fn
-
-
-def _metrics_read(keep: Mapping[str, Any]) -> set[str]:
-    """The names a chunk's reductions read for every configuration (metrics or configuration columns)."""
-    names = set()
-    if "top_k" in keep:
-        names.add(keep["top_k"]["by"])
-    if "pareto" in keep:
-        names |= {keep["pareto"]["x"], keep["pareto"]["y"]}
-    if "histograms" in keep:
-        names |= set(keep["histograms"]["metrics"])
-    return names
 
 
 def edges_at_or_below(v, edges: np.ndarray):
