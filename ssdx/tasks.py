@@ -6,6 +6,7 @@ directory, writes its files there, and returns the summary it wrote.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -340,7 +341,27 @@ def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_s
     io.write_json(out_dir / "summary.json", summary)
     cols = list(t.get("group_by", [])) + ["config_index"] + ([t["by"]] if t else [])
     summary["_table"] = "" if best is None else format_table(best, cols)
+    summary["_quantiles"] = _quantile_table(out_dir / "histograms.json") if kept.get("histograms", {}).get(
+        "quantiles") else ""
     return summary
+
+
+def _quantile_table(path: Path) -> str:
+    """The quantiles of ``histograms.json`` as text: a row per group, metric and quantile (estimate and
+    bracket; ``<`` / ``>`` where the quantile is outside the histogram's range)."""
+    import pandas as pd
+
+    doc = json.loads(path.read_text())
+    rows = []
+    for g in doc["groups"]:
+        for m, entries in g["quantiles"].items():
+            for e in entries:
+                where = (f"< {e['high']:.4g}" if e["low"] is None and e["high"] is not None
+                         else f"> {e['low']:.4g}" if e["high"] is None and e["low"] is not None
+                         else f"[{e['low']:.4g}, {e['high']:.4g}]" if e["low"] is not None else "no values")
+                rows.append({**g["group"], "metric": m, "q": e["q"], "value": e["value"], "bracket": where})
+    df = pd.DataFrame(rows)
+    return format_table(df, [*doc["group_by"], "metric", "q", "value", "bracket"])
 
 
 def sweep_plots(df, eligible, rep: Mapping[str, Any], out_dir: Path, name: Any) -> dict[str, Any]:

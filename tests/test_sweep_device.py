@@ -22,7 +22,7 @@ KEEP = {"top_k": {"k": 4, "by": "time_s", "group_by": ["drive.nand", "drive.slc_
         "histograms": {"metrics": ["mean_mb_s", "drive.fold_efficiency"], "bins": 16,
                        "group_by": ["drive.dies_per_channel"],
                        "range": {"mean_mb_s": [100.0, 5000.0], "drive.fold_efficiency": [0.4, 1.0]},
-                       "log": ["mean_mb_s"]}}
+                       "log": ["mean_mb_s"], "quantiles": [0.1, 0.5, 0.99]}}
 
 
 def _sweep(keep=KEEP, chunk=97, generate="device", on_invalid="drop") -> dict:

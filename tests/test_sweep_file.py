@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from tests.test_cli import ssdx
@@ -33,10 +34,15 @@ def test_sweep_file_runs_from_any_directory_and_keep_override(tmp_path):
     assert json.loads((tmp_path / "all" / "summary.json").read_text())["sweep"] == "from_file"
     # the same file reduced to the best two per NAND type on two host devices: no table, the same rows
     r = ssdx("sweep_file=defs/mine.yaml", f"hydra.run.dir={tmp_path / 'top'}",
-             "sweep.keep={top_k: {k: 2, by: mean_mb_s, group_by: [drive.nand]}}", "sweep.chunk_size=1",
-             cwd=tmp_path, env_extra={"SSDX_HOST_DEVICES": "2"})
+             "sweep.keep={top_k: {k: 2, by: mean_mb_s, group_by: [drive.nand]}, histograms: {metrics: "
+             "[mean_mb_s], bins: 32, range: {mean_mb_s: [10, 10000]}, log: [mean_mb_s], quantiles: [0.5]}}",
+             "sweep.chunk_size=1", cwd=tmp_path, env_extra={"SSDX_HOST_DEVICES": "2"})
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "top" / "results.parquet").exists()
+    assert "best by mean_mb_s per drive.nand:" in r.stdout and "quantiles (value: estimate;" in r.stdout
+    hist = json.loads((tmp_path / "top" / "histograms.json").read_text())
+    median = hist["groups"][0]["quantiles"]["mean_mb_s"][0]
+    assert median["low"] <= np.sort(t["mean_mb_s"])[2] <= median["high"]  # the 3rd of 6 (ceil(0.5 * 6))
     top = pq.read_table(tmp_path / "top" / "top_k.parquet").to_pandas()
     want = t.sort_values(["mean_mb_s", "config_id"], ascending=[False, True]).groupby("drive.nand").head(2)
     assert sorted(top["config_index"]) == sorted(want["config_id"])
@@ -56,6 +62,9 @@ def test_sweep_file_refusals_name_the_file(tmp_path):
     r = ssdx("sweep_file=ok.yaml", "sweep.keep={top_k: {k: 0, by: mean_mb_s}}", f"hydra.run.dir={tmp_path}",
              cwd=tmp_path)
     assert r.returncode == 2 and "sweep.keep.top_k.k" in r.stderr
+    r = ssdx("sweep_file=ok.yaml", "sweep.keep={histograms: {metrics: [mean_mb_s], "
+             "range: {mean_mb_s: [1, 9]}, quantiles: [50]}}", f"hydra.run.dir={tmp_path}", cwd=tmp_path)
+    assert r.returncode == 2 and "sweep.keep.histograms.quantiles" in r.stderr and "[0, 1]" in r.stderr
 
 
 def test_sweep_generate_override_through_the_cli(tmp_path):

@@ -19,7 +19,8 @@ BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
 KEEP = {"top_k": {"k": 3, "by": "mean_mb_s", "group_by": ["drive.nand"], "ascending": False},
         "pareto": {"x": "drive.dies_per_channel", "x_better": "min", "y": "mean_mb_s", "y_better": "max"},
         "histograms": {"metrics": ["mean_mb_s"], "bins": 8, "group_by": ["drive.slc_mode"],
-                       "range": {"mean_mb_s": [100.0, 3000.0]}, "log": ["mean_mb_s"]}}
+                       "range": {"mean_mb_s": [100.0, 3000.0]}, "log": ["mean_mb_s"],
+                       "quantiles": [0.0, 0.5, 0.9, 1.0]}}
 
 
 def _sweep(chunk: int, keep=KEEP) -> dict:
@@ -74,6 +75,13 @@ def test_reductions_match_the_whole_table_and_any_chunking(tmp_path):
     assert set(got[48][0]["pareto.parquet"]["config_index"]) == front
     h = {g["group"]["drive.slc_mode"]: g["counts"]["mean_mb_s"] for g in got[48][1]["groups"]}
     assert h == hist and sum(map(sum, h.values())) == 24
+    # each quantile's bracket holds the order statistic pandas finds in the whole table
+    for g in got[48][1]["groups"]:
+        v = np.sort(df.loc[df["drive.slc_mode"] == g["group"]["drive.slc_mode"], "mean_mb_s"].to_numpy())
+        for e in g["quantiles"]["mean_mb_s"]:
+            exact = v[max(1, int(np.ceil(e["q"] * len(v)))) - 1]
+            assert e["n"] == len(v) and (e["low"] is None or e["low"] <= exact)
+            assert e["high"] is None or exact <= e["high"]
     for chunk in (5, 3):
         for f in ("top_k.parquet", "pareto.parquet"):
             pd.testing.assert_frame_equal(got[chunk][0][f], got[48][0][f], check_exact=True)
@@ -113,6 +121,46 @@ def test_resume_of_a_reduced_sweep_gives_the_same_reductions(tmp_path):
     for f in ("top_k.parquet", "pareto.parquet"):
         pd.testing.assert_frame_equal(pq.read_table(d / f).to_pandas(), pq.read_table(ref / f).to_pandas())
     assert (d / "histograms.json").read_text() == (ref / "histograms.json").read_text()
+
+
+@pytest.mark.parametrize("log", [True, False])
+def test_quantiles_bracket_the_order_statistic_and_the_estimate_keeps_its_bound(log):
+    """Against numpy's lower (``inverted_cdf``) quantile of the raw values: the bracket holds it, the
+    estimate is within the stated error (relative on log bins: (g - 1) / (g + 1) for edges g apart), and
+    values out of the range or NaN are never placed in a bin."""
+    rng = np.random.default_rng(3)
+    v = np.concatenate([rng.lognormal(np.log(300.0), 1.0, 5000), [np.nan] * 7, [1.0, 2.0, 9e3]])
+    lo, hi, bins = 10.0, 5000.0, 200
+    spec = reduce.parse({"histograms": {"metrics": ["m"], "bins": bins, "range": {"m": [lo, hi]},
+                                        "log": ["m"] if log else [],
+                                        "quantiles": [0.0, 0.001, 0.25, 0.5, 0.99, 0.9999, 1.0]}})
+    h = spec["histograms"]
+    r = reduce.Reducer(spec, {})
+    st = r.merge(r.chunk({"config_id": np.arange(2000), "m": v[:2000]}),
+                 r.chunk({"config_id": np.arange(2000, len(v)), "m": v[2000:]}))
+    got = reduce.quantiles_of(st["histograms"]["[]"]["m"], h["edges"]["m"], h["quantiles"], log)
+    finite = v[~np.isnan(v)]
+    g = (hi / lo) ** (1 / bins)
+    for e in got:
+        exact = float(np.quantile(finite, e["q"], method="inverted_cdf"))
+        assert e["n"] == len(finite) and e["rank"] == max(1, int(np.ceil(e["q"] * len(finite) - 1e-9)))
+        if exact < lo:
+            assert e["low"] is None and e["high"] == lo and e["value"] is None
+        elif exact > hi:
+            assert e["low"] == hi and e["high"] is None and e["value"] is None
+        else:
+            assert e["low"] <= exact <= e["high"]
+            if log:
+                assert e["error"] == pytest.approx((g - 1) / (g + 1), rel=1e-9)
+                assert abs(e["value"] - exact) <= e["error"] * exact * (1 + 1e-12)
+            else:
+                assert e["error"] == pytest.approx((hi - lo) / bins / 2, rel=1e-9)
+                assert abs(e["value"] - exact) <= e["error"] * (1 + 1e-12)
+    assert got[0]["high"] == lo and got[-1]["low"] == hi  # the sample spills over both ends
+    assert reduce.quantiles_of([0] * (bins + 2) + [3], h["edges"]["m"], [0.5], log)[0]["value"] is None
+    for bad in ([1.5], "0.5", [True], [-0.1]):
+        with pytest.raises(ConfigError, match="quantiles"):
+            reduce.parse({"histograms": {"metrics": ["m"], "range": {"m": [1.0, 2.0]}, "quantiles": bad}})
 
 
 def test_merge_is_associative_and_histograms_keep_out_of_range_values():

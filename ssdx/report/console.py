@@ -84,8 +84,12 @@ def sweep(s: Mapping[str, Any], out: Path) -> list[str]:
                  f'({s["n_dropped"]} infeasible dropped) in {s["wall_s"]:.1f} s on '
                  f'{s["runner"]["executor"]} ({s["runner"]["workers"]} worker'
                  f'{"s" if s["runner"]["workers"] > 1 else ""}){resumed}')
-    lines.append(f'best by {s["best_by"]["metric"]} per {", ".join(s["best_by"]["group_by"]) or "run"}:')
-    lines.append(s["_table"])
+    if s["best_by"]["metric"] is not None:  # a reduced sweep without top-k has no best rows
+        lines.append(f'best by {s["best_by"]["metric"]} per {", ".join(s["best_by"]["group_by"]) or "run"}:')
+        lines.append(s["_table"])
+    if s.get("_quantiles"):
+        lines.append("quantiles (value: estimate; bracket: where the exact one lies):")
+        lines.append(s["_quantiles"])
     plots = [v for k, v in s["plots"].items() if k.endswith("_png")]
     lines.append(f"outputs: {', '.join([*s['outputs'], *plots])}")
     return lines

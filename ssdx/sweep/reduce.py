@@ -9,7 +9,7 @@ of (or besides) the whole table, small summaries computed chunk by chunk where t
       top_k: {k: 10, by: mean_mb_s, group_by: [drive.nand], ascending: false}
       pareto: {x: drive.dies_per_channel, x_better: min, y: mean_mb_s, y_better: max}
       histograms: {metrics: [mean_mb_s], bins: 50, group_by: [drive.slc_mode],
-                   range: {mean_mb_s: [1.0, 20000.0]}, log: [mean_mb_s]}
+                   range: {mean_mb_s: [1.0, 20000.0]}, log: [mean_mb_s], quantiles: [0.5, 0.99]}
 
 Every reduction is a *state* with an associative and commutative merge, so the same sweep gives the same
 state whatever the chunk size, the order chunks finish in, the devices or the Ray workers:
@@ -23,7 +23,9 @@ state whatever the chunk size, the order chunks finish in, the devices or the Ra
   parts' non-dominated sets).
 * histograms, per group and metric: counts on bin edges fixed before the sweep runs, from the declared
   ``range: [lo, hi]`` (linear, or logarithmic for the metrics listed in ``log``), plus underflow,
-  overflow and NaN counts: no value is dropped.  Merge: element-wise sum of integer counts.
+  overflow and NaN counts: no value is dropped.  Merge: element-wise sum of integer counts.  The
+  ``quantiles`` asked for are read off the merged counts (:func:`quantiles_of`): each one's bin, so a
+  bracket that holds the exact order statistic, and an estimate within a known bound of it.
 
 States are JSON (floats written by ``repr``, which round-trips exactly) and are checkpointed with their
 chunk, so a resumed sweep merges exactly what an uninterrupted one would have.
@@ -116,9 +118,14 @@ def parse(keep: Any) -> dict[str, Any] | None:
             e = np.geomspace(lo, hi, bins + 1) if m in logs else np.linspace(lo, hi, bins + 1)
             e[0], e[-1] = lo, hi
             edges[m] = e.tolist()
+        qs = h.get("quantiles") or []
+        if isinstance(qs, str) or not isinstance(qs, Sequence) or not all(
+                isinstance(q, int | float) and not isinstance(q, bool) and 0.0 <= q <= 1.0 for q in qs):
+            raise ConfigError("sweep.keep.histograms.quantiles", qs, "must be a list of numbers in [0, 1]")
         out["histograms"] = {"metrics": metrics, "bins": bins, "edges": edges,
                              "log": [m for m in metrics if m in logs],
-                             "group_by": _names(h.get("group_by"), "sweep.keep.histograms.group_by")}
+                             "group_by": _names(h.get("group_by"), "sweep.keep.histograms.group_by"),
+                             "quantiles": [float(q) for q in qs]}
     if not any(k in out for k in KINDS):
         raise ConfigError("sweep.keep", dict(keep),
                           "a mapping must declare at least one of " + ", ".join(KINDS))
@@ -291,6 +298,54 @@ def histogram_slots(v: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return slot
 
 
+def quantiles_of(counts: Sequence[int], edges: Sequence[float], qs: Sequence[float],
+                 log: bool) -> list[dict[str, Any]]:
+    """The quantiles ``qs`` of the values a histogram counted (``counts`` in :func:`histogram_slots`'
+    slots, on ``edges``), NaN values left out.
+
+    The ``q``-quantile of ``n`` values is the ``ceil(q n)``-th smallest (at least the first): the lower
+    quantile, numpy's ``method="inverted_cdf"``.  Its bin is known exactly from the counts, so each entry
+    gives the bracket ``[low, high]`` that holds it (``low`` None: below the range's ``lo``; ``high`` None:
+    above ``hi``) and an estimate ``value`` with its worst-case ``error`` (None when the quantile is out of
+    range or nothing was counted):
+
+    * log bins: the harmonic mean of the edges, ``2ab / (a + b)``, is within a relative error of
+      ``(b - a) / (b + a)`` of every value in ``[a, b]`` (``(g - 1) / (g + 1)`` for edges a ratio ``g``
+      apart; the estimate of DDSketch, Masson, Rim and Lee, "DDSketch: a fast and fully-mergeable quantile
+      sketch with relative-error guarantees", VLDB 2019), ``error`` relative;
+    * linear bins: the midpoint, within half the bin width, ``error`` absolute (in the metric's unit).
+
+    Exact in the counts, so it inherits their independence of chunking, devices and workers."""
+    from fractions import Fraction
+
+    c = np.asarray(counts, dtype=np.int64)
+    e = np.asarray(edges, dtype=np.float64)
+    bins = len(e) - 1
+    cum = np.cumsum(c[:bins + 2])  # NaN (the last slot) left out
+    n = int(cum[-1])
+    out = []
+    for q in qs:
+        entry: dict[str, Any] = {"q": float(q), "n": n, "rank": None, "low": None, "high": None,
+                                 "value": None, "error": None}
+        if n:
+            rank = max(1, -(-Fraction(repr(float(q))) * n // 1))  # ceil(q n), exactly
+            slot = int(np.searchsorted(cum, rank))  # the first slot holding `rank` values
+            entry["rank"] = int(rank)
+            if slot == 0:
+                entry["high"] = float(e[0])
+            elif slot == bins + 1:
+                entry["low"] = float(e[-1])
+            else:
+                a, b = float(e[slot - 1]), float(e[slot])
+                entry["low"], entry["high"] = a, b
+                if log:
+                    entry["value"], entry["error"] = 2 * a * b / (a + b), (b - a) / (b + a)
+                else:
+                    entry["value"], entry["error"] = (a + b) / 2, (b - a) / 2
+        out.append(entry)
+    return out
+
+
 def dumps(state: State) -> str:
     """A state as JSON text (exact for float64)."""
     return json.dumps(state, sort_keys=True)
@@ -364,8 +419,19 @@ def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.n
                         "[edges[i], edges[i+1]), the last one closed at hi",
                "groups": [{"group": _group_dict(key, h["group_by"]), "counts": state["histograms"][key]}
                           for key in sorted(state["histograms"])]}
+        qs = h.get("quantiles") or []
+        if qs:
+            doc["quantiles"] = {
+                "q": qs,
+                "definition": "the ceil(q n)-th smallest of the n values counted (NaN left out) lies "
+                "in [low, high] (low null: below lo; high null: above hi); value estimates it within error: "
+                "relative on a log scale (harmonic mean of the bin's edges), absolute on a linear one "
+                "(the bin's midpoint)"}
+            for g in doc["groups"]:
+                g["quantiles"] = {m: quantiles_of(g["counts"][m], h["edges"][m], qs, m in h["log"])
+                                  for m in h["metrics"]}
         text = json.dumps(doc, indent=1) + "\n"
         io.write_text(out_dir / "histograms.json", text)
         kept["histograms"] = {"metrics": h["metrics"], "bins": h["bins"], "group_by": h["group_by"],
-                              "groups": len(doc["groups"]), "file": "histograms.json"}
+                              "quantiles": qs, "groups": len(doc["groups"]), "file": "histograms.json"}
     return kept
