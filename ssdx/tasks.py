@@ -333,7 +333,7 @@ def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_s
                     "constraint": None},
         "best": [] if best is None else best.to_dict(orient="records"),
         "results": None,
-        "plots": {},
+        "plots": reduced_plots(keep, out_dir, f"{sweep.get('name')}: {n} configurations"),
         "outputs": [str(out_dir / "summary.json")] + [str(out_dir / v["file"]) for v in kept.values()
                                                        if isinstance(v, dict)],
     }
@@ -344,6 +344,26 @@ def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_s
     summary["_quantiles"] = _quantile_table(out_dir / "histograms.json") if kept.get("histograms", {}).get(
         "quantiles") else ""
     return summary
+
+
+def reduced_plots(keep: Mapping[str, Any], out_dir: Path, title: str) -> dict[str, str]:
+    """The plots of a reduced sweep's outputs (``ssdx.report.sweep``): ``histograms.png`` (every group's
+    histogram of each metric, quantiles marked) and ``front.png`` (the Pareto front's rows).  Returns
+    their paths."""
+    import pyarrow.parquet as pq
+
+    from ssdx.report import sweep as sweep_report
+
+    out: dict[str, str] = {}
+    if "histograms" in keep:
+        sweep_report.histograms(json.loads((out_dir / "histograms.json").read_text()),
+                                out_dir / "histograms.png", title)
+        out["histograms_png"] = str(out_dir / "histograms.png")
+    if "pareto" in keep:
+        sweep_report.front(pq.read_table(out_dir / "pareto.parquet").to_pandas(), keep["pareto"],
+                           out_dir / "front.png", title)
+        out["front_png"] = str(out_dir / "front.png")
+    return out
 
 
 def _quantile_table(path: Path) -> str:

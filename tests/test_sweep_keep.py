@@ -66,6 +66,9 @@ def test_reductions_match_the_whole_table_and_any_chunking(tmp_path):
         assert not (d / "results.parquet").exists()
         assert s["n_configs"] == 24 and s["n_infeasible_by_rule"] == full["n_infeasible_by_rule"]
         assert not list((d / "chunks").glob("*.parquet"))  # only reduction states were checkpointed
+        # pictures of what was kept: every group's histogram (quantiles marked) and the front's rows
+        assert s["plots"] == {"histograms_png": str(d / "histograms.png"), "front_png": str(d / "front.png")}
+        assert all((d / f).stat().st_size > 10_000 for f in ("histograms.png", "front.png"))
         got[chunk] = ({f: pq.read_table(d / f).to_pandas() for f in ("top_k.parquet", "pareto.parquet")},
                       json.loads((d / "histograms.json").read_text()))
     t = got[48][0]["top_k.parquet"]

@@ -1,4 +1,5 @@
-"""Plots of a sweep's results table: a Pareto front of two metrics and a heatmap over two parameters.
+"""Plots of a sweep's results table: a Pareto front of two metrics and a heatmap over two parameters;
+and of a reduced sweep (``keep:``): its histograms with their quantiles, and its Pareto front.
 
 Sweeps ask for them in their ``report`` block::
     report:
@@ -116,3 +117,53 @@ def heatmap(df: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str = 
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return grids
+
+
+def histograms(doc: Mapping[str, Any], path: Path, title: str = "") -> None:
+    """``histograms.json`` (``ssdx.sweep.reduce.write_outputs``) drawn: a panel per metric, a step line per
+    group of the share of its configurations in each bin (log x axis for a log-scale metric), the counts
+    outside the range and NaN in the legend, and each quantile's estimate as a dotted line."""
+    metrics = list(doc["edges"])
+    fig, axes = report.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 3.8), squeeze=False)
+    for ax, m in zip(axes[0], metrics, strict=True):
+        e = np.asarray(doc["edges"][m], float)
+        for g in doc["groups"]:
+            c = np.asarray(g["counts"][m], float)
+            n = c.sum()
+            if n == 0:
+                continue
+            share = np.r_[c[1:-2], c[-3]] / n  # the bins, the last one repeated for the step's end
+            name = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in g["group"].items()) or "all"
+            out = f"; {int(c[0])} below, {int(c[-2])} above" if c[0] or c[-2] else ""
+            nan = f", {int(c[-1])} NaN" if c[-1] else ""
+            (line,) = ax.step(e, share, where="post", lw=1.2, label=f"{name} ({int(n)}{out}{nan})")
+            for q in (g.get("quantiles") or {}).get(m, []):
+                if q["value"] is not None:
+                    ax.axvline(q["value"], color=line.get_color(), ls=":", lw=0.9)
+        if doc["scale"].get(m) == "log":
+            ax.set_xscale("log")
+        ax.set_xlabel(m)
+        ax.set_ylabel("share of configurations")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="best")
+        qs = (doc.get("quantiles") or {}).get("q")
+        marks = f" (dotted: quantiles {', '.join(f'{q:g}' for q in qs)})" if qs else ""
+        ax.set_title(m + marks, fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def front(df: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str = "") -> None:
+    """A reduced sweep's Pareto front (``pareto.parquet``: the front's rows only, no other configuration),
+    ``spec`` the ``keep.pareto`` block."""
+    x, y = spec["x"], spec["y"]
+    d = df.sort_values([x, y])
+    fig, ax = report.subplots(figsize=(7, 4.5))
+    ax.plot(d[x], d[y], "k.-", lw=1.2)
+    ax.set_xlabel(f"{x} ({spec['x_better']} is better)")
+    ax.set_ylabel(f"{y} ({spec['y_better']} is better)")
+    ax.set_title(title or f"{len(d)} configurations on the front", fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
