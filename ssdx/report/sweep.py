@@ -73,14 +73,21 @@ def pareto(df: pd.DataFrame, spec: Mapping[str, Any], path: Path | None = None,
             ax.legend(fontsize=7, loc="best")
         else:
             ax.scatter(df[x], df[y], s=8, alpha=0.5, color="0.6")
-        ax.plot(front[x], front[y], "k.-", lw=1.2, label="Pareto front")
-        ax.set_xlabel(f"{x} ({spec.get('x_better', 'max')} is better)")
-        ax.set_ylabel(f"{y} ({spec.get('y_better', 'max')} is better)")
-        ax.set_title(title or f"{len(df)} configurations, {int(mask.sum())} on the front", fontsize=9)
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        _draw_front(fig, ax, front, spec, path,
+                    title or f"{len(df)} configurations, {int(mask.sum())} on the front")
     return front
+
+
+def _draw_front(fig, ax, front: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str) -> None:
+    """The front's rows through ``ax`` (sorted by x), the axes labelled with which way is better; saved."""
+    x, y = spec["x"], spec["y"]
+    ax.plot(front[x], front[y], "k.-", lw=1.2, label="Pareto front")
+    ax.set_xlabel(f"{x} ({spec.get('x_better', 'max')} is better)")
+    ax.set_ylabel(f"{y} ({spec.get('y_better', 'max')} is better)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def _plain(v: Any) -> Any:
@@ -157,13 +164,6 @@ def histograms(doc: Mapping[str, Any], path: Path, title: str = "") -> None:
 def front(df: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str = "") -> None:
     """A reduced sweep's Pareto front (``pareto.parquet``: the front's rows only, no other configuration),
     ``spec`` the ``keep.pareto`` block."""
-    x, y = spec["x"], spec["y"]
-    d = df.sort_values([x, y])
     fig, ax = report.subplots(figsize=(7, 4.5))
-    ax.plot(d[x], d[y], "k.-", lw=1.2)
-    ax.set_xlabel(f"{x} ({spec['x_better']} is better)")
-    ax.set_ylabel(f"{y} ({spec['y_better']} is better)")
-    ax.set_title(title or f"{len(d)} configurations on the front", fontsize=9)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _draw_front(fig, ax, df.sort_values([spec["x"], spec["y"]]), spec, path,
+                title or f"{len(df)} configurations on the front")
