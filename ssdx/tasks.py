@@ -65,11 +65,10 @@ def sweep_space(sweep: Mapping[str, Any],
     configurations.
     """
     base = sweep_base(sweep, base_cfg)
-    spec = _vmap_model(sweep)
     cols = space.sweep_rows(base, sweep)
     n = len(cols["drive.nand"])
     policy = on_invalid(sweep)
-    checks = [params.validate] + [registry.resolve(c) for c in spec.checks]
+    checks = _checks(sweep)
     if policy == "error":
         for check in checks:
             check(cols)
@@ -83,6 +82,35 @@ def sweep_space(sweep: Mapping[str, Any],
         for check in checks:
             check(cols)  # raises, naming the first breach
     return cols, ok, broken, n
+
+
+def _checks(sweep: Mapping[str, Any]) -> list:
+    """The validation functions a sweep's configurations must pass: ``params.validate`` and its model's."""
+    return [params.validate] + [registry.resolve(c) for c in _vmap_model(sweep).checks]
+
+
+def set_auto_ranges(keep: dict[str, Any] | None, sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
+                    dtype, n_defined: int, rows_of) -> None:
+    """Fix the ``auto`` histogram ranges of ``keep`` (in place) from the pilot sample
+    (``reduce.pilot_ids`` of the ``n_defined`` configurations; ``rows_of(ids)`` their columns), its
+    infeasible configurations left out and the feasible ones run through the sweep's model on the host.
+    The host and the device path run the same configurations the same way, so they get the same edges."""
+    from ssdx.sweep import reduce
+
+    h = (keep or {}).get("histograms")
+    if not h or not h["auto"]:
+        return
+    cols = rows_of(reduce.pilot_ids(n_defined))
+    ok = np.logical_and.reduce([params.valid_rows(cols, c)[0] for c in _checks(sweep)])
+    cols = {k: np.asarray(v)[ok] for k, v in cols.items()}
+    n = int(ok.sum())
+    values: dict[str, np.ndarray] = {m: np.zeros(0) for m in h["auto"]}
+    if n:
+        spec = _vmap_model(sweep)
+        trees, groups, model, _ = registry.resolve(spec.build)(cols, sweep, base_cfg, dtype)
+        table = runner.run(cols, model, n, dtype=dtype, progress=False, trees=trees, groups=groups)
+        values = {m: (table.column(m).to_numpy() if m in table.column_names else cols[m]) for m in h["auto"]}
+    reduce.set_auto_ranges(keep, values, n)
 
 
 def _vmap_model(sweep: Mapping[str, Any]) -> registry.SweepModelSpec:
@@ -132,6 +160,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
                 raise params.ConfigError("sweep.generate", "device", f"cannot run on the device here: {e}; "
                                          "use generate: host or auto") from None
     cols, ok, dropped, n_defined = sweep_space(sweep, base_cfg)
+    set_auto_ranges(keep, sweep, base_cfg, dtype, n_defined, lambda ids: {k: v[ids] for k, v in cols.items()})
     space_index = np.flatnonzero(ok)
     if not ok.all():
         cols = {k: v[ok] for k, v in cols.items()}
@@ -278,6 +307,8 @@ def _device_sweep(sweep, base_cfg, keep, out_dir: Path, dtype, chunk_size, progr
                             dtype)
     if policy == "error":
         ds.raise_first_breach()
+    set_auto_ranges(keep, sweep, base_cfg, dtype, ds.n, ds.rows)
+    ds.keep = dict(keep)
     ds.prepare()
     executor = executor if executor is not None else executors.LocalExecutor()
     chunk = device_chunk(sweep, chunk_size, ds.n, _platform(executor))

@@ -67,6 +67,19 @@ def test_device_and_host_give_the_same_outputs_and_counts(tmp_path):
     assert len(want[0]["top_k.parquet"]) > 10 and len(want[1]["groups"]) == 2
 
 
+def test_auto_histogram_ranges_are_the_same_on_the_device_and_the_host(tmp_path):
+    """A histogram without a declared range takes it from the pilot sample, which both paths run on the
+    host the same way (infeasible configurations left out): the same edges, counts and quantiles."""
+    keep = {"histograms": {"metrics": ["mean_mb_s", "drive.static_slc_gb"], "bins": 12, "log": ["mean_mb_s"],
+                           "group_by": ["drive.nand"], "quantiles": [0.25, 0.75]}}
+    host = run_sweep(_sweep(keep, generate="host"), BASE, tmp_path / "host", progress=False)
+    dev = run_sweep(_sweep(keep, chunk=64), BASE, tmp_path / "dev", progress=False)
+    assert dev["generated_on"] == "device" and dev["n_configs"] == host["n_configs"]
+    h, d = (json.loads((tmp_path / k / "histograms.json").read_text()) for k in ("host", "dev"))
+    assert d == h and h["range_from"]["mean_mb_s"].startswith("pilot sample of")
+    assert sum(sum(g["counts"]["mean_mb_s"]) for g in h["groups"]) == host["n_configs"]
+
+
 def test_two_chunks_in_flight_on_one_device_give_the_same_outputs(tmp_path):
     """On an accelerator two chunks run at once per device (their results arrive in any order); forced
     here on the CPU, the device and host paths' outputs equal those of one chunk at a time."""

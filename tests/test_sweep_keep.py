@@ -183,8 +183,11 @@ def test_merge_is_associative_and_histograms_keep_out_of_range_values():
     assert sorted(e[2] for e in a["pareto"]) == [0, 1, 2, 4]
     # under (-1), [0,1): 0.5, [1,2]: 1 and 2, over: 5, nan: 1
     assert a["histograms"]["[]"]["m"] == [1, 1, 2, 1, 1]
-    with pytest.raises(ConfigError, match="range"):
-        reduce.parse({"histograms": {"metrics": ["m"]}})
+    with pytest.raises(ConfigError, match="range.m"):
+        reduce.parse({"histograms": {"metrics": ["m"], "range": {"m": [1.0]}}})
+    with pytest.raises(ConfigError, match="lo > 0"):
+        reduce.parse({"histograms": {"metrics": ["m"], "range": {"m": [0.0, 1.0]}, "log": ["m"]}})
+    assert reduce.parse({"histograms": {"metrics": ["m"]}})["histograms"]["auto"] == ["m"]  # a pilot sets it
     with pytest.raises(ConfigError, match="x_better"):
         reduce.parse({"pareto": {"x": "a", "y": "b", "x_better": "least"}})
 
@@ -265,3 +268,42 @@ def test_config_of_decodes_every_index_as_the_expanded_space_has_it():
             assert one[k].tolist() == v[[i]].tolist() or (np.isnan(v[i]) and np.isnan(one[k][0])), (i, k)
     with pytest.raises(ConfigError, match="index"):
         config_of(sweep, n, BASE)
+
+
+def test_auto_ranges_come_from_a_pilot_fixed_by_the_sweep_and_lose_nothing(tmp_path):
+    """Histograms without a declared range take their edges from the pilot sample (the model run on
+    configurations spread evenly over the space, before the sweep): the same edges and counts whatever the
+    chunking, every configuration counted (in a bin or out of range), and the range the pilot's least and
+    greatest values widened by the margin."""
+    keep = {"histograms": {"metrics": ["mean_mb_s", "drive.dies_per_channel"], "bins": 8,
+                           "group_by": ["drive.slc_mode"], "log": ["mean_mb_s"], "quantiles": [0.5]}}
+    got = {}
+    for chunk in (48, 5):
+        d = tmp_path / f"c{chunk}"
+        s = run_sweep(_sweep(chunk, keep), BASE, d, progress=False)
+        got[chunk] = json.loads((d / "histograms.json").read_text())
+        assert s["n_configs"] == 24
+    assert got[5] == got[48]
+    h = got[48]
+    assert h["range_from"] == {m: "pilot sample of 24 configurations" for m in ("mean_mb_s",
+                                                                                 "drive.dies_per_channel")}
+    full = run_sweep(_sweep(48, "all"), BASE, tmp_path / "all", progress=False)
+    assert full["n_configs"] == 24
+    df = pq.read_table(tmp_path / "all" / "results.parquet").to_pandas()
+    v = df["mean_mb_s"].to_numpy()  # 24 feasible configurations: the pilot took every one
+    r = (v.max() / v.min()) ** reduce.PILOT_MARGIN
+    assert h["edges"]["mean_mb_s"][0] == pytest.approx(v.min() / r, rel=1e-12)
+    assert h["edges"]["mean_mb_s"][-1] == pytest.approx(v.max() * r, rel=1e-12)
+    e = h["edges"]["drive.dies_per_channel"]  # a configuration column: 2 or 4 dies, span 2
+    assert (e[0], e[-1]) == pytest.approx((2 - 0.1 * 2, 4 + 0.1 * 2), rel=1e-12)
+    total = sum(sum(g["counts"]["mean_mb_s"][:-1]) for g in h["groups"])
+    assert total == 24 and all(g["counts"]["mean_mb_s"][0] == g["counts"]["mean_mb_s"][-2] == 0
+                               for g in h["groups"])
+    lin = reduce.parse({"histograms": {"metrics": ["m"], "bins": 4}})
+    reduce.set_auto_ranges(lin, {"m": np.array([1.0, 10.0, np.nan])}, 3)
+    assert lin["histograms"]["edges"]["m"] == pytest.approx([0.1, 2.8, 5.5, 8.2, 10.9], rel=1e-12)  # +-0.9
+    reduce.set_auto_ranges(lin, {"m": np.array([0.5, 10.0])}, 2)
+    assert lin["histograms"]["edges"]["m"][0] == 0.0  # the margin stops at zero for values >= 0
+    with pytest.raises(ConfigError, match="pilot sample"):
+        reduce.set_auto_ranges(reduce.parse({"histograms": {"metrics": ["m"], "log": ["m"]}}),
+                               {"m": np.array([0.0, -1.0, np.nan])}, 3)

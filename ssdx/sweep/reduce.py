@@ -22,7 +22,9 @@ state whatever the chunk size, the order chunks finish in, the devices or the Ra
   non-dominated subset of the union (non-dominance of a union equals non-dominance of the union of the
   parts' non-dominated sets).
 * histograms, per group and metric: counts on bin edges fixed before the sweep runs, from the declared
-  ``range: [lo, hi]`` (linear, or logarithmic for the metrics listed in ``log``), plus underflow,
+  ``range: [lo, hi]`` or, where it is ``auto`` or left out, from a pilot sample of the sweep's
+  configurations fixed by its size alone (:func:`set_auto_ranges`; linear, or logarithmic for the
+  metrics listed in ``log``), plus underflow,
   overflow and NaN counts: no value is dropped.  Merge: element-wise sum of integer counts.  The
   ``quantiles`` asked for are read off the merged counts (:func:`quantiles_of`): each one's bin, so a
   bracket that holds the exact order statistic, and an estimate within a known bound of it.
@@ -101,23 +103,22 @@ def parse(keep: Any) -> dict[str, Any] | None:
             raise ConfigError("sweep.keep.histograms.bins", bins, "must be an integer >= 1")
         ranges = dict(h.get("range") or {})
         logs = _names(h.get("log"), "sweep.keep.histograms.log")
-        edges = {}
+        edges: dict[str, list[float] | None] = {}
+        auto = []
         for m in metrics:
-            r = ranges.get(m)
+            r = ranges.get(m, "auto")
+            if r == "auto":  # from a pilot sample of the sweep, before it runs (set_range)
+                edges[m] = None
+                auto.append(m)
+                continue
             try:
                 lo, hi = float(r[0]), float(r[1])
                 assert len(r) == 2
             except Exception:
                 raise ConfigError(f"sweep.keep.histograms.range.{m}", r,
-                                  "every histogram metric needs a fixed range [lo, hi] (bin edges that "
-                                  "do not depend on the data seen so far)") from None
-            if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
-                raise ConfigError(f"sweep.keep.histograms.range.{m}", r, "needs finite lo < hi")
-            if m in logs and lo <= 0:
-                raise ConfigError(f"sweep.keep.histograms.range.{m}", r, "a log-scale range needs lo > 0")
-            e = np.geomspace(lo, hi, bins + 1) if m in logs else np.linspace(lo, hi, bins + 1)
-            e[0], e[-1] = lo, hi
-            edges[m] = e.tolist()
+                                  "must be [lo, hi] or auto (bin edges fixed before the sweep runs, never "
+                                  "from the data seen so far)") from None
+            edges[m] = bin_edges(m, lo, hi, bins, m in logs)
         qs = h.get("quantiles") or []
         if isinstance(qs, str) or not isinstance(qs, Sequence) or not all(
                 isinstance(q, int | float) and not isinstance(q, bool) and 0.0 <= q <= 1.0 for q in qs):
@@ -125,11 +126,69 @@ def parse(keep: Any) -> dict[str, Any] | None:
         out["histograms"] = {"metrics": metrics, "bins": bins, "edges": edges,
                              "log": [m for m in metrics if m in logs],
                              "group_by": _names(h.get("group_by"), "sweep.keep.histograms.group_by"),
-                             "quantiles": [float(q) for q in qs]}
+                             "quantiles": [float(q) for q in qs], "auto": auto, "pilot": None}
     if not any(k in out for k in KINDS):
         raise ConfigError("sweep.keep", dict(keep),
                           "a mapping must declare at least one of " + ", ".join(KINDS))
     return out
+
+
+def bin_edges(metric: str, lo: float, hi: float, bins: int, log: bool) -> list[float]:
+    """``bins + 1`` edges from ``lo`` to ``hi`` (exactly), equal-width or equal-ratio (``log``); a bad range
+    raises :class:`ConfigError` naming ``sweep.keep.histograms.range.<metric>``."""
+    field = f"sweep.keep.histograms.range.{metric}"
+    if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+        raise ConfigError(field, [lo, hi], "needs finite lo < hi")
+    if log and lo <= 0:
+        raise ConfigError(field, [lo, hi], "a log-scale range needs lo > 0")
+    e = np.geomspace(lo, hi, bins + 1) if log else np.linspace(lo, hi, bins + 1)
+    e[0], e[-1] = lo, hi
+    return e.tolist()
+
+
+#: configurations of the pilot sample that sets the ``auto`` histogram ranges
+PILOT = 4096
+#: the share of the pilot's span (of its log span, on a log scale) added at each end of an ``auto`` range
+PILOT_MARGIN = 0.1
+
+
+def pilot_ids(n: int, size: int = PILOT) -> np.ndarray:
+    """The space indices of the pilot sample: ``size`` indices spread evenly over the ``n`` configurations
+    (all of them when fewer), a function of the sweep's size alone."""
+    return np.unique(np.linspace(0, n - 1, min(n, size)).round().astype(np.int64)) if n else np.zeros(0, int)
+
+
+def set_auto_ranges(spec: dict[str, Any], values: Mapping[str, np.ndarray], n_pilot: int) -> None:
+    """Fix the edges of the histogram metrics whose range is ``auto`` (in place) from their ``values`` over
+    the pilot sample's feasible configurations (:func:`pilot_ids`): the least and greatest finite value,
+    widened by :data:`PILOT_MARGIN` of their span at each end (of the ratio, on a log scale; not across
+    zero on a linear one; a pilot of one value gets +-1 % of it, or +-1 at zero).  The edges depend on
+    the sweep's definition alone, so the counts stay independent of chunking, devices and workers; values
+    outside go to the under- and overflow counts, never lost."""
+    h = spec.get("histograms")
+    if not h or not h["auto"]:
+        return
+    for m in h["auto"]:
+        v = np.asarray(values[m], np.float64)
+        field, log = f"sweep.keep.histograms.range.{m}", m in h["log"]
+        v = v[np.isfinite(v) & ((v > 0) if log else True)]
+        if not len(v):
+            raise ConfigError(field, "auto", f"the pilot sample ({n_pilot} configurations) has no finite "
+                              f"{'positive ' if log else ''}value of {m}: declare its range [lo, hi]")
+        lo, hi = float(v.min()), float(v.max())
+        if log:
+            if hi == lo:
+                lo, hi = lo * 0.99, hi * 1.01
+            r = (hi / lo) ** PILOT_MARGIN
+            lo, hi = lo / r, hi * r
+        else:
+            if hi == lo:
+                d = abs(lo) * 0.01 or 1.0
+                lo, hi = lo - d, hi + d
+            d = (hi - lo) * PILOT_MARGIN  # never across zero: a metric the pilot saw >= 0 stays so
+            lo, hi = (lo - d if lo < 0 else max(lo - d, 0.0)), (hi + d if hi > 0 else min(hi + d, 0.0))
+        h["edges"][m] = bin_edges(m, lo, hi, h["bins"], log)
+    h["pilot"] = {"configurations": int(n_pilot), "metrics": list(h["auto"])}
 
 
 def columns_needed(spec: Mapping[str, Any]) -> list[str]:
@@ -415,6 +474,8 @@ def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.n
         doc = {"bins": h["bins"], "group_by": h["group_by"],
                "edges": {m: h["edges"][m] for m in h["metrics"]},
                "scale": {m: "log" if m in h["log"] else "linear" for m in h["metrics"]},
+               "range_from": {m: (f"pilot sample of {h['pilot']['configurations']} configurations"
+                                  if m in h.get("auto", []) else "declared") for m in h["metrics"]},
                "slots": "counts[m] = [underflow (< lo), bins..., overflow (> hi), nan]; bin i is "
                         "[edges[i], edges[i+1]), the last one closed at hi",
                "groups": [{"group": _group_dict(key, h["group_by"]), "counts": state["histograms"][key]}
