@@ -230,10 +230,15 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     summary["outputs"] = [summary["results"], str(out_dir / "summary.json")] + [
         str(out_dir / v["file"]) for v in (kept.values() if keep is not None else []) if isinstance(v, dict)]
     summary["plots"] = sweep_plots(df, eligible, rep, out_dir, sweep.get("name"))
+    if keep is not None and "histograms" in keep:  # kept beside the table
+        summary["plots"] |= reduced_plots({"histograms": keep["histograms"]}, out_dir,
+                                          f"{sweep.get('name')}: {len(df)} configurations")
     if "pareto" in summary["plots"]:
         summary["pareto"] = summary["plots"].pop("pareto")
     io.write_json(out_dir / "summary.json", summary)
     summary["_table"] = format_table(best, group_by + list(rep.get("columns") or []))
+    summary["_quantiles"] = _quantile_table(out_dir / "histograms.json") if (keep or {}).get(
+        "histograms", {}).get("quantiles") else ""
     return summary
 
 

@@ -202,7 +202,8 @@ def test_sigkill_mid_reduced_sweep_then_rerun_gives_the_uninterrupted_reductions
     import time
 
     keep = ("sweep.keep={top_k: {k: 2, by: mean_mb_s, group_by: [drive.slc_mode]}, histograms: "
-            "{metrics: [mean_mb_s], bins: 16, range: {mean_mb_s: [50, 5000]}, log: [mean_mb_s]}, "
+            "{metrics: [mean_mb_s], bins: 16, range: {mean_mb_s: [50, 5000]}, log: [mean_mb_s], "
+            "quantiles: [0.5]}, "
             "pareto: {x: drive.dies_per_channel, y: mean_mb_s, y_better: max}}")
 
     def cmd(run_dir, *extra):
@@ -227,6 +228,8 @@ def test_sigkill_mid_reduced_sweep_then_rerun_gives_the_uninterrupted_reductions
     r = subprocess.run(cmd(full, keep.replace("{top_k", "{all: true, top_k")), env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+    # the table and its reductions: the quantiles printed and the histograms drawn as for a reduced sweep
+    assert "quantiles (value: estimate;" in r.stdout and (full / "histograms.png").stat().st_size > 10_000
     for f in ("top_k.parquet", "pareto.parquet"):
         pd.testing.assert_frame_equal(pq.read_table(killed / f).to_pandas(),
                                       pq.read_table(full / f).to_pandas())
