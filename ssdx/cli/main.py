@@ -5,7 +5,8 @@ Contract (kept stable for checks):
 * ``ssdx experiment=aldrin_pro_fill hydra.run.dir=DIR`` — ``DIR/summary.json`` + ``fill_curve.png``.
 * ``ssdx sweep=NAME hydra.run.dir=DIR [sweep.chunk_size=N]`` — ``DIR/results.parquet`` + ``summary.json``;
   ``sweep_file=PATH.yaml`` instead of ``sweep=NAME`` runs a definition from any file; with a ``keep:``
-  mapping, ``top_k.parquet``/``pareto.parquet``/``histograms.json`` (``docs/sweeps.md``).
+  mapping, ``top_k.parquet``/``pareto.parquet``/``histograms.json`` (with its quantiles) and their plots
+  ``front.png``/``histograms.png`` (``docs/sweeps.md``).
 * ``ssdx experiment=sn8e_thermal [thermal=heatsink] hydra.run.dir=DIR`` — ``summary.json`` (max composite
   temperature, SMART thermal counters, throttled/unthrottled speed), ``thermal.png``, ``thermal.csv``.
 * ``ssdx experiment=tmt_optimize hydra.run.dir=DIR`` — ``summary.json`` (Optax answer vs the exact grid,
