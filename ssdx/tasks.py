@@ -98,7 +98,7 @@ def set_auto_ranges(keep: dict[str, Any] | None, sweep: Mapping[str, Any], base_
     from ssdx.sweep import reduce
 
     h = (keep or {}).get("histograms")
-    if not h or not h["auto"]:
+    if not h or not h["auto"] or h["pilot"] is not None:  # nothing to fix, or fixed already (device path)
         return
     cols = rows_of(reduce.pilot_ids(n_defined))
     ok = np.logical_and.reduce([params.valid_rows(cols, c)[0] for c in _checks(sweep)])
@@ -237,8 +237,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         summary["pareto"] = summary["plots"].pop("pareto")
     io.write_json(out_dir / "summary.json", summary)
     summary["_table"] = format_table(best, group_by + list(rep.get("columns") or []))
-    summary["_quantiles"] = _quantile_table(out_dir / "histograms.json") if (keep or {}).get(
-        "histograms", {}).get("quantiles") else ""
+    summary["_quantiles"] = _quantile_table(keep, out_dir)
     return summary
 
 
@@ -313,7 +312,7 @@ def _device_sweep(sweep, base_cfg, keep, out_dir: Path, dtype, chunk_size, progr
     if policy == "error":
         ds.raise_first_breach()
     set_auto_ranges(keep, sweep, base_cfg, dtype, ds.n, ds.rows)
-    ds.keep = dict(keep)
+    ds.keep = dict(keep)  # the space took its copy before the pilot set the edges prepare() tabulates
     ds.prepare()
     executor = executor if executor is not None else executors.LocalExecutor()
     chunk = device_chunk(sweep, chunk_size, ds.n, _platform(executor))
@@ -377,8 +376,7 @@ def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_s
     io.write_json(out_dir / "summary.json", summary)
     cols = list(t.get("group_by", [])) + ["config_index"] + ([t["by"]] if t else [])
     summary["_table"] = "" if best is None else format_table(best, cols)
-    summary["_quantiles"] = _quantile_table(out_dir / "histograms.json") if kept.get("histograms", {}).get(
-        "quantiles") else ""
+    summary["_quantiles"] = _quantile_table(keep, out_dir)
     return summary
 
 
@@ -402,12 +400,15 @@ def reduced_plots(keep: Mapping[str, Any], out_dir: Path, title: str) -> dict[st
     return out
 
 
-def _quantile_table(path: Path) -> str:
-    """The quantiles of ``histograms.json`` as text: a row per group, metric and quantile (estimate and
-    bracket; ``<`` / ``>`` where the quantile is outside the histogram's range)."""
+def _quantile_table(keep: Mapping[str, Any] | None, out_dir: Path) -> str:
+    """The quantiles of ``out_dir/histograms.json`` as text, "" when ``keep`` asks for none: a row per
+    group, metric and quantile (estimate and bracket; ``<`` / ``>`` where the quantile is outside the
+    histogram's range)."""
     import pandas as pd
 
-    doc = json.loads(path.read_text())
+    if not (keep or {}).get("histograms", {}).get("quantiles"):
+        return ""
+    doc = json.loads((out_dir / "histograms.json").read_text())
     rows = []
     for g in doc["groups"]:
         for m, entries in g["quantiles"].items():

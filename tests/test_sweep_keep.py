@@ -273,6 +273,24 @@ def test_config_of_decodes_every_index_as_the_expanded_space_has_it():
         config_of(sweep, n, BASE)
 
 
+def test_a_pilot_smaller_than_the_sweep_loses_no_configuration(tmp_path, monkeypatch):
+    """With a pilot of 5 of the 48 indices (2 of them feasible) most values fall outside its range: they
+    are counted under and over it, the same on every chunking, and every configuration is counted."""
+    monkeypatch.setattr(reduce, "PILOT", 5)
+    keep = {"histograms": {"metrics": ["mean_mb_s"], "bins": 4, "group_by": ["drive.slc_mode"],
+                           "quantiles": [0.0, 1.0]}}
+    got = []
+    for chunk in (48, 5):
+        run_sweep(_sweep(chunk, keep), BASE, tmp_path / f"c{chunk}", progress=False)
+        got.append(json.loads((tmp_path / f"c{chunk}" / "histograms.json").read_text()))
+    assert got[0] == got[1] and got[0]["range_from"]["mean_mb_s"] == "pilot sample of 2 configurations"
+    counts = np.array([g["counts"]["mean_mb_s"] for g in got[0]["groups"]])
+    assert counts.sum() == 24 and counts[:, -1].sum() == 0  # every configuration, none NaN
+    assert counts[:, 0].sum() + counts[:, -2].sum() > 0  # some below or above the pilot's range
+    q = [e for g in got[0]["groups"] for e in g["quantiles"]["mean_mb_s"]]
+    assert any(e["low"] is None or e["high"] is None for e in q)  # such a quantile says where it lies
+
+
 def test_auto_ranges_come_from_a_pilot_fixed_by_the_sweep_and_lose_nothing(tmp_path):
     """Histograms without a declared range take their edges from the pilot sample (the model run on
     configurations spread evenly over the space, before the sweep): the same edges and counts whatever the
@@ -305,8 +323,13 @@ def test_auto_ranges_come_from_a_pilot_fixed_by_the_sweep_and_lose_nothing(tmp_p
     lin = reduce.parse({"histograms": {"metrics": ["m"], "bins": 4}})
     reduce.set_auto_ranges(lin, {"m": np.array([1.0, 10.0, np.nan])}, 3)
     assert lin["histograms"]["edges"]["m"] == pytest.approx([0.1, 2.8, 5.5, 8.2, 10.9], rel=1e-12)  # +-0.9
+    reduce.set_auto_ranges(lin, {"m": np.array([5.0])}, 1)
+    assert lin["histograms"]["edges"]["m"][0] == pytest.approx(0.1, rel=1e-12)  # fixed once: left as it is
+    lin = reduce.parse({"histograms": {"metrics": ["m"], "bins": 4}})
     reduce.set_auto_ranges(lin, {"m": np.array([0.5, 10.0])}, 2)
     assert lin["histograms"]["edges"]["m"][0] == 0.0  # the margin stops at zero for values >= 0
+    with pytest.raises(ConfigError, match="range.mean_mbs.*names no histogram metric"):
+        reduce.parse({"histograms": {"metrics": ["mean_mb_s"], "range": {"mean_mbs": [1.0, 2.0]}}})
     with pytest.raises(ConfigError, match="pilot sample"):
         reduce.set_auto_ranges(reduce.parse({"histograms": {"metrics": ["m"], "log": ["m"]}}),
                                {"m": np.array([0.0, -1.0, np.nan])}, 3)

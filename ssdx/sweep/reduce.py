@@ -102,12 +102,16 @@ def parse(keep: Any) -> dict[str, Any] | None:
         if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
             raise ConfigError("sweep.keep.histograms.bins", bins, "must be an integer >= 1")
         ranges = dict(h.get("range") or {})
+        for m in ranges:
+            if m not in metrics:  # a misspelt key would leave the metric it meant on a pilot's range
+                raise ConfigError(f"sweep.keep.histograms.range.{m}", ranges[m],
+                                  f"names no histogram metric; metrics: {metrics}")
         logs = _names(h.get("log"), "sweep.keep.histograms.log")
         edges: dict[str, list[float] | None] = {}
         auto = []
         for m in metrics:
             r = ranges.get(m, "auto")
-            if r == "auto":  # from a pilot sample of the sweep, before it runs (set_range)
+            if r == "auto":  # from a pilot sample of the sweep, before it runs (set_auto_ranges)
                 edges[m] = None
                 auto.append(m)
                 continue
@@ -152,9 +156,10 @@ PILOT = 4096
 PILOT_MARGIN = 0.1
 
 
-def pilot_ids(n: int, size: int = PILOT) -> np.ndarray:
-    """The space indices of the pilot sample: ``size`` indices spread evenly over the ``n`` configurations
-    (all of them when fewer), a function of the sweep's size alone."""
+def pilot_ids(n: int, size: int | None = None) -> np.ndarray:
+    """The space indices of the pilot sample: ``size`` (default :data:`PILOT`) indices spread evenly over
+    the ``n`` configurations (all of them when fewer), a function of the sweep's size alone."""
+    size = PILOT if size is None else size
     return np.unique(np.linspace(0, n - 1, min(n, size)).round().astype(np.int64)) if n else np.zeros(0, int)
 
 
@@ -164,9 +169,10 @@ def set_auto_ranges(spec: dict[str, Any], values: Mapping[str, np.ndarray], n_pi
     widened by :data:`PILOT_MARGIN` of their span at each end (of the ratio, on a log scale; not across
     zero on a linear one; a pilot of one value gets +-1 % of it, or +-1 at zero).  The edges depend on
     the sweep's definition alone, so the counts stay independent of chunking, devices and workers; values
-    outside go to the under- and overflow counts, never lost."""
+    outside go to the under- and overflow counts, never lost.  Done once: a spec whose pilot ran is left
+    as it is."""
     h = spec.get("histograms")
-    if not h or not h["auto"]:
+    if not h or not h["auto"] or h["pilot"] is not None:
         return
     for m in h["auto"]:
         v = np.asarray(values[m], np.float64)
@@ -188,7 +194,7 @@ def set_auto_ranges(spec: dict[str, Any], values: Mapping[str, np.ndarray], n_pi
             d = (hi - lo) * PILOT_MARGIN  # never across zero: a metric the pilot saw >= 0 stays so
             lo, hi = (lo - d if lo < 0 else max(lo - d, 0.0)), (hi + d if hi > 0 else min(hi + d, 0.0))
         h["edges"][m] = bin_edges(m, lo, hi, h["bins"], log)
-    h["pilot"] = {"configurations": int(n_pilot), "metrics": list(h["auto"])}
+    h["pilot"] = int(n_pilot)  # feasible configurations the pilot ran
 
 
 def columns_needed(spec: Mapping[str, Any]) -> list[str]:
@@ -474,7 +480,7 @@ def write_outputs(spec: Mapping[str, Any], state: State, cols: Mapping[str, np.n
         doc = {"bins": h["bins"], "group_by": h["group_by"],
                "edges": {m: h["edges"][m] for m in h["metrics"]},
                "scale": {m: "log" if m in h["log"] else "linear" for m in h["metrics"]},
-               "range_from": {m: (f"pilot sample of {h['pilot']['configurations']} configurations"
+               "range_from": {m: (f"pilot sample of {h['pilot']} configurations"
                                   if m in h.get("auto", []) else "declared") for m in h["metrics"]},
                "slots": "counts[m] = [underflow (< lo), bins..., overflow (> hi), nan]; bin i is "
                         "[edges[i], edges[i+1]), the last one closed at hi",
