@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU benchmarks in one run, each under its own time limit, for a machine lent for a few minutes.
+# The GPU benchmarks in one run, each under its own time limit, for a GPU machine held for a few minutes.
 #
 #   bash bench/gpu_suite.sh OUT_DIR [quick]
 #

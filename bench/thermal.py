@@ -1,6 +1,6 @@
 """Benchmark of the coupled write/power/thermal/HCTM scan (``ssdx.models.thermal.coupled``) over many runs.
 
-Default case (the issue's): 10,000 ten-minute runs at 1 s steps (600 steps each) on whatever device JAX
+Default case: 10,000 ten-minute runs at 1 s steps (600 steps each) on whatever device JAX
 picks (CPU here).
 
 What is timed

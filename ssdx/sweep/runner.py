@@ -5,7 +5,7 @@ final row so every chunk has the same shape and the model compiles once.  Each c
 result depends only on its own parameters, so results are identical whatever the chunk size or the
 order in which chunks run (tested).  In the fluid engine no array shape depends on a parameter (die
 count, capacity and NAND type only scale rates and capacities), so nothing needs masks; the one
-static choice is whether the step must split at idle gaps (about 7x the work per step on CPU), so
+static choice is whether the step must split at idle gaps (several times the work per step), so
 configurations are grouped by it and each group runs the kernel specialised for it.
 """
 

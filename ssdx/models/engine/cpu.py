@@ -4,8 +4,8 @@ dies and channels a request uses.
 :mod:`ssdx.models.engine.model` steps a whole batch at once, every die position of every configuration with
 masks, which suits a GPU.  On a CPU that costs more than it needs: a 4 KiB read uses one die, yet the
 batched step books all of them, and XLA's CPU back end recomputes the shared booking arithmetic in each
-fused kernel and copies the die arrays through the request-type conditional (profiled: about 860 µs of
-kernel time per read step at 1,000 configurations × 32 die positions).  This module runs the same
+fused kernel and copies the die arrays through the request-type conditional (profiled in
+``docs/performance.md``).  This module runs the same
 model as a compiled loop (Numba, LLVM): configurations in parallel over the cores, each configuration
 through its chunk of requests with its state in cache, and a request visits only the dies that hold its
 pages (or receive its program units) and the channels of those dies.

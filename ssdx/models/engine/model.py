@@ -2,8 +2,8 @@
 
 A batch of configurations is stepped together, with the configurations on the **last axis** of every
 array (a die array is ``(dies, B)``): an operation that broadcasts a per-configuration value over the
-dies, or reduces over them, then reads contiguous memory (such operations ran 2.8x faster on a 2-core
-CPU than with ``vmap``'s leading batch axis).  The request is shared by the batch, so its type picks
+dies, or reduces over them, then reads contiguous memory (faster on a CPU than with ``vmap``'s leading batch
+axis; ``docs/performance.md``).  The request is shared by the batch, so its type picks
 one branch (``lax.switch``): a read computes only the read path, a write only the write path.  Each
 configuration keeps the state of its own resources, as busy-until times relative to the current
 request's issue time (rebased every step, so float32 keeps sub-microsecond resolution over a week-long
