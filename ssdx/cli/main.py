@@ -248,12 +248,18 @@ def _out_dir(cfg: DictConfig) -> Path:
     return Path(HydraConfig.get().runtime.output_dir)
 
 
+#: set once Hydra has composed the configuration and called :func:`run`: an exit before it is Hydra's
+#: refusal of the configuration (a value of the wrong type, a malformed override), not a failed job
+_composed: list[bool] = []
+
+
 def run(cfg: DictConfig) -> None:
     """Run the job of ``cfg.task`` (``ssdx.core.registry``) and print its lines; configuration errors exit
     with status 2, failed sweep chunks with status 1."""
     from ssdx import tasks
     from ssdx.core import registry
 
+    _composed.append(True)
     out = _out_dir(cfg)
     executor = None
     logger: loggers.NullLogger | loggers.WandbLogger = loggers.NullLogger()
@@ -328,7 +334,14 @@ def main() -> None:
         sys.argv[1:] = [*argv, f"sweep={source.store_name(from_file)}"]
     schema.register()
     register_sweeps(from_file)
-    hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(run)()
+    try:
+        hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(run)()
+    except SystemExit as e:
+        if e.code == 1 and not _composed:  # Hydra printed why it could not compose the configuration
+            print("ssdx: the configuration was refused as it was composed (above); nothing was computed",
+                  file=sys.stderr)
+            sys.exit(2)
+        raise
 
 
 if __name__ == "__main__":

@@ -223,6 +223,7 @@ def replay(s: Mapping[str, Any], out: Path) -> list[str]:
         if s["fio_ignored"]:
             lines.append("fio options ignored (workload.fio_unknown=warn): "
                          + ", ".join(f'{i["option"]} ({i["where"]})' for i in s["fio_ignored"]))
+    lines.extend(f"warning: {w}" for w in s.get("warnings", []))
     lines.append(f"outputs: {out / 'summary.json'}, {out / 'latency_cdf.png'}")
     return lines
 

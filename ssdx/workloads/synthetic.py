@@ -25,6 +25,7 @@ LBA-contiguous and increasing.  What the log does not give is assumed and labell
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -263,6 +264,10 @@ class Distribution:
     def __post_init__(self) -> None:
         if self.kind not in DISTRIBUTIONS:
             raise ValueError(f"distribution must be one of {list(DISTRIBUTIONS)}, got {self.kind!r}")
+        numbers = [self.value, *([] if self.center is None else [self.center]),
+                   *(x for z in self.zones for x in z)]
+        if not all(math.isfinite(x) for x in numbers):
+            raise ValueError(f"distribution parameters must be finite numbers, got {numbers}")
         if self.kind == "zipf" and (self.value < 0 or self.value == 1.0):
             raise ValueError(f"zipf theta must be >= 0 and != 1, got {self.value}")
         if self.kind == "pareto" and not 0.0 < self.value < 1.0:

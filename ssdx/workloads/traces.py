@@ -99,11 +99,19 @@ def _float(text: str, what: str) -> float:
     return v
 
 
-def _check(offset: int, size: int) -> None:
+#: the largest byte address a request may reach: requests are held as signed 64-bit integers
+MAX_BYTE = 2**63 - 1
+
+
+def _check(offset: int, size: int, unit: int = 1) -> None:
+    """An offset and a size in ``unit`` bytes (1, or a 512-byte sector) that a request can have."""
     if offset < 0:
         raise ValueError(f"negative offset {offset}")
     if size <= 0:
         raise ValueError(f"size must be positive, got {size}")
+    if (offset + size) * unit > MAX_BYTE:
+        raise ValueError(f"offset {offset} + size {size}" + (f" ({unit}-byte units)" if unit > 1 else "")
+                         + " reaches beyond the largest byte address a request can have (2^63 - 1)")
 
 
 def _msr(fields: list[str]) -> Record:
@@ -142,7 +150,7 @@ def _blkparse(action: str) -> Callable[[list[str]], Record]:
                 raise _Skip
             raise ValueError("expected 'sector + blocks'")
         sector, blocks = _int(fields[7], "sector"), _int(fields[9], "block count")
-        _check(sector, blocks)
+        _check(sector, blocks, SECTOR)
         return _float(fields[3], "time"), op, sector * SECTOR, blocks * SECTOR
     return parse
 
@@ -180,7 +188,7 @@ def _disksim(fields: list[str]) -> Record:
     if len(fields) != 5:
         raise ValueError(f"expected 5 fields (time devno blkno size flags), got {len(fields)}")
     blk, size = _int(fields[2], "block number"), _int(fields[3], "size")
-    _check(blk, size)
+    _check(blk, size, SECTOR)
     flags = _int(fields[4], "flags")
     return _float(fields[0], "arrival time") * 1e-3, READ if flags & 1 else WRITE, blk * SECTOR, size * SECTOR
 
@@ -189,7 +197,7 @@ def _mqsim(fields: list[str]) -> Record:
     if len(fields) != 5:
         raise ValueError(f"expected 5 fields (time device sector size type), got {len(fields)}")
     sector, size = _int(fields[2], "start sector"), _int(fields[3], "size")
-    _check(sector, size)
+    _check(sector, size, SECTOR)
     kind = _int(fields[4], "type")
     if kind not in (0, 1):
         raise ValueError(f"unknown request type {kind} (1 read, 0 write)")

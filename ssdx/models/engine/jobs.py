@@ -21,14 +21,14 @@ there; a fio run (``format`` ``"fio"``) adds ``fio_jobs`` (per job: loop, depth,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ssdx import params, presets
-from ssdx.core import io
+from ssdx.core import io, stats
 from ssdx.models.engine import backends as engine_backends
 from ssdx.models.engine import params as engine_params
 from ssdx.models.engine import plots as engine_report
@@ -158,6 +158,28 @@ def fio_figures(m: Mapping[str, np.ndarray], sums: Mapping[str, np.ndarray], i: 
             "read": direction(READ, "read_"), "write": direction(WRITE, "write_")}
 
 
+def within(chunks: Iterable[Chunk], capacity: float, label: str) -> Iterator[Chunk]:
+    """``chunks`` as they come, refusing a request larger than the drive's user capacity (``capacity``
+    bytes): the engine maps an offset beyond the drive back onto it, but no mapping fits a request that
+    is larger than the drive itself (a block device refuses it)."""
+    for c in chunks:
+        big = np.flatnonzero(np.asarray(c.size) > capacity)
+        if big.size:
+            i = int(big[0])
+            raise TraceError(label, int(c.line[i]), f"a request of {int(c.size[i])} bytes is larger than the "
+                             f"drive's user capacity ({capacity:.6g} bytes)")
+        yield c
+
+
+def histogram_warning(n: int) -> str:
+    """What a summary says when ``n`` requests fell in the latency histogram's top bin (``ssdx.core.stats``:
+    it ends at 100 s and holds every latency above)."""
+    top = float(stats.bin_edges()[-2])
+    return (f"{n} requests took {top:.3g} s or longer, the top of the latency histogram (0.1 µs to 100 s, "
+            "longer latencies counted in its last bin): a percentile that falls there says only "
+            f"{top:.3g} s or more; the means are exact")
+
+
 def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> dict[str, Any]:
     """Replay a fio job file, a trace or a synthetic stream through the configured drive: ``summary.json``
     (module docstring for the fio fields) and ``latency_cdf.png``.  A malformed trace line stops with the
@@ -170,12 +192,19 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     cols = engine_params.columns_from_config(cfg)
     trees = engine_params.build(cols, dtype=dtype)
     backend = engine_backends.select(cfg["engine"])
-    chunks, reader, label = stream(cfg, jobs, capacity_bytes(cfg) if jobs is not None else None)
+    capacity = capacity_bytes(cfg)
+    chunks, reader, label = stream(cfg, jobs, capacity if jobs is not None else None)
+    field = "workload.fio" if jobs is not None else "workload.trace_path" if reader else "workload.synthetic"
     try:
-        res = replay.replay(trees, chunks, progress=progress, desc="replay", backend=backend)
+        res = replay.replay(trees, within(chunks, capacity, label), progress=progress, desc="replay",
+                            backend=backend)
     except TraceError as e:
-        raise params.ConfigError("workload.trace_path", label, f"malformed trace: {e}") from None
+        raise params.ConfigError(field, label, f"malformed trace: {e}") from None
+    except replay.EmptyStream:
+        skipped = f" ({reader.skipped} malformed lines skipped)" if reader and reader.skipped else ""
+        raise params.ConfigError(field, label, f"holds no request to replay{skipped}") from None
     m = res.metrics
+    over = int(res.extra["sums"]["hist"][0][..., -1].sum())
     summary = {
         "trace": label,
         "format": "fio" if jobs else cfg["workload"].get("format") if reader else "synthetic",
@@ -196,6 +225,8 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
         "compile_s": res.compile_s, "run_s": res.run_s,
         **fio_figures(m, res.extra["sums"]),
         "fio_job": jobs.name if jobs else None, "fio_ignored": jobs.ignored if jobs else [],
+        "latency_beyond_histogram": over,
+        "warnings": [histogram_warning(over)] if over else [],
     }
     if jobs is not None:
         summary.update({"fio_jobs": jobs.describe(), "fio_ignored_by_design": jobs.ignored_by_design,

@@ -34,6 +34,10 @@ from ssdx.workloads.traces import Chunk
 DEFAULT_CHUNK = 65_536
 
 
+class EmptyStream(ValueError):
+    """A request stream that holds no request (an empty trace, or one whose lines were all skipped)."""
+
+
 @dataclass
 class Result:
     """Per-configuration metrics (``engine.metrics``) and, if kept, per-request latencies (s)."""
@@ -187,7 +191,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
             bar.update(n)
     bar.close()
     if elapsed is None:
-        raise ValueError("the request stream is empty")
+        raise EmptyStream("the request stream is empty")
     state = jax.tree_util.tree_map(lambda x: x[..., :n_cfg], state)
     p = jax.tree_util.tree_map(lambda x: x[..., :n_cfg], p)
     makespan = elapsed + np.asarray(state.last_done, np.float64)

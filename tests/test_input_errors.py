@@ -1,0 +1,91 @@
+"""Bad input from users and from other people's files: every case stops with the field or the file and
+line and the rule (the CLI with exit status 2), before anything is computed or written."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_cli import ssdx
+
+from ssdx.core import stats
+from ssdx.models.engine import jobs
+from ssdx.workloads import fio, synthetic, traces
+
+
+def test_a_trace_address_beyond_64_bits_names_the_line(tmp_path):
+    # Python reads any integer; the request arrays are int64, so an offset past 2^63 must stop at its line
+    # instead of overflowing the conversion (or wrapping) later
+    for fmt, line in (("msr", "128166372003061629,hm,0,Read,{off},4096,2000"),
+                      ("mqsim", "0 0 {off} 8 1")):
+        path = tmp_path / f"big.{fmt}"
+        path.write_text(line.format(off=0) + "\n" + line.format(off=2**63) + "\n")
+        with pytest.raises(traces.TraceError, match="largest byte address") as e:
+            traces.read(path, fmt)
+        assert e.value.line == 2
+    # in 512-byte sectors the limit is 2^63 bytes, not 2^63 sectors
+    path = tmp_path / "sectors.mqsim"
+    path.write_text(f"0 0 {2**63 // 512} 8 1\n")
+    with pytest.raises(traces.TraceError, match="512-byte units"):
+        traces.read(path, "mqsim")
+    path.write_text(f"0 0 {2**54 - 9} 8 1\n")  # the last 8 sectors that can be addressed end at 2^63 - 512
+    assert traces.read(path, "mqsim").offset[0] == (2**54 - 9) * 512
+
+
+def test_a_request_larger_than_the_drive_is_refused_at_its_line():
+    chunk = traces.Chunk(time_s=np.zeros(3), op=np.zeros(3, np.int8), offset=np.zeros(3, np.int64),
+                         size=np.array([4096, 3 * 10**12, 4096]), line=np.array([5, 9, 11]))
+    with pytest.raises(traces.TraceError, match="larger than the drive's user capacity") as e:
+        list(jobs.within([chunk], 2e12, "t.csv"))
+    assert (e.value.path, e.value.line) == ("t.csv", 9)
+    assert len(list(jobs.within([chunk], 4e12, "t.csv"))) == 1
+
+
+@pytest.mark.parametrize("value", ["zipf:nan", "zipf:inf", "pareto:0.2:nan", "normal:nan"])
+def test_a_fio_distribution_with_a_non_finite_parameter_names_its_line(tmp_path, value):
+    job = tmp_path / "j.fio"
+    job.write_text(f"[j]\nrw=randread\nbs=4k\nsize=1g\nrandom_distribution={value}\n")
+    with pytest.raises(fio.FioError, match="finite") as e:
+        fio.load(job)
+    assert ":5:" in str(e.value)
+    with pytest.raises(ValueError, match="finite"):
+        synthetic.Distribution("zoned", zones=((float("nan"), 0.5), (1.0, 0.5)))
+
+
+def test_the_histogram_warning_names_the_top_bins_edge():
+    top = stats.bin_edges()[-2]
+    assert 90.0 < top < 100.0  # the last bin: [95.5 s, 100 s], latencies above it counted there
+    w = jobs.histogram_warning(3)
+    assert w.startswith("3 requests took 95.5 s or longer") and "means are exact" in w
+
+
+def test_cli_refuses_empty_streams_and_mistyped_values_with_exit_2(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("# nothing but a comment\n")
+    for experiment in ("trace_replay", "trace_analyse"):
+        out = tmp_path / experiment
+        r = ssdx(f"experiment={experiment}", f"workload.trace_path={empty}", "workload.format=msr",
+                 f"hydra.run.dir={out}")
+        assert r.returncode == 2, r.stderr
+        assert "workload.trace_path" in r.stderr and "holds no request" in r.stderr
+        assert "Traceback" not in r.stderr and not (out / "summary.json").exists()
+    # a value of the wrong type is refused by Hydra as it composes the configuration: also exit 2
+    r = ssdx("experiment=aldrin_pro_fill", "drive.dies_per_channel=abc", f"hydra.run.dir={tmp_path / 'h'}")
+    assert r.returncode == 2 and "drive.dies_per_channel" in r.stderr and "nothing was computed" in r.stderr
+    assert not (tmp_path / "h" / "summary.json").exists()
+
+
+def test_a_replay_past_the_histogram_says_so(tmp_path):
+    # one write of 1.5 TB takes longer than the histogram's 100 s: the summary warns that its percentiles
+    # are not resolved there, and keeps the exact mean
+    trace = tmp_path / "big.csv"
+    trace.write_text("128166372003061629,hm,0,Write,0,1500000000000,2000\n"
+                     "128166372003071629,hm,0,Read,0,4096,2000\n")
+    r = ssdx("experiment=trace_replay", f"workload.trace_path={trace}", "workload.format=msr",
+             f"hydra.run.dir={tmp_path / 'out'}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert s["latency_beyond_histogram"] == 1 and s["warnings"] == [jobs.histogram_warning(1)]
+    assert s["latency_us"]["mean"] > 100e6 / 2  # the 1.5 TB write alone takes well over 100 s
+    assert "warning: 1 requests took" in r.stdout
