@@ -17,7 +17,7 @@ import numpy as np
 from ssdx import params
 from ssdx.core import io, registry
 from ssdx.report.tables import best_per_group, format_table
-from ssdx.sweep import runner, space
+from ssdx.sweep import runner, source, space
 
 #: Why ``workload.fio`` is refused by a job that does not take it (never silently ignored).
 FIO_NOT_HERE = ("a fio job is a workload of experiment=trace_replay, the boot/QD study (boot_qd1), the "
@@ -132,7 +132,12 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     finished sweep is merged again without compute), a different sweep there is refused.
 
     The model (``sweep.model``) is the registry's (``ssdx.core.registry.SWEEP_MODELS``): its spec builds
-    the runner's inputs; a model with its own runner (``hybrid``) is run by it (``chunk_size`` unused)."""
+    the runner's inputs; a model with its own runner (``hybrid``) is run by it (``chunk_size`` unused).
+
+    The definition is checked before anything runs or is written: its keys (``ssdx.sweep.source.KEYS``),
+    its ``keep`` (``ssdx.sweep.reduce.parse``) and the names its ``keep`` and ``report`` use
+    (:func:`check_outputs`); a breach raises :class:`ssdx.params.ConfigError`."""
+    source.check_keys(sweep, "sweep", source.KEYS)
     spec = registry.sweep_model(sweep)
     if base_cfg.get("workload", {}).get("fio") and not spec.fio:
         raise params.ConfigError("workload.fio", base_cfg["workload"]["fio"], FIO_NOT_HERE)
@@ -150,6 +155,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     from ssdx.sweep import reduce
 
     keep = reduce.parse(sweep.get("keep", "all"))
+    check_outputs(sweep, base_cfg, keep)
     if _on_device(sweep, spec, keep):
         from ssdx.sweep import device
 
@@ -239,6 +245,100 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     summary["_table"] = format_table(best, group_by + list(rep.get("columns") or []))
     summary["_quantiles"] = _quantile_table(keep, out_dir)
     return summary
+
+
+#: the keys of a sweep's ``report`` block (models run in the chunked runner), and of its plots' blocks
+REPORT_KEYS = ("group_by", "sort_by", "ascending", "columns", "constraint", "pareto", "heatmap")
+PLOT_KEYS = {"pareto": ("x", "y", "x_better", "y_better", "color"),
+             "heatmap": ("x", "y", "value", "better", "facet")}
+#: the columns each plot must name (the others may be left out)
+PLOT_AXES = {"pareto": ("x", "y"), "heatmap": ("x", "y", "value")}
+
+
+def check_outputs(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
+                  keep: Mapping[str, Any] | None) -> None:
+    """Check, before a sweep of the chunked runner computes anything, every name its parsed ``keep`` and its
+    ``report`` block use against its result columns: ``config_id``, the configuration columns (the sweep's
+    base columns, :func:`sweep_base`, with its ``base`` overrides) and the metrics of its model
+    (``ssdx.core.registry.SweepModelSpec.metrics``).  Also the ``report`` block's keys, its plots' keys,
+    their ``min``/``max`` choices and its ``constraint`` (run on an empty table of those columns).  The
+    default ``sort_by`` (``time_s``) is checked only where the table is kept (the report is made of it).
+    A breach raises :class:`ssdx.params.ConfigError` naming the field, e.g. ``sweep.report.group_by``."""
+    from ssdx.sweep import reduce
+
+    spec = _vmap_model(sweep)
+    base = space.base_columns(sweep_base(sweep, base_cfg), sweep)
+    reduce.check_columns(keep, list(base), spec.metrics)
+    _check_report(sweep.get("report"), base, spec.name, spec.metrics, keep is None or bool(keep["all"]))
+
+
+def _check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics: tuple[str, ...],
+                  table: bool) -> None:
+    """The checks of :func:`check_outputs` on the ``report`` block ``rep`` (``table``: the whole table is
+    kept, so the report is made)."""
+    import difflib
+
+    import pandas as pd
+
+    if rep is None:
+        return
+    if not isinstance(rep, Mapping):
+        raise params.ConfigError("sweep.report", rep,
+                                 f"must be a mapping with the keys {', '.join(REPORT_KEYS)}")
+    source.check_keys(rep, "sweep.report", REPORT_KEYS)
+    known = ["config_id", *metrics, *base]
+
+    def column(field: str, name: Any, note: str = "") -> None:
+        if isinstance(name, str) and name in known:
+            return
+        near = difflib.get_close_matches(name, known, n=1) if isinstance(name, str) else []
+        raise params.ConfigError(field, name, f"must name a result column: a metric of the {model} model "
+                                 "or a configuration column of the sweep" + note
+                                 + (f" (did you mean '{near[0]}'?)" if near else "")
+                                 + f"; metrics: {list(metrics)}; configuration columns: {list(base)}")
+
+    for key in ("group_by", "columns"):
+        names = rep.get(key)
+        if names is None:
+            continue
+        if isinstance(names, str) or not isinstance(names, list | tuple):
+            raise params.ConfigError(f"sweep.report.{key}", names, "must be a list of column names")
+        for name in names:
+            column(f"sweep.report.{key}", name)
+    if "sort_by" in rep or table:
+        column("sweep.report.sort_by", rep.get("sort_by", "time_s"),
+               "" if "sort_by" in rep else " (time_s is the default: set report.sort_by)")
+    if not isinstance(rep.get("ascending", True), bool):
+        raise params.ConfigError("sweep.report.ascending", rep["ascending"], "must be true or false")
+    for plot, keys in PLOT_KEYS.items():
+        block = rep.get(plot)
+        if block is None or block is False:
+            continue
+        field = f"sweep.report.{plot}"
+        if not isinstance(block, Mapping):
+            raise params.ConfigError(field, block, f"must be a mapping with the keys {', '.join(keys)}")
+        source.check_keys(block, field, keys)
+        for key in keys:
+            if key in PLOT_AXES[plot] or block.get(key) is not None:
+                if key.endswith("better"):
+                    if block[key] not in ("min", "max"):
+                        raise params.ConfigError(f"{field}.{key}", block[key], "must be 'min' or 'max'")
+                else:
+                    column(f"{field}.{key}", block.get(key))
+    constraint = rep.get("constraint")
+    if constraint is None or constraint == "":
+        return
+    if not isinstance(constraint, str):
+        raise params.ConfigError("sweep.report.constraint", constraint,
+                                 "must be a pandas query over result columns (a string)")
+    empty = pd.DataFrame({"config_id": np.zeros(0, np.int64),
+                          **{k: np.asarray(v)[:0] for k, v in base.items()},
+                          **{m: np.zeros(0) for m in metrics}})
+    try:
+        empty.query(constraint)
+    except Exception as e:  # pandas raises many types for a bad expression
+        raise params.ConfigError("sweep.report.constraint", constraint,
+                                 f"must be a pandas query over result columns ({e})") from None
 
 
 GENERATE = ("auto", "host", "device")
@@ -458,7 +558,10 @@ def run_analyse(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     try:
         summary = analyse.analyse(reader)
     except traces.TraceError as e:
-        raise params.ConfigError("workload.trace_path", path, f"malformed trace: {e}") from None
+        raise params.ConfigError("workload.trace_path", str(path), f"malformed trace: {e}") from None
+    if not summary["requests"]:
+        skipped = f" ({reader.skipped} malformed lines skipped)" if reader.skipped else ""
+        raise params.ConfigError("workload.trace_path", str(path), f"holds no request to analyse{skipped}")
     summary = {"trace": str(path), "format": fmt, **summary, "skipped_lines": reader.skipped,
                "skipped_examples": reader.skipped_examples, "unsorted_requests": reader.unsorted}
     out_dir.mkdir(parents=True, exist_ok=True)

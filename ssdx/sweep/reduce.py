@@ -11,6 +11,10 @@ of (or besides) the whole table, small summaries computed chunk by chunk where t
       histograms: {metrics: [mean_mb_s], bins: 50, group_by: [drive.slc_mode],
                    range: {mean_mb_s: [1.0, 20000.0]}, log: [mean_mb_s], quantiles: [0.5, 0.99]}
 
+Those are all the keys of each block (:data:`KEYS`): any other is refused (:func:`parse`), as is a name
+that is neither a metric of the sweep's model nor one of its configuration columns (:func:`check_columns`,
+before the sweep runs).
+
 Every reduction is a *state* with an associative and commutative merge, so the same sweep gives the same
 state whatever the chunk size, the order chunks finish in, the devices or the Ray workers:
 
@@ -42,8 +46,16 @@ from typing import Any
 import numpy as np
 
 from ssdx.params import ConfigError
+from ssdx.sweep.source import check_keys
 
 KINDS = ("top_k", "pareto", "histograms")
+#: the keys of each reduction's block (anything else is refused: a misspelt key would be ignored)
+KEYS = {"top_k": ("k", "by", "group_by", "ascending"),
+        "pareto": ("x", "y", "x_better", "y_better"),
+        "histograms": ("metrics", "bins", "group_by", "range", "log", "quantiles")}
+#: an example of each reduction's block, quoted when one is not a mapping
+EXAMPLES = {"top_k": "{k: 10, by: mean_mb_s}", "pareto": "{x: drive.dies_per_channel, y: mean_mb_s}",
+            "histograms": "{metrics: [mean_mb_s], bins: 50}"}
 State = dict[str, Any]
 
 
@@ -55,23 +67,32 @@ def _names(value: Any, field: str) -> list[str]:
     return [str(v) for v in value]
 
 
+def _block(keep: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """The ``keep.<kind>`` block as a dict, refused unless it is a mapping of the keys :data:`KEYS` has."""
+    field, value = f"sweep.keep.{kind}", keep[kind]
+    if not isinstance(value, Mapping):
+        raise ConfigError(field, value, f"must be a mapping with the keys {', '.join(KEYS[kind])} "
+                                        f"(e.g. {kind}: {EXAMPLES[kind]})")
+    check_keys(value, field, KEYS[kind])
+    return dict(value)
+
+
 def parse(keep: Any) -> dict[str, Any] | None:
     """The normalised ``keep`` spec; None for ``keep: all`` (the whole table, nothing reduced).
 
-    Raises :class:`ConfigError` naming the field for anything malformed."""
+    Raises :class:`ConfigError` naming the field for anything malformed: a key of ``keep`` or of a
+    reduction's block that is not one of theirs (:data:`KEYS`), a block that is not a mapping, a bad
+    value.  The column names are checked against the sweep's by :func:`check_columns`."""
     if keep is None or keep == "all":
         return None
     if not isinstance(keep, Mapping):
         raise ConfigError("sweep.keep", keep, "must be 'all' or a mapping of top_k, pareto, histograms, all")
-    unknown = set(keep) - set(KINDS) - {"all"}
-    if unknown:
-        raise ConfigError(f"sweep.keep.{sorted(unknown)[0]}", keep[sorted(unknown)[0]],
-                          f"unknown reduction; use any of {list(KINDS)} and all")
+    check_keys(keep, "sweep.keep", (*KINDS, "all"))  # a reduction's name or all
     out: dict[str, Any] = {"all": keep.get("all", False)}
     if not isinstance(out["all"], bool):
         raise ConfigError("sweep.keep.all", out["all"], "must be true or false")
     if keep.get("top_k") is not None:
-        t = dict(keep["top_k"])
+        t = _block(keep, "top_k")
         k = t.get("k", 10)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ConfigError("sweep.keep.top_k.k", k, "must be an integer >= 1")
@@ -83,7 +104,7 @@ def parse(keep: Any) -> dict[str, Any] | None:
         out["top_k"] = {"k": k, "by": t["by"], "ascending": asc,
                         "group_by": _names(t.get("group_by"), "sweep.keep.top_k.group_by")}
     if keep.get("pareto") is not None:
-        p = dict(keep["pareto"])
+        p = _block(keep, "pareto")
         for axis in ("x", "y"):
             if not isinstance(p.get(axis), str):
                 raise ConfigError(f"sweep.keep.pareto.{axis}", p.get(axis), "must name a metric or column")
@@ -93,7 +114,7 @@ def parse(keep: Any) -> dict[str, Any] | None:
         out["pareto"] = {"x": p["x"], "y": p["y"], "x_better": p.get("x_better", "min"),
                          "y_better": p.get("y_better", "min")}
     if keep.get("histograms") is not None:
-        h = dict(keep["histograms"])
+        h = _block(keep, "histograms")
         metrics = _names(h.get("metrics"), "sweep.keep.histograms.metrics")
         if not metrics:
             raise ConfigError("sweep.keep.histograms.metrics", h.get("metrics"),
@@ -101,7 +122,13 @@ def parse(keep: Any) -> dict[str, Any] | None:
         bins = h.get("bins", 50)
         if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
             raise ConfigError("sweep.keep.histograms.bins", bins, "must be an integer >= 1")
-        ranges = dict(h.get("range") or {})
+        ranges = h.get("range")
+        if ranges is None or ranges == "auto":
+            ranges = {}
+        if not isinstance(ranges, Mapping):
+            raise ConfigError("sweep.keep.histograms.range", ranges,
+                              "must be a mapping of metric: [lo, hi] or auto (e.g. {mean_mb_s: [10, 10000]})")
+        ranges = dict(ranges)
         for m in ranges:
             if m not in metrics:  # a misspelt key would leave the metric it meant on a pilot's range
                 raise ConfigError(f"sweep.keep.histograms.range.{m}", ranges[m],
@@ -197,16 +224,39 @@ def set_auto_ranges(spec: dict[str, Any], values: Mapping[str, np.ndarray], n_pi
     h["pilot"] = int(n_pilot)  # feasible configurations the pilot ran
 
 
+def _fields(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(field, column)`` of every column name a parsed spec holds, in the order of its blocks."""
+    out: list[tuple[str, str]] = []
+    if "top_k" in spec:
+        t = spec["top_k"]
+        out += [("sweep.keep.top_k.by", t["by"]), *(("sweep.keep.top_k.group_by", c) for c in t["group_by"])]
+    if "pareto" in spec:
+        out += [("sweep.keep.pareto.x", spec["pareto"]["x"]), ("sweep.keep.pareto.y", spec["pareto"]["y"])]
+    if "histograms" in spec:
+        h = spec["histograms"]
+        out += [*(("sweep.keep.histograms.metrics", c) for c in h["metrics"]),
+                *(("sweep.keep.histograms.group_by", c) for c in h["group_by"])]
+    return out
+
+
 def columns_needed(spec: Mapping[str, Any]) -> list[str]:
     """Every column a reduction reads (configuration columns or metrics)."""
-    need: list[str] = []
-    if "top_k" in spec:
-        need += [spec["top_k"]["by"], *spec["top_k"]["group_by"]]
-    if "pareto" in spec:
-        need += [spec["pareto"]["x"], spec["pareto"]["y"]]
-    if "histograms" in spec:
-        need += [*spec["histograms"]["metrics"], *spec["histograms"]["group_by"]]
-    return list(dict.fromkeys(need))
+    return list(dict.fromkeys(c for _, c in _fields(spec)))
+
+
+def check_columns(spec: Mapping[str, Any] | None, columns: Sequence[str], metrics: Sequence[str]) -> None:
+    """Refuse, before the sweep runs, a column name of the parsed ``spec`` that is neither one of the sweep's
+    configuration ``columns`` nor one of its model's ``metrics``: :class:`ConfigError` naming the field
+    (``sweep.keep.pareto.x``), the name, the closest known name and the known ones."""
+    import difflib
+
+    known = [*metrics, *columns]
+    for field, name in _fields(spec or {}):
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            raise ConfigError(field, name, "names no metric or configuration column"
+                              + (f" (did you mean '{near[0]}'?)" if near else "")
+                              + f"; metrics: {list(metrics)}; configuration columns: {list(columns)}")
 
 
 def _py(v: Any) -> Any:

@@ -1,13 +1,18 @@
 """Sweep definitions from any file: ``ssdx sweep_file=PATH.yaml``.
 
-The file has the keys of ``sweeps/NAME.yaml`` (``name``, ``space``, ``base``, ``report``, ``keep``, ...).
-A relative path is resolved against the current directory.  A missing file, YAML that does not parse
-(named with its line) or a document that is not a mapping is refused with :class:`ConfigError`.
+The file has the keys of ``sweeps/NAME.yaml`` (:data:`KEYS`: ``name``, ``space``, ``base``, ``report``,
+``keep``, ...).  A relative path is resolved against the current directory.  A missing file, YAML that does
+not parse (named with its line), a document that is not a mapping and a key that is none of :data:`KEYS`
+(a misspelt ``kep:`` would otherwise be dropped without a word) are refused with :class:`ConfigError`.
+:func:`check_keys` is the same check for any block of keys (``ssdx.tasks.run_sweep`` applies it to every
+sweep, however it was selected, and ``ssdx.sweep.reduce.parse`` to the ``keep`` blocks).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +21,27 @@ import yaml
 from ssdx.params import ConfigError
 
 FIELD = "sweep_file"
+
+#: the keys of a sweep definition (every model's; a model reads those it uses: ``n_steps`` the fluid model,
+#: ``rounds`` the GC model, ``requests`` the hybrid model, ``generate`` and ``keep`` the chunked runner)
+KEYS = ("name", "model", "space", "base", "drive", "workload", "on_invalid", "chunk_size", "n_steps",
+        "rounds", "requests", "generate", "keep", "report")
+
+
+def check_keys(block: Mapping[str, Any], field: str, allowed: Iterable[str], where: str = "") -> None:
+    """Refuse a key of the mapping ``block`` (the config block ``field``, e.g. ``sweep.keep.pareto``) that is
+    none of ``allowed``: :class:`ConfigError` naming ``field.KEY``, its value, the closest allowed key and
+    every allowed one (``where``, e.g. the file, is quoted in the rule)."""
+    allowed = list(allowed)
+    unknown = [k for k in block if k not in allowed]
+    if not unknown:
+        return
+    key = unknown[0]
+    near = difflib.get_close_matches(str(key), allowed, n=1)
+    more = f" (also unknown: {', '.join(map(str, unknown[1:]))})" if len(unknown) > 1 else ""
+    hint = f"; did you mean '{field}.{near[0]}'? Allowed keys: " if near else "; allowed keys: "
+    raise ConfigError(f"{field}.{key}", block[key], f"not a key of the '{field}' block"
+                      + (f" ({where})" if where else "") + hint + ", ".join(allowed) + more)
 
 
 def load(path: str | Path) -> dict[str, Any]:
@@ -36,6 +62,7 @@ def load(path: str | Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or "space" not in doc:
         raise ConfigError(FIELD, str(p), "must hold a sweep definition: a mapping with a 'space' "
                                          "(as in the package's sweeps/NAME.yaml)")
+    check_keys(doc, "sweep", KEYS, str(p))
     doc.setdefault("name", p.stem)
     return doc
 

@@ -1,0 +1,195 @@
+"""Bad sweep definitions are refused before anything runs, naming the field, the value and the rule:
+unknown keys of a sweep (``ssdx.sweep.source``) and of its ``keep`` blocks (``ssdx.sweep.reduce.parse``),
+a ``keep`` block that is not a mapping, and ``keep`` or ``report`` names that are no result column
+(``ssdx.tasks.check_outputs``).  Nothing is written: no ``results.parquet``, ``chunks/``, ``summary.json``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from ssdx import presets, tasks
+from ssdx.cli import main as cli_main
+from ssdx.cli import schema
+from ssdx.params import ConfigError
+from ssdx.paths import conf_dir, sweeps_dir
+from ssdx.sweep import reduce, source
+from tests.test_cli import ssdx
+
+BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
+        "model": {"n_steps": 16}, "precision": "float32"}
+
+
+def _sweep(**extra) -> dict:
+    """Four configurations of the fluid model (every one feasible), plus ``extra`` keys."""
+    return {"name": "t", "chunk_size": 4, "on_invalid": "error",
+            "base": {"drive.static_slc_gb": 24.0, "drive.user_capacity_gb": 500.0},
+            "space": {"grid": {"drive.slc_mode": ["dynamic", "static"], "drive.dies_per_channel": [2, 4]}},
+            **extra}
+
+
+def _nothing_written(out: Path) -> None:
+    for name in ("results.parquet", "summary.json", "chunks", "top_k.parquet", "pareto.parquet"):
+        assert not (out / name).exists(), name
+
+
+# ------------------------------------------------------------------ 1. unknown keys of a sweep definition
+
+def test_a_sweep_file_with_an_unknown_key_is_refused_naming_it_and_the_allowed_keys(tmp_path):
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(_sweep(chunksize=10, kep={"top_k": {"k": 3, "by": "mean_mb_s"}})))
+    with pytest.raises(ConfigError) as e:
+        source.load(path)
+    assert e.value.field == "sweep.chunksize" and e.value.value == 10
+    msg = str(e.value)
+    assert "did you mean 'sweep.chunk_size'" in msg and "also unknown: kep" in msg and str(path) in msg
+    assert all(k in msg for k in source.KEYS)
+
+
+@pytest.mark.parametrize("path", sorted(sweeps_dir().glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_sweep_loads_with_the_allowed_keys(path):
+    doc = source.load(path)
+    assert set(doc) <= set(source.KEYS)
+
+
+def test_run_sweep_refuses_an_unknown_key_however_the_sweep_was_selected(tmp_path):
+    """``sweep=NAME`` and ``+sweep.KEY=...`` reach ``run_sweep`` without ``source.load``."""
+    with pytest.raises(ConfigError) as e:
+        tasks.run_sweep(_sweep(kep={"top_k": {"k": 3, "by": "mean_mb_s"}}), BASE, tmp_path / "o",
+                        progress=False)
+    assert e.value.field == "sweep.kep" and "did you mean 'sweep.keep'" in str(e.value)
+    assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------------------ 2. unknown keys of keep's blocks
+
+@pytest.mark.parametrize("keep,field,hint", [
+    ({"pareto": {"x": "drive.dies_per_channel", "y": "mean_mb_s", "y_beter": "max"}},
+     "sweep.keep.pareto.y_beter", "sweep.keep.pareto.y_better"),
+    ({"top_k": {"k": 5, "by": "mean_mb_s", "group-by": ["drive.nand"]}},
+     "sweep.keep.top_k.group-by", "sweep.keep.top_k.group_by"),
+    ({"histograms": {"metrics": ["mean_mb_s"], "bin": 8}}, "sweep.keep.histograms.bin",
+     "sweep.keep.histograms.bins"),
+    ({"histograms": {"metrics": ["mean_mb_s"], "quantile": [0.5]}}, "sweep.keep.histograms.quantile",
+     "sweep.keep.histograms.quantiles"),
+    ({"top-k": {"k": 5, "by": "mean_mb_s"}}, "sweep.keep.top-k", "sweep.keep.top_k"),
+])
+def test_an_unknown_key_of_a_keep_block_is_refused(keep, field, hint):
+    with pytest.raises(ConfigError) as e:
+        reduce.parse(keep)
+    assert e.value.field == field
+    assert f"did you mean '{hint}'" in str(e.value) and "Allowed keys:" in str(e.value)
+
+
+def test_every_documented_keep_key_is_accepted():
+    spec = reduce.parse({"all": True,
+                         "top_k": {"k": 2, "by": "m", "group_by": ["g"], "ascending": True},
+                         "pareto": {"x": "m", "y": "q", "x_better": "max", "y_better": "min"},
+                         "histograms": {"metrics": ["m"], "bins": 4, "group_by": ["g"],
+                                        "range": {"m": [1, 2]}, "log": ["m"], "quantiles": [0.5]}})
+    assert spec["pareto"]["y_better"] == "min" and spec["histograms"]["edges"]["m"][0] == 1.0
+    assert reduce.parse({"histograms": {"metrics": ["m"], "range": "auto"}})["histograms"]["auto"] == ["m"]
+
+
+def test_a_misspelt_pareto_key_is_refused_through_the_cli(tmp_path):
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(_sweep(n_steps=16, keep={"pareto": {
+        "x": "drive.dies_per_channel", "y": "mean_mb_s", "y_beter": "max"}})))
+    r = ssdx(f"sweep_file={path}", f"hydra.run.dir={tmp_path / 'run'}")
+    assert r.returncode == 2, r.stderr
+    assert "sweep.keep.pareto.y_beter" in r.stderr and "y_better" in r.stderr and "Traceback" not in r.stderr
+    _nothing_written(tmp_path / "run")
+
+
+# ------------------------------------------------------------------ 3. a keep block that is not a mapping
+
+@pytest.mark.parametrize("kind,value", [("top_k", 5), ("pareto", "mean_mb_s"), ("histograms", ["mean_mb_s"])])
+def test_a_keep_block_that_is_no_mapping_is_refused(kind, value):
+    with pytest.raises(ConfigError) as e:
+        reduce.parse({kind: value})
+    assert e.value.field == f"sweep.keep.{kind}" and e.value.value == value
+    assert "must be a mapping with the keys" in str(e.value)
+    assert all(k in str(e.value) for k in reduce.KEYS[kind])
+
+
+def test_a_histogram_range_that_is_no_mapping_is_refused():
+    with pytest.raises(ConfigError) as e:
+        reduce.parse({"histograms": {"metrics": ["m"], "range": [1.0, 2.0]}})
+    assert e.value.field == "sweep.keep.histograms.range"
+
+
+# ------------------------------------------------------------------ 4. report (and keep) names checked first
+
+@pytest.mark.parametrize("report,field,value", [
+    ({"group_by": ["drive.nosuch"], "sort_by": "mean_mb_s"}, "sweep.report.group_by", "drive.nosuch"),
+    ({"group_by": ["drive.slc_mode"], "sort_by": "mean_mb_s", "pareto": {"x": "nosuchcol", "y": "mean_mb_s"}},
+     "sweep.report.pareto.x", "nosuchcol"),
+    ({"sort_by": "mean_mbs"}, "sweep.report.sort_by", "mean_mbs"),
+    ({"sort_by": "mean_mb_s", "columns": ["drive.nand", "speed"]}, "sweep.report.columns", "speed"),
+    ({"sort_by": "mean_mb_s", "pareto": {"x": "time_s", "y": "mean_mb_s", "colour": "drive.nand"}},
+     "sweep.report.pareto.colour", "drive.nand"),
+    ({"sort_by": "mean_mb_s", "pareto": {"x": "time_s", "y": "mean_mb_s", "color": "drive.mode"}},
+     "sweep.report.pareto.color", "drive.mode"),
+    ({"sort_by": "mean_mb_s", "heatmap": {"x": "drive.slc_mode", "y": "drive.dies_per_channel",
+                                          "value": "mean_mb_s", "better": "most"}},
+     "sweep.report.heatmap.better", "most"),
+    ({"sort_by": "mean_mb_s", "constraint": "max_temp_k < 350"}, "sweep.report.constraint",
+     "max_temp_k < 350"),
+    ({"sort_by": "mean_mb_s", "ascending": "no"}, "sweep.report.ascending", "no"),
+    ({"sortby": "mean_mb_s"}, "sweep.report.sortby", "mean_mb_s"),
+])
+def test_a_bad_report_is_refused_before_the_sweep_runs(tmp_path, report, field, value):
+    out = tmp_path / "run"
+    with pytest.raises(ConfigError) as e:
+        tasks.run_sweep(_sweep(report=report), BASE, out, progress=False)
+    assert (e.value.field, e.value.value) == (field, value)
+    assert not out.exists()  # the runner never started
+
+
+def test_the_report_names_the_closest_column_and_the_known_ones(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        tasks.run_sweep(_sweep(report={"group_by": ["drive.slc_mod"], "sort_by": "mean_mb_s"}), BASE,
+                        tmp_path / "run", progress=False)
+    msg = str(e.value)
+    assert "did you mean 'drive.slc_mode'" in msg and "mean_mb_s" in msg and "drive.dies_per_channel" in msg
+
+
+def test_a_keep_name_is_checked_before_the_host_path_runs(tmp_path):
+    """The host path used to find it in the first chunk, after the runner had started."""
+    out = tmp_path / "run"
+    keep = {"all": True, "pareto": {"x": "nosuchmetric", "y": "mean_mb_s"}}
+    with pytest.raises(ConfigError) as e:
+        tasks.run_sweep(_sweep(keep=keep, generate="host"), BASE, out, progress=False)
+    assert e.value.field == "sweep.keep.pareto.x" and e.value.value == "nosuchmetric"
+    assert not out.exists()
+
+
+def _compose(name: str, extra: list[str]) -> dict:
+    schema.register()
+    cli_main.register_sweeps()
+    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+        return OmegaConf.to_container(compose("config", [f"sweep={name}", *extra]), resolve=True)
+
+
+@pytest.mark.parametrize("name", ["quick", "slc_design", "tmt_grid", "wa_spare"])
+def test_every_shipped_chunked_sweep_passes_the_checks(name):
+    cfg = _compose(name, [])
+    sweep = cfg["sweep"]
+    tasks.check_outputs(sweep, cfg, reduce.parse(sweep["keep"]))
+    keep = {"top_k": {"k": 1, "by": sweep["report"]["sort_by"], "group_by": sweep["report"]["group_by"]}}
+    tasks.check_outputs(sweep, cfg, reduce.parse(keep))
+
+
+def test_a_bad_report_exits_2_through_the_cli_and_writes_nothing(tmp_path):
+    path = tmp_path / "report.yaml"
+    report = {"group_by": ["drive.nosuch"], "sort_by": "mean_mb_s",
+              "pareto": {"x": "nosuchcol", "y": "mean_mb_s"}}
+    path.write_text(yaml.safe_dump(_sweep(n_steps=16, report=report)))
+    r = ssdx(f"sweep_file={path}", f"hydra.run.dir={tmp_path / 'run'}")
+    assert r.returncode == 2, r.stderr
+    assert "sweep.report.group_by" in r.stderr and "drive.nosuch" in r.stderr and "Traceback" not in r.stderr
+    _nothing_written(tmp_path / "run")
