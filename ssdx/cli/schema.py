@@ -304,8 +304,13 @@ class MqsimConf:
 
     ssdconfig: Optional[str] = None  # noqa: UP045 (MQSim's ssdconfig.xml; None: examples/mqsim)
     workload: Optional[str] = None  # noqa: UP045 (MQSim's workload.xml; None: examples/mqsim)
-    requests_per_flow: int = 20_000  # cap on each flow's requests (and the count of a timed QD flow)
-    closed_loop_passes: int = 6  # closed-loop scenarios of several flows: rate re-weighting passes
+    # the numeric fields' ranges are in their metadata ("lo"/"hi", inclusive; "doc" says what the value is),
+    # checked before anything is read or run (ssdx.models.engine.mqsim_job.check_conf)
+    requests_per_flow: int = field(default=20_000, metadata={
+        "lo": 1, "hi": 10**8, "doc": "cap on each flow's requests; the count of a timed QUEUE_DEPTH flow"})
+    closed_loop_passes: int = field(default=6, metadata={
+        "lo": 1, "hi": None, "doc": "closed-loop scenarios of several flows: rate re-weighting passes; "
+                                    "1 runs the queue-depth interleave once"})
     chip_as_die: bool = True  # each MQSim chip as one die: MQSim's one busy status per chip
 
 

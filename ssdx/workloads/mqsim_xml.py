@@ -37,6 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ssdx.models.engine.params import MAP_UNIT_BYTES, MAX_SLOTS
+from ssdx.params import NAND_RANGES
+from ssdx.units import KIB
 from ssdx.workloads.mqsim_xml_read import (
     MAX_BYTES,
     SECTOR_BYTES,
@@ -50,8 +53,20 @@ from ssdx.workloads.mqsim_xml_read import (
     read,
 )
 
-__all__ = ["MAX_BYTES", "SECTOR_BYTES", "Flow", "MqsimXmlError", "Node", "Scenario", "parse_ssdconfig",
-           "parse_workload"]
+__all__ = ["MAX_BYTES", "MAX_REQUEST_SECTORS", "SECTOR_BYTES", "STOI_MAX", "Flow", "MqsimXmlError", "Node",
+           "Scenario", "Source", "parse_ssdconfig", "parse_workload"]
+
+#: the configuration keys that name the two files (the field of their :class:`MqsimXmlError`)
+SSDCONFIG_FIELD, WORKLOAD_FIELD = "mqsim.ssdconfig", "mqsim.workload"
+#: the largest value MQSim's parser takes for a flow's integer fields: it reads them with ``std::stoi``
+#: (``IO_Flow_Parameter_Set::XML_deserialize``, src/exec/IO_Flow_Parameter_Set.cpp), which throws
+#: ``std::out_of_range`` above INT_MAX
+STOI_MAX = 2**31 - 1
+#: the most sectors one request of MQSim's carries to its device: the NVMe submission entry holds the
+#: count in 16 bits (``IO_Flow_Base::NVMe_read_sqe``, src/host/IO_Flow_Base.cpp: ``(uint16_t)
+#: request->LBA_count``; ``Host_Interface_NVMe`` reads ``Command_specific[2] & 0xffff``, and
+#: ``SATA_HBA`` fills its NCQ entry the same way)
+MAX_REQUEST_SECTORS = 0xFFFF
 
 # ------------------------------------------------------------------------------------------ ssdconfig
 
@@ -121,6 +136,69 @@ _DEFAULTS = {"PCIe_Lane_Bandwidth": "0.4", "PCIe_Lane_Count": "4", "SATA_Process
              "Suspend_Erase_Time": "700000", "Suspend_Program_Time": "100000",
              "Caching_Mechanism": "ADVANCED"}
 _TECH = {"SLC": (1, ("LSB",)), "MLC": (2, ("LSB", "MSB")), "TLC": (3, ("LSB", "CSB", "MSB"))}
+
+
+@dataclass(frozen=True)
+class Source:
+    """The element of ``ssdconfig.xml`` an ssdx override was computed from: its name, line and text;
+    ``default`` when the file leaves it out (MQSim's default was used; the line is then that of
+    ``Device_Parameter_Set``)."""
+
+    element: str
+    line: int
+    text: str
+    default: bool = False
+
+    def describe(self) -> str:
+        """``<Element> = 'text' (line N)``, or the default's."""
+        if self.default:
+            return f"<{self.element}> absent (MQSim's default {self.text!r})"
+        return f"<{self.element}> = {self.text!r} (line {self.line})"
+
+
+_GEOMETRY = ("Flash_Channel_Count", "Chip_No_Per_Channel", "Die_No_Per_Chip", "Plane_No_Per_Die",
+             "Block_No_Per_Plane", "Page_No_Per_Block", "Page_Capacity")
+_READ = tuple(f"Page_Read_Latency_{t}" for t in ("LSB", "CSB", "MSB"))
+_PROG = tuple(f"Page_Program_Latency_{t}" for t in ("LSB", "CSB", "MSB"))
+_PCIE = ("PCIe_Lane_Bandwidth", "PCIe_Lane_Count")
+#: ssdx override -> the elements it is computed from (those the file's drive reads: the page types of its
+#: technology, SATA_Processing_Delay for SATA only, ...), first the one most likely to be at fault
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "drive.nand": ("Flash_Technology",), "nand.bits_per_cell": ("Flash_Technology",),
+    "drive.interface": ("HostInterface_Type", *_PCIE),
+    "drive.channels": ("Flash_Channel_Count",),
+    "drive.dies_per_channel": ("Chip_No_Per_Channel", "Die_No_Per_Chip"),
+    "drive.planes_per_die": ("Plane_No_Per_Die",),
+    "drive.bus_mts": ("Channel_Transfer_Rate", "Flash_Channel_Width"),
+    "drive.die_gbit": ("Plane_No_Per_Die", "Block_No_Per_Plane", "Page_No_Per_Block", "Page_Capacity"),
+    "drive.user_capacity_gb": ("Overprovisioning_Ratio", *_GEOMETRY),
+    "nand.t_read_us": _READ, "nand.t_read_slc_us": _READ,
+    "nand.t_prog_us": _PROG, "nand.t_prog_slc_us": _PROG,
+    "nand.t_erase_us": ("Block_Erase_Latency",),
+    "nand.page_kib": ("Page_Capacity",), "nand.write_unit_kib": ("Page_Capacity",),
+    "nand.block_pages": ("Page_No_Per_Block",),
+    "engine.write_buffer_mib": ("Data_Cache_Capacity",),
+    "engine.map_cache_mib": ("CMT_Capacity",), "engine.map_cache": ("Ideal_Mapping_Table",),
+    "engine.map_entry_bytes": _GEOMETRY,
+    "engine.buffer_dram_mts": ("Data_Cache_DRAM_Data_Rate",),
+    "engine.buffer_dram_row_bytes": ("Data_Cache_DRAM_Row_Size",),
+    "engine.buffer_dram_burst_bytes": ("Data_Cache_DRAM_Data_Busrt_Size",),
+    "engine.buffer_dram_trcd_ns": ("Data_Cache_DRAM_tRCD",),
+    "engine.buffer_dram_tcl_ns": ("Data_Cache_DRAM_tCL",),
+    "engine.buffer_dram_trp_ns": ("Data_Cache_DRAM_tRP",),
+    "engine.suspension": ("CMD_Suspension_Support",),
+    "engine.suspend_program_us": ("Suspend_Program_Time",),
+    "engine.suspend_erase_us": ("Suspend_Erase_Time",),
+    "engine.suspend_min_program_us": ("Preferred_suspend_write_time_for_read",),
+    "engine.suspend_min_erase_us": ("Prefered_suspend_erase_time_for_read",),
+    "workload.queue_depth": ("IO_Queue_Depth", "Queue_Fetch_Size"),
+    "engine.write_back": ("Caching_Mechanism",),
+    "engine.inflight_kib": ("Flash_Channel_Count", "Chip_No_Per_Channel", "Die_No_Per_Chip",
+                            "Plane_No_Per_Die", "Page_Capacity"),
+    "engine.cmd_us": ("SATA_Processing_Delay", *_PCIE),
+    "engine.host_gb_s": _PCIE,
+    "engine.ctrl_kiops": ("SATA_Processing_Delay",),
+}
 
 
 def _fields(p: Path, n: Node, mapped: tuple[str, ...], unmodelled: dict[str, str], warnings: list[str],
@@ -218,7 +296,8 @@ def _interface(lane_gb_s: float, lanes: int, kind: str, warnings: list[str]) -> 
     return gen
 
 
-def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple[dict[str, Any], list[str]]:
+def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False,
+                    sources: dict[str, list[Source]] | None = None) -> tuple[dict[str, Any], list[str]]:
     """ssdx overrides from MQSim's ``ssdconfig.xml`` and the warnings for fields not modelled.
 
     ``chip_as_die``: each chip becomes one die of the chip's capacity (its blocks per plane times its
@@ -253,9 +332,25 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     (:func:`pcie_payload_gb_s`, its link's payload rate), ``engine.ctrl_kiops`` = 10^6
     and ``engine.map_hit_us`` = 0 (no processing time in MQSim's front end or on a mapping-cache hit); for a
     SATA drive its host bus adapter on top (:func:`_sata_hba`: ``SATA_Processing_Delay`` per command).
+    ``nand.write_unit_kib`` is the page: MQSim programs a plane one page at a time (each of its program
+    transactions is one page).  ``Page_Capacity`` must be a page ssdx's request engine can map: a whole
+    number of its 4 KiB mapping units (``ssdx.models.engine.params.MAP_UNIT_BYTES``), at most
+    ``nand.page_kib``'s 1024 KiB.
+
+    ``sources``, where given, is filled with the elements each override was computed from (:class:`Source`,
+    by ssdx field), so that a value ssdx's rules refuse can be reported at its element and line
+    (``ssdx.models.engine.mqsim_job.load``).  Every :class:`MqsimXmlError` names ``mqsim.ssdconfig``.
     """
-    p = Path(path)
-    root = read(p)
+    try:
+        return _ssdconfig(Path(path), chip_as_die, sources)
+    except MqsimXmlError as e:
+        raise e.named(SSDCONFIG_FIELD) from None
+
+
+def _ssdconfig(p: Path, chip_as_die: bool,
+               sources: dict[str, list[Source]] | None) -> tuple[dict[str, Any], list[str]]:
+    """:func:`parse_ssdconfig` of the file ``p``."""
+    root = read(p, SSDCONFIG_FIELD)
     warnings: list[str] = []
     if root.name == "Execution_Parameter_Set":
         host = next((c for c in root.children if c.name == "Host_Parameter_Set"), None)
@@ -274,10 +369,15 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     fl = d.get("Flash_Parameter_Set")
     f = _fields(p, fl, _FLASH_MAPPED, _FLASH_UNMODELLED, warnings, "Flash_Parameter_Set") if fl else {}
 
+    seen: dict[str, Source] = {}
+
     def get(tab: dict[str, Node], name: str) -> Node:
         if name in tab:
-            return tab[name]
+            n = tab[name]
+            seen[name] = Source(name, n.line, n.text)
+            return n
         warnings.append(f"{name} absent: MQSim's default {_DEFAULTS[name]} used")
+        seen[name] = Source(name, dev.line, _DEFAULTS[name], default=True)
         return Node(name, dev.line, _DEFAULTS[name])
 
     tech = choice_value(p, get(f, "Flash_Technology"), tuple(_TECH))
@@ -291,14 +391,23 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
     planes = int_value(p, get(f, "Plane_No_Per_Die"), 1, 64)
     blocks = int_value(p, get(f, "Block_No_Per_Plane"), 1, 1 << 24)
     # MQSim's back pressure (SSD_Device: one page per plane of the drive), from the file's geometry
-    page_b = int_value(p, get(f, "Page_Capacity"), 512, 1 << 20)
+    page_node = get(f, "Page_Capacity")
+    page_b = int_value(p, page_node, 1)
+    page_max = int(NAND_RANGES["page_kib"].hi * KIB)
+    if page_b % MAP_UNIT_BYTES or page_b > page_max:
+        raise MqsimXmlError(p, page_node.line, "Page_Capacity",
+                            f"a page of {page_b} bytes: ssdx's request engine maps {MAP_UNIT_BYTES}-byte "
+                            "units (ssdx.models.engine.params.MAP_UNIT_BYTES), so a page must be a whole "
+                            f"number of them, from {MAP_UNIT_BYTES} to {page_max} bytes (nand.page_kib at "
+                            f"most {NAND_RANGES['page_kib'].hi:g} KiB)")
     inflight_kib = channels * chips * dies * planes * page_b / 1024
     # MQSim's CMT entry: logical and physical page numbers and the page's sector bitmap
     # (Address_Mapping_Unit_Page_Level: ceil((2 log2(physical pages) + sectors per page) / 8) bytes)
     pages = int_value(p, get(f, "Page_No_Per_Block"), 1, 65536)
     physical_pages = channels * chips * dies * planes * blocks * pages
     entry_bytes = math.ceil((2 * math.log2(physical_pages) + page_b / 512) / 8)
-    if chip_as_die and dies > 1:
+    merged = chip_as_die and dies > 1
+    if merged:
         warnings.append(f"mqsim.chip_as_die: each chip's {dies} dies modelled as one die of "
                         f"{blocks * dies} blocks per plane (MQSim's one busy status per chip)")
         dies, blocks = 1, blocks * dies
@@ -328,6 +437,8 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
         # at the technology's page times, which ssdx's engine takes from the pSLC timings
         "nand.t_read_slc_us": t_read, "nand.t_prog_slc_us": t_prog,
         "nand.bits_per_cell": bits, "nand.page_kib": page_b / 1024, "nand.block_pages": pages,
+        # MQSim programs a plane one page at a time (a program transaction is one page)
+        "nand.write_unit_kib": page_b / 1024,
         "engine.write_buffer_mib": int_value(p, get(d, "Data_Cache_Capacity"), 0) / 2**20,
         "engine.map_cache_mib": int_value(p, get(d, "CMT_Capacity"), 0) / 2**20,
         "engine.map_cache": "auto" if bool_value(p, get(d, "Ideal_Mapping_Table")) else "entries",
@@ -378,12 +489,18 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False) -> tuple
             "suspends programs/erases for reads as this asks, but MQSim's schedulers never do (in "
             "TSU_OutofOrder and TSU_Priority_OutOfOrder::service_read_transaction the WRITING and ERASING "
             "cases fall through to 'default: return false'); engine.suspension=none reproduces MQSim")
-    from ssdx.models.engine.params import MAX_SLOTS
-
     if overrides["workload.queue_depth"] > MAX_SLOTS:
         warnings.append(f"Device_Parameter_Set.IO_Queue_Depth = {overrides['workload.queue_depth']}: the "
                         f"request engine tracks at most {MAX_SLOTS} outstanding commands; {MAX_SLOTS} used")
         overrides["workload.queue_depth"] = MAX_SLOTS
+    if sources is not None:
+        for key in overrides:
+            names = _SOURCES.get(key, ())
+            if key == "drive.die_gbit" and merged:  # a chip's dies made one die
+                names = (*names, "Die_No_Per_Chip")
+            found = [seen[n] for n in names if n in seen]
+            if found:
+                sources[key] = found
     return overrides, warnings
 
 
@@ -428,6 +545,15 @@ class Flow:
     percentage_to_execute: float = 100.0
     relay_count: int = 1
     warnings: list[str] = field(default_factory=list)
+    #: the workload file, and the line of each element the flow gives (by element name)
+    source: str = ""
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def error(self, element: str, problem: str) -> MqsimXmlError:
+        """A :class:`MqsimXmlError` at ``element`` of this flow (its line; the flow's own where the file
+        leaves the element out), naming ``mqsim.workload``."""
+        return MqsimXmlError(self.source, self.lines.get(element, self.line), element, problem,
+                             field=WORKLOAD_FIELD)
 
     @property
     def name(self) -> str:
@@ -440,7 +566,7 @@ class Flow:
         """MQSim's mean inter-arrival time of a BANDWIDTH flow, s: ``10^9 / ((Bandwidth / 512) /
         Average_Request_Size)`` ns in unsigned integer arithmetic, as its ``Host_System`` constructor
         computes it (the gaps are then drawn exponential with this mean, ``IO_Flow_Synthetic``); inf for
-        no bandwidth."""
+        less than one request a second (MQSim divides by zero there; :func:`parse_workload` refuses it)."""
         per_s = int(self.bandwidth_bytes_s) // SECTOR_BYTES // max(int(self.mean_size_sectors), 1)
         return math.inf if per_s == 0 else (10**9 // per_s) * 1e-9
 
@@ -468,8 +594,8 @@ _SYNTH = {**_COMMON,
           "Generated_Aligned_Addresses": ("aligned", "bool", None),
           "Address_Alignment_Unit": ("alignment_sectors", "int", (1, 1 << 20)),
           "Request_Size_Distribution": ("size_distribution", "choice", SIZE_DISTRIBUTIONS),
-          "Average_Request_Size": ("mean_size_sectors", "int", (1, 1 << 16)),
-          "Variance_Request_Size": ("variance_size_sectors", "int", (0, 1 << 32)),
+          "Average_Request_Size": ("mean_size_sectors", "int", (1, MAX_REQUEST_SECTORS)),
+          "Variance_Request_Size": ("variance_size_sectors", "int", (0, STOI_MAX)),
           "Seed": ("seed", "int", (0, 2**63)),
           "Average_No_of_Reqs_in_Queue": ("queue_depth", "int", (0, 65535)),
           "Bandwidth": ("bandwidth_bytes_s", "int", (0, 2**32 - 1)),
@@ -481,6 +607,14 @@ _TRACE = {**_COMMON,
           "Time_Unit": ("time_unit", "choice", tuple(TIME_UNITS)),
           "Percentage_To_Be_Executed": ("percentage_to_execute", "pct", None),
           "Relay_Count": ("relay_count", "int", (1, 10**6))}
+#: why a flow field has the range it has, where the reason is not plain (said when a value breaks it)
+_RANGE_WHY = {
+    "Average_Request_Size": "MQSim's NVMe command carries a request's sector count in 16 bits, so its "
+                            f"device serves at most {MAX_REQUEST_SECTORS} sectors "
+                            "(IO_Flow_Base::NVMe_read_sqe)",
+    "Variance_Request_Size": "MQSim reads it with std::stoi, which refuses a value above INT_MAX "
+                             "(IO_Flow_Parameter_Set.cpp)",
+}
 #: fields parsed but not acted on by ssdx's engine, and why
 FLOW_UNMODELLED = {
     "Priority_Class": "priority classes (NVMe WRR arbitration) not modelled: flows are served first come "
@@ -495,9 +629,10 @@ FLOW_UNMODELLED = {
 
 
 def _flow(p: Path, n: Node) -> Flow:
+    """One flow element: its fields, ranges and the rules between them."""
     kind = "synthetic" if n.name == "IO_Flow_Parameter_Set_Synthetic" else "trace"
     spec = _SYNTH if kind == "synthetic" else _TRACE
-    fl = Flow(kind=kind, line=n.line)
+    fl = Flow(kind=kind, line=n.line, source=str(p))
     seen: set[str] = set()
     for c in n.children:
         if c.name not in spec:
@@ -505,6 +640,7 @@ def _flow(p: Path, n: Node) -> Flow:
         if c.name in seen:
             raise MqsimXmlError(p, c.line, c.name, f"given twice in {n.name}", field="mqsim.workload")
         seen.add(c.name)
+        fl.lines[c.name] = c.line
         attr, how, arg = spec[c.name]
         if how == "warn":
             fl.warnings.append(f"{n.name}.{c.name} (line {c.line}): {arg}")
@@ -518,7 +654,7 @@ def _flow(p: Path, n: Node) -> Flow:
         elif how == "bool":
             v = bool_value(p, c)
         elif how == "int":
-            v = int_value(p, c, *arg)
+            v = int_value(p, c, *arg, why=_RANGE_WHY.get(c.name, ""))
         elif how == "float":
             v = float_value(p, c, *arg)
         else:
@@ -529,8 +665,18 @@ def _flow(p: Path, n: Node) -> Flow:
                                f"{FLOW_UNMODELLED[c.name]}")
     if kind == "synthetic":
         if fl.generator == "BANDWIDTH" and fl.bandwidth_bytes_s <= 0:
-            raise MqsimXmlError(p, n.line, n.name, "a BANDWIDTH flow needs Bandwidth > 0 (bytes/s)",
+            where = ("Bandwidth", fl.lines["Bandwidth"]) if "Bandwidth" in fl.lines else (n.name, n.line)
+            raise MqsimXmlError(p, where[1], where[0], "a BANDWIDTH flow needs Bandwidth > 0 (bytes/s)",
                                 field="mqsim.workload")
+        least = SECTOR_BYTES * fl.mean_size_sectors  # bytes/s of one request a second
+        if fl.generator == "BANDWIDTH" and not math.isfinite(fl.mean_interarrival_s):
+            # MQSim: 10^9 / ((Bandwidth / 512) / Average_Request_Size) in unsigned integers
+            # (src/exec/Host_System.cpp), a division by zero below one request a second
+            raise fl.error("Bandwidth", f"{fl.bandwidth_bytes_s:g} bytes/s is less than one request a second "
+                           f"of Average_Request_Size = {fl.mean_size_sectors} sectors: MQSim's mean "
+                           "inter-arrival time, 10^9 / ((Bandwidth / 512) / Average_Request_Size) ns in "
+                           "integer arithmetic (Host_System.cpp), is finite only for Bandwidth >= 512 x "
+                           f"Average_Request_Size = {least} bytes/s")
         if fl.generator == "QUEUE_DEPTH" and fl.queue_depth < 1:
             raise MqsimXmlError(p, n.line, n.name, "a QUEUE_DEPTH flow needs Average_No_of_Reqs_in_Queue "
                                 ">= 1 (a BANDWIDTH flow does not read it)", field="mqsim.workload")
@@ -544,9 +690,42 @@ def _flow(p: Path, n: Node) -> Flow:
 
 def parse_workload(path: os.PathLike | str) -> list[Scenario]:
     """Every ``IO_Scenario`` of MQSim's ``workload.xml`` with its flows, in file order.  A trace flow's
-    relative ``File_Path`` is taken relative to the workload file's folder."""
-    p = Path(path)
-    root = read(p)
+    relative ``File_Path`` is taken relative to the workload file's folder.
+
+    Besides MQSim's own rules, a scenario whose flows are all QUEUE_DEPTH must keep at most
+    ``ssdx.models.engine.params.MAX_SLOTS`` requests outstanding in all: ssdx runs it closed loop with the
+    sum of the flows' ``Average_No_of_Reqs_in_Queue`` outstanding (``mqsim_job.scenario_streams``), and the
+    request engine tracks at most that many commands.  Every :class:`MqsimXmlError` names
+    ``mqsim.workload``."""
+    try:
+        return _workload(Path(path))
+    except MqsimXmlError as e:
+        raise e.named(WORKLOAD_FIELD) from None
+
+
+def _queue_depths(sc: Scenario) -> None:
+    """Refuse a closed-loop scenario (every flow QUEUE_DEPTH) whose queue depths sum past ``MAX_SLOTS``,
+    at the element of its deepest flow."""
+    if not all(f.kind == "synthetic" and f.generator == "QUEUE_DEPTH" for f in sc.flows):
+        return
+    total = sum(f.queue_depth for f in sc.flows)
+    if total <= MAX_SLOTS:
+        return
+    deepest = max(sc.flows, key=lambda f: f.queue_depth)
+    each = ", ".join(f"{f.queue_depth} at line {f.lines.get('Average_No_of_Reqs_in_Queue', f.line)}"
+                     for f in sc.flows)
+    raise deepest.error(
+        "Average_No_of_Reqs_in_Queue",
+        f"the QUEUE_DEPTH flows of the IO_Scenario at line {sc.line} keep {total} requests outstanding in "
+        f"all (the sum of their Average_No_of_Reqs_in_Queue: {each}); ssdx runs the scenario closed loop "
+        f"with that sum outstanding, and its request engine tracks at most {MAX_SLOTS} commands "
+        f"(ssdx.models.engine.params.MAX_SLOTS): lower the flows' depths to a sum of at most {MAX_SLOTS} "
+        "(workload.queue_depth cannot help: the flows' depths replace it)")
+
+
+def _workload(p: Path) -> list[Scenario]:
+    """:func:`parse_workload` of the file ``p``."""
+    root = read(p, WORKLOAD_FIELD)
     if root.name != "MQSim_IO_Scenarios":
         raise MqsimXmlError(p, root.line, root.name, "the root must be MQSim_IO_Scenarios",
                             field="mqsim.workload")
@@ -567,6 +746,7 @@ def parse_workload(path: os.PathLike | str) -> list[Scenario]:
         if not flows:
             raise MqsimXmlError(p, sc.line, sc.name, "a scenario without flows", field="mqsim.workload")
         out.append(Scenario(line=sc.line, flows=flows))
+        _queue_depths(out[-1])
     if not out:
         raise MqsimXmlError(p, root.line, root.name, "no IO_Scenario", field="mqsim.workload")
     return out

@@ -12,7 +12,8 @@ drawn as MQSim's generator draws them (``IO_Flow_Synthetic::Generate_next_reques
 * type: read with probability ``Read_Percentage``/100;
 * size: ``FIXED`` = ``Average_Request_Size`` sectors; ``NORMAL`` = ⌈N(mean, σ)⌉ with
   σ = ``Variance_Request_Size`` (MQSim passes the "variance" field to its normal generator as the
-  standard deviation), at least 1 sector;
+  standard deviation), at least 1 sector and at most ``mqsim_xml.MAX_REQUEST_SECTORS`` (65,535: the
+  16-bit count MQSim's NVMe command carries to its device); a request larger than the drive is refused;
 * start: ``RANDOM_UNIFORM`` uniform over the working set (a request that would cross its end starts at
   its start); ``RANDOM_HOTCOLD`` with ``h`` = ``Percentage_of_Hot_Region``/100: with probability ``h`` a
   uniform start in the upper ``1 − h`` of the working set, else in the lower ``h`` (MQSim's "(100−hot)%
@@ -52,6 +53,8 @@ about its queue depth for a QUEUE_DEPTH flow).
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -60,12 +63,20 @@ import numpy as np
 
 from ssdx import catalog, params, paths
 from ssdx.core import io
+from ssdx.core.fields import Field, check
 from ssdx.models.engine import backends as engine_backends
 from ssdx.models.engine import params as engine_params
 from ssdx.models.engine import replay
 from ssdx.models.engine.jobs import capacity_bytes
 from ssdx.workloads import mqsim_xml, traces
-from ssdx.workloads.mqsim_xml import SECTOR_BYTES, TIME_UNITS, Flow, Scenario
+from ssdx.workloads.mqsim_xml import (
+    MAX_REQUEST_SECTORS,
+    SECTOR_BYTES,
+    TIME_UNITS,
+    Flow,
+    MqsimXmlError,
+    Scenario,
+)
 from ssdx.workloads.traces import READ, WRITE, Chunk
 
 EXAMPLES = paths.examples_dir() / "mqsim"
@@ -99,6 +110,9 @@ def _synthetic(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag:
     end = lo + max(int((hi - lo) * fl.working_set_pct / 100.0), 1)  # exclusive
     if fl.generator == "BANDWIDTH":
         gap = fl.mean_interarrival_s
+        if not 0 < gap < math.inf:  # parse_workload refuses it first
+            raise fl.error("Bandwidth", f"{fl.bandwidth_bytes_s:g} bytes/s gives no finite positive "
+                           "inter-arrival time")
         if fl.stop_time_ns > 0:
             n_est = int(fl.stop_time_ns * 1e-9 / gap * 1.2 + 50)
             t = np.cumsum(rng.exponential(gap, min(n_est, n_max + 1)))
@@ -120,8 +134,17 @@ def _synthetic(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag:
     if fl.size_distribution == "FIXED":
         size = np.full(n, fl.mean_size_sectors, np.int64)
     else:
-        size = np.maximum(np.ceil(rng.normal(fl.mean_size_sectors, fl.variance_size_sectors, n)), 1)
-        size = size.astype(np.int64)
+        # MQSim (IO_Flow_Synthetic::Generate_next_request, src/host/IO_Flow_Synthetic.cpp): ceil of the normal
+        # draw, a count <= 0 made 1; its NVMe command carries the count in 16 bits (mqsim_xml.
+        # MAX_REQUEST_SECTORS, src/host/IO_Flow_Base.cpp), so no request reaching its device is larger:
+        # clamped there (MQSim's device would take the count modulo 65,536, an artefact not reproduced)
+        draw = np.ceil(rng.normal(fl.mean_size_sectors, fl.variance_size_sectors, n))
+        size = np.clip(draw, 1, MAX_REQUEST_SECTORS).astype(np.int64)
+        over = int(np.count_nonzero(draw > MAX_REQUEST_SECTORS))
+        if over:
+            warnings.append(f"{tag}: {over} of its {n} NORMAL request sizes drawn above "
+                            f"{MAX_REQUEST_SECTORS} sectors, the most MQSim's NVMe command carries: made "
+                            "that size")
     last = end - 1
     if fl.address_distribution == "RANDOM_UNIFORM":
         start = rng.integers(lo, last + 1, n)
@@ -165,6 +188,11 @@ def _trace(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag: str
     except traces.TraceError as e:
         raise params.ConfigError("mqsim.workload", str(path), f"{tag}: malformed trace: {e}") from None
     keep = int(len(c) * fl.percentage_to_execute / 100.0)
+    if keep == 0 or fl.relay_count < 1:
+        raise params.ConfigError("mqsim.workload", str(path), f"{tag}: the trace flow selects no request "
+                                 f"({len(c)} requests in the file, Percentage_To_Be_Executed "
+                                 f"{fl.percentage_to_execute:g}, Relay_Count {fl.relay_count}): at least one "
+                                 "is needed")
     scale = TIME_UNITS[fl.time_unit] / 1e-9  # the reader takes the times as ns
     t = (c.time_s[:keep] - (c.time_s[0] if keep else 0.0)) * scale
     span = float(t[-1]) if keep else 0.0
@@ -229,21 +257,18 @@ def scenario_streams(cfg: Mapping[str, Any], sc: Scenario, index: int,
     Returns ``(run_cfg, chunks, closed)``: one chunk per flow, on its own slice of the logical space;
     ``closed`` when every flow is QUEUE_DEPTH (closed loop; otherwise every flow is open loop).
     """
-    closed = [f.kind == "synthetic" and f.generator == "QUEUE_DEPTH" for f in sc.flows]
-    if any(closed) and not all(closed):
-        raise params.ConfigError("mqsim.workload", f"IO_Scenario at line {sc.line}",
-                                 "a scenario mixing QUEUE_DEPTH flows with BANDWIDTH or trace flows: ssdx's "
-                                 "engine runs one loop (closed or open) per stream")
+    closed = _closed(sc)
+    check_conf(cfg)
     n_max = int(_conf(cfg, "requests_per_flow", DEFAULT_REQUESTS))
-    if not 1 <= n_max <= 10**8:
-        raise params.ConfigError("mqsim.requests_per_flow", n_max, "integer 1 <= x <= 1e8")
-    sectors = int(capacity_bytes(cfg) // SECTOR_BYTES)
+    capacity = capacity_bytes(cfg)
+    sectors = int(capacity // SECTOR_BYTES)
     per = sectors // len(sc.flows)
     chunks = []
     for i, fl in enumerate(sc.flows):
         tag = f"scenario {index} flow {i} (line {fl.line})"
         make = _synthetic if fl.kind == "synthetic" else _trace
         chunks.append(make(fl, i * per, (i + 1) * per, n_max, warnings, tag))
+        _fits(fl, chunks[-1].size, chunks[-1].line, capacity)
         warnings.extend(f"{tag}: {w}" for w in fl.warnings)
     run_cfg = apply_overrides(cfg, {
         "workload.prefill_fraction": float(np.mean([f.initial_occupancy_pct for f in sc.flows])) / 100.0})
@@ -259,6 +284,62 @@ def scenario_streams(cfg: Mapping[str, Any], sc: Scenario, index: int,
     return run_cfg, chunks, all(closed)
 
 
+def _closed(sc: Scenario) -> list[bool]:
+    """Whether each flow of ``sc`` is closed loop (QUEUE_DEPTH); a scenario mixing closed and open flows
+    is refused (:class:`ssdx.params.ConfigError`)."""
+    closed = [f.kind == "synthetic" and f.generator == "QUEUE_DEPTH" for f in sc.flows]
+    if any(closed) and not all(closed):
+        raise params.ConfigError("mqsim.workload", f"IO_Scenario at line {sc.line}",
+                                 "a scenario mixing QUEUE_DEPTH flows with BANDWIDTH or trace flows: ssdx's "
+                                 "engine runs one loop (closed or open) per stream")
+    return closed
+
+
+def _fits(fl: Flow, size: np.ndarray, line: np.ndarray, capacity: float) -> None:
+    """Refuse a flow with a request larger than the drive's ``capacity`` (bytes), at the element (or trace
+    line) that sets its size; ``size`` (bytes) and ``line`` (trace lines) are the flow's requests'."""
+    if not len(size) or float(np.max(size)) <= capacity:
+        return
+    k = int(np.argmax(size))
+    big = int(size[k])
+    drive = f"larger than the drive's capacity of {capacity:.0f} bytes"
+    if fl.kind == "trace":
+        raise fl.error("File_Path", f"the request of line {int(line[k])} of {fl.file_path} is {big} "
+                       f"bytes, {drive}")
+    if fl.size_distribution == "FIXED":
+        raise fl.error("Average_Request_Size", f"requests of {fl.mean_size_sectors} sectors ({big} bytes) "
+                       f"are {drive}")
+    raise fl.error("Variance_Request_Size",
+                   f"a NORMAL size of mean {fl.mean_size_sectors} and standard deviation "
+                   f"{fl.variance_size_sectors} sectors (Average_Request_Size at line "
+                   f"{fl.lines.get('Average_Request_Size', fl.line)}) drew a request of {big} bytes, {drive}")
+
+
+def conf_fields() -> list[Field]:
+    """The ranges of the ``mqsim`` block's numeric fields, as ``ssdx.cli.schema.MqsimConf`` declares them
+    (its fields' ``lo``/``hi``/``doc`` metadata; ``hi`` None: no upper bound)."""
+    from ssdx.cli.schema import MqsimConf
+
+    out = []
+    for f in dataclasses.fields(MqsimConf):
+        if "lo" not in f.metadata:
+            continue
+        lo, hi, doc = f.metadata["lo"], f.metadata["hi"], f.metadata.get("doc", "")
+        integer = f.type in (int, "int")
+        unbounded = f"{'integer ' if integer else ''}x >= {lo:g} ({doc})"
+        out.append(Field(f"mqsim.{f.name}", "", lo, math.inf if hi is None else hi, integer=integer, doc=doc,
+                         optional=True, rule=unbounded if hi is None else None))
+    return out
+
+
+def check_conf(cfg: Mapping[str, Any]) -> None:
+    """Refuse a value of the ``mqsim`` block outside the range ``MqsimConf`` declares
+    (:func:`conf_fields`), naming the field, the value and the rule (:class:`ssdx.params.ConfigError`)."""
+    m = cfg.get("mqsim") or {}
+    cols = {f"mqsim.{k}": np.asarray([v]) for k, v in m.items() if v is not None}
+    check(conf_fields(), cols)
+
+
 def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: list[str],
                  progress: bool = False) -> dict[str, Any]:
     """Simulate one scenario on the configured drive (overrides already applied); its per-flow figures."""
@@ -268,6 +349,8 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
     qd = [f.queue_depth for f in sc.flows]
     rates = np.asarray(qd, np.float64)
     passes = int(_conf(cfg, "closed_loop_passes", 6)) if closed and len(sc.flows) > 1 else 1
+    if passes < 1:  # check_conf (scenario_streams) refuses it first; the loop below must run at least once
+        raise params.ConfigError("mqsim.closed_loop_passes", passes, "integer x >= 1")
     _, trees = engine_params.build_from_config(run_cfg, dtype=dtype)
     for _ in range(passes):
         if closed:
@@ -327,16 +410,20 @@ def command_line_keys() -> frozenset[str]:
     return frozenset(o.split("=", 1)[0].lstrip("+") for o in task if "=" in o and not o.startswith("~"))
 
 
-def load(cfg: Mapping[str, Any], given: frozenset[str] = frozenset()) -> tuple[
+def load(cfg: Mapping[str, Any], given: frozenset[str] = frozenset(),
+         sources: dict[str, list[mqsim_xml.Source]] | None = None) -> tuple[
         dict[str, Any], list[Scenario], dict[str, Any], list[str]]:
     """Read ``mqsim.ssdconfig`` and ``mqsim.workload``: the configuration with the drive file's overrides
     applied, the scenarios, the overrides and the warnings.  A field named in ``given`` (set on the
     command line, :func:`command_line_keys`) keeps the configuration's value, and a warning names the
     file's value it replaced: ``ssdx experiment=mqsim engine.suspension=none`` runs the file's drive
-    without read suspension."""
+    without read suspension.  ``sources``, where given, is filled with the elements of the drive file each
+    override came from (``mqsim_xml.parse_ssdconfig``), for :func:`check_loaded`.  The ``mqsim`` block's
+    values are checked first (:func:`check_conf`)."""
+    check_conf(cfg)
     ssdconfig, workload = _paths(cfg)
     chip_as_die = bool((cfg.get("mqsim") or {}).get("chip_as_die", True))
-    overrides, warnings = mqsim_xml.parse_ssdconfig(ssdconfig, chip_as_die)
+    overrides, warnings = mqsim_xml.parse_ssdconfig(ssdconfig, chip_as_die, sources)
     for key in sorted(given & set(overrides)):
         sec, name = key.split(".", 1)
         mine, file_value = (cfg.get(sec) or {}).get(name), overrides.pop(key)
@@ -347,12 +434,54 @@ def load(cfg: Mapping[str, Any], given: frozenset[str] = frozenset()) -> tuple[
     return run_cfg, scenarios, overrides, warnings
 
 
+def check_loaded(run_cfg: Mapping[str, Any], scenarios: list[Scenario], overrides: Mapping[str, Any],
+                 sources: Mapping[str, list[mqsim_xml.Source]], ssdconfig: Path) -> None:
+    """ssdx's rules on what :func:`load` made of the two files, before any scenario runs: the drive's
+    configuration (``run_cfg``, a whole composed config) through the request engine's checks — a value the
+    drive file produced (in ``overrides``) that breaks one is reported at the element(s) and line(s) it was
+    computed from (``sources``, :func:`from_ssdconfig`) — then :func:`check_scenarios`."""
+    try:
+        engine_params.build_from_config(run_cfg, dtype=io.dtype(run_cfg.get("precision", "float32")))
+    except params.ConfigError as e:
+        if e.field not in overrides or not sources.get(e.field):
+            raise
+        raise from_ssdconfig(e, ssdconfig, sources[e.field]) from None
+    check_scenarios(run_cfg, scenarios)
+
+
+def from_ssdconfig(e: params.ConfigError, path: Path, sources: list[mqsim_xml.Source]) -> MqsimXmlError:
+    """``e``, raised by ssdx's rules on an override that ``ssdconfig.xml`` produced, as an error of the file:
+    at the first element the override was computed from (``sources``), the others named with it."""
+    first, rest = sources[0], sources[1:]
+    given = f"(absent: MQSim's default {first.text!r})" if first.default else repr(first.text)
+    if rest:
+        given += f" with {', '.join(s.describe() for s in rest)}"
+    return MqsimXmlError(
+        path, first.line, first.element,
+        f"{given} gives ssdx's {e.field} = {e.value!r}, which breaks its rule: {e.rule}; change the file, or "
+        f"set {e.field} on the command line to replace the file's value", field=mqsim_xml.SSDCONFIG_FIELD)
+
+
+def check_scenarios(cfg: Mapping[str, Any], scenarios: list[Scenario]) -> None:
+    """What can be refused of the scenarios before any runs, on the configured drive (``cfg``, overrides
+    applied): a scenario mixing closed- and open-loop flows, a FIXED request size larger than the drive.
+    (A NORMAL size is refused where it is drawn, :func:`scenario_streams`.)"""
+    capacity = capacity_bytes(cfg)
+    for sc in scenarios:
+        _closed(sc)
+        for fl in sc.flows:
+            if fl.kind == "synthetic" and fl.size_distribution == "FIXED":
+                _fits(fl, np.asarray([fl.mean_size_sectors * SECTOR_BYTES]), np.zeros(1, np.int64), capacity)
+
+
 def run_mqsim(cfg: Mapping, out_dir: Path, progress: bool = True) -> dict:
     """Run every scenario of ``mqsim.workload`` on the drive of ``mqsim.ssdconfig`` (both default to
     ``examples/mqsim``); writes and returns ``summary.json``: ``scenarios`` (each with ``flows`` of
     :func:`flow_figures`), ``warnings`` (fields not modelled, caps) and ``overrides`` (from the XML)."""
-    run_cfg, scenarios, overrides, warnings = load(cfg, command_line_keys())
+    sources: dict[str, list[mqsim_xml.Source]] = {}
+    run_cfg, scenarios, overrides, warnings = load(cfg, command_line_keys(), sources)
     ssdconfig, workload = _paths(cfg)
+    check_loaded(run_cfg, scenarios, overrides, sources, ssdconfig)
     out = [run_scenario(run_cfg, sc, i, warnings, progress) for i, sc in enumerate(scenarios)]
     summary = {"ssdconfig": str(ssdconfig), "workload": str(workload), "scenarios": out,
                "warnings": warnings, "overrides": overrides}
