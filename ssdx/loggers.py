@@ -116,15 +116,30 @@ class WandbLogger:
         self.run = None
 
     def start(self, cfg: Mapping[str, Any], out_dir: Path) -> None:
-        """Open the run (offline files under ``out_dir`` unless ``logger.dir`` says otherwise)."""
-        import wandb
-
+        """Open the run (offline files under ``out_dir`` unless ``logger.dir`` says otherwise).  A missing
+        ``wandb`` package, a ``logger.dir`` that cannot be made, and a run W&B refuses to start (no API key
+        online, a project name it does not take) raise :class:`ConfigError` before the job computes."""
+        try:
+            import wandb
+        except ImportError as e:
+            raise ConfigError("logger.name", "wandb", f"needs the 'wandb' package ({e}); pip install wandb, "
+                              "or logger=none") from None
         root = Path(self.dir) if self.dir else Path(out_dir)
-        root.mkdir(parents=True, exist_ok=True)
-        self.run = wandb.init(project=self.project, entity=self.entity, mode=self.mode, dir=str(root),
-                              name=self.run_name or Path(out_dir).name, group=self.group, tags=self.tags,
-                              job_type=str(cfg.get("task", "sweep")), config=dict(cfg), reinit="create_new",
-                              settings=wandb.Settings(silent=True, console="off"))
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError("logger.dir" if self.dir else "hydra.run.dir", str(root),
+                              f"must be a directory that can be made ({e})") from None
+        try:
+            self.run = wandb.init(project=self.project, entity=self.entity, mode=self.mode, dir=str(root),
+                                  name=self.run_name or Path(out_dir).name, group=self.group, tags=self.tags,
+                                  job_type=str(cfg.get("task", "sweep")), config=dict(cfg),
+                                  reinit="create_new", settings=wandb.Settings(silent=True, console="off"))
+        except wandb.errors.Error as e:
+            raise ConfigError("logger", {"mode": self.mode, "project": self.project, "entity": self.entity},
+                              f"W&B did not start the run: {e}",
+                              fix="Fix logger.mode, logger.project or logger.entity, or log in to W&B") \
+                from None
 
     def finish(self, summary: Mapping[str, Any] | None, out_dir: Path) -> None:
         """Record the summary, its tables, the (sampled) results table and the plots; close the run."""

@@ -89,3 +89,69 @@ def test_a_replay_past_the_histogram_says_so(tmp_path):
     assert s["latency_beyond_histogram"] == 1 and s["warnings"] == [jobs.histogram_warning(1)]
     assert s["latency_us"]["mean"] > 100e6 / 2  # the 1.5 TB write alone takes well over 100 s
     assert "warning: 1 requests took" in r.stdout
+
+
+def test_host_devices_must_be_a_count_from_1():
+    from ssdx.cli.main import MAX_HOST_DEVICES, host_devices
+    from ssdx.params import ConfigError
+
+    for bad in ("abc", "0", "-1", str(MAX_HOST_DEVICES + 1)):
+        with pytest.raises(ConfigError, match="SSDX_HOST_DEVICES") as e:
+            host_devices({"SSDX_HOST_DEVICES": bad})
+        assert "environment variable" in str(e.value) and "Hydra override" not in str(e.value)
+    env = {"SSDX_HOST_DEVICES": " "}
+    host_devices(env)
+    assert "XLA_FLAGS" not in env
+
+
+def test_an_unreachable_ray_head_is_refused_at_once():
+    import socket
+    import time
+
+    from ssdx.params import ConfigError
+    from ssdx.sweep import executors
+
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        t0 = time.perf_counter()
+        with pytest.raises(ConfigError, match="no Ray head answers there"):
+            executors._reachable(f"127.0.0.1:{port}")
+    assert time.perf_counter() - t0 < executors.CONNECT_TIMEOUT_S
+    with pytest.raises(ConfigError, match="host:port"):
+        executors._reachable("nohostport")
+
+
+def test_a_wandb_directory_that_cannot_be_made_is_refused(tmp_path):
+    pytest.importorskip("wandb")
+    from ssdx.loggers import WandbLogger
+    from ssdx.params import ConfigError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match="logger.dir"):
+        WandbLogger(dir=str(blocker / "sub")).start({}, tmp_path / "out")
+    with pytest.raises(ConfigError, match="W&B did not start the run"):
+        WandbLogger(project="a/b", dir=str(tmp_path / "wb")).start({}, tmp_path / "out")
+
+
+def test_a_negative_seed_is_refused_before_anything_runs(tmp_path):
+    r = ssdx("experiment=boot_qd1", "seed=-1", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and "'seed' = -1" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_resumed_run_removes_the_partial_chunk_a_killed_run_left(tmp_path):
+    from ssdx.params import ConfigError
+    from ssdx.sweep import store
+
+    fp = {"definition": {"a": 1}}
+    assert store.open_run(tmp_path, fp) is False
+    chunks = tmp_path / "chunks"
+    partial = chunks / ".chunk_000043.parquet.tmp-123-456"
+    partial.write_bytes(b"half a parquet file")
+    (chunks / "chunk_000000.parquet").write_bytes(b"")
+    with pytest.raises(ConfigError, match="different sweep definition"):
+        store.open_run(tmp_path, {"definition": {"a": 2}})
+    assert partial.exists()  # a refused run touches nothing
+    assert store.open_run(tmp_path, fp) is True
+    assert not partial.exists() and (chunks / "chunk_000000.parquet").exists()

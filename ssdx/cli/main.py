@@ -266,8 +266,9 @@ def run(cfg: DictConfig) -> None:
     try:
         container = OmegaConf.to_container(cfg, resolve=True)
         seed = container.get("seed", 0)
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise ConfigError("seed", seed, "an integer")
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= 2**63 - 1:
+            raise ConfigError("seed", seed, "an integer 0 <= seed <= 2^63 - 1 (NumPy's generators take no "
+                                            "negative seed)")
         logger = loggers.from_config(container.get("logger"), seed=seed)
         job = registry.job_for(container)
         fio_job = (container.get("workload") or {}).get("fio")
@@ -301,19 +302,31 @@ def run(cfg: DictConfig) -> None:
             executor.close()
 
 
+#: the most CPU host devices ``SSDX_HOST_DEVICES`` may ask for: each runs a chunk on the machine's cores,
+#: so more than the largest CPUs' core counts gain nothing, while XLA builds every one at start-up
+MAX_HOST_DEVICES = 512
+
+
 def host_devices(env: dict | None = None) -> None:
     """Expose ``SSDX_HOST_DEVICES=N`` CPU cores as N XLA host devices, so that the local runner spreads
     chunks over them; by default one device, on which the runner keeps several chunks in flight
     (``ssdx.sweep.executors``), compiling each kernel once rather than once per device.
 
     Only when ``XLA_FLAGS`` sets no device count already.  It affects only JAX's CPU platform (a GPU run
-    keeps its GPUs), and must run before JAX starts a backend."""
+    keeps its GPUs), and must run before JAX starts a backend.  A value that is not an integer from 1 to
+    :data:`MAX_HOST_DEVICES` raises :class:`ConfigError` (XLA builds every device as it starts)."""
     env = os.environ if env is None else env
     flags = env.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" in flags:
         return
-    want = env.get("SSDX_HOST_DEVICES", "")
-    n = int(want) if want.strip().isdigit() else 1
+    want = env.get("SSDX_HOST_DEVICES", "").strip()
+    if not want:
+        return
+    if not want.isdigit() or not 1 <= int(want) <= MAX_HOST_DEVICES:
+        raise ConfigError("SSDX_HOST_DEVICES", want, f"an integer 1 <= N <= {MAX_HOST_DEVICES} (CPU host "
+                          "devices, one chunk in flight each)",
+                          fix="Set the environment variable to such a number, or unset it for one device")
+    n = int(want)
     if n > 1:
         env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
 
@@ -322,8 +335,8 @@ def main() -> None:
     """Console script ``ssdx``."""
     from ssdx.sweep import source
 
-    host_devices()
     try:
+        host_devices()
         argv, from_file = source.split_argv(sys.argv[1:])
         check_choices(argv)
         check_keys(argv)

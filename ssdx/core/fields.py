@@ -25,15 +25,17 @@ import numpy as np
 
 
 class ConfigError(ValueError):
-    """A configuration value breaks a rule.  ``field``, ``value`` and ``rule`` are attributes."""
+    """A configuration value breaks a rule.  ``field``, ``value`` and ``rule`` are attributes; ``fix`` says
+    how to fix it where a Hydra override is not the way (an environment variable)."""
 
-    def __init__(self, field: str, value: Any, rule: str, row: int | None = None, n: int = 1):
+    def __init__(self, field: str, value: Any, rule: str, row: int | None = None, n: int = 1,
+                 fix: str | None = None):
         self.field, self.value, self.rule, self.row = field, value, rule, row
         where = "" if row is None or n == 1 else f" (configuration {row} of {n})"
+        fix = fix or f"Fix the value (Hydra override e.g. {field}=...) or the sweep definition"
         super().__init__(
             f"Invalid configuration{where}: field '{field}' = {value!r} breaks the rule: {rule}. "
-            f"Fix the value (Hydra override e.g. {field}=...) or the sweep definition; "
-            "nothing was computed."
+            f"{fix}; nothing was computed."
         )
 
 

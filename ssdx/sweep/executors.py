@@ -235,6 +235,26 @@ def _ray_call(fn: Callable[..., Any], args: tuple, x64: bool) -> tuple[Any, dict
     return res, {"worker": where, "seconds": time.perf_counter() - t0}
 
 
+#: seconds to wait for a Ray cluster's head at ``runner.address`` to accept a connection
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _reachable(address: str) -> None:
+    """Refuse a ``host:port`` address (``ray://host:port`` too) whose port does not accept a TCP connection
+    within :data:`CONNECT_TIMEOUT_S`: Ray itself retries such an address for minutes before it gives up."""
+    import socket
+
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError("runner.address", address, "null (start a local Ray), 'auto' or host:port")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise ConfigError("runner.address", address, f"no Ray head answers there ({e}); start the cluster "
+                          "(ray start --head) or use null to start a local Ray") from None
+
+
 class RayExecutor:
     """Jobs as Ray tasks on a local Ray (started here) or a cluster (``address``: ``auto`` or host:port).
 
@@ -268,6 +288,8 @@ class RayExecutor:
         self._ray = ray
         self.started = False
         if not ray.is_initialized():
+            if address not in (None, "", "auto", "local"):
+                _reachable(address)
             kw = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
                   **dict(init_kwargs or {})}
             try:

@@ -119,7 +119,8 @@ def open_run(out_dir: Path, fp: Mapping[str, Any]) -> bool:
     """Start or resume the sweep whose fingerprint is ``fp`` in ``out_dir``; True when resuming.
 
     Raises :class:`ConfigError` when ``out_dir`` holds chunks of a different sweep definition, or chunk
-    files without a manifest (nothing says which sweep wrote them)."""
+    files without a manifest (nothing says which sweep wrote them).  Once the run may go on, the partial
+    chunk files a killed run left (``.chunk_*.tmp-*``, never renamed into place) are removed."""
     path = out_dir / "chunks" / MANIFEST
     if path.exists():
         try:
@@ -138,15 +139,24 @@ def open_run(out_dir: Path, fp: Mapping[str, Any]) -> bool:
                 + "); re-run with the original definition to resume, or choose a new hydra.run.dir "
                   f"(or delete {out_dir / 'chunks'})")
         if old is not None:
+            _remove_partial(out_dir / "chunks")
             return True
     stale = sorted((out_dir / "chunks").glob("chunk_*.*")) if (out_dir / "chunks").exists() else []
     if stale:
         raise ConfigError("hydra.run.dir", str(out_dir),
                           f"has {len(stale)} chunk files but no {MANIFEST}, so nothing says which sweep "
                           f"wrote them; choose a new hydra.run.dir or delete {out_dir / 'chunks'}")
+    _remove_partial(out_dir / "chunks")
     text = json.dumps(dict(fp), indent=1, sort_keys=True) + "\n"
     replace_atomic(path, lambda tmp: tmp.write_text(text))
     return False
+
+
+def _remove_partial(chunks: Path) -> None:
+    """Remove the temporary chunk files (:func:`ssdx.core.io.temp_path`) a killed run left in ``chunks``."""
+    if chunks.is_dir():
+        for partial in chunks.glob(".chunk_*.tmp-*"):
+            partial.unlink(missing_ok=True)
 
 
 def is_fresh(out_dir: Path) -> bool:
