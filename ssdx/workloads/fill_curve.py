@@ -25,13 +25,22 @@ Formats (``fmt``; ``"auto"`` decides from the first line that is neither blank n
   second ``i`` of the run, so GB written is the running sum of the speeds / 1000.
 
 Each sample's :attr:`Curve.gb` is the middle of the GB interval it covers (``gb_lo`` .. ``gb_hi``).
-Anything the reader cannot use — a non-numeric or non-finite value, a negative speed or time, a wrong
-number of fields, GB or time not increasing, an unknown data direction, a file without samples —
-raises :class:`CurveError` naming the file and the 1-based line.
+Anything the reader cannot use — a non-numeric or non-finite value, a negative speed or time, a speed
+above :data:`MAX_MB_S`, a zero speed in the csv format, a wrong number of fields, GB or time not
+increasing, an unknown data direction, a file without samples — raises :class:`CurveError` naming the
+file and the 1-based line.  Files are read as UTF-8; a leading byte-order mark (as spreadsheet programs
+write) is skipped.
+
+**Zero speeds.**  A csv sample stands for a GB interval of non-zero width, and writing that many bytes
+at 0 MB/s would take forever: a csv speed of 0 is not a measurement a fill can have and is refused.  In
+a per-second or fio log a 0 is a stall — a second or a logging window in which nothing completed — and
+covers no bytes; a fill curve is speed against GB written, so such samples are left out (counted in
+:attr:`Curve.notes`).  A log whose speeds are all 0 wrote nothing and is refused.
 """
 
 from __future__ import annotations
 
+import codecs
 import math
 import os
 from dataclasses import dataclass, field
@@ -39,10 +48,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ssdx import catalog
+
 FORMATS = ("auto", "csv", "fio_bw_log", "per_second")
 KIB_S_TO_MB_S = 1024.0 / 1e6
 #: Fewest samples a curve must hold to be fitted.
 MIN_SAMPLES = 8
+#: Plausibility bound on a write speed, MB/s: 10x the raw link rate of the fastest host interface in
+#: ``ssdx.catalog.INTERFACES`` (PCIe 5.0 x4, ~15.75 GB/s).  No drive writes faster than its host link
+#: delivers data; the factor 10 leaves room for interfaces not in the catalog, so only a value that no
+#: drive can have (a unit mix-up, a corrupt cell, 1e300) is refused — before it overflows the fit.
+MAX_MB_S = 10.0 * max(i.link_bytes_per_s for i in catalog.INTERFACES.values()) / 1e6
 
 
 class CurveError(ValueError):
@@ -60,8 +76,8 @@ class Curve:
 
     ``gb``: position of each sample, GB written in this run (middle of ``gb_lo`` .. ``gb_hi``);
     ``mb_s``: write speed, MB/s; ``time_s``: seconds the sample covers (csv: its GB interval at its
-    speed, 0 at 0 MB/s); ``line``: the source line of each sample; ``notes``: what the reader left out
-    and why.
+    speed; :func:`read` keeps no 0 MB/s sample); ``line``: the source line of each sample; ``notes``:
+    what the reader left out and why.
     """
 
     path: str
@@ -97,10 +113,12 @@ class Curve:
 
 def _lines(path: Path) -> list[tuple[int, str]]:
     """(1-based line number, stripped text) of every line that is neither blank nor a ``#`` comment."""
+    data = path.read_bytes()
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0  # skip a byte-order mark
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data[bom:].decode("utf-8")
     except UnicodeDecodeError as e:
-        raise CurveError(path, _byte_line(path, e.start), "not a text file (UTF-8)") from None
+        raise CurveError(path, _byte_line(path, bom + e.start), "not a text file (UTF-8)") from None
     out = []
     for i, raw in enumerate(text.splitlines(), start=1):
         s = raw.strip()
@@ -127,6 +145,16 @@ def _number(path: Path, line: int, text: str, value: str, what: str) -> float:
         raise CurveError(path, line, f"{what} is not finite ({value!r})", text)
     if v < 0:
         raise CurveError(path, line, f"{what} is negative ({value!r})", text)
+    return v
+
+
+def _speed(path: Path, line: int, text: str, value: str, what: str, to_mb_s: float = 1.0) -> float:
+    """A write speed (``value`` in the file's unit, ``to_mb_s`` MB/s each), checked against
+    :data:`MAX_MB_S`; returned in the file's unit."""
+    v = _number(path, line, text, value, what)
+    if v * to_mb_s > MAX_MB_S:
+        raise CurveError(path, line, f"{what} = {value} is above {MAX_MB_S:.0f} MB/s, 10x the fastest host "
+                         "interface's link rate (ssdx.catalog.INTERFACES): not a plausible write speed", text)
     return v
 
 
@@ -164,7 +192,7 @@ def detect(path: os.PathLike | str) -> str:
 
 
 def _count_lines(p: Path) -> int:
-    return len(p.read_text(encoding="utf-8", errors="replace").splitlines())
+    return len(p.read_text(encoding="utf-8-sig", errors="replace").splitlines())
 
 
 def read(path: os.PathLike | str, fmt: str = "auto") -> Curve:
@@ -176,11 +204,27 @@ def read(path: os.PathLike | str, fmt: str = "auto") -> Curve:
         fmt = detect(p)
     lines = _lines(p)
     reader = {"csv": _read_csv, "fio_bw_log": _read_fio, "per_second": _read_per_second}[fmt]
-    curve = reader(p, lines)
+    curve = _without_stalls(p, lines, reader(p, lines))
     if len(curve) < MIN_SAMPLES:
         last = lines[-1][0] if lines else max(_count_lines(p), 1)
         raise CurveError(p, last, f"too few samples to fit: {len(curve)} (at least {MIN_SAMPLES})")
     return curve
+
+
+def _without_stalls(p: Path, lines: list[tuple[int, str]], curve: Curve) -> Curve:
+    """``curve`` without its 0 MB/s samples (stalls of a per-second or fio log: module docstring);
+    :class:`CurveError` when every sample is 0."""
+    stall = curve.mb_s <= 0.0
+    if not stall.any():
+        return curve
+    if stall.all():
+        raise CurveError(p, lines[-1][0], f"every speed is 0 MB/s ({len(curve)} samples): nothing was "
+                         "written")
+    keep = ~stall
+    note = (f"left out {int(stall.sum())} samples of 0 MB/s (stalls: they cover no bytes), the first on line "
+            f"{int(curve.line[stall][0])}")
+    return Curve(curve.path, curve.format, curve.gb[keep], curve.mb_s[keep], curve.gb_lo[keep],
+                 curve.gb_hi[keep], curve.time_s[keep], curve.line[keep], [*curve.notes, note])
 
 
 def _no_samples(p: Path, lines: list[tuple[int, str]]) -> CurveError:
@@ -203,7 +247,10 @@ def _read_csv(p: Path, lines: list[tuple[int, str]]) -> Curve:
         if gb and g <= gb[-1]:
             raise CurveError(p, n, f"gb must increase: {g:g} after {gb[-1]:g}", s)
         gb.append(g)
-        v.append(_number(p, n, s, f[1], "mb_s"))
+        v.append(_speed(p, n, s, f[1], "mb_s"))
+        if v[-1] == 0.0:  # module docstring: a GB interval cannot be written at 0 MB/s
+            raise CurveError(p, n, "mb_s is 0: a csv sample covers a GB interval, which cannot be written "
+                             "at 0 MB/s (leave the line out)", s)
         ln.append(n)
     if not gb:
         raise _no_samples(p, lines)
@@ -227,7 +274,7 @@ def _read_per_second(p: Path, lines: list[tuple[int, str]]) -> Curve:
         f = _fields(s)
         if len(f) != 1:
             raise CurveError(p, n, f"expected one speed (MB/s) per line, found {len(f)} fields", s)
-        v.append(_number(p, n, s, f[0], "mb_s"))
+        v.append(_speed(p, n, s, f[0], "mb_s"))
         ln.append(n)
     if not v:
         raise _no_samples(p, lines)
@@ -247,7 +294,7 @@ def _read_fio(p: Path, lines: list[tuple[int, str]]) -> Curve:
             raise CurveError(p, n, "expected 4 to 7 comma-separated fields (time ms, KiB/s, data direction, "
                              f"block size, offset[, priority]), found {len(f)}", s)
         time_ms = _number(p, n, s, f[0], "time (ms)")
-        kib_s = _number(p, n, s, f[1], "bandwidth (KiB/s)")
+        kib_s = _speed(p, n, s, f[1], "bandwidth (KiB/s)", KIB_S_TO_MB_S)
         direction = _number(p, n, s, f[2], "data direction")
         if direction not in (0.0, 1.0, 2.0):
             raise CurveError(p, n, f"data direction must be 0 (read), 1 (write) or 2 (trim), not {f[2]!r}", s)

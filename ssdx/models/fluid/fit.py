@@ -156,7 +156,11 @@ def die_limited_time_us(drive: Drive, speed_mb_s: float) -> float:
 
 def fold_efficiency_for(drive: Drive, t_prog_us: float, speed_mb_s: float) -> float:
     """``η_fold`` at which the die-limited folding speed is ``speed_mb_s`` with native program time
-    ``t_prog_us`` (inverts ``fluid.die_time``'s folding time), clipped to [0.05, 1]."""
+    ``t_prog_us`` (inverts ``fluid.die_time``'s folding time), clipped to [0.05, 1].  A speed of 0 or
+    less (no reader yields one: ``ssdx.workloads.fill_curve``) gives 0.05, the limit as the speed goes
+    to 0, instead of dividing by zero."""
+    if not speed_mb_s > 0.0:
+        return 0.05
     dtype = jnp.asarray(drive.dies).dtype
     d = set_leaf(set_leaf(drive, ("nand", "t_prog_us"), jnp.asarray(t_prog_us, dtype)),
                  ("fold_efficiency",), jnp.asarray(1.0, dtype))

@@ -6,6 +6,7 @@ and returns the summary it wrote (see ``ssdx.cli.main`` for the contract).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from ssdx.core import io
 from ssdx.core.fields import existing_file
 from ssdx.models.engine.jobs import with_fio_fill
 from ssdx.models.thermal import coupled, hctm, tmt
+from ssdx.models.thermal import params as thermal_params
 from ssdx.models.thermal import plots as thermal_report
 from ssdx.units import ZERO_C_IN_K
 
@@ -86,34 +88,97 @@ def run_thermal(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     return summary
 
 
-def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> dict[str, Any]:
-    """Grid of integer TMT pairs vs Optax on the relaxed model, both judged in the exact model."""
-    from ssdx.progress import bar as progress_bar
+#: Most Adam steps ``optimize.steps`` may ask for: the cap of ``fit.adam_steps``
+#: (``ssdx.models.fluid.fit_job.fit_settings``); each step is one run of the relaxed model.
+MAX_OPTIMIZE_STEPS = 100_000
 
-    dtype = io.dtype(cfg.get("precision", "float32"))
+
+def _optimize_number(opt: Mapping[str, Any], key: str) -> float:
+    v = opt[key]
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(float(v)):
+        raise params.ConfigError(f"optimize.{key}", v, "a finite number")
+    return float(v)
+
+
+def optimize_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The checked ``optimize.*`` settings of ``experiment=tmt_optimize``; :class:`ssdx.params.ConfigError`
+    names the field, the value and the rule, before anything is computed.
+
+    A threshold the optimiser or the grid may set must lie in the drive's ``[MNTMT, MXTMT]``
+    (``power.mntmt_k``, ``power.mxtmt_k``; NVMe HCTM: outside it the drive answers Invalid Field in
+    Command), with TMT2 > TMT1.  ``steps``: 1 to :data:`MAX_OPTIMIZE_STEPS`.  ``learning_rate`` (K per
+    Adam step) and ``sharpness`` (K, width of the logistic relaxation) are positive and at most the width
+    ``MXTMT - MNTMT`` of that window: a step or a blur wider than every threshold the drive accepts
+    carries no information about where in the window the optimum is.
+    """
     opt = dict(cfg.get("optimize") or {})
     for key in ("temp_limit_k", "tmt1_range", "tmt2_range", "init", "steps", "learning_rate", "sharpness"):
         if key not in opt:
             raise params.ConfigError(f"optimize.{key}", None, "the field is required (see conf/experiment/"
                                      "tmt_optimize.yaml)")
-    limit = float(opt["temp_limit_k"])
+    limit = _optimize_number(opt, "temp_limit_k")
     if not 250.0 <= limit <= 420.0:
         raise params.ConfigError("optimize.temp_limit_k", limit, "Kelvin, 250 <= x <= 420")
+    pw = thermal_params.columns(cfg["drive"]["power"], cfg["thermal"]) if "power" in cfg["drive"] else {}
+    lo = float(np.asarray(pw.get("power.mntmt_k", [np.nan]))[0])
+    hi = float(np.asarray(pw.get("power.mxtmt_k", [np.nan]))[0])
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+        raise params.ConfigError("power.mxtmt_k", hi, f"MXTMT must be above MNTMT (power.mntmt_k = {lo:g})")
+    window = f"MNTMT = {lo:g} K <= x <= MXTMT = {hi:g} K (power.mntmt_k, power.mxtmt_k; NVMe HCTM)"
+    pairs: dict[str, tuple[float, float]] = {}
     for key in ("tmt1_range", "tmt2_range", "init"):
         v = opt[key]
-        pair = isinstance(v, list | tuple) and len(v) == 2
-        if not (pair and (key == "init" or float(v[0]) <= float(v[1]))):
-            raise params.ConfigError(f"optimize.{key}", v, "a pair [low, high] in Kelvin")
-    trees, n_steps = _single(cfg, dtype)
+        field = f"optimize.{key}"
+        ok = isinstance(v, list | tuple) and len(v) == 2 and all(
+            not isinstance(x, bool) and isinstance(x, int | float) and math.isfinite(float(x)) for x in v)
+        if not ok:
+            raise params.ConfigError(field, v, "a pair [low, high] of numbers in Kelvin")
+        a, b = float(v[0]), float(v[1])
+        if key != "init" and not (a.is_integer() and b.is_integer() and a <= b):
+            raise params.ConfigError(field, v, "a pair [low, high] of whole Kelvin, low <= high (the grid's "
+                                     "integer thresholds, inclusive)")
+        if not (lo <= a <= hi and lo <= b <= hi):
+            raise params.ConfigError(field, v, f"each value in Kelvin, {window}")
+        if key == "init" and not b > a:
+            raise params.ConfigError(field, v, "[TMT1, TMT2] in Kelvin with TMT2 > TMT1 (NVMe HCTM)")
+        pairs[key] = (a, b)
+    if not pairs["tmt2_range"][1] > pairs["tmt1_range"][0]:
+        raise params.ConfigError("optimize.tmt2_range", opt["tmt2_range"], "must reach above the low end "
+                                 f"of optimize.tmt1_range ({opt['tmt1_range']}): the grid keeps TMT2 > TMT1")
+    steps = opt["steps"]
+    whole = not isinstance(steps, bool) and isinstance(steps, int | np.integer)
+    if not (whole and 1 <= steps <= MAX_OPTIMIZE_STEPS):
+        raise params.ConfigError("optimize.steps", steps, f"integer 1 <= x <= {MAX_OPTIMIZE_STEPS} (Adam "
+                                 "steps; the cap of fit.adam_steps)")
+    out = {"temp_limit_k": limit, "tmt1_range": tuple(int(x) for x in pairs["tmt1_range"]),
+           "tmt2_range": tuple(int(x) for x in pairs["tmt2_range"]), "init": pairs["init"],
+           "steps": int(steps)}
+    for key, what in (("learning_rate", "K per Adam step"), ("sharpness", "K, the width of the logistic "
+                                                                          "relaxation of the thresholds")):
+        x = _optimize_number(opt, key)
+        if not 0.0 < x <= hi - lo:
+            raise params.ConfigError(f"optimize.{key}", opt[key], f"{what}: 0 < x <= MXTMT - MNTMT = "
+                                     f"{hi - lo:g} K (power.mxtmt_k - power.mntmt_k)")
+        out[key] = x
+    return out
+
+
+def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> dict[str, Any]:
+    """Grid of integer TMT pairs vs Optax on the relaxed model, both judged in the exact model."""
+    from ssdx.progress import bar as progress_bar
+
+    dtype = io.dtype(cfg.get("precision", "float32"))
+    trees, n_steps = _single(cfg, dtype)  # checks the drive, power and thermal blocks; computes nothing
+    o = optimize_settings(cfg)
+    limit = o["temp_limit_k"]
     t0 = time.perf_counter()
-    grid = tmt.grid(trees, n_steps, limit, tuple(int(x) for x in opt["tmt1_range"]),
-                    tuple(int(x) for x in opt["tmt2_range"]))
+    grid = tmt.grid(trees, n_steps, limit, o["tmt1_range"], o["tmt2_range"])
     t_grid = time.perf_counter() - t0
-    bar = progress_bar(int(opt["steps"]), "optax", unit="step", enabled=progress)
+    bar = progress_bar(o["steps"], "optax", unit="step", enabled=progress)
     t0 = time.perf_counter()
-    res = tmt.optimize(trees, n_steps, limit, init=tuple(float(x) for x in opt["init"]),
-                       steps=int(opt["steps"]), learning_rate=float(opt["learning_rate"]),
-                       sharpness=float(opt["sharpness"]), progress=lambda _i: bar.update(1))
+    res = tmt.optimize(trees, n_steps, limit, init=o["init"], steps=o["steps"],
+                       learning_rate=o["learning_rate"], sharpness=o["sharpness"],
+                       progress=lambda _i: bar.update(1))
     bar.close()
     t_opt = time.perf_counter() - t0
     th = cfg["thermal"]
@@ -138,7 +203,7 @@ def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = Tru
         "grid_evaluations": grid["evaluations"],
         "unthrottled_written_gb": res["unthrottled_written_gb"],
         "relaxed_tmt_k": res["relaxed_tmt_k"],
-        "sharpness_k": float(opt["sharpness"]),
+        "sharpness_k": o["sharpness"],
         "grid_wall_s": t_grid,
         "optimizer_wall_s": t_opt,
         "path": res["path"],
@@ -148,6 +213,27 @@ def run_tmt_optimize(cfg: Mapping[str, Any], out_dir: Path, progress: bool = Tru
     io.write_json(out_dir / "summary.json", summary)
     thermal_report.plot_tmt_landscape(grid, res, limit, out_dir / "tmt_landscape.png")
     return summary
+
+
+def _check_span(series: Any, path: str, dt: float) -> None:
+    """Refuse a series the model cannot run over: the fit simulates it on the ``thermal.dt_s`` grid as one
+    thermal run, so it may span at most ``thermal.duration_s``'s bounds (``ssdx.models.thermal.params``:
+    :data:`~ssdx.models.thermal.params.MAX_STEPS` steps, the field's largest value).  Names the line of
+    the first sample past that (usually after a gap in the capture)."""
+    most = min(thermal_params.MAX_STEPS * dt, thermal_params.RANGES["thermal.duration_s"].hi)
+    t = np.asarray(series.time_s, float)
+    steps = np.floor(t / dt + 1e-9) + 1  # the steps a run to each sample takes (fit_rc.resample)
+    past = np.flatnonzero(steps * dt > most)
+    if not len(past):
+        return
+    i = int(past[0])
+    where = f"line {int(series.line[i])}" if series.line is not None else f"sample {i + 1}"
+    gap = float(t[i] - t[i - 1]) if i else float(t[i])
+    raise params.ConfigError(
+        "fit.series", path, f"{path}, {where}: the series reaches {t[i]:.6g} s after its first sample "
+        f"({gap:.6g} s after the previous one: a gap in the capture?); a fit runs the model over the whole "
+        f"series, at most {thermal_params.MAX_STEPS} steps of thermal.dt_s = {dt:g} s and "
+        f"{thermal_params.RANGES['thermal.duration_s'].hi:g} s: split the capture at the gap")
 
 
 def run_fit_rc(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
@@ -163,6 +249,10 @@ def run_fit_rc(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     from ssdx.models.thermal import fit_rc, nvme
     dtype = io.dtype(cfg.get("precision", "float32"))
     fit_cfg = dict(cfg.get("fit") or {})
+    fmt = fit_cfg.get("format")
+    if fmt not in (None, "jsonl", "csv"):
+        raise params.ConfigError("fit.format", fmt, "one of ['jsonl', 'csv'], or null: from the file name "
+                                 "or its first character")
     path = existing_file(fit_cfg.get("series"), "fit.series", "a path to a JSON-lines smart-log capture "
                          "or a CSV series (time_s, composite_k or temp_c, throughput_mb_s)")
     fields = tuple(fit_cfg.get("fields") or fit_rc.DEFAULT_FIELDS)
@@ -170,17 +260,24 @@ def run_fit_rc(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     if bad:
         raise params.ConfigError("fit.fields", list(fields), f"each one of {list(fit_rc.RC_FIELDS)}")
     try:
-        series = nvme.read_series(path, fit_cfg.get("format"))
+        series = nvme.read_series(path, fmt)
     except ValueError as e:
         raise params.ConfigError("fit.series", path, str(e)) from None
+    if series.throughput_mb_s is None:
+        raise params.ConfigError("fit.series", path, "needs a throughput column (one of "
+                                 f"{list(nvme.THROUGHPUT_KEYS)}): the fit derives the node powers from it")
     dt = float(cfg["thermal"]["dt_s"])
     duration = float(series.time_s[-1])
     if duration < 10 * dt:
         raise params.ConfigError("fit.series", path, f"needs at least 10 steps of thermal.dt_s = {dt:g} s; "
                                  f"it spans {duration:g} s")
+    _check_span(series, path, dt)
     thermal_cfg = {**cfg["thermal"], "duration_s": dt * (int(np.floor(duration / dt + 1e-9)) + 1)}
     (drive, _, power, th), _ = _single({**cfg, "thermal": thermal_cfg}, dtype)
-    res = fit_rc.fit_series(series, drive, power, th, fields=fields)
+    try:
+        res = fit_rc.fit_series(series, drive, power, th, fields=fields)
+    except ValueError as e:  # a series the fit cannot use (fit_rc.fit's checks)
+        raise params.ConfigError("fit.series", path, str(e)) from None
     comp, thr, counters = fit_rc.resample(series, dt)
     frac = fit_rc.ctrl_fraction_from_counters(power, counters, dt) if counters else 1.0
     p = fit_rc.powers_from_throughput(drive, power, thr, ctrl_fraction=frac)

@@ -38,14 +38,19 @@ Syntax checked against linux-nvme/nvme-cli:
   that order), optionally ``throughput_mb_s`` (or ``write_mb_s``) and the counter columns above.
   Blank lines and lines starting with ``#`` are skipped.
 
-Times are returned relative to the first sample and must increase strictly.  Any malformed line
-raises ``ValueError`` naming the file, the 1-based line number and the problem.
+Times are returned relative to the first sample and must increase strictly.  Files are UTF-8 (a leading
+byte-order mark is skipped).  Any malformed line raises ``ValueError`` naming the file, the 1-based line
+number and the problem; so does a value no drive can report: a temperature outside
+[:data:`MIN_PLAUSIBLE_K`, :data:`MAX_PLAUSIBLE_K`] or a throughput below 0 or above
+``ssdx.workloads.fill_curve.MAX_MB_S`` (10x the fastest host interface's link rate).
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import dataclasses
+import io
 import json
 import math
 import os
@@ -58,6 +63,7 @@ import numpy as np
 
 from ssdx.models.thermal.params import nvme_value
 from ssdx.units import ZERO_C_IN_K
+from ssdx.workloads.fill_curve import MAX_MB_S
 
 HCTM_FEATURE_ID = 0x10
 DEFAULT_DEVICE = "/dev/nvme0"
@@ -67,6 +73,11 @@ COUNTERS = ("warning_temp_time", "critical_comp_time", "thm_temp1_trans_count", 
 THROUGHPUT_KEYS = ("throughput_mb_s", "write_mb_s")
 CSV_TEMPERATURE = (("composite_k", 0.0), ("temp_k", 0.0), ("temp_c", ZERO_C_IN_K))  # column, K offset
 MIN_PLAUSIBLE_K = 150.0  # below this a "Kelvin" reading is almost surely deg C
+#: Highest plausible temperature reading, K: 490 K (217 deg C) is the melting point of SAC305, the lead-free
+#: solder that holds a drive's controller and NAND packages to the board.  Above it the drive is no longer
+#: a drive, so no working one reports it (the Health log's 16-bit Kelvin field could say up to 65535 K);
+#: a reading above it is a unit mix-up or a corrupt value.
+MAX_PLAUSIBLE_K = 490.0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -139,17 +150,20 @@ class Series:
     K; ``throughput_mb_s``: host write throughput, MB/s (1e6 bytes/s), or None — sample ``i`` is the
     mean over ``[time_s[i], time_s[i+1])``, the step that starts there, as in the coupled model;
     ``counters``: Health-log thermal counters by nvme-cli name (:data:`COUNTERS`; minutes, counts or
-    seconds as the log defines), cumulative values read at ``time_s``.
+    seconds as the log defines), cumulative values read at ``time_s``; ``line``: the 1-based line of the
+    file each sample was read from, or None (not read from a file).
     """
 
     time_s: np.ndarray
     composite_k: np.ndarray
     throughput_mb_s: np.ndarray | None = None
     counters: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    line: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.time_s)
-        arrays = {"composite_k": self.composite_k, "throughput_mb_s": self.throughput_mb_s, **self.counters}
+        arrays = {"composite_k": self.composite_k, "throughput_mb_s": self.throughput_mb_s, **self.counters,
+                  "line": self.line}
         for name, a in arrays.items():
             if a is not None and len(a) != n:
                 raise ValueError(f"Series.{name} has {len(a)} samples, time_s has {n}")
@@ -192,10 +206,42 @@ def _timestamp(x: Any, key: str, path: Path, line: int) -> float:
 
 
 def _temperature(v: float, key: str, path: Path, line: int) -> float:
+    """``v`` (K) checked against [:data:`MIN_PLAUSIBLE_K`, :data:`MAX_PLAUSIBLE_K`]; ``key`` ``temp_c``
+    was read in deg C and is shown so."""
+    celsius = key == "temp_c"
+    shown = f"{v - ZERO_C_IN_K:g} deg C ({v:g} K)" if celsius else f"{v:g} K"
     if v < MIN_PLAUSIBLE_K:
-        raise ValueError(f"{_where(path, line)}: {key!r} = {v:g} K is not a plausible temperature in "
-                         "Kelvin (nvme-cli prints Kelvin; was it deg C?)")
+        hint = ("below absolute zero" if v < 0 else "a cryogenic reading no drive reports") if celsius else \
+            "nvme-cli prints Kelvin; was it deg C?"
+        raise ValueError(f"{_where(path, line)}: {key!r} = {shown} is not a plausible drive temperature: "
+                         f"below {MIN_PLAUSIBLE_K:g} K ({hint})")
+    if v > MAX_PLAUSIBLE_K:
+        raise ValueError(f"{_where(path, line)}: {key!r} = {shown} is not a plausible drive temperature: "
+                         f"above {MAX_PLAUSIBLE_K:g} K, where the board's solder melts (a unit mix-up or a "
+                         "corrupt value?)")
     return v
+
+
+def _throughput(v: float, key: str, path: Path, line: int) -> float:
+    if v < 0:
+        raise ValueError(f"{_where(path, line)}: {key!r} = {v:g} MB/s is negative: a throughput is >= 0")
+    if v > MAX_MB_S:
+        raise ValueError(f"{_where(path, line)}: {key!r} = {v:g} MB/s is above {MAX_MB_S:.0f} MB/s, 10x the "
+                         "fastest host interface's link rate (ssdx.catalog.INTERFACES): not a plausible "
+                         "throughput")
+    return v
+
+
+def _text(path: Path) -> str:
+    """The file as text: UTF-8, a leading byte-order mark skipped; ``ValueError`` naming the line of the
+    first byte that is not UTF-8."""
+    data = path.read_bytes()
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:bom + e.start].count(b"\n") + 1
+        raise ValueError(f"{_where(path, line)}: not UTF-8 text (byte 0x{data[bom + e.start]:02x})") from None
 
 
 class _Columns:
@@ -205,6 +251,7 @@ class _Columns:
         self.path = path
         self.t: list[float] = []
         self.temp: list[float] = []
+        self.lines: list[int] = []
         self.optional: dict[str, list[float]] | None = None
 
     def add(self, line: int, t: float, temp: float, optional: dict[str, float]) -> None:
@@ -221,6 +268,7 @@ class _Columns:
                              f"first sample, previous {self.t[-1] - self.t[0]:.6g} s)")
         self.t.append(t)
         self.temp.append(temp)
+        self.lines.append(line)
         for k, v in optional.items():
             self.optional[k].append(v)
 
@@ -231,14 +279,14 @@ class _Columns:
         thr = next((opt.pop(k) for k in THROUGHPUT_KEYS if k in opt), None)
         t = np.asarray(self.t, float)
         return Series(time_s=t - t[0], composite_k=np.asarray(self.temp, float), throughput_mb_s=thr,
-                      counters=opt)
+                      counters=opt, line=np.asarray(self.lines, int))
 
 
 def read_jsonl(path: str | os.PathLike) -> Series:
     """Read JSON lines of ``nvme smart-log -o json`` snapshots with a time (module docstring)."""
     p = Path(path)
     cols = _Columns(p)
-    with p.open(encoding="utf-8") as f:
+    with io.StringIO(_text(p)) as f:  # universal newlines, as a file opened in text mode
         for line, text in enumerate(f, start=1):
             if not text.strip():
                 continue
@@ -246,6 +294,8 @@ def read_jsonl(path: str | os.PathLike) -> Series:
                 rec = json.loads(text)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{_where(p, line)}: bad JSON ({e.msg} at column {e.colno})") from None
+            except RecursionError:
+                raise ValueError(f"{_where(p, line)}: bad JSON (nested too deeply to read)") from None
             if not isinstance(rec, dict):
                 raise ValueError(f"{_where(p, line)}: expected a JSON object, got {type(rec).__name__}")
             nested = rec.get("smart_log")
@@ -261,7 +311,7 @@ def read_jsonl(path: str | os.PathLike) -> Series:
             optional = {}
             thr = [k for k in THROUGHPUT_KEYS if k in rec]
             if thr:
-                optional[thr[0]] = _number(rec[thr[0]], thr[0], p, line)
+                optional[thr[0]] = _throughput(_number(rec[thr[0]], thr[0], p, line), thr[0], p, line)
             for k in COUNTERS:
                 if k in rec:
                     optional[k] = _number(rec[k], k, p, line)
@@ -273,7 +323,7 @@ def read_csv(path: str | os.PathLike) -> Series:
     """Read a CSV series with a header (module docstring)."""
     p = Path(path)
     cols = _Columns(p)
-    with p.open(encoding="utf-8", newline="") as f:
+    with io.StringIO(_text(p), newline="") as f:
         rows = csv.reader(f)
         header: list[str] | None = None
         for row in rows:
@@ -297,7 +347,10 @@ def read_csv(path: str | os.PathLike) -> Series:
             t = _number(rec["time_s"], "time_s", p, line)
             name, off = temp_col
             temp = _temperature(_number(rec[name], name, p, line) + off, name, p, line)
-            cols.add(line, t, temp, {c: _number(rec[c], c, p, line) for c in wanted})
+            opt = {c: _number(rec[c], c, p, line) for c in wanted}
+            if thr:
+                opt[thr] = _throughput(opt[thr], thr, p, line)
+            cols.add(line, t, temp, opt)
     if header is None:
         raise ValueError(f"{p}: no header line")
     return cols.series()
@@ -314,8 +367,7 @@ def read_series(path: str | os.PathLike, fmt: str | None = None) -> Series:
         elif suffix == ".csv":
             fmt = "csv"
         else:
-            with p.open(encoding="utf-8") as f:
-                first = next((s.lstrip() for s in f if s.strip()), "")
+            first = next((s.lstrip() for s in _text(p).splitlines() if s.strip()), "")
             fmt = "jsonl" if first.startswith("{") else "csv"
     if fmt == "jsonl":
         return read_jsonl(p)
