@@ -6,7 +6,8 @@
   starts where that one ended (LBA-contiguous and increasing); every other command is random.  The rule is
   carried across chunk boundaries.
 * **Sizes**: exact histogram in 512-byte sectors (sizes above 32 MiB share the last bin), mean, p50, p99.
-* **Footprint**: distinct 4 KiB pages touched (all commands, and written), i.e. the union of extents.
+* **Footprint**: distinct 4 KiB pages touched (all commands, and written), i.e. the union of extents, kept
+  as merged page intervals and counted arithmetically (a 1 TB request is one interval, not 250 M pages).
 * **Inter-arrival**: mean, coefficient of variation (exact running sums) and p50/p99 from a histogram
   of log10(Δt) with 0.005-decade bins (±0.6 %), over consecutive timestamps; absent for fio v2 logs.
 """
@@ -25,14 +26,28 @@ MAX_SECTORS = 1 << 16  # 32 MiB
 _LOG_LO, _LOG_HI, _LOG_BIN = -9.0, 5.0, 0.005
 
 
-def _pages(offset: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """Distinct 4 KiB page numbers covered by the extents."""
+def _extents(offset: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """The 4 KiB page intervals ``[first, end)`` the extents cover, shape ``(n, 2)``."""
     first = offset // PAGE
-    count = (offset + size + PAGE - 1) // PAGE - first
-    if len(count) == 0:
-        return np.zeros(0, np.int64)
-    starts = np.repeat(first - np.cumsum(np.r_[0, count[:-1]]), count)
-    return np.unique(starts + np.arange(int(count.sum())))
+    return np.stack([first, (offset + size + PAGE - 1) // PAGE], axis=1).astype(np.int64).reshape(-1, 2)
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Union of two sets of page intervals (``(n, 2)``, ``[first, end)``) as sorted, disjoint, non-adjacent
+    intervals: memory grows with the number of extents, never with the pages they cover."""
+    iv = np.concatenate([a, b])
+    if len(iv) == 0:
+        return np.zeros((0, 2), np.int64)
+    iv = iv[np.argsort(iv[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(iv[:, 1])
+    head = np.r_[True, iv[1:, 0] > reach[:-1]]  # an interval that starts past every earlier end opens a run
+    at = np.flatnonzero(head)
+    return np.stack([iv[at, 0], np.maximum.reduceat(iv[:, 1], at)], axis=1)
+
+
+def _count(iv: np.ndarray) -> int:
+    """Pages in disjoint intervals."""
+    return int((iv[:, 1] - iv[:, 0]).sum())
 
 
 def _hist_quantile(counts: np.ndarray, edges_value, q: float) -> float:
@@ -52,12 +67,12 @@ class Analysis:
         self.seq = np.zeros(3, np.int64)
         self.seq_bytes = np.zeros(3, np.int64)
         self.sizes = np.zeros(MAX_SECTORS + 1, np.int64)
-        self.footprint = np.zeros(0, np.int64)
-        self.write_footprint = np.zeros(0, np.int64)
+        self.footprint = np.zeros((0, 2), np.int64)  # merged page intervals (_union)
+        self.write_footprint = np.zeros((0, 2), np.int64)
         self.prev: tuple[int, int] | None = None  # (op, end offset) of the last command seen
         self.prev_t = np.nan
-        self.first_t = np.nan
-        self.last_t = np.nan
+        self.min_t = np.inf  # earliest and latest timestamps: a trace need not be sorted
+        self.max_t = -np.inf
         self.gap_n, self.gap_sum, self.gap_sq = 0, 0.0, 0.0
         self.gap_hist = np.zeros(int(round((_LOG_HI - _LOG_LO) / _LOG_BIN)) + 1, np.int64)
 
@@ -78,17 +93,19 @@ class Analysis:
         sectors = np.minimum((size + SECTOR - 1) // SECTOR, MAX_SECTORS)
         self.sizes += np.bincount(sectors, minlength=MAX_SECTORS + 1)
         data = op != TRIM
-        self.footprint = np.union1d(self.footprint, _pages(off[data], size[data]))
+        self.footprint = _union(self.footprint, _extents(off[data], size[data]))
         w = op == WRITE
-        self.write_footprint = np.union1d(self.write_footprint, _pages(off[w], size[w]))
+        self.write_footprint = _union(self.write_footprint, _extents(off[w], size[w]))
         t = c.time_s
         if np.all(np.isnan(t)):
             return
-        if np.isnan(self.first_t):
-            self.first_t = float(t[0])
+        finite = t[np.isfinite(t)]
+        if len(finite):
+            self.min_t = min(self.min_t, float(finite.min()))
+            self.max_t = max(self.max_t, float(finite.max()))
         gaps = np.diff(np.r_[self.prev_t, t]) if not np.isnan(self.prev_t) else np.diff(t)
         gaps = gaps[np.isfinite(gaps) & (gaps >= 0)]
-        self.prev_t = self.last_t = float(t[-1])
+        self.prev_t = float(t[-1])
         self.gap_n += len(gaps)
         self.gap_sum += float(gaps.sum())
         self.gap_sq += float((gaps * gaps).sum())
@@ -118,14 +135,14 @@ class Analysis:
                            "p50": _hist_quantile(self.sizes, lambda i: i * SECTOR, 0.5),
                            "p99": _hist_quantile(self.sizes, lambda i: i * SECTOR, 0.99),
                            "histogram": size_hist},
-            "footprint_bytes": int(len(self.footprint)) * PAGE,
-            "write_footprint_bytes": int(len(self.write_footprint)) * PAGE,
+            "footprint_bytes": _count(self.footprint) * PAGE,
+            "write_footprint_bytes": _count(self.write_footprint) * PAGE,
         }
         if self.gap_n:
             mean = self.gap_sum / self.gap_n
             var = max(self.gap_sq / self.gap_n - mean * mean, 0.0)
             to_s = lambda i: 10.0 ** (_LOG_LO + i * _LOG_BIN)  # noqa: E731
-            out["duration_s"] = self.last_t - self.first_t
+            out["duration_s"] = self.max_t - self.min_t  # unsorted times: the span, never negative
             out["iops"] = total / out["duration_s"] if out["duration_s"] > 0 else None
             out["interarrival_s"] = {"mean": mean, "cv": float(np.sqrt(var) / mean) if mean > 0 else None,
                                      "p50": _hist_quantile(self.gap_hist, to_s, 0.5),

@@ -25,17 +25,24 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ssdx.workloads.traces import READ, TRIM, WRITE, Chunk
+from ssdx.workloads.analyse import MAX_SECTORS
+from ssdx.workloads.traces import MAX_BYTE, READ, SECTOR, TRIM, WRITE, Chunk
 
 PAGE = 4096
 TYPES = {"read": READ, "write": WRITE, "trim": TRIM}
+#: the largest request size a profile may hold: the analyser's size histogram ends there
+#: (``ssdx.workloads.analyse``: larger sizes share its last bin)
+MAX_SIZE = MAX_SECTORS * SECTOR
+#: run heads land below half the largest byte address a request can have (``ssdx.workloads.traces.MAX_BYTE``),
+#: so that a run continuing from its head stays addressable
+MAX_SPAN_PAGES = (MAX_BYTE // 2) // PAGE
 
 
 @dataclass(frozen=True)
@@ -57,26 +64,69 @@ def _covered(span: float, touched: float) -> float:
     return span * -math.expm1(-touched / span)
 
 
+def _number(value: Any, entry: str, rule: str, ok: Callable[[float], bool], whole: bool = False) -> float:
+    """``value`` of profile ``entry`` as a float; ValueError naming the entry, the value and ``rule``."""
+    bad = ValueError(f"entry {entry} = {value!r} breaks the rule: {rule}")
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise bad
+    try:
+        x = float(value)
+    except (ValueError, OverflowError):
+        raise bad from None
+    if not math.isfinite(x) or not ok(x) or (whole and x != int(x)):
+        raise bad
+    return x
+
+
+def _mapping(value: Any, entry: str, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"entry {entry} = {value!r} breaks the rule: must be a mapping ({what})")
+    return value
+
+
 def fit(profile: Mapping[str, Any]) -> Fitted:
     """Generator parameters of ``profile`` (the analyser's summary); ValueError naming a missing or bad
-    entry."""
+    entry (``per_type.read.commands``, ``size_bytes.histogram``, ...), its value and the rule, before any
+    drawing.  Sizes are whole bytes up to the analyser's last histogram bin (``MAX_SIZE``, 32 MiB); run
+    heads land on at most ``MAX_SPAN_PAGES`` pages."""
+    if not isinstance(profile, Mapping):
+        raise ValueError(f"not an analysed trace profile (a {type(profile).__name__}, not a mapping); "
+                         "use the summary.json of ssdx experiment=trace_analyse")
     try:
         per_type = profile["per_type"]
         hist = profile["size_bytes"]["histogram"]
-        footprint = float(profile["footprint_bytes"]) / PAGE
+        footprint_raw = profile["footprint_bytes"]
     except (KeyError, TypeError) as e:
         raise ValueError(f"not an analysed trace profile (missing {e}); use the summary.json of "
                          "ssdx experiment=trace_analyse") from None
-    counts = {t: float(per_type.get(t, {}).get("commands", 0)) for t in TYPES}
+    _mapping(per_type, "per_type", "command type -> counts")
+    counts, cont = {}, {}
+    for t in TYPES:
+        entry = _mapping(per_type.get(t, {}), f"per_type.{t}", "commands, sequential_commands, ...")
+        counts[t] = _number(entry.get("commands", 0), f"per_type.{t}.commands",
+                            "a whole number of commands >= 0", lambda x: x >= 0, whole=True)
+        seq = _number(entry.get("sequential_commands", 0), f"per_type.{t}.sequential_commands",
+                      f"a whole number 0 <= x <= per_type.{t}.commands ({counts[t]:g})",
+                      lambda x, n=counts[t]: 0 <= x <= n, whole=True)
+        cont[t] = min(seq / counts[t], 0.999) if counts[t] else 0.0
     if sum(counts.values()) <= 0:
-        raise ValueError("the profile counts no commands")
-    cont = {t: min(float(per_type[t].get("sequential_commands", 0)) / counts[t], 0.999) if counts[t] else 0.0
-            for t in TYPES}
+        raise ValueError("the profile counts no commands (per_type.*.commands are all 0)")
+    footprint = _number(footprint_raw, "footprint_bytes", f"a number of bytes 0 <= x <= {MAX_BYTE}",
+                        lambda x: 0 <= x <= MAX_BYTE) / PAGE
     heads = {t: counts[t] * (1.0 - cont[t]) for t in TYPES}
     total = sum(heads.values())
-    sizes = {int(k): float(v) for k, v in hist.items() if float(v) > 0}
-    if not sizes or any(k <= 0 for k in sizes):
-        raise ValueError("size_bytes.histogram must map positive sizes to counts")
+    _mapping(hist, "size_bytes.histogram", "request size in bytes -> count")
+    sizes = {}
+    for k, v in hist.items():
+        size = _number(k, "size_bytes.histogram (a key)",
+                       f"a whole number of bytes 1 <= x <= {MAX_SIZE} (the analyser's last size bin, 32 MiB)",
+                       lambda x: 1 <= x <= MAX_SIZE, whole=True)
+        n = _number(v, f"size_bytes.histogram[{k!r}]", "a count >= 0", lambda x: x >= 0)
+        if n > 0:
+            sizes[int(size)] = sizes.get(int(size), 0.0) + n
+    if not sizes:
+        raise ValueError("entry size_bytes.histogram breaks the rule: must map positive sizes to counts, "
+                         "one count at least > 0")
     norm = sum(sizes.values())
     sizes = {k: v / norm for k, v in sorted(sizes.items())}
     mean_pages = sum(p * math.ceil(k / PAGE) for k, p in sizes.items())
@@ -92,12 +142,15 @@ def fit(profile: Mapping[str, Any]) -> Fitted:
             else:
                 hi = mid
         span = math.sqrt(lo * hi)
-    gaps = profile.get("interarrival_s") or {}
-    mean = gaps.get("mean")
-    cv = gaps.get("cv")
+    gaps = _mapping(profile.get("interarrival_s") or {}, "interarrival_s", "mean, cv, ...")
+    mean, cv = gaps.get("mean"), gaps.get("cv")
+    if mean is not None:
+        mean = _number(mean, "interarrival_s.mean", "null or a time in seconds >= 0", lambda x: x >= 0)
+    if cv is not None:
+        cv = _number(cv, "interarrival_s.cv", "null or a coefficient of variation >= 0", lambda x: x >= 0)
     return Fitted(head_weights={t: h / total for t, h in heads.items()}, continue_prob=cont, sizes=sizes,
-                  span_pages=max(int(round(span)), 1), gap_mean_s=float(mean) if mean else None,
-                  gap_cv=float(cv) if cv is not None else None)
+                  span_pages=min(max(int(round(span)), 1), MAX_SPAN_PAGES), gap_mean_s=mean or None,
+                  gap_cv=cv)
 
 
 def generate(f: Fitted, n: int, seed: int = 0, timed: bool = True) -> Chunk:
@@ -138,5 +191,14 @@ def generate(f: Fitted, n: int, seed: int = 0, timed: bool = True) -> Chunk:
 
 
 def load(path: Path | str) -> dict[str, Any]:
-    """A profile from a ``summary.json`` file."""
-    return json.loads(Path(path).read_text())
+    """A profile from a ``summary.json`` file; ValueError naming the file and, for broken JSON, the line."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a JSON text file ({e.reason})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not an analysed trace profile (a JSON {type(data).__name__}, not an "
+                         "object); use the summary.json of ssdx experiment=trace_analyse")
+    return data

@@ -127,9 +127,27 @@ def _msr(fields: list[str]) -> Record:
 
 
 def _blkparse(action: str) -> Callable[[list[str]], Record]:
+    """The parser of blkparse's default output keeping ``action``.  Of the lines that are not events, only
+    those of the summary blkparse prints after them are skipped (blktrace's blkparse.c, ``dump_io_stats``
+    per CPU and in total, then throughput, events and skips: ``CPU0 (8,0):``, ``Total (8,0):``, `` Reads
+    Queued: ...``, ``Throughput (R/W): ...``, ``Events (8,0): N entries``, ``Skips: ...``), and the ``Input
+    file sda.blktrace.0 added`` lines it prints as it opens its inputs; anything else is malformed."""
+    import re
+
+    summary = re.compile(
+        r"(CPU\d+|Total) \(.+\):$"
+        r"|(Reads Queued|Read Dispatches|Reads Requeued|Reads Completed|Read Merges|Read depth"
+        r"|PC Reads Queued|PC Read Disp\.|PC Reads Req\.|PC Reads Compl\.|IO unplugs|Allocation wait"
+        r"|Dispatch wait|Completion wait|Throughput \(R/W\)|Skips):\s"
+        r"|Events \(.+\): [\d,.']+ entries$"
+        r"|Input file .+ added$")
+
     def parse(fields: list[str]) -> Record:
         if not fields or "," not in fields[0] or not fields[0].split(",")[0].isdigit():
-            raise _Skip  # the per-CPU / total summary blkparse prints at the end
+            if summary.match(" ".join(fields)):
+                raise _Skip  # the per-CPU / total summary blkparse prints at the end
+            raise ValueError("not a blkparse event line (expected 'maj,min cpu seq time pid action rwbs "
+                             "sector + blocks') nor a line of blkparse's closing summary")
         if len(fields) < 7:
             raise ValueError(f"expected at least 7 fields, got {len(fields)}")
         if fields[5] != action:

@@ -38,6 +38,8 @@ from ssdx.workloads import fio, synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError
 
 BOOT_DRIVES = ("sata_tlc_500", "generic_tlc_1tb", "sn8e_1920", "aldrin_pro_2tb")
+#: trace formats without timestamps (``ssdx.workloads.traces``): they replay in the closed loop only
+UNTIMED_FORMATS = ("fio2",)
 
 
 def _requests(w: Mapping[str, Any]) -> int:
@@ -102,11 +104,16 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
         assert jobs is not None
         cap = capacity_bytes(cfg) if capacity is None else capacity
         return jobs.stream(cap, _requests(w), seed=int(cfg.get("seed", 0))), None, str(w["fio"])
+    open_loop = cfg["engine"].get("loop") == "open"
     if w.get("trace_path"):
         reader = io.trace_reader(w)
+        if open_loop and reader.fmt in UNTIMED_FORMATS:
+            raise params.ConfigError("engine.loop", "open", f"the trace format {reader.fmt!r} carries no "
+                                     "arrival times, so an open loop has none to follow: use "
+                                     "engine.loop=closed")
         return reader, reader, str(reader.path)
     name = w.get("synthetic")
-    seed, open_loop = int(cfg.get("seed", 0)), cfg["engine"].get("loop") == "open"
+    seed = int(cfg.get("seed", 0))
     if name == "windows11_boot":
         return [synthetic.windows11_boot(seed)], None, name
     if isinstance(name, str) and name.startswith("msr:"):
@@ -124,11 +131,20 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
         if not path.is_file():
             raise params.ConfigError("workload.synthetic", name, "profile:PATH needs an existing "
                                      "summary.json of experiment=trace_analyse")
+        n = _requests(w)
         try:
-            fitted = profile.fit(profile.load(path))
-        except ValueError as e:
+            prof = profile.load(path)
+            fitted = profile.fit(prof)
+            if open_loop and (prof.get("interarrival_s") or {}).get("mean") is None:
+                raise params.ConfigError("engine.loop", "open", f"the profile {path} carries no "
+                                         "inter-arrival times, so an open loop has none to follow: use "
+                                         "engine.loop=closed")
+            chunk = profile.generate(fitted, n, seed=seed, timed=open_loop)
+        except params.ConfigError:
+            raise
+        except (ValueError, OverflowError) as e:
             raise params.ConfigError("workload.synthetic", name, str(e)) from None
-        return [profile.generate(fitted, _requests(w), seed=seed, timed=open_loop)], None, name
+        return [chunk], None, name
     raise params.ConfigError("workload.trace_path", None, "a trace file is required (or workload.synthetic: "
                              "windows11_boot | msr:<volume> | profile:<summary.json>; or workload.fio)")
 
@@ -260,7 +276,17 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
     """
     dtype = io.dtype(cfg.get("precision", "float32"))
     b = cfg.get("boot") or {}
-    names = list(b.get("drives") or BOOT_DRIVES)
+    drives_cfg = b.get("drives")
+    if drives_cfg is not None and (isinstance(drives_cfg, str) or len(list(drives_cfg)) == 0):
+        raise params.ConfigError("boot.drives", drives_cfg, "a non-empty list of drive presets (conf/drive); "
+                                 f"null for the default {list(BOOT_DRIVES)}")
+    names = list(drives_cfg or BOOT_DRIVES)
+    probe = b.get("probe_requests", 2000)
+    if isinstance(probe, bool) or not isinstance(probe, int | float) or probe != int(probe) \
+            or not 1 <= probe <= fio.MAX_REQUESTS:
+        raise params.ConfigError("boot.probe_requests", probe, f"integer 1 <= x <= {fio.MAX_REQUESTS:.0e} "
+                                 "(QD1 probe commands per type; the bound of workload.requests)")
+    n_probe = int(probe)
     sata, pcie4 = b.get("sata", "sata_tlc_500"), b.get("pcie4", "aldrin_pro_2tb")
     for key, v in (("boot.sata", sata), ("boot.pcie4", pcie4)):
         if v not in names:
@@ -275,12 +301,11 @@ def run_boot(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> di
     trees = engine_params.build(cols, dtype=dtype)
     backend = engine_backends.select(cfg["engine"])
     seed = int(cfg.get("seed", 0))
-    n_probe = int(b.get("probe_requests", 2000))
     boot_chunk = synthetic.windows11_boot(seed)
     probes = {}
-    for op, name in ((READ, "read"), (WRITE, "write")):
-        probes[name] = replay.replay(trees, [qd1_probe(op, n_probe, seed)], chunk_len=n_probe,
-                                     backend=backend).metrics
+    for op, name in ((READ, "read"), (WRITE, "write")):  # device memory: at most DEFAULT_CHUNK per step
+        probes[name] = replay.replay(trees, [qd1_probe(op, n_probe, seed)],
+                                     chunk_len=min(n_probe, replay.DEFAULT_CHUNK), backend=backend).metrics
     res = replay.replay(trees, [boot_chunk], chunk_len=len(boot_chunk), progress=progress, desc="boot",
                         backend=backend)
     m = res.metrics
