@@ -155,3 +155,21 @@ def test_a_resumed_run_removes_the_partial_chunk_a_killed_run_left(tmp_path):
     assert partial.exists()  # a refused run touches nothing
     assert store.open_run(tmp_path, fp) is True
     assert not partial.exists() and (chunks / "chunk_000000.parquet").exists()
+
+
+def test_a_setting_the_sweep_overrides_is_refused_not_ignored(tmp_path):
+    # a sweep's own n_steps (rounds, requests) wins over model.n_steps (gc.rounds, workload.requests): a
+    # command-line value of the latter used to be ignored without a word
+    from ssdx.cli.main import check_shadowed
+    from ssdx.params import ConfigError
+
+    sweep = {"name": "s", "n_steps": 256, "rounds": 3}
+    with pytest.raises(ConfigError, match=r"sets its own n_steps \(256\).*sweep.n_steps"):
+        check_shadowed(sweep, frozenset({"model.n_steps"}))
+    with pytest.raises(ConfigError, match="gc.rounds"):
+        check_shadowed(sweep, frozenset({"gc.rounds"}))
+    check_shadowed(sweep, frozenset({"model.n_steps", "sweep.n_steps"}))  # the sweep's own value is set too
+    check_shadowed({"name": "t"}, frozenset({"model.n_steps"}))  # a sweep without n_steps takes the model's
+    check_shadowed(None, frozenset({"model.n_steps"}))  # not a sweep
+    r = ssdx("sweep=quick", "model.n_steps=32", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and "sweep.n_steps" in r.stderr and not (tmp_path / "results.parquet").exists()

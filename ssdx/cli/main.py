@@ -48,6 +48,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra.core.config_store import ConfigStore
@@ -56,6 +57,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ssdx import loggers
 from ssdx.cli import schema
+from ssdx.core import io
 from ssdx.params import ConfigError
 from ssdx.paths import conf_dir, sweeps_dir
 from ssdx.sweep import executors
@@ -248,6 +250,22 @@ def _out_dir(cfg: DictConfig) -> Path:
     return Path(HydraConfig.get().runtime.output_dir)
 
 
+#: a sweep's own key, and the configuration key it takes the place of in that sweep
+SWEEP_SHADOWS = {"n_steps": "model.n_steps", "rounds": "gc.rounds", "requests": "workload.requests"}
+
+
+def check_shadowed(sweep: Any, given: frozenset[str]) -> None:
+    """Refuse a command-line value of a key the selected sweep overrides with its own (``model.n_steps``
+    where the sweep sets ``n_steps``, :data:`SWEEP_SHADOWS`): it would be ignored without a word."""
+    if not isinstance(sweep, dict):
+        return
+    for own, key in SWEEP_SHADOWS.items():
+        if own in sweep and key in given and f"sweep.{own}" not in given:
+            raise ConfigError(key, "(command line)", f"the sweep '{sweep.get('name', '?')}' sets its own "
+                              f"{own} ({sweep[own]}), which a run of it uses instead; set sweep.{own}=... "
+                              "on the command line")
+
+
 #: set once Hydra has composed the configuration and called :func:`run`: an exit before it is Hydra's
 #: refusal of the configuration (a value of the wrong type, a malformed override), not a failed job
 _composed: list[bool] = []
@@ -270,6 +288,7 @@ def run(cfg: DictConfig) -> None:
             raise ConfigError("seed", seed, "an integer 0 <= seed <= 2^63 - 1 (NumPy's generators take no "
                                             "negative seed)")
         logger = loggers.from_config(container.get("logger"), seed=seed)
+        check_shadowed(container.get("sweep"), io.command_line_keys())
         job = registry.job_for(container)
         fio_job = (container.get("workload") or {}).get("fio")
         if fio_job and not job.fio:

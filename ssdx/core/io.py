@@ -114,3 +114,15 @@ def trace_reader(w: Mapping[str, Any]) -> Reader:
     if on_error not in ("raise", "skip"):
         raise ConfigError("workload.on_error", on_error, "must be 'raise' or 'skip'")
     return traces.Reader(Path(path), fmt, on_error=on_error)
+
+
+def command_line_keys() -> frozenset[str]:
+    """The dotted keys set on the command line of the running ``ssdx`` (Hydra's task overrides, ``+``
+    stripped); empty outside a Hydra run."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        task = HydraConfig.get().overrides.task
+    except (ImportError, ValueError):  # ValueError: no Hydra run in progress
+        return frozenset()
+    return frozenset(o.split("=", 1)[0].lstrip("+") for o in task if "=" in o and not o.startswith("~"))

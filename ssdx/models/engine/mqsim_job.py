@@ -398,25 +398,13 @@ def _paths(cfg: Mapping[str, Any]) -> tuple[Path, Path]:
             Path(_conf(cfg, "workload", EXAMPLES / "workload.xml")))
 
 
-def command_line_keys() -> frozenset[str]:
-    """The dotted keys set on the command line of the running ``ssdx`` (Hydra's task overrides, ``+``
-    stripped); empty outside a Hydra run."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        task = HydraConfig.get().overrides.task
-    except (ImportError, ValueError):  # ValueError: no Hydra run in progress
-        return frozenset()
-    return frozenset(o.split("=", 1)[0].lstrip("+") for o in task if "=" in o and not o.startswith("~"))
-
-
 def load(cfg: Mapping[str, Any], given: frozenset[str] = frozenset(),
          sources: dict[str, list[mqsim_xml.Source]] | None = None) -> tuple[
         dict[str, Any], list[Scenario], dict[str, Any], list[str]]:
     """Read ``mqsim.ssdconfig`` and ``mqsim.workload``: the configuration with the drive file's overrides
     applied, the scenarios, the overrides and the warnings.  A field named in ``given`` (set on the
-    command line, :func:`command_line_keys`) keeps the configuration's value, and a warning names the
-    file's value it replaced: ``ssdx experiment=mqsim engine.suspension=none`` runs the file's drive
+    command line, :func:`ssdx.core.io.command_line_keys`) keeps the configuration's value, and a warning
+    names the file's value it replaced: ``ssdx experiment=mqsim engine.suspension=none`` runs the file's drive
     without read suspension.  ``sources``, where given, is filled with the elements of the drive file each
     override came from (``mqsim_xml.parse_ssdconfig``), for :func:`check_loaded`.  The ``mqsim`` block's
     values are checked first (:func:`check_conf`)."""
@@ -479,7 +467,7 @@ def run_mqsim(cfg: Mapping, out_dir: Path, progress: bool = True) -> dict:
     ``examples/mqsim``); writes and returns ``summary.json``: ``scenarios`` (each with ``flows`` of
     :func:`flow_figures`), ``warnings`` (fields not modelled, caps) and ``overrides`` (from the XML)."""
     sources: dict[str, list[mqsim_xml.Source]] = {}
-    run_cfg, scenarios, overrides, warnings = load(cfg, command_line_keys(), sources)
+    run_cfg, scenarios, overrides, warnings = load(cfg, io.command_line_keys(), sources)
     ssdconfig, workload = _paths(cfg)
     check_loaded(run_cfg, scenarios, overrides, sources, ssdconfig)
     out = [run_scenario(run_cfg, sc, i, warnings, progress) for i, sc in enumerate(scenarios)]
