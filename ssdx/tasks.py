@@ -280,8 +280,8 @@ def _check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics:
 
     import pandas as pd
 
-    if rep is None:
-        return
+    if rep is None:  # no report block: the table's report still sorts by the default sort_by
+        rep = {}
     if not isinstance(rep, Mapping):
         raise params.ConfigError("sweep.report", rep,
                                  f"must be a mapping with the keys {', '.join(REPORT_KEYS)}")

@@ -47,14 +47,19 @@ def test_zero_speeds_are_refused_at_their_line(tmp_path):
     assert e.line == 12 and "mb_s is 0" in e.problem
 
 
-def test_stalls_of_logs_are_left_out_and_all_zero_logs_refused(tmp_path):
-    """Defect 1: in a per-second log a 0 is a stall covering no bytes: left out with a note; all zeros
-    refused."""
+def test_stalls_of_logs_are_folded_into_the_sample_before_and_all_zero_logs_refused(tmp_path):
+    """Defect 1: in a per-second log a 0 is a stall, time without bytes: its seconds join the sample before
+    it (no 0 MB/s sample is left, every byte and second is kept); all zeros refused."""
     p = tmp_path / "speed.txt"
-    p.write_text("mb_s\n" + "1000\n" * 4 + "0\n" * 3 + "500\n" * 4)
+    p.write_text("mb_s\n" + "0\n" + "1000\n" * 4 + "0\n" * 3 + "500\n" * 4)
     c = fill_curve.read(p)
-    assert len(c) == 8 and (c.mb_s > 0).all() and "left out 3 samples of 0 MB/s" in c.notes[-1]
+    assert len(c) == 8 and (c.mb_s > 0).all() and "folded 4 samples of 0 MB/s" in c.notes[-1]
     np.testing.assert_allclose(c.gb_hi[-1], 6.0)
+    np.testing.assert_allclose(c.time_s.sum(), 12.0)  # 12 seconds logged, 12 in the curve
+    np.testing.assert_allclose(c.mb_s[:4], [500.0, 1000.0, 1000.0, 250.0])  # 1 GB over 2 s; over 4 s
+    # bytes over time survive merging: a log repeating 1500, 1500, 0 MB/s sustains 1000 MB/s
+    p.write_text("mb_s\n" + "1500\n1500\n0\n" * 1000)
+    np.testing.assert_allclose(fill_curve.read(p).merged(500).mb_s, 1000.0)
     e = _curve_error(tmp_path, "mb_s\n" + "0\n" * 10, "zeros.txt")
     assert e.line == 11 and "every speed is 0 MB/s" in e.problem
 

@@ -163,13 +163,17 @@ def test_a_setting_the_sweep_overrides_is_refused_not_ignored(tmp_path):
     from ssdx.cli.main import check_shadowed
     from ssdx.params import ConfigError
 
-    sweep = {"name": "s", "n_steps": 256, "rounds": 3}
-    with pytest.raises(ConfigError, match=r"sets its own n_steps \(256\).*sweep.n_steps"):
-        check_shadowed(sweep, frozenset({"model.n_steps"}))
+    cfg = {"sweep": {"name": "s", "n_steps": 256, "rounds": 3}, "model": {"n_steps": 32}, "gc": {"rounds": 9}}
+    with pytest.raises(ConfigError, match=r"= 32 .*sets its own n_steps \(256\).*Set sweep.n_steps"):
+        check_shadowed(cfg, frozenset({"model.n_steps"}))
     with pytest.raises(ConfigError, match="gc.rounds"):
-        check_shadowed(sweep, frozenset({"gc.rounds"}))
-    check_shadowed(sweep, frozenset({"model.n_steps", "sweep.n_steps"}))  # the sweep's own value is set too
-    check_shadowed({"name": "t"}, frozenset({"model.n_steps"}))  # a sweep without n_steps takes the model's
-    check_shadowed(None, frozenset({"model.n_steps"}))  # not a sweep
+        check_shadowed(cfg, frozenset({"gc.rounds"}))
+    check_shadowed(cfg, frozenset({"model.n_steps", "sweep.n_steps"}))  # the sweep's own value is set too
+    check_shadowed({"sweep": {"name": "t"}}, frozenset({"model.n_steps"}))  # no n_steps: the model's is used
+    check_shadowed({"sweep": None}, frozenset({"model.n_steps"}))  # not a sweep
     r = ssdx("sweep=quick", "model.n_steps=32", f"hydra.run.dir={tmp_path}")
     assert r.returncode == 2 and "sweep.n_steps" in r.stderr and not (tmp_path / "results.parquet").exists()
+    # an experiment takes model.n_steps as it always did (the default config also selects a sweep)
+    r = ssdx("experiment=aldrin_pro_fill", "model.n_steps=64", f"hydra.run.dir={tmp_path / 'fill'}")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "fill" / "summary.json").read_text())["n_steps"] == 64

@@ -249,3 +249,16 @@ def test_blkparse_output_as_printed_reads_its_events_and_skips_its_other_lines(t
         "Throughput (R/W): 0KiB/s / 59,150KiB/s\nEvents (8,0): 2 entries\nSkips: 0 forward (0 -   0.0%)\n")
     c = traces.read(path, "blkparse")
     assert list(c.offset) == [223490 * 512] and list(c.size) == [4096] and list(c.line) == [4]
+
+
+def test_blkparse_per_process_statistics_are_skipped(tmp_path):
+    """``blkparse -s`` prints a block per process after the events, headed ``comm (pid)`` (or ``comm (pid,
+    ...)`` for several pids of one name)."""
+    path = tmp_path / "blk_s.txt"
+    path.write_text(
+        "  8,0    0        1     0.000000000  1234  D   W 1000 + 8 [dd]\n"
+        "dd (1234)\n Reads Queued:           0,        0KiB\t Writes Queued:           1,        4KiB\n"
+        "kworker/u8:2 (1235, ...)\n Reads Queued:  0,  0KiB\t Writes Queued:  1,  4KiB\n"
+        "\nCPU0 (8,0):\n Reads Queued:           0,        0KiB\t Writes Queued:           1,        4KiB\n")
+    c = traces.read(path, "blkparse")
+    assert list(c.line) == [1] and list(c.offset) == [1000 * 512]

@@ -254,16 +254,19 @@ def _out_dir(cfg: DictConfig) -> Path:
 SWEEP_SHADOWS = {"n_steps": "model.n_steps", "rounds": "gc.rounds", "requests": "workload.requests"}
 
 
-def check_shadowed(sweep: Any, given: frozenset[str]) -> None:
-    """Refuse a command-line value of a key the selected sweep overrides with its own (``model.n_steps``
-    where the sweep sets ``n_steps``, :data:`SWEEP_SHADOWS`): it would be ignored without a word."""
+def check_shadowed(cfg: dict[str, Any], given: frozenset[str]) -> None:
+    """In the composed config ``cfg`` of a sweep, refuse a command-line value (``given``: the keys set there)
+    of a key the sweep overrides with its own (``model.n_steps`` where the sweep sets ``n_steps``,
+    :data:`SWEEP_SHADOWS`): it would be ignored without a word."""
+    sweep = cfg.get("sweep")
     if not isinstance(sweep, dict):
         return
     for own, key in SWEEP_SHADOWS.items():
         if own in sweep and key in given and f"sweep.{own}" not in given:
-            raise ConfigError(key, "(command line)", f"the sweep '{sweep.get('name', '?')}' sets its own "
-                              f"{own} ({sweep[own]}), which a run of it uses instead; set sweep.{own}=... "
-                              "on the command line")
+            group, _, leaf = key.partition(".")
+            raise ConfigError(key, (cfg.get(group) or {}).get(leaf), f"the sweep '{sweep.get('name', '?')}' "
+                              f"sets its own {own} ({sweep[own]}), which its runs use instead",
+                              fix=f"Set sweep.{own}=... instead")
 
 
 #: set once Hydra has composed the configuration and called :func:`run`: an exit before it is Hydra's
@@ -288,8 +291,9 @@ def run(cfg: DictConfig) -> None:
             raise ConfigError("seed", seed, "an integer 0 <= seed <= 2^63 - 1 (NumPy's generators take no "
                                             "negative seed)")
         logger = loggers.from_config(container.get("logger"), seed=seed)
-        check_shadowed(container.get("sweep"), io.command_line_keys())
         job = registry.job_for(container)
+        if job.name == "sweep":
+            check_shadowed(container, io.command_line_keys())
         fio_job = (container.get("workload") or {}).get("fio")
         if fio_job and not job.fio:
             raise ConfigError("workload.fio", fio_job, tasks.FIO_NOT_HERE)

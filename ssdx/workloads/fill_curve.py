@@ -34,8 +34,9 @@ write) is skipped.
 **Zero speeds.**  A csv sample stands for a GB interval of non-zero width, and writing that many bytes
 at 0 MB/s would take forever: a csv speed of 0 is not a measurement a fill can have and is refused.  In
 a per-second or fio log a 0 is a stall — a second or a logging window in which nothing completed — and
-covers no bytes; a fill curve is speed against GB written, so such samples are left out (counted in
-:attr:`Curve.notes`).  A log whose speeds are all 0 wrote nothing and is refused.
+covers no bytes but takes time: its seconds are folded into the sample before it, whose speed becomes
+its bytes over its time with the stall (counted in :attr:`Curve.notes`), so the curve keeps every byte
+and every second.  A log whose speeds are all 0 wrote nothing and is refused.
 """
 
 from __future__ import annotations
@@ -212,19 +213,27 @@ def read(path: os.PathLike | str, fmt: str = "auto") -> Curve:
 
 
 def _without_stalls(p: Path, lines: list[tuple[int, str]], curve: Curve) -> Curve:
-    """``curve`` without its 0 MB/s samples (stalls of a per-second or fio log: module docstring);
-    :class:`CurveError` when every sample is 0."""
+    """``curve`` with its 0 MB/s samples (stalls of a per-second or fio log: module docstring) folded into
+    the sample before them (the first sample's, for stalls at the start): their seconds join its time and
+    its speed becomes its bytes over that time, so no sample is 0 MB/s while the curve keeps every byte and
+    every second (:meth:`Curve.merged` averages bytes over time).  :class:`CurveError` when every sample
+    is 0."""
     stall = curve.mb_s <= 0.0
     if not stall.any():
         return curve
     if stall.all():
         raise CurveError(p, lines[-1][0], f"every speed is 0 MB/s ({len(curve)} samples): nothing was "
                          "written")
-    keep = ~stall
-    note = (f"left out {int(stall.sum())} samples of 0 MB/s (stalls: they cover no bytes), the first on line "
-            f"{int(curve.line[stall][0])}")
-    return Curve(curve.path, curve.format, curve.gb[keep], curve.mb_s[keep], curve.gb_lo[keep],
-                 curve.gb_hi[keep], curve.time_s[keep], curve.line[keep], [*curve.notes, note])
+    keep = np.flatnonzero(~stall)
+    # each stall goes to the last kept sample before it, or to the first kept one for leading stalls
+    owner = np.maximum(np.searchsorted(keep, np.flatnonzero(stall), side="right") - 1, 0)
+    time_s = curve.time_s[keep].astype(np.float64)
+    np.add.at(time_s, owner, curve.time_s[stall])
+    mb_s = (curve.gb_hi[keep] - curve.gb_lo[keep]) * 1e3 / time_s
+    note = (f"folded {int(stall.sum())} samples of 0 MB/s (stalls: time without bytes) into the samples "
+            f"before them, the first on line {int(curve.line[stall][0])}")
+    return Curve(curve.path, curve.format, curve.gb[keep], mb_s, curve.gb_lo[keep], curve.gb_hi[keep],
+                 time_s, curve.line[keep], [*curve.notes, note])
 
 
 def _no_samples(p: Path, lines: list[tuple[int, str]]) -> CurveError:

@@ -131,7 +131,8 @@ def _blkparse(action: str) -> Callable[[list[str]], Record]:
     those of the summary blkparse prints after them are skipped (blktrace's blkparse.c, ``dump_io_stats``
     per CPU and in total, then throughput, events and skips: ``CPU0 (8,0):``, ``Total (8,0):``, `` Reads
     Queued: ...``, ``Throughput (R/W): ...``, ``Events (8,0): N entries``, ``Skips: ...``), and the ``Input
-    file sda.blktrace.0 added`` lines it prints as it opens its inputs; anything else is malformed."""
+    file sda.blktrace.0 added`` lines it prints as it opens its inputs, and with ``-s`` each process's block
+    (``dd (1234)`` then its statistics); anything else is malformed."""
     import re
 
     summary = re.compile(
@@ -140,7 +141,8 @@ def _blkparse(action: str) -> Callable[[list[str]], Record]:
         r"|PC Reads Queued|PC Read Disp\.|PC Reads Req\.|PC Reads Compl\.|IO unplugs|Allocation wait"
         r"|Dispatch wait|Completion wait|Throughput \(R/W\)|Skips):\s"
         r"|Events \(.+\): [\d,.']+ entries$"
-        r"|Input file .+ added$")
+        r"|Input file .+ added$"
+        r"|.+ \(\d+(, \.\.\.)?\)$")  # a process's block of statistics (blkparse -s): 'comm (pid)'
 
     def parse(fields: list[str]) -> Record:
         if not fields or "," not in fields[0] or not fields[0].split(",")[0].isdigit():
@@ -234,7 +236,7 @@ class Reader:
     path: Path
     fmt: str
     on_error: str = "raise"
-    chunk_lines: int = 1 << 16  # the analyser expands each chunk into 4 KiB pages: 1 MiB requests -> 16 M
+    chunk_lines: int = 1 << 16  # requests per chunk: the unit the replay and the analyser stream by
     blkparse_action: str = "D"
     requests: int = 0
     skipped: int = 0

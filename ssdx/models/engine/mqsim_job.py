@@ -412,6 +412,8 @@ def load(cfg: Mapping[str, Any], given: frozenset[str] = frozenset(),
     ssdconfig, workload = _paths(cfg)
     chip_as_die = bool((cfg.get("mqsim") or {}).get("chip_as_die", True))
     overrides, warnings = mqsim_xml.parse_ssdconfig(ssdconfig, chip_as_die, sources)
+    if "nand.page_kib" in given and "nand.write_unit_kib" not in given:
+        given = given | {"nand.write_unit_kib"}  # the file's write unit is its page: it goes with the page
     for key in sorted(given & set(overrides)):
         sec, name = key.split(".", 1)
         mine, file_value = (cfg.get(sec) or {}).get(name), overrides.pop(key)

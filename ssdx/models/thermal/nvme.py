@@ -286,7 +286,7 @@ def read_jsonl(path: str | os.PathLike) -> Series:
     """Read JSON lines of ``nvme smart-log -o json`` snapshots with a time (module docstring)."""
     p = Path(path)
     cols = _Columns(p)
-    with io.StringIO(_text(p)) as f:  # universal newlines, as a file opened in text mode
+    with io.StringIO(_text(p), newline=None) as f:  # universal newlines, as a file opened in text mode
         for line, text in enumerate(f, start=1):
             if not text.strip():
                 continue
