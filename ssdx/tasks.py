@@ -276,9 +276,9 @@ def _check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics:
                   table: bool) -> None:
     """The checks of :func:`check_outputs` on the ``report`` block ``rep`` (``table``: the whole table is
     kept, so the report is made)."""
-    import difflib
-
     import pandas as pd
+
+    from ssdx.sweep import reduce
 
     if rep is None:  # no report block: the table's report still sorts by the default sort_by
         rep = {}
@@ -286,16 +286,8 @@ def _check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics:
         raise params.ConfigError("sweep.report", rep,
                                  f"must be a mapping with the keys {', '.join(REPORT_KEYS)}")
     source.check_keys(rep, "sweep.report", REPORT_KEYS)
-    known = ["config_id", *metrics, *base]
-
     def column(field: str, name: Any, note: str = "") -> None:
-        if isinstance(name, str) and name in known:
-            return
-        near = difflib.get_close_matches(name, known, n=1) if isinstance(name, str) else []
-        raise params.ConfigError(field, name, f"must name a result column: a metric of the {model} model "
-                                 "or a configuration column of the sweep" + note
-                                 + (f" (did you mean '{near[0]}'?)" if near else "")
-                                 + f"; metrics: {list(metrics)}; configuration columns: {list(base)}")
+        reduce.check_column(field, name, list(base), metrics, model, note, also=("config_id",))
 
     for key in ("group_by", "columns"):
         names = rep.get(key)

@@ -244,19 +244,28 @@ def columns_needed(spec: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(c for _, c in _fields(spec)))
 
 
-def check_columns(spec: Mapping[str, Any] | None, columns: Sequence[str], metrics: Sequence[str]) -> None:
-    """Refuse, before the sweep runs, a column name of the parsed ``spec`` that is neither one of the sweep's
-    configuration ``columns`` nor one of its model's ``metrics``: :class:`ConfigError` naming the field
-    (``sweep.keep.pareto.x``), the name, the closest known name and the known ones."""
+def check_column(field: str, name: Any, columns: Sequence[str], metrics: Sequence[str], model: str = "",
+                 note: str = "", also: Sequence[str] = ()) -> None:
+    """Refuse a ``name`` (of the config ``field``) that is none of the sweep's configuration ``columns``,
+    its ``model``'s ``metrics`` or ``also``: :class:`ConfigError` naming the field, the name, the closest
+    known name and the known ones (``note`` is added to the rule)."""
     import difflib
 
-    known = [*metrics, *columns]
+    known = [*also, *metrics, *columns]
+    if isinstance(name, str) and name in known:
+        return
+    near = difflib.get_close_matches(name, known, n=1) if isinstance(name, str) else []
+    raise ConfigError(field, name, f"must name a metric of the {model + ' ' if model else ''}model or a "
+                      "configuration column of the sweep" + note
+                      + (f" (did you mean '{near[0]}'?)" if near else "")
+                      + f"; metrics: {list(metrics)}; configuration columns: {list(columns)}")
+
+
+def check_columns(spec: Mapping[str, Any] | None, columns: Sequence[str], metrics: Sequence[str]) -> None:
+    """Refuse, before the sweep runs, a column name of the parsed ``spec`` that is neither one of the sweep's
+    configuration ``columns`` nor one of its model's ``metrics`` (:func:`check_column`)."""
     for field, name in _fields(spec or {}):
-        if name not in known:
-            near = difflib.get_close_matches(name, known, n=1)
-            raise ConfigError(field, name, "names no metric or configuration column"
-                              + (f" (did you mean '{near[0]}'?)" if near else "")
-                              + f"; metrics: {list(metrics)}; configuration columns: {list(columns)}")
+        check_column(field, name, columns, metrics)
 
 
 def _py(v: Any) -> Any:
