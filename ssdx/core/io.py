@@ -126,3 +126,25 @@ def command_line_keys() -> frozenset[str]:
     except (ImportError, ValueError):  # ValueError: no Hydra run in progress
         return frozenset()
     return frozenset(o.split("=", 1)[0].lstrip("+") for o in task if "=" in o and not o.startswith("~"))
+
+
+class NotUtf8(ValueError):
+    """A file that is not UTF-8 text: ``line`` (1-based) holds its first bad ``byte``."""
+
+    def __init__(self, path: Path, line: int, byte: int):
+        self.path, self.line, self.byte = path, line, byte
+        super().__init__(f"{path}, line {line}: not UTF-8 text (byte 0x{byte:02x})")
+
+
+def utf8_text(path: Path) -> str:
+    """The file as text: UTF-8 with a leading byte-order mark (as spreadsheet programs write it) skipped;
+    :class:`NotUtf8` names the line of the first byte that is not UTF-8."""
+    import codecs
+
+    data = Path(path).read_bytes()
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as e:
+        at = bom + e.start
+        raise NotUtf8(Path(path), data[:at].count(b"\n") + 1, data[at]) from None

@@ -41,7 +41,6 @@ and every second.  A log whose speeds are all 0 wrote nothing and is refused.
 
 from __future__ import annotations
 
-import codecs
 import math
 import os
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from ssdx import catalog
+from ssdx.core import io
 
 FORMATS = ("auto", "csv", "fio_bw_log", "per_second")
 KIB_S_TO_MB_S = 1024.0 / 1e6
@@ -114,23 +114,16 @@ class Curve:
 
 def _lines(path: Path) -> list[tuple[int, str]]:
     """(1-based line number, stripped text) of every line that is neither blank nor a ``#`` comment."""
-    data = path.read_bytes()
-    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0  # skip a byte-order mark
     try:
-        text = data[bom:].decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise CurveError(path, _byte_line(path, bom + e.start), "not a text file (UTF-8)") from None
+        text = io.utf8_text(path)  # a byte-order mark skipped
+    except io.NotUtf8 as e:
+        raise CurveError(path, e.line, "not a text file (UTF-8)") from None
     out = []
     for i, raw in enumerate(text.splitlines(), start=1):
         s = raw.strip()
         if s and not s.startswith("#"):
             out.append((i, s))
     return out
-
-
-def _byte_line(path: Path, byte_offset: int) -> int:
-    """1-based line holding ``byte_offset`` of the file."""
-    return path.read_bytes()[:byte_offset].count(b"\n") + 1
 
 
 def _fields(s: str) -> list[str]:
@@ -271,7 +264,7 @@ def _read_csv(p: Path, lines: list[tuple[int, str]]) -> Curve:
         lo = np.concatenate([[max(0.0, x[0] - (mid[0] - x[0]))], mid])
         hi = np.concatenate([mid, [x[-1] + (x[-1] - mid[-1])]])
     speed = np.asarray(v, float)
-    time_s = np.divide((hi - lo) * 1e3, speed, out=np.zeros_like(speed), where=speed > 0)
+    time_s = (hi - lo) * 1e3 / speed  # every csv speed is > 0 (a zero is refused at its line)
     return Curve(str(p), "csv", x, speed, lo, hi, time_s, np.asarray(ln, int))
 
 

@@ -109,10 +109,7 @@ def _synthetic(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag:
     rng = np.random.default_rng(fl.seed)
     end = lo + max(int((hi - lo) * fl.working_set_pct / 100.0), 1)  # exclusive
     if fl.generator == "BANDWIDTH":
-        gap = fl.mean_interarrival_s
-        if not 0 < gap < math.inf:  # parse_workload refuses it first
-            raise fl.error("Bandwidth", f"{fl.bandwidth_bytes_s:g} bytes/s gives no finite positive "
-                           "inter-arrival time")
+        gap = fl.mean_interarrival_s  # finite and positive: parse_workload refuses any other Bandwidth
         if fl.stop_time_ns > 0:
             n_est = int(fl.stop_time_ns * 1e-9 / gap * 1.2 + 50)
             t = np.cumsum(rng.exponential(gap, min(n_est, n_max + 1)))

@@ -47,7 +47,6 @@ number and the problem; so does a value no drive can report: a temperature outsi
 
 from __future__ import annotations
 
-import codecs
 import csv
 import dataclasses
 import io
@@ -61,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from ssdx.core import io as core_io
 from ssdx.models.thermal.params import nvme_value
 from ssdx.units import ZERO_C_IN_K
 from ssdx.workloads.fill_curve import MAX_MB_S
@@ -233,15 +233,12 @@ def _throughput(v: float, key: str, path: Path, line: int) -> float:
 
 
 def _text(path: Path) -> str:
-    """The file as text: UTF-8, a leading byte-order mark skipped; ``ValueError`` naming the line of the
-    first byte that is not UTF-8."""
-    data = path.read_bytes()
-    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    """The file as text (:func:`ssdx.core.io.utf8_text`); ``ValueError`` naming the line of the first byte
+    that is not UTF-8."""
     try:
-        return data[bom:].decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:bom + e.start].count(b"\n") + 1
-        raise ValueError(f"{_where(path, line)}: not UTF-8 text (byte 0x{data[bom + e.start]:02x})") from None
+        return core_io.utf8_text(path)
+    except core_io.NotUtf8 as e:
+        raise ValueError(f"{_where(path, e.line)}: not UTF-8 text (byte 0x{e.byte:02x})") from None
 
 
 class _Columns:
