@@ -143,6 +143,27 @@ def test_a_chunk_returns_few_pareto_places_when_small():
     assert device_run.first_capacity(1 << 23) == device_run.PARETO_CAPACITY
 
 
+def test_chunks_are_aligned_balanced_and_never_larger_than_asked():
+    """A chunk runs at most the asked size, as few chunks as multiples of 8 allow (an odd length runs
+    XLA's CPU loops with a scalar tail), balanced, and whole top-k blocks where that takes no more."""
+    from ssdx.sweep import device_run
+
+    block, small = device_run.TOP_K_BLOCK, device_run.SMALL_ALIGN
+    assert device_run.part_chunk(99_998_400, 1 << 20) == 1018 * block  # balanced 1,041,650, rounded up
+    assert device_run.part_chunk(5, 3) == 3  # below the alignment: balanced only
+    rng = np.random.default_rng(0)
+    sizes = [*rng.integers(1, 10**9, 300), *rng.integers(1, 5000, 300)]
+    chunks = [*rng.integers(8, 1 << 22, 300), *rng.integers(8, 3000, 300)]
+    for size, chunk in zip(map(int, sizes), map(int, chunks), strict=True):
+        step = device_run.part_chunk(size, chunk)
+        n = -(-size // step)
+        assert 0 < step <= chunk and step % small == 0, (size, chunk, step)
+        assert n == -(-size // (chunk // small * small)), (size, chunk, step)
+        assert step - -(-size // n) < small or step % block == 0, (size, chunk, step)  # balanced
+        if chunk >= block and -(-size // (chunk // block * block)) == n:
+            assert step % block == 0, (size, chunk, step)
+
+
 def test_rules_are_counted_from_the_tables_exactly():
     sweep = _sweep()
     base = sweep_base(sweep, BASE)

@@ -452,10 +452,29 @@ class Outcome(NamedTuple):
     device_s: float = 0.0
 
 
+#: a chunk's length is a multiple of SMALL_ALIGN, and of TOP_K_BLOCK where that takes no more chunks: XLA's
+#: CPU loops run a length that is not a multiple of the vector width with a scalar tail, and the top-k
+#: blocking copies a chunk that is not whole blocks to pad it (``bench.scale_device`` and
+#: docs/performance.md measure the difference)
+SMALL_ALIGN = 8
+
+
 def part_chunk(size: int, chunk: int) -> int:
-    """The chunk size a part of ``size`` configurations runs with: at most ``chunk``, balanced so the
-    last chunk is nearly full (as few padded configurations as the number of chunks allows)."""
-    return -(-size // -(-size // chunk))
+    """The chunk size a part of ``size`` configurations runs with, at most ``chunk``: as few chunks as
+    lengths of at most ``chunk`` that are multiples of :data:`SMALL_ALIGN` allow, balanced so the last
+    one is nearly full, each a whole number of top-k blocks (:data:`TOP_K_BLOCK`) where that takes no
+    more chunks, else a multiple of :data:`SMALL_ALIGN` (for ``chunk`` below that: balanced only)."""
+    best = None
+    for align in (TOP_K_BLOCK, SMALL_ALIGN):
+        most = chunk // align * align
+        if most == 0:
+            continue
+        n = -(-size // most)
+        balanced = -(-size // n)
+        step = -(-balanced // align) * align  # rounded up to the alignment: still <= most
+        if best is None or n < best[0]:
+            best = (n, step)
+    return best[1] if best is not None else -(-size // -(-size // chunk))
 
 
 def plan(ds: DeviceSpace, chunk: int) -> list[tuple[int, int, int]]:
