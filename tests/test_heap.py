@@ -32,7 +32,6 @@ libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
 names = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
          "keepcost")
 fields = [(n, ctypes.c_size_t) for n in names]
-libc.mallinfo2.restype = type("Info", (ctypes.Structure,), {"_fields_": fields})
 got = []
 def take():
     first = libc.malloc(30 << 20)
@@ -41,10 +40,12 @@ def take():
     got.append(libc.mallinfo2().hblks - before)
     libc.free(block)
     libc.free(first)
-t = threading.Thread(target=take)
-t.start()
-t.join()
-mapped = got[0]
+if hasattr(libc, "mallinfo2"):  # glibc >= 2.33
+    libc.mallinfo2.restype = type("Info", (ctypes.Structure,), {"_fields_": fields})
+    t = threading.Thread(target=take)
+    t.start()
+    t.join()
+mapped = got[0] if got else None
 print(json.dumps({"faults_per_call": faults, "pad": heap.retain_freed_memory(), "sum": float(want.sum()),
                   "mapped_blocks": mapped}))
 """
@@ -72,7 +73,8 @@ def test_the_pad_stops_the_per_call_page_faults_and_zero_leaves_malloc_alone():
         assert on["pad"] == 256 << 20
         assert off["faults_per_call"] > 2000, off
         assert on["faults_per_call"] < off["faults_per_call"] / 3, (on, off)
-        assert (off["mapped_blocks"], on["mapped_blocks"]) == (1, 0)
+        if on["mapped_blocks"] is not None:
+            assert (off["mapped_blocks"], on["mapped_blocks"]) == (1, 0)
     assert on["sum"] == off["sum"]
 
 
