@@ -211,4 +211,4 @@ def test_cli_refuses_a_zero_speed_curve(tmp_path):
 
 def test_cli_refuses_an_optimize_setting(tmp_path):
     r = ssdx("experiment=tmt_optimize", "optimize.steps=-1", f"hydra.run.dir={tmp_path}")
-    _refused(r, tmp_path, "optimize.steps", "-1")
+    _refused(r, tmp_path, "'optimize.steps' = -1", "integer 1 <= x <= 100000")

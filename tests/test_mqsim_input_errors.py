@@ -351,11 +351,12 @@ def test_a_trace_flow_that_selects_no_request_is_refused_naming_its_flow(tmp_pat
 
 def test_a_page_size_from_the_command_line_takes_the_files_write_unit_with_it() -> None:
     """The drive file's write unit is its page; a command-line page replaces both (a 16 KiB page with the
-    file's 8 KiB unit would be half a page)."""
+    file's 8 KiB unit would be half a page), and only the page, which the user set, is warned of."""
     cfg = _compose("nand.page_kib=16")
     run_cfg, _, overrides, warnings = mqsim_job.load(cfg, frozenset({"nand.page_kib"}))
-    assert "nand.page_kib" not in overrides and "nand.write_unit_kib" not in overrides
-    assert run_cfg["nand"]["page_kib"] == 16
-    assert any(w.startswith("nand.write_unit_kib") for w in warnings)
+    assert "nand.page_kib" not in overrides and overrides["nand.write_unit_kib"] == 16
+    assert run_cfg["nand"]["page_kib"] == run_cfg["nand"]["write_unit_kib"] == 16
+    assert any(w.startswith("nand.page_kib = 16.0 from the command line") for w in warnings)
+    assert not any(w.startswith("nand.write_unit_kib") for w in warnings)
     _, _, overrides, _ = mqsim_job.load(_compose())
     assert overrides["nand.write_unit_kib"] == overrides["nand.page_kib"] == 8

@@ -159,7 +159,8 @@ def test_chunks_are_aligned_balanced_and_never_larger_than_asked():
         n = -(-size // step)
         assert 0 < step <= chunk and step % small == 0, (size, chunk, step)
         assert n == -(-size // (chunk // small * small)), (size, chunk, step)
-        assert step - -(-size // n) < small or step % block == 0, (size, chunk, step)  # balanced
+        # balanced: no more than the alignment above an even share of the part
+        assert step - -(-size // n) < (block if step % block == 0 else small), (size, chunk, step)
         if chunk >= block and -(-size // (chunk // block * block)) == n:
             assert step % block == 0, (size, chunk, step)
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
+from test_cli import ssdx
 
 from ssdx import presets, tasks
 from ssdx.cli import main as cli_main
@@ -18,7 +19,6 @@ from ssdx.cli import schema
 from ssdx.params import ConfigError
 from ssdx.paths import conf_dir, sweeps_dir
 from ssdx.sweep import reduce, source
-from tests.test_cli import ssdx
 
 BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
         "model": {"n_steps": 16}, "precision": "float32"}

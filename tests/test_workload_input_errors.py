@@ -116,6 +116,23 @@ def test_profile_file_errors_name_the_file_and_the_replay_maps_them(tmp_path):
     assert "per_type.read.commands" in e.value.rule
 
 
+@pytest.mark.parametrize("mean", [None, 0.0])
+def test_an_open_loop_needs_a_profile_with_gaps_between_arrivals(tmp_path, mean):
+    """A profile without inter-arrival times, or one whose requests all arrived at once (the analyser
+    writes a mean gap of 0), gives an open loop nothing to follow: refused, naming engine.loop."""
+    p = _profile()
+    p["interarrival_s"]["mean"] = mean
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(p))
+    cfg = {"workload": {"synthetic": f"profile:{f}", "requests": 100}, "engine": {"loop": "open"}}
+    with pytest.raises(ConfigError) as e:
+        engine_jobs.stream(cfg)
+    assert e.value.field == "engine.loop" and "no inter-arrival times" in e.value.rule
+    cfg["engine"]["loop"] = "closed"
+    (chunk,), _, _ = engine_jobs.stream(cfg)
+    assert len(chunk) == 100
+
+
 def test_valid_profile_still_generates():
     f = profile.fit(_profile())
     c = profile.generate(f, 500, seed=0)
@@ -123,6 +140,15 @@ def test_valid_profile_still_generates():
 
 
 # ------------------------------------------------------------------------------------------- 4, 6 analyser
+
+def test_analyse_counts_a_request_ending_at_the_largest_accepted_byte():
+    """An extent ending at byte 2^63 - 1 (the traces' bound) covers one page, not a negative count."""
+    c = Chunk(time_s=np.array([0.0]), op=np.array([WRITE], np.int8),
+              offset=np.array([2 ** 63 - 1 - 100], np.int64), size=np.array([100], np.int64),
+              line=np.array([1]))
+    s = analyse.analyse([c])
+    assert s["footprint_bytes"] == 4096
+
 
 def test_analyse_counts_a_huge_request_without_expanding_it():
     c = Chunk(time_s=np.array([0.0, 1.0]), op=np.array([WRITE, READ], np.int8),

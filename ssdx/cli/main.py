@@ -46,6 +46,7 @@ Contract (kept stable for checks):
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -345,7 +346,7 @@ def host_devices(env: dict | None = None) -> None:
     want = env.get("SSDX_HOST_DEVICES", "").strip()
     if not want:
         return
-    if not want.isdigit() or not 1 <= int(want) <= MAX_HOST_DEVICES:
+    if not re.fullmatch(r"[0-9]+", want) or not 1 <= int(want) <= MAX_HOST_DEVICES:  # ASCII digits only
         raise ConfigError("SSDX_HOST_DEVICES", want, f"an integer 1 <= N <= {MAX_HOST_DEVICES} (CPU host "
                           "devices, one chunk in flight each)",
                           fix="Set the environment variable to such a number, or unset it for one device")
@@ -358,6 +359,7 @@ def main() -> None:
     """Console script ``ssdx``."""
     from ssdx.sweep import source
 
+    _composed.clear()  # a process (a test) may call main() more than once
     try:
         host_devices()
         argv, from_file = source.split_argv(sys.argv[1:])

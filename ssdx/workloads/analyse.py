@@ -28,8 +28,10 @@ _LOG_LO, _LOG_HI, _LOG_BIN = -9.0, 5.0, 0.005
 
 def _extents(offset: np.ndarray, size: np.ndarray) -> np.ndarray:
     """The 4 KiB page intervals ``[first, end)`` the extents cover, shape ``(n, 2)``."""
-    first = offset // PAGE
-    return np.stack([first, (offset + size + PAGE - 1) // PAGE], axis=1).astype(np.int64).reshape(-1, 2)
+    offset, size = np.asarray(offset, np.int64), np.asarray(size, np.int64)
+    # the last byte's page + 1, not (offset + size + PAGE - 1) // PAGE: that sum passes int64 for an extent
+    # ending near the 2^63-byte bound traces accept
+    return np.stack([offset // PAGE, (offset + size - 1) // PAGE + 1], axis=1)
 
 
 def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -224,7 +224,7 @@ def _without_stalls(p: Path, lines: list[tuple[int, str]], curve: Curve) -> Curv
     np.add.at(time_s, owner, curve.time_s[stall])
     mb_s = (curve.gb_hi[keep] - curve.gb_lo[keep]) * 1e3 / time_s
     note = (f"folded {int(stall.sum())} samples of 0 MB/s (stalls: time without bytes) into the samples "
-            f"before them, the first on line {int(curve.line[stall][0])}")
+            f"before them (leading ones into the first), the first on line {int(curve.line[stall][0])}")
     return Curve(curve.path, curve.format, curve.gb[keep], mb_s, curve.gb_lo[keep], curve.gb_hi[keep],
                  time_s, curve.line[keep], [*curve.notes, note])
 

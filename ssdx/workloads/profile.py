@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ssdx.core import io
 from ssdx.workloads.analyse import MAX_SECTORS
 from ssdx.workloads.traces import MAX_BYTE, READ, SECTOR, TRIM, WRITE, Chunk
 
@@ -192,10 +193,8 @@ def generate(f: Fitted, n: int, seed: int = 0, timed: bool = True) -> Chunk:
 
 def load(path: Path | str) -> dict[str, Any]:
     """A profile from a ``summary.json`` file; ValueError naming the file and, for broken JSON, the line."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not a JSON text file ({e.reason})") from None
+    try:  # a byte that is not UTF-8 is named with its line (io.NotUtf8, a ValueError)
+        data = json.loads(io.utf8_text(Path(path)))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from None
     if not isinstance(data, dict):

@@ -45,8 +45,8 @@ UNTIMED_FORMATS = ("fio2",)
 def _requests(w: Mapping[str, Any]) -> int:
     """``workload.requests`` of a generated stream (default 100,000)."""
     n = int(w.get("requests", 100_000))
-    if not 1 <= n <= 100_000_000:
-        raise params.ConfigError("workload.requests", n, "integer 1 <= x <= 1e8")
+    if not 1 <= n <= fio.MAX_REQUESTS:
+        raise params.ConfigError("workload.requests", n, f"integer 1 <= x <= {fio.MAX_REQUESTS:.0e}")
     return n
 
 
@@ -133,15 +133,14 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
                                      "summary.json of experiment=trace_analyse")
         n = _requests(w)
         try:
-            prof = profile.load(path)
-            fitted = profile.fit(prof)
-            if open_loop and (prof.get("interarrival_s") or {}).get("mean") is None:
-                raise params.ConfigError("engine.loop", "open", f"the profile {path} carries no "
-                                         "inter-arrival times, so an open loop has none to follow: use "
-                                         "engine.loop=closed")
+            fitted = profile.fit(profile.load(path))
+        except (ValueError, OverflowError) as e:
+            raise params.ConfigError("workload.synthetic", name, str(e)) from None
+        if open_loop and not fitted.gap_mean_s:  # none, or every request at the same instant
+            raise params.ConfigError("engine.loop", "open", f"the profile {path} carries no inter-arrival "
+                                     "times, so an open loop has none to follow: use engine.loop=closed")
+        try:
             chunk = profile.generate(fitted, n, seed=seed, timed=open_loop)
-        except params.ConfigError:
-            raise
         except (ValueError, OverflowError) as e:
             raise params.ConfigError("workload.synthetic", name, str(e)) from None
         return [chunk], None, name

@@ -185,16 +185,14 @@ def _trace(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag: str
     except traces.TraceError as e:
         raise params.ConfigError("mqsim.workload", str(path), f"{tag}: malformed trace: {e}") from None
     keep = int(len(c) * fl.percentage_to_execute / 100.0)
-    if keep == 0 or fl.relay_count < 1:
+    if keep == 0:  # (a Relay_Count below 1 is refused as the file is read)
         raise params.ConfigError("mqsim.workload", str(path), f"{tag}: the trace flow selects no request "
                                  f"({len(c)} requests in the file, Percentage_To_Be_Executed "
                                  f"{fl.percentage_to_execute:g}, Relay_Count {fl.relay_count}): at least one "
                                  "is needed")
     scale = TIME_UNITS[fl.time_unit] / 1e-9  # the reader takes the times as ns
-    t = (c.time_s[:keep] - (c.time_s[0] if keep else 0.0)) * scale
-    span = float(t[-1]) if keep else 0.0
-    reps = [t + r * span for r in range(fl.relay_count)]
-    time_s = np.concatenate(reps) if reps else t
+    t = (c.time_s[:keep] - c.time_s[0]) * scale
+    time_s = np.concatenate([t + r * float(t[-1]) for r in range(fl.relay_count)])
     tile = lambda a: np.tile(a[:keep], fl.relay_count)  # noqa: E731
     sectors = tile(c.offset) // SECTOR_BYTES
     sectors = lo + sectors % max(hi - lo, 1)
@@ -409,8 +407,10 @@ def load(cfg: Mapping[str, Any], given: frozenset[str] = frozenset(),
     ssdconfig, workload = _paths(cfg)
     chip_as_die = bool((cfg.get("mqsim") or {}).get("chip_as_die", True))
     overrides, warnings = mqsim_xml.parse_ssdconfig(ssdconfig, chip_as_die, sources)
-    if "nand.page_kib" in given and "nand.write_unit_kib" not in given:
-        given = given | {"nand.write_unit_kib"}  # the file's write unit is its page: it goes with the page
+    page_only = {"nand.page_kib", "nand.write_unit_kib"} & given == {"nand.page_kib"}
+    if page_only and "nand.write_unit_kib" in overrides:
+        # the file's write unit is its page: with the page from the command line, so is the write unit
+        overrides["nand.write_unit_kib"] = (cfg.get("nand") or {}).get("page_kib")
     for key in sorted(given & set(overrides)):
         sec, name = key.split(".", 1)
         mine, file_value = (cfg.get(sec) or {}).get(name), overrides.pop(key)

@@ -60,6 +60,11 @@ def _float(fit_cfg: Mapping[str, Any], key: str, lo: float, hi: float, default: 
     return float(v)
 
 
+#: most optimiser steps a fit may ask for (``fit.adam_steps``, ``fit.lbfgs_steps``; also the thermal
+#: optimiser's ``optimize.steps``): each step is one run of the relaxed model
+MAX_OPTIMIZER_STEPS = 100_000
+
+
 def fit_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The checked ``fit.*`` settings (``ssdx.cli.schema.FitFillConf`` documents them)."""
     f = dict(cfg.get("fit") or {})
@@ -78,8 +83,8 @@ def fit_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "curve": str(path), "format": fmt, "rules": rules, "name": name,
         "n_steps": io.scan_steps(f.get("n_steps", 512), "fit.n_steps"),
-        "adam_steps": _int(f, "adam_steps", 0, 100_000, 200),
-        "lbfgs_steps": _int(f, "lbfgs_steps", 0, 100_000, 100),
+        "adam_steps": _int(f, "adam_steps", 0, MAX_OPTIMIZER_STEPS, 200),
+        "lbfgs_steps": _int(f, "lbfgs_steps", 0, MAX_OPTIMIZER_STEPS, 100),
         "grid_points": _int(f, "grid_points", 0, 4096, 32),
         "max_samples": _int(f, "max_samples", fill_curve.MIN_SAMPLES, 10_000_000, 20_000),
         "learning_rate": _float(f, "learning_rate", 0.0, 10.0, 0.05),

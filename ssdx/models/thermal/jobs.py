@@ -19,6 +19,7 @@ from ssdx import api, params
 from ssdx.core import io
 from ssdx.core.fields import existing_file
 from ssdx.models.engine.jobs import with_fio_fill
+from ssdx.models.fluid.fit_job import MAX_OPTIMIZER_STEPS
 from ssdx.models.thermal import coupled, hctm, tmt
 from ssdx.models.thermal import params as thermal_params
 from ssdx.models.thermal import plots as thermal_report
@@ -88,10 +89,6 @@ def run_thermal(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     return summary
 
 
-#: Most Adam steps ``optimize.steps`` may ask for: the cap of ``fit.adam_steps``
-#: (``ssdx.models.fluid.fit_job.fit_settings``); each step is one run of the relaxed model.
-MAX_OPTIMIZE_STEPS = 100_000
-
 
 def _optimize_number(opt: Mapping[str, Any], key: str) -> float:
     v = opt[key]
@@ -106,7 +103,7 @@ def optimize_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
     A threshold the optimiser or the grid may set must lie in the drive's ``[MNTMT, MXTMT]``
     (``power.mntmt_k``, ``power.mxtmt_k``; NVMe HCTM: outside it the drive answers Invalid Field in
-    Command), with TMT2 > TMT1.  ``steps``: 1 to :data:`MAX_OPTIMIZE_STEPS`.  ``learning_rate`` (K per
+    Command), with TMT2 > TMT1.  ``steps``: 1 to :data:`MAX_OPTIMIZER_STEPS`.  ``learning_rate`` (K per
     Adam step) and ``sharpness`` (K, width of the logistic relaxation) are positive and at most the width
     ``MXTMT - MNTMT`` of that window: a step or a blur wider than every threshold the drive accepts
     carries no information about where in the window the optimum is.
@@ -147,8 +144,8 @@ def optimize_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
                                  f"of optimize.tmt1_range ({opt['tmt1_range']}): the grid keeps TMT2 > TMT1")
     steps = opt["steps"]
     whole = not isinstance(steps, bool) and isinstance(steps, int | np.integer)
-    if not (whole and 1 <= steps <= MAX_OPTIMIZE_STEPS):
-        raise params.ConfigError("optimize.steps", steps, f"integer 1 <= x <= {MAX_OPTIMIZE_STEPS} (Adam "
+    if not (whole and 1 <= steps <= MAX_OPTIMIZER_STEPS):
+        raise params.ConfigError("optimize.steps", steps, f"integer 1 <= x <= {MAX_OPTIMIZER_STEPS} (Adam "
                                  "steps; the cap of fit.adam_steps)")
     out = {"temp_limit_k": limit, "tmt1_range": tuple(int(x) for x in pairs["tmt1_range"]),
            "tmt2_range": tuple(int(x) for x in pairs["tmt2_range"]), "init": pairs["init"],

@@ -232,15 +232,6 @@ def _throughput(v: float, key: str, path: Path, line: int) -> float:
     return v
 
 
-def _text(path: Path) -> str:
-    """The file as text (:func:`ssdx.core.io.utf8_text`); ``ValueError`` naming the line of the first byte
-    that is not UTF-8."""
-    try:
-        return core_io.utf8_text(path)
-    except core_io.NotUtf8 as e:
-        raise ValueError(f"{_where(path, e.line)}: not UTF-8 text (byte 0x{e.byte:02x})") from None
-
-
 class _Columns:
     """Accumulates rows; checks that optional fields appear on every row or on none."""
 
@@ -283,7 +274,8 @@ def read_jsonl(path: str | os.PathLike) -> Series:
     """Read JSON lines of ``nvme smart-log -o json`` snapshots with a time (module docstring)."""
     p = Path(path)
     cols = _Columns(p)
-    with io.StringIO(_text(p), newline=None) as f:  # universal newlines, as a file opened in text mode
+    # universal newlines, as a file opened in text mode
+    with io.StringIO(core_io.utf8_text(p), newline=None) as f:
         for line, text in enumerate(f, start=1):
             if not text.strip():
                 continue
@@ -320,7 +312,7 @@ def read_csv(path: str | os.PathLike) -> Series:
     """Read a CSV series with a header (module docstring)."""
     p = Path(path)
     cols = _Columns(p)
-    with io.StringIO(_text(p), newline="") as f:
+    with io.StringIO(core_io.utf8_text(p), newline="") as f:
         rows = csv.reader(f)
         header: list[str] | None = None
         for row in rows:
@@ -364,7 +356,7 @@ def read_series(path: str | os.PathLike, fmt: str | None = None) -> Series:
         elif suffix == ".csv":
             fmt = "csv"
         else:
-            first = next((s.lstrip() for s in _text(p).splitlines() if s.strip()), "")
+            first = next((s.lstrip() for s in core_io.utf8_text(p).splitlines() if s.strip()), "")
             fmt = "jsonl" if first.startswith("{") else "csv"
     if fmt == "jsonl":
         return read_jsonl(p)
