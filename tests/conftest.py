@@ -37,6 +37,25 @@ def pytest_configure(config):
         os.environ[name.upper()] = str(value)  # for the subprocesses
 
 
+def compose_config(*overrides: str) -> dict:
+    """The configuration ``ssdx OVERRIDES`` composes (plain containers, interpolations resolved), with the
+    CLI's structured schema and sweeps registered, as the command line composes it."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    from ssdx.cli import schema
+    from ssdx.cli.main import register_sweeps
+    from ssdx.paths import conf_dir
+
+    schema.register()
+    register_sweeps()
+    GlobalHydra.instance().clear()  # a composition left open elsewhere would refuse this one
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
 def x64():
     """Context manager enabling float64 in JAX (API moved between versions)."""
     fn = getattr(jax, "enable_x64", None)

@@ -12,14 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
-from omegaconf import OmegaConf
+from conftest import compose_config
 
-from ssdx.cli import schema
-from ssdx.cli.main import register_sweeps
 from ssdx.models.fluid import jobs as fill_jobs
-from ssdx.paths import conf_dir
 
 #: preset -> the review's figures: phase name -> (end GB, MB/s) (None: not published), whole-fill MB/s
 #: and its tolerance, the pSLC mode the preset must have.
@@ -46,19 +41,10 @@ REVIEWS = {
 }
 
 
-def _compose(overrides: list[str]) -> dict:
-    schema.register()
-    register_sweeps()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
-        cfg = compose(config_name="config", overrides=overrides)
-    return OmegaConf.to_container(cfg, resolve=True)
-
-
 @pytest.mark.parametrize("name", sorted(REVIEWS))
 def test_preset_reproduces_the_reviews_key_figures(name: str, tmp_path: Path) -> None:
     review = REVIEWS[name]
-    cfg = _compose(["experiment=aldrin_pro_fill", f"drive={name}", f"nand={name}"])
+    cfg = compose_config("experiment=aldrin_pro_fill", f"drive={name}", f"nand={name}")
     s = fill_jobs.run_fill(cfg, tmp_path)
     assert s["slc_mode"] == review["mode"]
     phases = {p["name"]: p for p in s["phases"]}
@@ -77,8 +63,8 @@ def test_hybrid_split_shows_only_on_a_nearly_full_drive(tmp_path: Path) -> None:
     plus
     the dynamic room (1 - 0.95)·500/3 = 8.33 GB."""
     for prefill, cache in ((0.5, 22.0), (0.95, 4.0 + 0.05 * 500.0 / 3.0)):
-        cfg = _compose(["experiment=aldrin_pro_fill", "drive=samsung_970evo_500gb",
-                        "nand=samsung_970evo_500gb", f"workload.prefill_fraction={prefill}"])
+        cfg = compose_config("experiment=aldrin_pro_fill", "drive=samsung_970evo_500gb",
+                             "nand=samsung_970evo_500gb", f"workload.prefill_fraction={prefill}")
         s = fill_jobs.run_fill(cfg, tmp_path / str(prefill))
         pslc = next(p for p in s["phases"] if p["name"] == "pslc")
         assert pslc["end_gb"] - pslc["start_gb"] == pytest.approx(cache, rel=1e-3), prefill

@@ -26,16 +26,11 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import x64
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from conftest import compose_config, x64
 
 from ssdx import tasks
-from ssdx.cli import main as cli_main
-from ssdx.cli import schema
 from ssdx.core import fields, registry
 from ssdx.core.fields import ConfigError, Field
-from ssdx.paths import conf_dir
 
 #: per model: its shipped sweep (with a short run) and the module whose Fields it validates
 CASES = {
@@ -51,18 +46,11 @@ def test_every_vmapped_model_is_covered() -> None:
     assert sorted(CASES) == sorted(n for n, s in registry.SWEEP_MODELS.items() if s.build)
 
 
-def _compose(sweep: str, extra: list[str]) -> dict:
-    schema.register()
-    cli_main.register_sweeps()
-    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-        return OmegaConf.to_container(compose("config", [f"sweep={sweep}", *extra]), resolve=True)
-
-
 @pytest.fixture(scope="module", params=sorted(CASES))
 def model_case(request):
     name = request.param
     sweep_name, short, _ = CASES[name]
-    cfg = _compose(sweep_name, BASE_OVERRIDES.get(name, []))
+    cfg = compose_config(f"sweep={sweep_name}", *BASE_OVERRIDES.get(name, []))
     sweep = {**cfg["sweep"], **short}
     cols, ok, _, _ = tasks.sweep_space(sweep, cfg)  # ok: the feasible ones (a sweep may drop others)
     cols = {k: np.asarray(v)[ok][:ROWS] for k, v in cols.items()}
@@ -168,7 +156,7 @@ def test_a_toy_model_needs_one_registry_entry(tmp_path: Path, monkeypatch) -> No
         "toy", "ssdx.report.console:sweep", base_columns=f"{here}:toy_columns",
         checks=(f"{here}:toy_validate",), build=f"{here}:toy_build", blocks=("drive", "workload"),
         metrics=("time_s",)))
-    cfg = _compose("quick", [])
+    cfg = compose_config("sweep=quick")
     sweep = {"name": "toy", "model": "toy", "chunk_size": 3, "on_invalid": "error", "base": {},
              "space": {"grid": {"toy.size_gb": [10.0, 20.0], "toy.rate_mb_s": [100.0, 250.0, 400.0]}},
              "report": {"sort_by": "time_s", "columns": ["toy.size_gb", "toy.rate_mb_s", "time_s"]}}

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import compose_config
 from test_cli import ssdx
 
 from ssdx.models.engine import mqsim_job
@@ -66,20 +67,7 @@ def _line(path: Path, element: str, nth: int = 0) -> int:
 
 def _compose(*overrides: str) -> dict:
     """The composed configuration of ``ssdx experiment=mqsim OVERRIDES`` (plain containers)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-
-    from ssdx.cli import schema
-    from ssdx.cli.main import register_sweeps
-    from ssdx.paths import conf_dir
-
-    schema.register()
-    register_sweeps()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
-        cfg = compose(config_name="config", overrides=["experiment=mqsim", *overrides])
-    return OmegaConf.to_container(cfg, resolve=True)
+    return compose_config("experiment=mqsim", *overrides)
 
 
 def _cli(tmp_path: Path, *args: str):

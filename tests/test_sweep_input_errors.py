@@ -9,15 +9,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from conftest import compose_config
 from test_cli import ssdx
 
 from ssdx import presets, tasks
-from ssdx.cli import main as cli_main
-from ssdx.cli import schema
 from ssdx.params import ConfigError
-from ssdx.paths import conf_dir, sweeps_dir
+from ssdx.paths import sweeps_dir
 from ssdx.sweep import reduce, source
 
 BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
@@ -168,16 +165,9 @@ def test_a_keep_name_is_checked_before_the_host_path_runs(tmp_path):
     assert not out.exists()
 
 
-def _compose(name: str, extra: list[str]) -> dict:
-    schema.register()
-    cli_main.register_sweeps()
-    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-        return OmegaConf.to_container(compose("config", [f"sweep={name}", *extra]), resolve=True)
-
-
 @pytest.mark.parametrize("name", ["quick", "slc_design", "tmt_grid", "wa_spare"])
 def test_every_shipped_chunked_sweep_passes_the_checks(name):
-    cfg = _compose(name, [])
+    cfg = compose_config(f"sweep={name}")
     sweep = cfg["sweep"]
     tasks.check_outputs(sweep, cfg, reduce.parse(sweep["keep"]))
     keep = {"top_k": {"k": 1, "by": sweep["report"]["sort_by"], "group_by": sweep["report"]["group_by"]}}
