@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ssdx import params
-from ssdx.core.fields import ConfigError, Field, check, table
+from ssdx.core.fields import ConfigError, Field, check, did_you_mean, table
 from ssdx.models.engine import params as engine_params
 from ssdx.models.gc import params as gc_params
 from ssdx.models.hybrid import params as hybrid_params
@@ -63,3 +63,37 @@ def test_rc_overrides_are_fields_too():
         check(thermal_params.RC_RANGES, {**ok, "thermal.rc.c_ctrl": np.array([0.0])})
     with pytest.raises(ConfigError, match=r"thermal\.rc\.g_case_amb.*finite, 0 <= x <= 1e6 \(W/K"):
         check(thermal_params.RC_RANGES, {**ok, "thermal.rc.g_case_amb": np.array([np.inf])})
+
+
+def test_did_you_mean_names_the_closest_known_name_or_nothing():
+    assert did_you_mean("chanels", ["channels", "dies"]) == "did you mean 'channels'?"
+    assert did_you_mean("chanels", ["channels", "dies"], prefix="drive") == "did you mean 'drive.channels'?"
+    assert did_you_mean("xyz", ["channels", "dies"]) == ""
+    assert did_you_mean(3, ["3", "channels"]) == ""  # not a string: no suggestion
+    assert did_you_mean("kep", iter(("keep", "name"))) == "did you mean 'keep'?"  # any iterable
+
+
+def test_the_three_refusals_of_an_unknown_name_keep_their_wording():
+    from ssdx.cli import main
+    from ssdx.sweep import reduce, source
+
+    with pytest.raises(ConfigError) as e:
+        main.check_keys(["experiment=fit_fill", "fit.curv=x.csv"])
+    assert "breaks the rule: not a field of the 'fit' block (FitFillConf); did you mean 'fit.curve'? " \
+           "Its fields: " in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        source.check_keys({"kep": 1, "nme": 2}, "sweep", ["keep", "name"], "f.yaml")
+    assert "breaks the rule: not a key of the 'sweep' block (f.yaml); did you mean 'sweep.keep'? " \
+           "Allowed keys: keep, name (also unknown: nme). " in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        source.check_keys({"zzz": 1}, "sweep", ["keep", "name"])
+    assert "breaks the rule: not a key of the 'sweep' block; allowed keys: keep, name. " in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        reduce.check_column("sweep.keep.pareto.x", "iop", ["drive.channels"], ["iops"], model="fluid")
+    assert "breaks the rule: must name a metric of the fluid model or a configuration column of the sweep " \
+           "(did you mean 'iops'?); metrics: ['iops']; configuration columns: ['drive.channels']. " \
+           in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        reduce.check_column("sweep.keep.pareto.x", 5, ["drive.channels"], ["iops"])
+    assert "breaks the rule: must name a metric of the model or a configuration column of the sweep; " \
+           "metrics: ['iops']; configuration columns: ['drive.channels']. " in str(e.value)

@@ -217,7 +217,8 @@ def check_keys(argv: list[str], roots: list[Path] | None = None) -> None:
     config (where it would stop with its own error).  Blocks without a schema (``sweep``) are left to
     their own checks."""
     import dataclasses
-    import difflib
+
+    from ssdx.core.fields import did_you_mean
 
     blocks = None
     for arg in argv:
@@ -237,9 +238,9 @@ def check_keys(argv: list[str], roots: list[Path] | None = None) -> None:
             fields = {f.name: f for f in dataclasses.fields(cls)}
             if part not in fields:
                 block = ".".join(parts[:i])
-                near = difflib.get_close_matches(part, list(fields), n=1)
+                hint = did_you_mean(part, fields, prefix=block)
                 raise ConfigError(key, value, f"not a field of the '{block}' block ({cls.__name__})"
-                                  + (f"; did you mean '{block}.{near[0]}'?" if near else "")
+                                  + (f"; {hint}" if hint else "")
                                   + f" Its fields: {', '.join(fields)}")
             ftype = fields[part].type
             cls = getattr(schema, ftype, None) if isinstance(ftype, str) else ftype

@@ -11,11 +11,14 @@ that tie
 several fields together stay with them.
 
 :class:`ConfigError` is the one error a wrong configuration value raises (the CLI turns it into exit
-status 2 with its message); ``ssdx.params.ConfigError`` is the same class.
+status 2 with its message); ``ssdx.params.ConfigError`` is the same class.  :func:`did_you_mean` writes
+the suggestion a refused key or column name carries (the CLI's key check, ``ssdx.sweep.source.check_keys``,
+``ssdx.sweep.reduce.check_column``).
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +40,19 @@ class ConfigError(ValueError):
             f"Invalid configuration{where}: field '{field}' = {value!r} breaks the rule: {rule}. "
             f"{fix}; nothing was computed."
         )
+
+
+def did_you_mean(name: Any, known: Iterable[str], prefix: str = "") -> str:
+    """The suggestion a refused key or column name carries: ``did you mean 'PREFIX.NEAR'?``, NEAR being the
+    entry of ``known`` closest to ``name`` (``difflib.get_close_matches``, its default cutoff 0.6), or ``""``
+    where none is close enough or ``name`` is not a string.  ``prefix`` (e.g. the block ``drive``) is joined
+    to NEAR with a dot; each caller places the text in its own message."""
+    if not isinstance(name, str):
+        return ""
+    near = difflib.get_close_matches(name, list(known), n=1)
+    if not near:
+        return ""
+    return f"did you mean '{prefix + '.' if prefix else ''}{near[0]}'?"
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from ssdx.core.fields import did_you_mean
 from ssdx.params import ConfigError
 from ssdx.sweep.source import check_keys
 
@@ -249,15 +250,13 @@ def check_column(field: str, name: Any, columns: Sequence[str], metrics: Sequenc
     """Refuse a ``name`` (of the config ``field``) that is none of the sweep's configuration ``columns``,
     its ``model``'s ``metrics`` or ``also``: :class:`ConfigError` naming the field, the name, the closest
     known name and the known ones (``note`` is added to the rule)."""
-    import difflib
-
     known = [*also, *metrics, *columns]
     if isinstance(name, str) and name in known:
         return
-    near = difflib.get_close_matches(name, known, n=1) if isinstance(name, str) else []
+    near = did_you_mean(name, known)
     raise ConfigError(field, name, f"must name a metric of the {model + ' ' if model else ''}model or a "
                       "configuration column of the sweep" + note
-                      + (f" (did you mean '{near[0]}'?)" if near else "")
+                      + (f" ({near})" if near else "")
                       + f"; metrics: {list(metrics)}; configuration columns: {list(columns)}")
 
 

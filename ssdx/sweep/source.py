@@ -10,7 +10,6 @@ sweep, however it was selected, and ``ssdx.sweep.reduce.parse`` to the ``keep`` 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from ssdx.core.fields import did_you_mean
 from ssdx.params import ConfigError
 
 FIELD = "sweep_file"
@@ -37,9 +37,9 @@ def check_keys(block: Mapping[str, Any], field: str, allowed: Iterable[str], whe
     if not unknown:
         return
     key = unknown[0]
-    near = difflib.get_close_matches(str(key), allowed, n=1)
+    near = did_you_mean(str(key), allowed, prefix=field)
     more = f" (also unknown: {', '.join(map(str, unknown[1:]))})" if len(unknown) > 1 else ""
-    hint = f"; did you mean '{field}.{near[0]}'? Allowed keys: " if near else "; allowed keys: "
+    hint = f"; {near} Allowed keys: " if near else "; allowed keys: "
     raise ConfigError(f"{field}.{key}", block[key], f"not a key of the '{field}' block"
                       + (f" ({where})" if where else "") + hint + ", ".join(allowed) + more)
 
