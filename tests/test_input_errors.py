@@ -40,6 +40,16 @@ def test_a_request_larger_than_the_drive_is_refused_at_its_line():
         list(jobs.within([chunk], 2e12, "t.csv"))
     assert (e.value.path, e.value.line) == ("t.csv", 9)
     assert len(list(jobs.within([chunk], 4e12, "t.csv"))) == 1
+    chunk.size[2] = 5 * 10**12  # two too large: the first is named
+    with pytest.raises(traces.TraceError) as e:
+        list(jobs.within([chunk], 2e12, "t.csv"))
+    assert e.value.line == 9 and "a request of 3000000000000 bytes" in str(e.value)
+
+
+def test_oversized_gives_the_requests_larger_than_the_capacity_in_order():
+    assert jobs.oversized(np.array([4096, 8192, 512, 8193]), 8192.0).tolist() == [3]
+    assert jobs.oversized(np.array([9000, 4096, 9000]), 8192.0).tolist() == [0, 2]
+    assert jobs.oversized(np.zeros(0, np.int64), 8192.0).tolist() == []
 
 
 @pytest.mark.parametrize("value", ["zipf:nan", "zipf:inf", "pareto:0.2:nan", "normal:nan"])

@@ -158,6 +158,27 @@ def test_a_request_larger_than_the_drive_is_refused_at_its_element(tmp_path: Pat
     assert (e.value.line, e.value.element) == (_line(w, "Variance_Request_Size"), "Variance_Request_Size")
 
 
+def test_a_trace_flow_too_large_for_the_drive_is_refused_naming_its_largest_request(tmp_path: Path) -> None:
+    trace = tmp_path / "t.trace"
+    trace.write_text("0 0 0 8 1\n1000 0 8 80 1\n2000 0 16 8 1\n3000 0 24 100 1\n4000 0 32 100 1\n")
+    w = tmp_path / "workload.xml"
+    w.write_text('<?xml version="1.0"?>\n<MQSim_IO_Scenarios><IO_Scenario>\n'
+                 "<IO_Flow_Parameter_Set_Trace_Based>\n"
+                 f"<File_Path>{trace}</File_Path>\n"
+                 "<Percentage_To_Be_Executed>100</Percentage_To_Be_Executed>\n"
+                 "<Relay_Count>1</Relay_Count>\n<Time_Unit>NANOSECOND</Time_Unit>\n"
+                 "</IO_Flow_Parameter_Set_Trace_Based>\n</IO_Scenario></MQSim_IO_Scenarios>\n")
+    (sc,) = mqsim_xml.parse_workload(w)
+    fl = sc.flows[0]
+    c = mqsim_job._trace(fl, 0, 10**6, 100, [], "flow")
+    mqsim_job._fits(fl, c.size, c.line, 100 * 512.0)  # every request fits
+    with pytest.raises(MqsimXmlError) as e:
+        mqsim_job._fits(fl, c.size, c.line, 64 * 512.0)
+    assert e.value.element == "File_Path"
+    assert f"the request of line 4 of {trace} is 51200 bytes, larger than the drive's capacity of 32768 " \
+           "bytes" in str(e.value)
+
+
 # ------------------------------------------------------------------------- 3: ssdconfig values
 
 

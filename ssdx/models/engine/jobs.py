@@ -173,12 +173,19 @@ def fio_figures(m: Mapping[str, np.ndarray], sums: Mapping[str, np.ndarray], i: 
             "read": direction(READ, "read_"), "write": direction(WRITE, "write_")}
 
 
+def oversized(size: np.ndarray, capacity: float) -> np.ndarray:
+    """The positions, ascending, of the requests of ``size`` (bytes) larger than the drive's user capacity
+    (``capacity`` bytes): the engine maps an offset beyond the drive back onto it, but no mapping fits a
+    request that is larger than the drive itself (a block device refuses it).  The one test of
+    :func:`within` (trace replay) and ``mqsim_job``'s flows."""
+    return np.flatnonzero(np.asarray(size) > capacity)
+
+
 def within(chunks: Iterable[Chunk], capacity: float, label: str) -> Iterator[Chunk]:
-    """``chunks`` as they come, refusing a request larger than the drive's user capacity (``capacity``
-    bytes): the engine maps an offset beyond the drive back onto it, but no mapping fits a request that
-    is larger than the drive itself (a block device refuses it)."""
+    """``chunks`` as they come, refusing (at its trace line) the first request larger than the drive's user
+    capacity (``capacity`` bytes, :func:`oversized`)."""
     for c in chunks:
-        big = np.flatnonzero(np.asarray(c.size) > capacity)
+        big = oversized(c.size, capacity)
         if big.size:
             i = int(big[0])
             raise TraceError(label, int(c.line[i]), f"a request of {int(c.size[i])} bytes is larger than the "

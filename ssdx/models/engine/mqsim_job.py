@@ -67,7 +67,7 @@ from ssdx.core.fields import Field, check
 from ssdx.models.engine import backends as engine_backends
 from ssdx.models.engine import params as engine_params
 from ssdx.models.engine import replay
-from ssdx.models.engine.jobs import capacity_bytes
+from ssdx.models.engine.jobs import capacity_bytes, oversized
 from ssdx.workloads import mqsim_xml, traces
 from ssdx.workloads.mqsim_xml import (
     MAX_REQUEST_SECTORS,
@@ -291,11 +291,13 @@ def _closed(sc: Scenario) -> list[bool]:
 
 
 def _fits(fl: Flow, size: np.ndarray, line: np.ndarray, capacity: float) -> None:
-    """Refuse a flow with a request larger than the drive's ``capacity`` (bytes), at the element (or trace
-    line) that sets its size; ``size`` (bytes) and ``line`` (trace lines) are the flow's requests'."""
-    if not len(size) or float(np.max(size)) <= capacity:
+    """Refuse a flow with a request larger than the drive's ``capacity`` (bytes, ``jobs.oversized``), naming
+    its largest request, at the element (or trace line) that sets its size; ``size`` (bytes) and ``line``
+    (trace lines) are the flow's requests'."""
+    over = oversized(size, capacity)
+    if not over.size:
         return
-    k = int(np.argmax(size))
+    k = int(over[np.argmax(np.asarray(size)[over])])  # the first of the largest
     big = int(size[k])
     drive = f"larger than the drive's capacity of {capacity:.0f} bytes"
     if fl.kind == "trace":
