@@ -212,3 +212,21 @@ def test_cli_refuses_a_zero_speed_curve(tmp_path):
 def test_cli_refuses_an_optimize_setting(tmp_path):
     r = ssdx("experiment=tmt_optimize", "optimize.steps=-1", f"hydra.run.dir={tmp_path}")
     _refused(r, tmp_path, "'optimize.steps' = -1", "integer 1 <= x <= 100000")
+
+
+def test_an_implausible_speed_is_refused_with_the_same_rule_by_both_readers(tmp_path):
+    """The fill-curve reader and the NVMe series reader share one plausibility check (MAX_MB_S), each
+    with its own error type and place."""
+    bound = f"{fill_curve.MAX_MB_S:.0f}"
+    e = _curve_error(tmp_path, GOOD_CSV.replace("3,900", "3,1e300"))
+    assert e.problem == (f"mb_s = 1e300 is above {bound} MB/s, 10x the fastest host interface's link rate "
+                         "(ssdx.catalog.INTERFACES): not a plausible write speed")
+    assert fill_curve.implausible_speed(fill_curve.MAX_MB_S, "x", "y") is None
+    p = tmp_path / "series.csv"
+    p.write_text(GOOD_SERIES.replace("5,26.25,2000", "5,26.25,1e300"))
+    with pytest.raises(ValueError) as v:
+        nvme.read_series(p)
+    assert not isinstance(v.value, fill_curve.CurveError)
+    assert str(v.value) == (f"{p}, line 7: 'throughput_mb_s' = 1e+300 MB/s is above {bound} MB/s, 10x the "
+                            "fastest host interface's link rate (ssdx.catalog.INTERFACES): not a plausible "
+                            "throughput")

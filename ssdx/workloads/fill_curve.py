@@ -62,6 +62,17 @@ MIN_SAMPLES = 8
 MAX_MB_S = 10.0 * max(i.link_bytes_per_s for i in catalog.INTERFACES.values()) / 1e6
 
 
+def implausible_speed(mb_s: float, shown: str, what: str) -> str | None:
+    """What is wrong with a speed of ``mb_s`` MB/s above :data:`MAX_MB_S` (``shown``, e.g. ``'mb_s' = 1e+300
+    MB/s``, is how the reader quotes the value; ``what`` names the quantity, e.g. ``write speed``), or None
+    where it is at most :data:`MAX_MB_S`.  Each reader raises it with its own error type and location (the
+    fill-curve files here, ``ssdx.models.thermal.nvme``'s series)."""
+    if mb_s > MAX_MB_S:
+        return (f"{shown} is above {MAX_MB_S:.0f} MB/s, 10x the fastest host interface's link rate "
+                f"(ssdx.catalog.INTERFACES): not a plausible {what}")
+    return None
+
+
 class CurveError(ValueError):
     """A fill-curve file that cannot be read: ``path``, ``line`` (1-based) and what is wrong."""
 
@@ -146,9 +157,9 @@ def _speed(path: Path, line: int, text: str, value: str, what: str, to_mb_s: flo
     """A write speed (``value`` in the file's unit, ``to_mb_s`` MB/s each), checked against
     :data:`MAX_MB_S`; returned in the file's unit."""
     v = _number(path, line, text, value, what)
-    if v * to_mb_s > MAX_MB_S:
-        raise CurveError(path, line, f"{what} = {value} is above {MAX_MB_S:.0f} MB/s, 10x the fastest host "
-                         "interface's link rate (ssdx.catalog.INTERFACES): not a plausible write speed", text)
+    problem = implausible_speed(v * to_mb_s, f"{what} = {value}", "write speed")
+    if problem:
+        raise CurveError(path, line, problem, text)
     return v
 
 

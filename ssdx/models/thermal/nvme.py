@@ -63,7 +63,7 @@ import numpy as np
 from ssdx.core import io as core_io
 from ssdx.models.thermal.params import nvme_value
 from ssdx.units import ZERO_C_IN_K
-from ssdx.workloads.fill_curve import MAX_MB_S
+from ssdx.workloads.fill_curve import implausible_speed
 
 HCTM_FEATURE_ID = 0x10
 DEFAULT_DEVICE = "/dev/nvme0"
@@ -223,12 +223,12 @@ def _temperature(v: float, key: str, path: Path, line: int) -> float:
 
 
 def _throughput(v: float, key: str, path: Path, line: int) -> float:
+    """``v`` (MB/s) checked to be >= 0 and plausible (``fill_curve.implausible_speed``)."""
     if v < 0:
         raise ValueError(f"{_where(path, line)}: {key!r} = {v:g} MB/s is negative: a throughput is >= 0")
-    if v > MAX_MB_S:
-        raise ValueError(f"{_where(path, line)}: {key!r} = {v:g} MB/s is above {MAX_MB_S:.0f} MB/s, 10x the "
-                         "fastest host interface's link rate (ssdx.catalog.INTERFACES): not a plausible "
-                         "throughput")
+    problem = implausible_speed(v, f"{key!r} = {v:g} MB/s", "throughput")
+    if problem:
+        raise ValueError(f"{_where(path, line)}: {problem}")
     return v
 
 
