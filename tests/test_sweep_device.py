@@ -353,6 +353,36 @@ def test_compaction_and_edge_counts_equal_their_jnp_forms():
                                       np.searchsorted(e, v_e, side="right"))
 
 
+@pytest.mark.parametrize("lo, hi, bins, log, missed", [
+    (0.0, 10.0, 64, False, False), (-3.0, 7.0, 200, False, False), (0.01, 10.0, 400, True, False),
+    (1.0, 1e6, 150, True, False), (1e6, 1e6 + 1.0, 60, False, False),
+    # 1,001 edges merged by float32 rounding into 17 values (rounded up, as the estimate's floor is)
+    (1e6, 1e6 + 1.0, 1000, False, False),
+    # log-scale edges estimated as if linear: the estimate misses by many bins, the fallback answers
+    (0.01, 10.0, 300, "as linear", True)])
+def test_estimated_histogram_slots_are_exact(lo, hi, bins, log, missed):
+    """The slots from the edges' spacing are searchsorted's for every value (edges, their float32
+    neighbours, values outside the range, infinities, zero and negatives on a log scale), through the
+    estimate where it lands and the fallback where it does not."""
+    from ssdx.sweep import device_run, reduce
+
+    e = device.edges_f32(reduce.bin_edges("m", lo, hi, bins, bool(log)))
+    rng = np.random.default_rng(bins)
+    span = (np.geomspace(lo / 3, hi * 3, 20000) if log
+            else np.linspace(2 * lo - hi, 2 * hi - lo, 20000))
+    v = np.concatenate([span, rng.uniform(lo, hi, 20000), e, np.nextafter(e, np.float32(-np.inf)),
+                        np.nextafter(e, np.float32(np.inf)), [np.inf, -np.inf, 0.0, -1.0]]).astype(np.float32)
+    v[np.abs(v) < np.finfo(np.float32).tiny] = 0.0  # XLA's CPU flushes subnormals to zero, NumPy does not
+    want = np.searchsorted(e, v, side="right")
+    fn = jax.jit(lambda x: device_run.edges_at_or_below(x, e, log is True))
+    np.testing.assert_array_equal(np.asarray(fn(jnp_(v))), want)
+    c, inside = jax.jit(lambda x: device_run.estimated_slots(x, e, log is True))(jnp_(v))
+    assert bool(np.asarray(inside).all()) is not missed
+    np.testing.assert_array_equal(np.asarray(c)[np.asarray(inside)], want[np.asarray(inside)])
+    nan = np.asarray(fn(jnp_(np.array([np.nan, 1.0], np.float32))))  # NaN: any slot, never a failure
+    assert 0 <= nan[0] <= len(e)
+
+
 def jnp_(a):
     return jax.numpy.asarray(a)
 

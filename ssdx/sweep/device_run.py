@@ -137,7 +137,7 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
                 if m in met:
                     v, edges = met[m], h["edges"][m]
                     e = np.asarray(edges) if wide else edges_f32(edges)
-                    slot = edges_at_or_below(v, e)
+                    slot = edges_at_or_below(v, e, m in h["log"])
                     if wide or float(np.float32(edges[-1])) == edges[-1]:
                         slot = jnp.where(v == e[-1], h["bins"], slot)
                     slot = jnp.where(jnp.isnan(v), h["bins"] + 2, slot)
@@ -152,17 +152,56 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
     return fn
 
 
-def edges_at_or_below(v, edges: np.ndarray):
+def edges_at_or_below(v, edges: np.ndarray, log: bool = False):
     """How many of the sorted ``edges`` are <= each ``v`` (``searchsorted(edges, v, side="right")``; for
-    NaN either form may answer, so the caller gives NaN its own slot), int32.  Up to
-    :data:`UNROLLED_EDGES` edges this is one compare per edge, fused into a single pass (on a CPU several
-    times faster than the binary search's gathers); beyond, the binary search."""
+    NaN either form may answer, so the caller gives NaN its own slot), int32, exactly.
+
+    Up to :data:`COMPARED_EDGES` edges (:data:`COMPARED_LOG_EDGES` on a log scale, where the estimate
+    below costs a logarithm), one compare per edge, fused into a single pass.  Beyond, the bin is computed
+    from the spacing the edges were made with (equal widths, or equal ratios with ``log``), moved by one
+    where the estimate's rounding put it next door (the two edges around it gathered as one pair), and
+    checked; a chunk in which any value is still outside its bin after that is counted by the compares, or
+    by the binary search above :data:`UNROLLED_EDGES`.  So the cost does not grow with the bins, and the
+    answer never depends on the estimate (``bench.hist_slots`` times the three forms)."""
+    n = len(edges)
+    if n <= (COMPARED_LOG_EDGES if log else COMPARED_EDGES):
+        return _edges_compared(v, edges)
+    c, inside = estimated_slots(v, edges, log)
+    return jax.lax.cond(inside.all(), lambda: c, lambda: _edges_compared(v, edges))
+
+
+def estimated_slots(v, edges: np.ndarray, log: bool = False) -> tuple:
+    """The estimate of :func:`edges_at_or_below` (int32) and whether each value lies in the bin it gives
+    (NaN always does)."""
+    e, n = np.asarray(edges), len(edges)
+    # pair[c] = (edge c - 1, edge c): a value with c edges at or below it lies in [pair[c][0], pair[c][1])
+    pair = jnp.asarray(np.stack([np.concatenate([[-np.inf], e]), np.concatenate([e, [np.inf]])], axis=1),
+                       v.dtype)
+    lo, hi = float(e[0]), float(e[-1])
+    if log and lo > 0:
+        t = (jnp.log(v) - np.log(lo)) * ((n - 1) / (np.log(hi) - np.log(lo)))
+    else:
+        t = (v - lo) * ((n - 1) / (hi - lo))
+    c = (jnp.floor(jnp.clip(jnp.where(jnp.isnan(t), 0, t), -1, n - 1)) + 1).astype(jnp.int32)
+    below, above = pair[c, 0], pair[c, 1]
+    c = c + ((v >= above) & (c < n)).astype(jnp.int32) - (v < below).astype(jnp.int32)
+    below, above = pair[c, 0], pair[c, 1]
+    return c, ((v >= below) & ((v < above) | (c == n))) | jnp.isnan(v)
+
+
+def _edges_compared(v, edges: np.ndarray):
+    """:func:`edges_at_or_below` by a compare per edge, or a binary search beyond :data:`UNROLLED_EDGES`."""
     if len(edges) > UNROLLED_EDGES:
         return jnp.searchsorted(jnp.asarray(edges), v, side="right").astype(jnp.int32)
     return sum(((v >= e).astype(jnp.int32) for e in edges.tolist()), jnp.zeros(v.shape, jnp.int32))
 
 
-#: most histogram edges counted by compares rather than a binary search
+#: most histogram edges counted by compares alone on a linear scale (more: estimated from the spacing, then
+#: checked) and on a log scale; where the estimate costs about as much as the compares on a CPU
+#: (``bench.hist_slots``)
+COMPARED_EDGES = 48
+COMPARED_LOG_EDGES = 96
+#: most histogram edges counted by compares rather than a binary search, where the estimate fails
 UNROLLED_EDGES = 129
 #: configurations per block of the top-k pre-selection
 TOP_K_BLOCK = 1024
