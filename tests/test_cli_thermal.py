@@ -59,6 +59,14 @@ def test_tmt2_not_above_tmt1_exits_naming_fields(tmp_path):
     assert r.returncode == 2 and "thermal.tmt1_k" in r.stderr and "MXTMT" in r.stderr
 
 
+def test_a_fractional_tmt_exits_2_naming_it(tmp_path):
+    """Set Features 0x10 takes whole Kelvin: 343.5 K is refused, not simulated and then sent as 344 K."""
+    r = ssdx("experiment=sn8e_thermal", "thermal.tmt1_k=343.5", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2, r.stderr
+    assert "field 'thermal.tmt1_k' = 343.5" in r.stderr and "whole Kelvin" in r.stderr
+    assert not (tmp_path / "summary.json").exists()
+
+
 def test_tmt_optimize_contract(tmp_path):
     r = ssdx("experiment=tmt_optimize", "quiet=true", f"hydra.run.dir={tmp_path}")
     assert r.returncode == 0, r.stderr

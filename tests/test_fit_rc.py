@@ -25,8 +25,8 @@ STARTS = ({"g_case_amb": 0.075 * 1.3, "c_case": 5.0 * 0.7},
 
 @pytest.fixture(scope="module")
 def run():
-    (drive, workload, power, th), n = api.thermal_one("sn8e_1920", "seq_fill", "bare", tmt1_k=353.15,
-                                                      tmt2_k=358.15, duration_s=1200.0)
+    (drive, workload, power, th), n = api.thermal_one("sn8e_1920", "seq_fill", "bare", tmt1_k=353.0,
+                                                      tmt2_k=358.0, duration_s=1200.0)
     truth = fit_rc.with_params(th, TRUTH)
     assert all(float(getattr(th, k)) == pytest.approx(v) for k, v in TRUTH.items())
     out, p = fit_rc.simulate_with_powers(drive, workload, power, truth, n)
@@ -37,8 +37,8 @@ def run():
 def test_forward_model_reproduces_the_coupled_model(run):
     out, p, power = run["out"], run["p"], run["power"]
     assert p.shape == (run["n"], 2)
-    drive, workload, power_, th = api.thermal_one("sn8e_1920", "seq_fill", "bare", tmt1_k=353.15,
-                                                  tmt2_k=358.15, duration_s=1200.0)[0]
+    drive, workload, power_, th = api.thermal_one("sn8e_1920", "seq_fill", "bare", tmt1_k=353.0,
+                                                  tmt2_k=358.0, duration_s=1200.0)[0]
     np.testing.assert_array_equal(fit_rc.power_trace(drive, workload, power_, run["truth"], run["n"]), p)
     np.testing.assert_allclose(p.sum(axis=1), out.power_w, rtol=1e-5)
     assert np.abs(np.diff(out.level)).sum() >= 8 and out.writing[-1] == 0  # throttle cycles, then cooling

@@ -24,7 +24,7 @@ from ssdx.models.thermal.params import Thermal
 from ssdx.params import ConfigError
 from ssdx.units import ZERO_C_IN_K
 
-TMT1, TMT2 = 353.15, 358.15  # KIOXIA thermal article: 80 and 85 deg C
+TMT1, TMT2 = 353.0, 358.0  # KIOXIA thermal article: 80 and 85 deg C, whole Kelvin (Set Features 0x10)
 COOLINGS = sorted(catalog.COOLING)
 
 
@@ -246,11 +246,11 @@ def _brute_smart(out, power, dt: float) -> dict[str, int]:
 
 SMART_CASES = [
     # light -> heavy -> light cycles, WCTT
-    dict(tmt1_k=338.15, tmt2_k=345.15, ambient_c=35.0, dt_s=1.0, duration_s=1200.0),
+    dict(tmt1_k=338.0, tmt2_k=345.0, ambient_c=35.0, dt_s=1.0, duration_s=1200.0),
     # coarser step (seconds != steps), the fill ends and the drive cools back to normal
-    dict(tmt1_k=338.15, tmt2_k=345.15, ambient_c=35.0, dt_s=2.0, duration_s=2400.0),
+    dict(tmt1_k=338.0, tmt2_k=345.0, ambient_c=35.0, dt_s=2.0, duration_s=2400.0),
     # heavy only: normal -> heavy -> normal
-    dict(tmt1_k=0.0, tmt2_k=345.15, ambient_c=35.0, dt_s=2.0, duration_s=2400.0),
+    dict(tmt1_k=0.0, tmt2_k=345.0, ambient_c=35.0, dt_s=2.0, duration_s=2400.0),
     # no throttling: composite above CCTEMP for minutes
     dict(tmt1_k=0.0, tmt2_k=0.0, ambient_c=45.0, dt_s=1.0, duration_s=1200.0),
 ]
@@ -369,10 +369,12 @@ def test_hctm_exact_rules(level, temp, tmt1, tmt2, expected):
 
 
 def test_hctm_thresholds_at_real_tmts_in_float32():
-    # TMTs in Kelvin with .15: the comparison uses the same float32 value on both sides
-    t1 = float(np.float32(TMT1))
-    assert _update(0, t1, TMT1, TMT2, H) == 1
-    assert _update(0, float(np.nextafter(np.float32(TMT1), np.float32(0))), TMT1, TMT2, H) == 0
+    # thresholds in Kelvin with .15 (the relaxed optimiser moves them freely): the comparison uses the same
+    # float32 value on both sides
+    tmt1, tmt2 = 353.15, 358.15
+    t1 = float(np.float32(tmt1))
+    assert _update(0, t1, tmt1, tmt2, H) == 1
+    assert _update(0, float(np.nextafter(np.float32(tmt1), np.float32(0))), tmt1, tmt2, H) == 0
 
 
 def _reference_level(level: int, t: float, tmt1: float, tmt2: float, h: float) -> int:
@@ -464,13 +466,29 @@ def test_validate_tmt_outside_mntmt_mxtmt(field, value):
     assert e.value.field == f"thermal.{field}"
 
 
-@pytest.mark.parametrize("tmt1,tmt2", [(0.0, 0.0), (0.0, TMT2), (TMT1, 0.0), (TMT1, TMT2), (273.15, 373.15),
-                                       (273.15, 273.16)])
+@pytest.mark.parametrize("tmt1,tmt2", [(0.0, 0.0), (0.0, TMT2), (TMT1, 0.0), (TMT1, TMT2), (274.0, 373.0),
+                                       (274.0, 275.0)])
 def test_validate_accepts_zero_and_bounds(tmt1, tmt2):
     cols = _cols(tmt1_k=tmt1, tmt2_k=tmt2)
     thermal_params.validate(cols)
     _, th = thermal_params.build(cols)
     assert float(th.tmt1_k[0]) == pytest.approx(tmt1) and float(th.tmt2_k[0]) == pytest.approx(tmt2)
+
+
+@pytest.mark.parametrize("field,value", [("tmt1_k", 343.5), ("tmt2_k", 358.25), ("tmt1_k", 273.5)])
+def test_validate_refuses_a_fractional_tmt(field, value):
+    """Set Features 0x10 carries whole Kelvin: 343.5 K would be simulated but sent as 344 K."""
+    other = {"tmt1_k": 0.0} if field == "tmt2_k" else {"tmt2_k": 0.0}
+    with pytest.raises(ConfigError) as e:
+        thermal_params.validate(_cols(**{field: value}, **other))
+    assert (e.value.field, e.value.value) == (f"thermal.{field}", value)
+    assert e.value.rule == thermal_params.TMT_WHOLE_RULE and "whole Kelvin" in str(e.value)
+    cols = params.broadcast_columns(_cols(), 3)
+    cols["thermal.tmt1_k"] = np.array([TMT1, 343.5, 0.0])
+    report: list = []
+    thermal_params.validate(cols, report)
+    bad = {(k, tuple(ok.tolist())) for k, rule, ok in report if rule == thermal_params.TMT_WHOLE_RULE}
+    assert bad == {("thermal.tmt1_k", (True, False, True)), ("thermal.tmt2_k", (True, True, True))}
 
 
 def test_validate_report_collects_tmt_breaches():
@@ -609,8 +627,8 @@ def test_relaxed_model_with_small_width_is_close_to_exact(relaxed, sn8e_bare):
 
 # ----------------------------------------------------------------------- 7. vmap and float64 agree
 
-BATCH = [("bare", 25.0, TMT1), ("bare", 40.0, 343.15), ("heatsink", 25.0, 0.0), ("heatsink", 45.0, 333.15),
-         ("airflow", 30.0, 338.15), ("bare", 25.0, 0.0)]
+BATCH = [("bare", 25.0, TMT1), ("bare", 40.0, 343.0), ("heatsink", 25.0, 0.0), ("heatsink", 45.0, 333.0),
+         ("airflow", 30.0, 338.0), ("bare", 25.0, 0.0)]
 KEYS = ("written_gb", "max_composite_k", "max_nand_k")
 
 

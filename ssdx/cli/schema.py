@@ -56,7 +56,7 @@ class RCConf:
 
 @dataclass
 class ThermalConf:
-    """Cooling environment and host HCTM settings (``thermal.*`` columns).  TMTs in Kelvin, 0 = off."""
+    """Cooling environment and host HCTM settings (``thermal.*`` columns).  TMTs in whole Kelvin, 0 = off."""
 
     cooling: str = "bare"
     ambient_c: float = 25.0

@@ -8,13 +8,14 @@ Two column families join the drive/workload columns of :mod:`ssdx.params` when a
   Controller temperatures WCTEMP, CCTEMP, MNTMT and MXTMT (Kelvin).
 * ``thermal.*`` — the environment and the host's settings: the cooling preset (``ssdx.catalog.COOLING``),
   ambient temperature (deg C at the edge, Kelvin inside), TMT1/TMT2 as set with Set Features 0x10
-  (Kelvin, 0 disables the level), the time step and the run duration.  ``thermal.rc`` (optional)
+  (whole Kelvin, 0 disables the level), the time step and the run duration.  ``thermal.rc`` (optional)
   replaces RC values of the cooling preset — e.g. a chassis measured with ``ssdx experiment=fit_rc``
   — as columns ``thermal.rc.<field>`` (J/K, W/K).
 
 Rules follow the Host Controlled Thermal Management of the NVM Express Base Specification, revision 1.3d (NVM
-Express, March 2019): a non-zero TMT must lie in [MNTMT, MXTMT], and non-zero TMT2 must be greater than
-non-zero TMT1.
+Express, March 2019): a TMT is a whole number of Kelvin (Set Features 0x10 carries each in 16 bits; a
+fractional one would be simulated but not sent: the command holds it rounded), a non-zero TMT must lie in
+[MNTMT, MXTMT], and non-zero TMT2 must be greater than non-zero TMT1.
 """
 
 from __future__ import annotations
@@ -141,6 +142,11 @@ def columns(power: Mapping, thermal: Mapping) -> dict[str, np.ndarray]:
     return cols
 
 
+#: the rule a fractional ``thermal.tmt1_k`` / ``thermal.tmt2_k`` breaks
+TMT_WHOLE_RULE = ("whole Kelvin: Set Features 0x10 carries each TMT as a 16-bit integer (NVMe HCTM), so a "
+                  "fractional one could not be set on the drive")
+
+
 def validate(cols: Mapping, report: list | None = None) -> None:
     """Check the power/thermal rules (raise :class:`ConfigError`, or append to ``report``)."""
     _choice(cols, "power.policy", lambda x: x in POLICIES, list(POLICIES), report)
@@ -156,6 +162,7 @@ def validate(cols: Mapping, report: list | None = None) -> None:
                    "Kelvin; 0 disables the level, otherwise MNTMT <= x <= MXTMT "
                    "(power.mntmt_k, power.mxtmt_k); "
                    "the drive answers Invalid Field in Command", report=report)
+        check_rule(cols, key, t == np.round(t), TMT_WHOLE_RULE, report=report)
     check_rule(cols, "thermal.tmt2_k", (t1 == 0) | (t2 == 0) | (t2 > t1),
                "when both are non-zero, thermal.tmt2_k must be greater than thermal.tmt1_k (NVMe HCTM)",
                report=report)
