@@ -191,6 +191,16 @@ def test_good_optimize_settings_pass():
     assert o["tmt1_range"] == (330, 362) and o["steps"] == 60 and o["init"] == (335.0, 345.0)
 
 
+def test_tmt_optimize_refuses_a_drive_without_power_before_its_settings(tmp_path):
+    """The run is built before ``optimize_settings`` reads MNTMT and MXTMT from the power block."""
+    cfg = _optimize_cfg()
+    cfg["drive"] = {k: v for k, v in cfg["drive"].items() if k != "power"}
+    with pytest.raises(params.ConfigError) as e:
+        thermal_jobs.run_tmt_optimize(cfg, tmp_path / "out", progress=False)
+    assert e.value.field == "drive.power" and "needs the drive's power block" in e.value.rule
+    assert not (tmp_path / "out").exists()
+
+
 # ----------------------------------------------------------------------------------------------- CLI
 
 

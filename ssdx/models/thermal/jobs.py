@@ -116,9 +116,10 @@ def optimize_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
     limit = _optimize_number(opt, "temp_limit_k")
     if not 250.0 <= limit <= 420.0:
         raise params.ConfigError("optimize.temp_limit_k", limit, "Kelvin, 250 <= x <= 420")
-    pw = thermal_params.columns(cfg["drive"]["power"], cfg["thermal"]) if "power" in cfg["drive"] else {}
-    lo = float(np.asarray(pw.get("power.mntmt_k", [np.nan]))[0])
-    hi = float(np.asarray(pw.get("power.mxtmt_k", [np.nan]))[0])
+    # the drive has a power block: run_tmt_optimize builds the run first (_single: api.thermal_columns
+    # refuses a drive without one), and thermal_params.columns refuses a missing MNTMT or MXTMT
+    pw = thermal_params.columns(cfg["drive"]["power"], cfg["thermal"])
+    lo, hi = float(pw["power.mntmt_k"][0]), float(pw["power.mxtmt_k"][0])
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
         raise params.ConfigError("power.mxtmt_k", hi, f"MXTMT must be above MNTMT (power.mntmt_k = {lo:g})")
     window = f"MNTMT = {lo:g} K <= x <= MXTMT = {hi:g} K (power.mntmt_k, power.mxtmt_k; NVMe HCTM)"
