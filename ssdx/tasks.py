@@ -552,8 +552,8 @@ def run_analyse(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     except traces.TraceError as e:
         raise params.ConfigError("workload.trace_path", str(path), f"malformed trace: {e}") from None
     if not summary["requests"]:
-        skipped = f" ({reader.skipped} malformed lines skipped)" if reader.skipped else ""
-        raise params.ConfigError("workload.trace_path", str(path), f"holds no request to analyse{skipped}")
+        rule = traces.no_requests("analyse", reader.skipped)
+        raise params.ConfigError("workload.trace_path", str(path), rule)
     summary = {"trace": str(path), "format": fmt, **summary, "skipped_lines": reader.skipped,
                "skipped_examples": reader.skipped_examples, "unsorted_requests": reader.unsorted}
     out_dir.mkdir(parents=True, exist_ok=True)

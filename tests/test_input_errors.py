@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import compose_config
 from test_cli import ssdx
 
 from ssdx.core import stats
@@ -187,3 +188,27 @@ def test_a_setting_the_sweep_overrides_is_refused_not_ignored(tmp_path):
     r = ssdx("experiment=aldrin_pro_fill", "model.n_steps=64", f"hydra.run.dir={tmp_path / 'fill'}")
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "fill" / "summary.json").read_text())["n_steps"] == 64
+
+
+def test_an_empty_trace_is_refused_in_one_wording_by_replay_analysis_and_the_hybrid_model(tmp_path):
+    from ssdx import tasks
+    from ssdx.models.hybrid import jobs as hybrid_jobs
+    from ssdx.params import ConfigError
+
+    assert traces.no_requests("replay") == "holds no request to replay"
+    assert traces.no_requests("analyse", 2) == "holds no request to analyse (2 malformed lines skipped)"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("not,a,trace\nnor,is,this\n")
+    w = {"trace_path": str(bad), "format": "msr", "on_error": "skip"}
+    with pytest.raises(ConfigError) as e:
+        hybrid_jobs._requests_from_trace(w, bad, 100)
+    assert (e.value.field, e.value.rule) == ("workload.trace_path", "holds no request to replay (2 malformed "
+                                             "lines skipped): every volume's trace needs requests")
+    with pytest.raises(ConfigError) as e:
+        tasks.run_analyse({"workload": w}, tmp_path / "out")
+    assert e.value.rule == "holds no request to analyse (2 malformed lines skipped)"
+    cfg = compose_config("experiment=trace_replay", f"workload.trace_path={bad}", "workload.format=msr",
+                         "workload.on_error=skip")
+    with pytest.raises(ConfigError) as e:
+        jobs.run_replay(cfg, tmp_path / "r", progress=False)
+    assert e.value.rule == "holds no request to replay (2 malformed lines skipped)"

@@ -57,6 +57,14 @@ class TraceError(ValueError):
         super().__init__(f"{path}, line {line}: {problem}{shown}")
 
 
+def no_requests(purpose: str, skipped: int = 0) -> str:
+    """The rule an empty request stream breaks (a trace with no request, or one whose lines were all
+    skipped): ``holds no request to PURPOSE`` (``replay``, ``analyse``), with the number of malformed lines
+    skipped (``workload.on_error=skip``) where there were any.  One wording for the trace replay, the trace
+    analysis and the hybrid model's volume traces."""
+    return f"holds no request to {purpose}" + (f" ({skipped} malformed lines skipped)" if skipped else "")
+
+
 @dataclass
 class Chunk:
     """Requests of one chunk (module docstring for the fields)."""

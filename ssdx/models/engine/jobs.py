@@ -35,7 +35,7 @@ from ssdx.models.engine import plots as engine_report
 from ssdx.models.engine import replay
 from ssdx.models.fluid import model as fluid
 from ssdx.workloads import fio, synthetic
-from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError
+from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError, no_requests
 
 BOOT_DRIVES = ("sata_tlc_500", "generic_tlc_1tb", "sn8e_1920", "aldrin_pro_2tb")
 #: trace formats without timestamps (``ssdx.workloads.traces``): they replay in the closed loop only
@@ -223,8 +223,8 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     except TraceError as e:
         raise params.ConfigError(field, label, f"malformed trace: {e}") from None
     except replay.EmptyStream:
-        skipped = f" ({reader.skipped} malformed lines skipped)" if reader and reader.skipped else ""
-        raise params.ConfigError(field, label, f"holds no request to replay{skipped}") from None
+        rule = no_requests("replay", reader.skipped if reader else 0)
+        raise params.ConfigError(field, label, rule) from None
     m = res.metrics
     over = int(res.extra["sums"]["hist"][0][..., -1].sum())
     summary = {

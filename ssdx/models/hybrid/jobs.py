@@ -89,9 +89,8 @@ def _requests_from_trace(workload: Mapping, path: Path, limit: int):
     except traces.TraceError as e:
         raise params.ConfigError("workload.trace_path", str(path), f"malformed trace: {e}") from None
     if n == 0:
-        skipped = f" ({reader.skipped} malformed lines skipped)" if reader.skipped else ""
-        raise params.ConfigError("workload.trace_path", str(path), f"the trace file holds no "
-                                 f"request{skipped}: every volume's trace needs requests to replay")
+        rule = traces.no_requests("replay", reader.skipped) + ": every volume's trace needs requests"
+        raise params.ConfigError("workload.trace_path", str(path), rule)
     cat = lambda attr: np.concatenate([getattr(c, attr) for c in parts])[:limit]  # noqa: E731
     return cat("op"), cat("offset"), cat("size"), reader.skipped
 
