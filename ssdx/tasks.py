@@ -278,6 +278,7 @@ def _check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics:
     kept, so the report is made)."""
     import pandas as pd
 
+    from ssdx.report import sweep as sweep_report
     from ssdx.sweep import reduce
 
     if rep is None:  # no report block: the table's report still sorts by the default sort_by
@@ -311,12 +312,10 @@ def _check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics:
             raise params.ConfigError(field, block, f"must be a mapping with the keys {', '.join(keys)}")
         source.check_keys(block, field, keys)
         for key in keys:
-            if key in PLOT_AXES[plot] or block.get(key) is not None:
-                if key.endswith("better"):
-                    if block[key] not in ("min", "max"):
-                        raise params.ConfigError(f"{field}.{key}", block[key], "must be 'min' or 'max'")
-                else:
-                    column(f"{field}.{key}", block.get(key))
+            if key.endswith("better"):
+                sweep_report.better(block, key, plot)  # the plot's own rule, before the sweep runs
+            elif key in PLOT_AXES[plot] or block.get(key) is not None:
+                column(f"{field}.{key}", block.get(key))
     constraint = rep.get("constraint")
     if constraint is None or constraint == "":
         return

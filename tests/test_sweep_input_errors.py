@@ -134,6 +134,8 @@ def test_a_histogram_range_that_is_no_mapping_is_refused():
     ({"sort_by": "mean_mb_s", "heatmap": {"x": "drive.slc_mode", "y": "drive.dies_per_channel",
                                           "value": "mean_mb_s", "better": "most"}},
      "sweep.report.heatmap.better", "most"),
+    ({"sort_by": "mean_mb_s", "pareto": {"x": "time_s", "y": "mean_mb_s", "x_better": None}},
+     "sweep.report.pareto.x_better", None),  # the plot refuses null: refused before the run, not after
     ({"sort_by": "mean_mb_s", "constraint": "max_temp_k < 350"}, "sweep.report.constraint",
      "max_temp_k < 350"),
     ({"sort_by": "mean_mb_s", "ascending": "no"}, "sweep.report.ascending", "no"),

@@ -25,7 +25,10 @@ from ssdx import report
 from ssdx.params import ConfigError
 
 
-def _better(spec: Mapping[str, Any], key: str, field: str) -> bool:
+def better(spec: Mapping[str, Any], key: str, field: str) -> bool:
+    """Whether the plot block ``spec`` (``sweep.report.FIELD``) wants the larger value on ``key`` (an
+    ``x_better`` / ``y_better`` / ``better``: ``max``, the default, or ``min``); anything else, null
+    included, is refused (:class:`ConfigError`).  ``ssdx.tasks`` applies it before a sweep runs."""
     v = spec.get(key, "max")
     if v not in ("min", "max"):
         raise ConfigError(f"sweep.report.{field}.{key}", v, "must be 'min' or 'max'")
@@ -61,7 +64,7 @@ def pareto(df: pd.DataFrame, spec: Mapping[str, Any], path: Path | None = None,
     """The Pareto-front rows of ``df`` for ``spec`` (x, y, x_better, y_better, color); with ``path``, the
     plot of every configuration with the front drawn through."""
     x, y = _column(df, spec, "x", "pareto"), _column(df, spec, "y", "pareto")
-    x_max, y_max = _better(spec, "x_better", "pareto"), _better(spec, "y_better", "pareto")
+    x_max, y_max = better(spec, "x_better", "pareto"), better(spec, "y_better", "pareto")
     mask = pareto_mask(df[x].to_numpy(float), df[y].to_numpy(float), x_max, y_max)
     front = df[mask].sort_values(x)
     if path is not None:
@@ -99,7 +102,7 @@ def heatmap(df: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str = 
 
     x, y = _column(df, spec, "x", "heatmap"), _column(df, spec, "y", "heatmap")
     value = _column(df, spec, "value", "heatmap")
-    agg = "max" if _better(spec, "better", "heatmap") else "min"
+    agg = "max" if better(spec, "better", "heatmap") else "min"
     facet = spec.get("facet")
     if facet is not None and facet not in df.columns:
         raise ConfigError("sweep.report.heatmap.facet", facet, "must name a result column or be null")
