@@ -4,8 +4,8 @@ spacing (checked, with the compares as its fallback), timed over bin counts and 
 ``ssdx.sweep.device_run.edges_at_or_below`` counts, for each float32 metric value of a chunk, the histogram
 edges at or below it.  This benchmark jits each of the three forms alone over a chunk of values spread
 over the range (and 2 % outside it) and reports nanoseconds per value, the least of ``--reps`` calls
-after a warm-up call (compile time apart), so that the thresholds ``COMPARED_EDGES`` and
-``COMPARED_LOG_EDGES`` are read off a measurement.  Every form's slots are checked against NumPy's
+after a warm-up call (compile time apart), so that the threshold ``COMPARED_EDGES`` is read off a
+measurement.  Every form's slots are checked against NumPy's
 ``searchsorted`` before it is timed.
 
 Usage: ``python -m bench.hist_slots [--values N] [--reps R] [--json PATH]``
@@ -27,17 +27,15 @@ from ssdx.sweep import device_run
 from ssdx.sweep.device import edges_f32
 from ssdx.sweep.reduce import bin_edges
 
-BINS = (8, 16, 32, 48, 64, 96, 128, 256, 1024)
+BINS = (8, 16, 32, 48, 64, 80, 96, 112, 128, 256, 1024)
 
 
 def _estimate_alone(edges, log):
     """The estimate whatever the thresholds say (they are what this benchmark informs)."""
-    saved = device_run.COMPARED_EDGES, device_run.COMPARED_LOG_EDGES
-    device_run.COMPARED_EDGES = device_run.COMPARED_LOG_EDGES = 0
-    try:
-        return jax.jit(lambda v: device_run.edges_at_or_below(v, edges, log))
-    finally:
-        device_run.COMPARED_EDGES, device_run.COMPARED_LOG_EDGES = saved
+    def fn(v):
+        c, inside = device_run.estimated_slots(v, edges, log)
+        return jax.lax.cond(inside.all(), lambda: c, lambda: device_run._edges_compared(v, edges))
+    return jax.jit(fn)
 
 
 def run(n_values: int, reps: int) -> list[dict]:
@@ -71,8 +69,7 @@ def run(n_values: int, reps: int) -> list[dict]:
                     jax.block_until_ready(fn(x))
                     times.append(time.perf_counter() - t0)
                 row[f"{name}_ns"] = min(times) / n_values * 1e9
-            limit = device_run.COMPARED_LOG_EDGES if log else device_run.COMPARED_EDGES
-            row["chosen"] = "compare" if bins + 1 <= limit else "estimate"
+            row["chosen"] = "compare" if bins + 1 <= device_run.COMPARED_EDGES else "estimate"
             rows.append(row)
             print(f"{row['scale']:>6} {bins:5d} bins: " + "  ".join(
                 f"{k} {row[f'{k}_ns']:.2f}" if row[f"{k}_ns"] is not None else f"{k} -"
@@ -92,8 +89,7 @@ def main(argv=None) -> None:
                                                   "processor": platform.processor() or platform.machine()},
            "device": str(jax.devices()[0]), "jax": jax.__version__, "values": args.values, "reps": args.reps,
            "baseline": "compare (one compare per edge), used for every bin count before the estimate",
-           "thresholds": {"COMPARED_EDGES": device_run.COMPARED_EDGES,
-                          "COMPARED_LOG_EDGES": device_run.COMPARED_LOG_EDGES},
+           "thresholds": {"COMPARED_EDGES": device_run.COMPARED_EDGES},
            "rows": rows}
     for r in rows:
         if r["compare_ns"] is not None:

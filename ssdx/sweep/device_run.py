@@ -156,15 +156,14 @@ def edges_at_or_below(v, edges: np.ndarray, log: bool = False):
     """How many of the sorted ``edges`` are <= each ``v`` (``searchsorted(edges, v, side="right")``; for
     NaN either form may answer, so the caller gives NaN its own slot), int32, exactly.
 
-    Up to :data:`COMPARED_EDGES` edges (:data:`COMPARED_LOG_EDGES` on a log scale, where the estimate
-    below costs a logarithm), one compare per edge, fused into a single pass.  Beyond, the bin is computed
-    from the spacing the edges were made with (equal widths, or equal ratios with ``log``), moved by one
-    where the estimate's rounding put it next door (the two edges around it gathered as one pair), and
-    checked; a chunk in which any value is still outside its bin after that is counted by the compares, or
-    by the binary search above :data:`UNROLLED_EDGES`.  So the cost does not grow with the bins, and the
-    answer never depends on the estimate (``bench.hist_slots`` times the three forms)."""
+    Up to :data:`COMPARED_EDGES` edges, one compare per edge, fused into a single pass.  Beyond, the bin
+    is computed from the spacing the edges were made with (equal widths, or equal ratios with ``log``),
+    moved by one where the estimate's rounding put it next door (the two edges around it gathered as one
+    pair), and checked; a chunk in which any value is still outside its bin after that is counted by the
+    compares, or by the binary search above :data:`UNROLLED_EDGES`.  So the cost does not grow with the
+    bins, and the answer never depends on the estimate (``bench.hist_slots`` times the three forms)."""
     n = len(edges)
-    if n <= (COMPARED_LOG_EDGES if log else COMPARED_EDGES):
+    if n <= COMPARED_EDGES:
         return _edges_compared(v, edges)
     c, inside = estimated_slots(v, edges, log)
     return jax.lax.cond(inside.all(), lambda: c, lambda: _edges_compared(v, edges))
@@ -196,11 +195,9 @@ def _edges_compared(v, edges: np.ndarray):
     return sum(((v >= e).astype(jnp.int32) for e in edges.tolist()), jnp.zeros(v.shape, jnp.int32))
 
 
-#: most histogram edges counted by compares alone on a linear scale (more: estimated from the spacing, then
-#: checked) and on a log scale; where the estimate costs about as much as the compares on a CPU
-#: (``bench.hist_slots``)
-COMPARED_EDGES = 48
-COMPARED_LOG_EDGES = 96
+#: most histogram edges counted by compares alone (more: estimated from the spacing, then checked); about
+#: where the estimate starts to cost less than the compares on a CPU, on either scale (``bench.hist_slots``)
+COMPARED_EDGES = 96
 #: most histogram edges counted by compares rather than a binary search, where the estimate fails
 UNROLLED_EDGES = 129
 #: configurations per block of the top-k pre-selection
