@@ -130,8 +130,9 @@ def config_columns(index: Sequence[int] | np.ndarray, steps: int = 600, dt_s: fl
     tmt = np.asarray(TMT_C)[tmt_i]
     cols["thermal.cooling"] = np.asarray(COOLINGS)[cool_i]
     cols["thermal.ambient_c"] = np.round(ambient, 2)
-    cols["thermal.tmt1_k"] = np.where(tmt[:, 0] > 0, tmt[:, 0] + ZERO_C_IN_K, 0.0)
-    cols["thermal.tmt2_k"] = np.where(tmt[:, 1] > 0, tmt[:, 1] + ZERO_C_IN_K, 0.0)
+    # whole Kelvin, as Set Features 0x10 carries a TMT (80 C -> 353 K)
+    cols["thermal.tmt1_k"] = np.where(tmt[:, 0] > 0, np.round(tmt[:, 0] + ZERO_C_IN_K), 0.0)
+    cols["thermal.tmt2_k"] = np.where(tmt[:, 1] > 0, np.round(tmt[:, 1] + ZERO_C_IN_K), 0.0)
     cols["power.policy"] = np.asarray(POLICIES)[pol_i]
     cols["power.hysteresis_k"] = np.asarray(HYSTERESIS_K)[hyst_i]
     return cols
