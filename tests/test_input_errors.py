@@ -151,6 +151,21 @@ def test_a_negative_seed_is_refused_before_anything_runs(tmp_path):
     assert r.returncode == 2 and "'seed' = -1" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_seed_is_any_non_negative_integer_numpy_takes():
+    from ssdx.cli.main import check_seed
+    from ssdx.params import ConfigError
+    from ssdx.workloads import msr
+
+    big = 2**64 + 5  # beyond 64 bits: NumPy's SeedSequence still takes it
+    assert check_seed(0) == 0 and check_seed(big) == big
+    assert len(synthetic.windows11_boot(big)) > 0 and len(msr.generate("hm_0", 100, seed=big)) == 100
+    assert not np.array_equal(msr.generate("hm_0", 100, seed=big).offset,
+                              msr.generate("hm_0", 100, seed=big + 1).offset)
+    for bad in (-1, True, 1.5, "3"):
+        with pytest.raises(ConfigError, match="'seed'"):
+            check_seed(bad)
+
+
 def test_a_resumed_run_removes_the_partial_chunk_a_killed_run_left(tmp_path):
     from ssdx.params import ConfigError
     from ssdx.sweep import store

@@ -271,6 +271,20 @@ def check_shadowed(cfg: dict[str, Any], given: frozenset[str]) -> None:
                               fix=f"Set sweep.{own}=... instead")
 
 
+def check_seed(seed: object) -> int:
+    """``seed``, the run's random seed, if it is a non-negative integer; else :class:`ConfigError`.
+
+    Every generator the seed reaches is NumPy's, seeded through ``numpy.random.SeedSequence``
+    (``default_rng(seed)``, or the seed as one word of an entropy list, e.g. fio's ``(seed, job,
+    clone)``).  SeedSequence takes a non-negative integer of any size and refuses a negative one, so
+    that is the whole rule: no upper bound (fio's own ``randseed``, which replaces it in the same
+    entropy list, goes to 2^64 - 1)."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ConfigError("seed", seed, "a non-negative integer (NumPy's SeedSequence, which seeds every "
+                                        "generator here, takes no negative seed)")
+    return seed
+
+
 #: set once Hydra has composed the configuration and called :func:`run`: an exit before it is Hydra's
 #: refusal of the configuration (a value of the wrong type, a malformed override), not a failed job
 _composed: list[bool] = []
@@ -288,10 +302,7 @@ def run(cfg: DictConfig) -> None:
     logger: loggers.NullLogger | loggers.WandbLogger = loggers.NullLogger()
     try:
         container = OmegaConf.to_container(cfg, resolve=True)
-        seed = container.get("seed", 0)
-        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= 2**63 - 1:
-            raise ConfigError("seed", seed, "an integer 0 <= seed <= 2^63 - 1 (NumPy's generators take no "
-                                            "negative seed)")
+        seed = check_seed(container.get("seed", 0))
         logger = loggers.from_config(container.get("logger"), seed=seed)
         job = registry.job_for(container)
         if job.name == "sweep":
