@@ -133,17 +133,51 @@ def test_an_unreachable_ray_head_is_refused_at_once():
         executors._reachable("nohostport")
 
 
-def test_a_wandb_directory_that_cannot_be_made_is_refused(tmp_path):
-    pytest.importorskip("wandb")
+def _fake_wandb(monkeypatch):
+    """A stand-in ``wandb`` module, with the names the logger's ``start`` uses, in ``sys.modules``:
+    ``init`` fails the test until the test sets what it does."""
+    import sys
+    import types
+
+    def init(**_kwargs):
+        raise AssertionError("wandb.init was called")
+
+    wb = types.ModuleType("wandb")
+    wb.errors = types.SimpleNamespace(Error=type("Error", (Exception,), {}))
+    wb.Settings = lambda **kwargs: kwargs
+    wb.init = init
+    monkeypatch.setitem(sys.modules, "wandb", wb)
+    return wb
+
+
+def test_a_wandb_directory_that_cannot_be_made_is_refused(tmp_path, monkeypatch):
     from ssdx.loggers import WandbLogger
     from ssdx.params import ConfigError
 
+    wb = _fake_wandb(monkeypatch)
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(ConfigError, match="logger.dir"):
+    with pytest.raises(ConfigError, match="logger.dir"):  # before W&B is asked for a run
         WandbLogger(dir=str(blocker / "sub")).start({}, tmp_path / "out")
-    with pytest.raises(ConfigError, match="W&B did not start the run"):
-        WandbLogger(project="a/b", dir=str(tmp_path / "wb")).start({}, tmp_path / "out")
+
+    # a run W&B refuses (its errors.Error: no API key online, a project name it does not take) is a
+    # configuration error that names the logger's fields and carries W&B's reason
+    def refuse(**kwargs):
+        raise wb.errors.Error(f"invalid project name {kwargs['project']!r}")
+
+    wb.init = refuse
+    logger = WandbLogger(project="a/b", dir=str(tmp_path / "wb"))
+    with pytest.raises(ConfigError, match="W&B did not start the run: invalid project name 'a/b'") as e:
+        logger.start({}, tmp_path / "out")
+    assert e.value.field == "logger" and e.value.value["project"] == "a/b" and logger.run is None
+
+    # anything else init raises is no refusal of the configuration: it goes on as it is
+    def broken(**_kwargs):
+        raise RuntimeError("a bug")
+
+    wb.init = broken
+    with pytest.raises(RuntimeError, match="a bug"):
+        logger.start({}, tmp_path / "out")
 
 
 def test_a_negative_seed_is_refused_before_anything_runs(tmp_path):
