@@ -362,6 +362,18 @@ def test_batch_equals_single_runs():
             assert float(batch[k][i]) == pytest.approx(float(single[k][0]), rel=1e-5), k
 
 
+def test_a_build_checks_the_rules_once(monkeypatch):
+    calls = []
+    check = hybrid_params.validate
+    monkeypatch.setattr(hybrid_params, "validate", lambda *a, **k: calls.append(a) or check(*a, **k))
+    hybrid.build(cols_for(), [1e9])
+    assert len(calls) == 1  # before the garbage collection cost, not again in params.build
+    hybrid.build(cols_for(), [1e9], checked=True)  # the caller has checked them
+    assert len(calls) == 1
+    with pytest.raises(ConfigError, match="hybrid.scm_banks"):  # checked before anything is computed
+        hybrid.build(cols_for(scm_banks=0), [1e9])
+
+
 def test_bad_values_name_the_field():
     with pytest.raises(ConfigError, match="hybrid.scm_ratio"):  # 25 MB blocks cannot gather in 20 % of 8 MB
         hybrid.build(cols_for(nand="3d_fg_tlc", scm_ratio=0.01, block_staging="whole"), [800e6])

@@ -288,3 +288,22 @@ def test_blkparse_per_process_statistics_are_skipped(tmp_path):
         "\nCPU0 (8,0):\n Reads Queued:           0,        0KiB\t Writes Queued:           1,        4KiB\n")
     c = traces.read(path, "blkparse")
     assert list(c.line) == [1] and list(c.offset) == [1000 * 512]
+
+
+def test_a_hybrid_trace_group_checks_its_rules_once(tmp_path, monkeypatch):
+    # fits_trace checks every rule on the footprint the model is built with: the build does not repeat it
+    f = tmp_path / "prxy_0.csv"
+    f.write_text("".join(MSR_LINE.format(i=i, off=4096 * (i + 1)) for i in range(200)))
+    sub = hybrid_params.columns({**hybrid_params.defaults(), "scm_basis": "nand"})
+    calls = []
+    check = hybrid_params.validate
+    monkeypatch.setattr(hybrid_params, "validate", lambda *a, **k: calls.append(a) or check(*a, **k))
+    wl = {"trace_path": str(f), "format": "msr"}
+    data, info = hybrid_jobs.group_job("prxy_0", np.array([0]), sub, wl, 1000, 0.0, 0)
+    assert len(calls) == 1 and info["measured_requests"] > 0 and data["config_id"].tolist() == [0]
+    # a rule broken is still named, before anything is replayed
+    calls.clear()
+    bad = hybrid_params.columns({**hybrid_params.defaults(), "scm_basis": "nand", "scm_banks": 0})
+    with pytest.raises(ConfigError, match="hybrid.scm_banks"):
+        hybrid_jobs.group_job("prxy_0", np.array([0]), bad, wl, 1000, 0.0, 0)
+    assert len(calls) == 1

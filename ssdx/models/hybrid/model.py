@@ -129,12 +129,15 @@ def gc_cost(cols: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build(cols: Mapping[str, np.ndarray], footprint_bytes: np.ndarray | list[float],
-          dtype=np.float32) -> tuple[HybridParams, Layout]:
+          dtype=np.float32, *, checked: bool = False) -> tuple[HybridParams, Layout]:
     """The parameters and layout of a batch: ``ssdx.models.hybrid.params.build`` with the NAND tier's garbage
-    collection cost of :func:`gc_cost` (the columns are checked first, so a bad value is named)."""
-    hybrid_params.validate(cols, np.asarray(footprint_bytes, float))
+    collection cost of :func:`gc_cost` (the columns are checked first, once, so a bad value is named).
+    ``footprint_bytes``: bytes, one per configuration; ``checked``: the caller has run
+    ``ssdx.models.hybrid.params.validate`` on these same arguments already."""
+    if not checked:
+        hybrid_params.validate(cols, np.asarray(footprint_bytes, float))
     t_page, wa = gc_cost(cols)
-    return hybrid_params.build(cols, footprint_bytes, t_page, wa, dtype=dtype)
+    return hybrid_params.build(cols, footprint_bytes, t_page, wa, dtype=dtype, checked=True)
 
 
 def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax.Array]:

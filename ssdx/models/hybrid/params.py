@@ -242,14 +242,18 @@ def capacity_lines(cols: Mapping, footprint_bytes: np.ndarray) -> np.ndarray:
 
 
 def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[float], wa: Sequence[float],
-          dtype=np.float32) -> tuple[HybridParams, Layout]:
+          dtype=np.float32, *, checked: bool = False) -> tuple[HybridParams, Layout]:
     """Validate and resolve the columns into a :class:`HybridParams` pytree (leaves ``(n,)``) and layout.
 
-    ``t_page_s`` (die seconds per host page flushed to NAND, program plus garbage collection) and ``wa``
-    (the NAND tier's write amplification), one per configuration, are the model's: this module builds
-    parameters and runs no model (``ssdx.models.hybrid.model.build`` computes them and calls this)."""
+    ``footprint_bytes`` (bytes, one per configuration) sizes the SCM.  ``t_page_s`` (die seconds per host
+    page flushed to NAND, program plus garbage collection) and ``wa`` (the NAND tier's write amplification),
+    one per configuration, are the model's: this module builds parameters and runs no model
+    (``ssdx.models.hybrid.model.build`` computes them and calls this).  ``checked``: the caller has run
+    :func:`validate` on these ``cols`` and ``footprint_bytes`` already (the model must, before it computes
+    ``t_page_s``), so it is not run twice."""
     footprint_bytes = np.asarray(footprint_bytes, float)
-    validate(cols, footprint_bytes)
+    if not checked:
+        validate(cols, footprint_bytes)
     n = len(cols["hybrid.nand"])
     nv = _nand_rows(cols)
     ways = int(num(cols, "hybrid.ways")[0])
