@@ -119,6 +119,15 @@ def test_a_histogram_range_that_is_no_mapping_is_refused():
     assert e.value.field == "sweep.keep.histograms.range"
 
 
+@pytest.mark.parametrize("value", ["12", [1.0, 2.0, 3.0], [1.0], {"lo": 1.0}, 5.0, ["a", 2.0], [None, 2.0]])
+def test_a_histogram_range_that_is_no_pair_of_numbers_is_refused(value):
+    with pytest.raises(ConfigError, match=r"must be \[lo, hi\] or auto") as e:
+        reduce.parse({"histograms": {"metrics": ["m"], "range": {"m": value}}})
+    assert e.value.field == "sweep.keep.histograms.range.m" and e.value.value == value
+    parsed = reduce.parse({"histograms": {"metrics": ["m"], "range": {"m": [1, 2.5]}}})
+    assert parsed["histograms"]["edges"]["m"][0] == 1.0 and parsed["histograms"]["edges"]["m"][-1] == 2.5
+
+
 # ------------------------------------------------------------------ 4. report (and keep) names checked first
 
 @pytest.mark.parametrize("report,field,value", [

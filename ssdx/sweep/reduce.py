@@ -143,10 +143,12 @@ def parse(keep: Any) -> dict[str, Any] | None:
                 edges[m] = None
                 auto.append(m)
                 continue
-            try:
+            try:  # a list of two numbers: not a string of two digits, nor a longer list (an assert is not
+                # checked under python -O)
+                if isinstance(r, str) or not isinstance(r, Sequence) or len(r) != 2:
+                    raise TypeError
                 lo, hi = float(r[0]), float(r[1])
-                assert len(r) == 2
-            except Exception:
+            except (TypeError, ValueError):
                 raise ConfigError(f"sweep.keep.histograms.range.{m}", r,
                                   "must be [lo, hi] or auto (bin edges fixed before the sweep runs, never "
                                   "from the data seen so far)") from None
