@@ -33,8 +33,16 @@ pre-fill, fold efficiency and static pSLC size; 500 GB drives; float32), ``N`` c
   keeping only :data:`LEAST_KEEP` (one ungrouped 4-bin histogram): where the chunk's time goes beyond the
   model.
 
-``--runs`` names the runs to make (default: all but ``ray``, ``big`` and ``device_each``; the first two run
-when their sizes are given).  ``--in-flight N`` sets the chunks in flight per device of the local runs.
+* ``trivial_each`` (only when ``--runs`` names it): one chunk (at most 2^20) of the ``trivial`` sweep compiled
+  five ways, keeping all three reductions, all but one of them (each in turn), and one ungrouped 4-bin
+  histogram alone (decoding and the model, nearly bare); the five are called in turns, ``--reps`` x 5
+  times each, in one
+  process (so a machine's drift falls on all alike), and each one's median wall and CPU time per
+  configuration is reported: what each reduction adds to the chunk, and what decoding and the model cost.
+
+``--runs`` names the runs to make (default: all but ``ray``, ``big``, ``device_each`` and ``trivial_each``;
+the first two run when their sizes are given).  ``--in-flight N`` sets the chunks in flight per device of
+the local runs.
 
 Usage: ``python -m bench.scale_device --json PATH [--configs N] [--steps S] [--chunk C] [--trivial T]
 [--ray-configs N_ray] [--ray-steps S_ray] [--big N_big] [--big-steps S_big] [--big-chunk C_big]
@@ -57,7 +65,7 @@ from bench.scale import sweep_definition as _sweep
 #: the runs made by default, in order
 RUNS = ("bare", "device", "host", "trivial", "trivial_small", "trivial_opposed")
 #: runs made only when ``--runs`` names them
-EXTRA_RUNS = ("device_each",)
+EXTRA_RUNS = ("device_each", "trivial_each")
 #: the least reduction (one ungrouped 4-bin histogram): the device path's cost without the reductions'
 LEAST_KEEP = {"histograms": {"metrics": ["mean_mb_s"], "bins": 4, "range": {"mean_mb_s": [10.0, 10000.0]}}}
 
@@ -208,6 +216,8 @@ def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
         ds = _space(_sweep(args.configs), KEEP, metrics, args.steps)
         return _device_run(ds, registry.fluid_model(args.steps), args.chunk, args.reps,
                            in_flight=args.in_flight)
+    if what == "trivial_each":
+        return _trivial_each(args)
     if what.startswith("trivial"):
         n = args.trivial // (1 if what == "trivial" else 10)
         keep = OPPOSED_KEEP if what == "trivial_opposed" else TRIVIAL_KEEP
@@ -255,6 +265,49 @@ def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
                 "ray": {k: v for k, v in remote.items() if k != "state"},
                 "identical_to_local": remote["state"] == local["state"]}
     raise ValueError(what)
+
+
+def _trivial_each(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``trivial_each`` run (module docstring): per variant, median wall and CPU ns per configuration."""
+    import jax
+    import numpy as np
+
+    from ssdx.sweep import device_run
+
+    least = {"histograms": {"metrics": ["score"], "bins": 4, "range": {"score": [0.0, 100.0]}}}
+    variants = {"all three": TRIVIAL_KEEP,
+                **{f"all but {k}": {j: v for j, v in TRIVIAL_KEEP.items() if j != k} for k in TRIVIAL_KEEP},
+                "a 4-bin histogram alone": least}
+    calls, chunk, compile_s = {}, None, 0.0
+    for name, keep in variants.items():
+        ds = _space(_trivial_sweep(args.trivial), keep, ["score"], 8)
+        chunk = device_run.part_chunk(ds.parts[0].size, 1 << 20)
+        inputs = (*jax.device_put((ds.parts[0].digits(0), np.int32(chunk))),
+                  *device_run._device_inputs(ds, 0, None))
+        t0 = time.perf_counter()
+        fn = jax.jit(device_run.chunk_fn(ds, 0, trivial, chunk, device_run.first_capacity(chunk)))
+        fn = fn.lower(*inputs).compile()
+        jax.block_until_ready(fn(*inputs))
+        compile_s += time.perf_counter() - t0
+        calls[name] = (fn, inputs)
+    wall: dict[str, list[float]] = {k: [] for k in calls}
+    cpu: dict[str, list[float]] = {k: [] for k in calls}
+    order = list(calls)
+    for r in range(5 * args.reps):
+        for name in order if r % 2 else order[::-1]:
+            fn, inputs = calls[name]
+            t0, c0 = time.perf_counter(), time.process_time()
+            jax.block_until_ready(fn(*inputs))
+            wall[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
+    ns = lambda xs: float(np.median(xs)) / chunk * 1e9  # noqa: E731
+    out = {k: {"wall_ns_per_config": ns(wall[k]), "cpu_ns_per_config": ns(cpu[k]), "calls": len(wall[k])}
+           for k in calls}
+    total = out["all three"]["cpu_ns_per_config"]
+    adds = {k: total - out[f"all but {k}"]["cpu_ns_per_config"] for k in TRIVIAL_KEEP}
+    # run_s: the median call keeping all three (the table's configurations/s is that chunk's rate)
+    return {"configs": chunk, "chunk": chunk, "compile_s": compile_s,
+            "run_s": float(np.median(wall["all three"])), "variants": out, "cpu_ns_added_by": adds}
 
 
 def spawn(what: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -350,6 +403,9 @@ def main() -> None:
         ov = f", {r['overhead_vs_bare']:+.1%} vs bare" if "overhead_vs_bare" in r else ""
         print(f"  device path keeping {name}: run {r['run_s']:.4f} s{extra}{ov}, "
               f"compile {r['compile_s']:.2f} s")
+    for name, r in runs.get("trivial_each", {}).get("variants", {}).items():
+        print(f"  trivial chunk, {name}: {r['wall_ns_per_config']:.2f} ns wall, "
+              f"{r['cpu_ns_per_config']:.2f} ns CPU per configuration (median of {r['calls']})")
     if "host_ns_per_config" in runs.get("trivial", {}):
         print(f"trivial host cost {runs['trivial']['host_ns_per_config']:.2f} ns/configuration")
     print(f"peak RSS {result['peak_rss_mib']} MiB")

@@ -34,3 +34,19 @@ def test_scale_device_bench_small(tmp_path):
     assert d["opposed_pareto_configs_per_s"] == runs["trivial_opposed"]["configs_per_s_run"]
     assert set(d["peak_rss_mib"]) == {"28800", "300000"}
     assert "device states identical to the host path's: True" in r.stdout
+
+
+def test_trivial_each_times_the_chunk_with_each_reduction_left_out(tmp_path):
+    out = tmp_path / "each.json"
+    r = subprocess.run([sys.executable, "-m", "bench.scale_device", "--runs", "trivial_each", "--trivial",
+                        "30000", "--reps", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    run = json.loads(out.read_text())["runs"]["trivial_each"]
+    assert set(run["variants"]) == {"all three", "all but top_k", "all but pareto", "all but histograms",
+                                    "a 4-bin histogram alone"}
+    assert set(run["cpu_ns_added_by"]) == {"top_k", "pareto", "histograms"}
+    for v in run["variants"].values():
+        assert v["calls"] == 5 and v["wall_ns_per_config"] > 0 and v["cpu_ns_per_config"] > 0
+    assert run["configs"] == run["chunk"] <= 30000 and run["compile_s"] > 0
+    assert "trivial chunk, all three:" in r.stdout
