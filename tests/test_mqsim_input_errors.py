@@ -127,6 +127,23 @@ def test_variance_beyond_mqsims_parser_is_refused_at_its_element(tmp_path: Path)
     assert (e.value.line, e.value.element) == (_line(w, "Average_Request_Size"), "Average_Request_Size")
 
 
+@pytest.mark.parametrize("seed", [-(2**31), -1, STOI_MAX])
+def test_a_seed_is_what_mqsims_int_holds(tmp_path: Path, seed: int) -> None:
+    """MQSim reads a flow's Seed with std::stoi into an int: every 32-bit value, negative ones included,
+    is taken (and gives a stream of its own); one beyond is refused at its element, naming the rule."""
+    w = _workload(tmp_path, [_flow(Seed=seed)], [_flow(Seed=798)])
+    (a,), (b,) = (sc.flows for sc in mqsim_xml.parse_workload(w))
+    assert a.seed == seed
+    draw = [mqsim_job._synthetic(f, 0, 10**9, 50, [], "flow").offset for f in (a, b)]
+    assert (draw[0] != draw[1]).any()
+    for beyond in (STOI_MAX + 1, -(2**31) - 1):
+        w = _workload(tmp_path, [_flow(Seed=beyond)])
+        with pytest.raises(MqsimXmlError) as e:
+            mqsim_xml.parse_workload(w)
+        assert (e.value.line, e.value.element) == (_line(w, "Seed"), "Seed")
+        assert "stoi" in str(e.value) and "32-bit" in str(e.value)
+
+
 def test_normal_sizes_are_bounded_as_mqsims_command_carries_them(tmp_path: Path) -> None:
     """The largest variance MQSim takes: sizes of ceil(N(8, 2^31 - 1)) sectors, at least 1 (MQSim's
     ``LBA_count <= 0`` rule) and at most the 65,535 sectors its NVMe command carries, with a warning."""

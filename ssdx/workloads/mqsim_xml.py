@@ -596,7 +596,7 @@ _SYNTH = {**_COMMON,
           "Request_Size_Distribution": ("size_distribution", "choice", SIZE_DISTRIBUTIONS),
           "Average_Request_Size": ("mean_size_sectors", "int", (1, MAX_REQUEST_SECTORS)),
           "Variance_Request_Size": ("variance_size_sectors", "int", (0, STOI_MAX)),
-          "Seed": ("seed", "int", (0, 2**63)),
+          "Seed": ("seed", "int", (-STOI_MAX - 1, STOI_MAX)),
           "Average_No_of_Reqs_in_Queue": ("queue_depth", "int", (0, 65535)),
           "Bandwidth": ("bandwidth_bytes_s", "int", (0, 2**32 - 1)),
           "Intensity": (None, "warn", "Intensity is not read by MQSim's deserialiser (Bandwidth is)"),
@@ -614,6 +614,8 @@ _RANGE_WHY = {
                             "(IO_Flow_Base::NVMe_read_sqe)",
     "Variance_Request_Size": "MQSim reads it with std::stoi, which refuses a value above INT_MAX "
                              "(IO_Flow_Parameter_Set.cpp)",
+    "Seed": "MQSim reads it with std::stoi into an int (IO_Flow_Parameter_Set.cpp), so a seed is a 32-bit "
+            "signed integer",
 }
 #: fields parsed but not acted on by ssdx's engine, and why
 FLOW_UNMODELLED = {

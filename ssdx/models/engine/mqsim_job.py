@@ -106,7 +106,7 @@ def apply_overrides(cfg: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
 def _synthetic(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag: str) -> Chunk:
     """Requests of one synthetic flow over sectors ``[lo, hi)`` (module docstring); times are the
     arrival times (s) of a BANDWIDTH flow, NaN for a QUEUE_DEPTH flow."""
-    rng = np.random.default_rng(fl.seed)
+    rng = np.random.default_rng(fl.seed % 2**32)  # MQSim's int seed (a negative one too) as unsigned
     end = lo + max(int((hi - lo) * fl.working_set_pct / 100.0), 1)  # exclusive
     if fl.generator == "BANDWIDTH":
         gap = fl.mean_interarrival_s  # finite and positive: parse_workload refuses any other Bandwidth
