@@ -384,6 +384,19 @@ def test_estimated_histogram_slots_are_exact(lo, hi, bins, log, missed):
     assert 0 <= nan[0] <= len(e)
 
 
+def test_counting_a_mask_by_words_is_exact():
+    """count_true reads four entries at a time as a uint32 word and adds population counts: the mask's
+    sum for every length (a multiple of 4 or not), density and position, all set and none."""
+    from ssdx.sweep import device_run
+
+    rng = np.random.default_rng(11)
+    fn = jax.jit(device_run.count_true)
+    for n in (1, 3, 4, 7, 64, 1000, 4096, 65537, 1 << 20):
+        for density in (0.0, 0.003, 0.5, 1.0):
+            mask = rng.random(n) < density
+            assert int(fn(jnp_(mask))) == int(mask.sum()), (n, density)
+
+
 def jnp_(a):
     return jax.numpy.asarray(a)
 

@@ -97,7 +97,7 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
             return jnp.stack([again[m] for m in metrics])
 
         key = lambda name: met[name] if name in met else g(tabs["ranks"][name], rank_v[name])  # noqa: E731
-        out = {"n": ok.sum()}
+        out = {"n": count_true(ok)}
         if "top_k" in keep:
             t = keep["top_k"]
             grp = g(tabs["groups"]["top_k"], group_v["top_k"])
@@ -235,6 +235,23 @@ def group_top_k(s, grp, n_groups: int, k: int):
     return jnp.take_along_axis(pos, jax.lax.top_k(row, k)[1], axis=1)
 
 
+def _words(mask):
+    """A boolean array's last axis read four entries at a time as uint32 words (XLA stores a boolean as
+    one byte, 0 or 1): ``(..., 4 k)`` -> ``(..., k)``; a word is non-zero where any of its four entries is
+    set, and its population count is the number set."""
+    b = mask.astype(jnp.uint8)
+    return jax.lax.bitcast_convert_type(b.reshape(*b.shape[:-1], b.shape[-1] // 4, 4), jnp.uint32)
+
+
+def count_true(mask):
+    """The number of True entries of the 1-D ``mask`` (int32): the population counts of its entries read as
+    words (:func:`_words`), a third to a half of the time of a sum of the mask on a CPU
+    (``docs/performance.md``)."""
+    if mask.shape[0] % 4:
+        return mask.sum(dtype=jnp.int32)
+    return jax.lax.population_count(_words(mask)).astype(jnp.int32).sum()
+
+
 def compact(mask, size: int):
     """The positions of the first ``size`` True entries of ``mask``, ascending, 0 after the last
     (``jnp.nonzero(mask, size=size, fill_value=0)[0]``), by a prefix sum and a scatter."""
@@ -332,7 +349,7 @@ def front_positions(x, y, cand, size: int):
 
     def among(cap, c):
         def run(_):
-            total = c.sum().astype(jnp.int32)
+            total = count_true(c)
             idx = compact_sparse(c, cap) if cap == caps[0] else compact(c, cap)
             m = _front_sorted(x[idx], y[idx], jnp.arange(cap) < total)
             count = m.sum()
@@ -342,17 +359,17 @@ def front_positions(x, y, cand, size: int):
     def whole(c):
         def run(_):
             front = _front_sorted(x, y, c)
-            return compact(front, size), front.sum()
+            return compact(front, size), count_true(front)
         return run
 
     def again(_):  # a second, finer screen, drawing its pivots from every eligible point
         fin = jnp.isfinite(x) & jnp.isfinite(y)
         c = cand & ~pivot_dominated(x, y, fin, FINE_PIVOTS, n)
-        return jax.lax.cond(c.sum() <= caps[-1], among(caps[-1], c), whole(c), None)
+        return jax.lax.cond(count_true(c) <= caps[-1], among(caps[-1], c), whole(c), None)
 
     # the smallest sort that holds every candidate (a branch not taken costs nothing: no conditional
     # before the switch, which would keep XLA from fusing the candidates' mask into its consumers)
-    which = jnp.searchsorted(jnp.asarray(caps, jnp.int32), cand.sum().astype(jnp.int32))
+    which = jnp.searchsorted(jnp.asarray(caps, jnp.int32), count_true(cand))
     last = again if n > caps[-1] else whole(cand)
     return jax.lax.switch(which, [among(c, cand) for c in caps] + [last], None)
 
@@ -369,7 +386,7 @@ def compact_sparse(mask, size: int):
     nb = -(-n // SPARSE_BLOCK)
     pad = nb * SPARSE_BLOCK - n
     m2 = (jnp.concatenate([mask, jnp.zeros(pad, bool)]) if pad else mask).reshape(nb, SPARSE_BLOCK)
-    full = m2.any(axis=1)
+    full = (_words(m2) != 0).any(axis=1)  # SPARSE_BLOCK is a multiple of 4
     blocks = compact(full, min(size, nb))
     sub = m2[blocks] & (jnp.arange(blocks.shape[0]) < full.sum())[:, None]  # fill blocks hold nothing
     pos = (blocks[:, None] * SPARSE_BLOCK + jnp.arange(SPARSE_BLOCK, dtype=jnp.int32)).reshape(-1)
