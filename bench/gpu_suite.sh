@@ -47,4 +47,7 @@ step thermal $((60 * L)) $PY -m bench.thermal --configs $TN --steps $TS --loop-c
   --repeats 3 --baseline-repeats 1 --out "$O/thermal.json"
 step gc $((45 * L)) $PY -m bench.gc --configs $GN --cycles $GC --loop-configs 1 --loop-cycles 300 --single-configs 2 \
   --repeats 2 --json "$O/gc.json"
+# what each reduction adds to the trivial chunk on the device (the part of the chunk's time not yet explained)
+step trivial_each $((40 * L)) $PY -m bench.scale_device --json "$O/trivial_each.json" --runs trivial_each \
+  --trivial $T --reps $R
 echo "=== done at $(( $(date +%s) - T0 )) s" | tee -a "$O/log.txt"
