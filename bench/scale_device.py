@@ -408,7 +408,8 @@ def main() -> None:
               f"{r['cpu_ns_per_config']:.2f} ns CPU per configuration (median of {r['calls']})")
     if "host_ns_per_config" in runs.get("trivial", {}):
         print(f"trivial host cost {runs['trivial']['host_ns_per_config']:.2f} ns/configuration")
-    print(f"peak RSS {result['peak_rss_mib']} MiB")
+    if result["peak_rss_mib"]:
+        print(f"peak RSS {result['peak_rss_mib']} MiB")
     if "ray" in runs:
         r = runs["ray"]
         print(f"ray: {r['configs']:,} configurations at {r['steps']} steps on 2 nodes: "
