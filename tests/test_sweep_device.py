@@ -384,6 +384,21 @@ def test_estimated_histogram_slots_are_exact(lo, hi, bins, log, missed):
     assert 0 <= nan[0] <= len(e)
 
 
+def test_a_range_whose_float32_edges_are_all_one_value_is_counted_by_compares():
+    """A range narrower than a float32 step (or beyond float32) rounds every edge up to one value: there is
+    no spacing to estimate from, so the compares or the binary search answer."""
+    from ssdx.sweep import device_run, reduce
+
+    for lo, hi, bins in ((1 + 1e-12, 1 + 2e-12, 100), (1 + 1e-12, 1 + 2e-12, 300), (-1e39, -9e38, 120)):
+        with np.errstate(over="ignore"):  # -1e39 is beyond float32
+            e = device.edges_f32(reduce.bin_edges("m", lo, hi, bins, False))
+        assert e[0] == e[-1]
+        v = np.array([0.5, 1.0, np.nextafter(np.float32(1.0), np.float32(2.0)), 2.0, -np.inf, np.inf,
+                      -3.4e38], np.float32)
+        got = jax.jit(lambda x, e=e: device_run.edges_at_or_below(x, e))(jnp_(v))
+        np.testing.assert_array_equal(np.asarray(got), np.searchsorted(e, v, side="right"))
+
+
 def test_counting_a_mask_by_words_is_exact():
     """count_true reads four entries at a time as a uint32 word and adds population counts: the mask's
     sum for every length (a multiple of 4 or not), density and position, all set and none."""

@@ -119,7 +119,8 @@ def test_a_histogram_range_that_is_no_mapping_is_refused():
     assert e.value.field == "sweep.keep.histograms.range"
 
 
-@pytest.mark.parametrize("value", ["12", [1.0, 2.0, 3.0], [1.0], {"lo": 1.0}, 5.0, ["a", 2.0], [None, 2.0]])
+@pytest.mark.parametrize("value", ["12", [1.0, 2.0, 3.0], [1.0], {"lo": 1.0}, 5.0, ["a", 2.0], [None, 2.0],
+                                   [0, 10**400]])
 def test_a_histogram_range_that_is_no_pair_of_numbers_is_refused(value):
     with pytest.raises(ConfigError, match=r"must be \[lo, hi\] or auto") as e:
         reduce.parse({"histograms": {"metrics": ["m"], "range": {"m": value}}})

@@ -154,7 +154,8 @@ def chunk_fn(ds: DeviceSpace, part: int, model: Callable[[bool], Callable], chun
 
 def edges_at_or_below(v, edges: np.ndarray, log: bool = False):
     """How many of the sorted ``edges`` are <= each ``v`` (``searchsorted(edges, v, side="right")``; for
-    NaN either form may answer, so the caller gives NaN its own slot), int32, exactly.
+    NaN either form may answer, so the caller gives NaN its own slot), int32, exactly (of the values as
+    XLA holds them: its CPU flushes subnormal numbers to zero).
 
     Up to :data:`COMPARED_EDGES` edges, one compare per edge, fused into a single pass.  Beyond, the bin
     is computed from the spacing the edges were made with (equal widths, or equal ratios with ``log``),
@@ -163,7 +164,7 @@ def edges_at_or_below(v, edges: np.ndarray, log: bool = False):
     compares, or by the binary search above :data:`UNROLLED_EDGES`.  So the cost does not grow with the
     bins, and the answer never depends on the estimate (``bench.hist_slots`` times the three forms)."""
     n = len(edges)
-    if n <= COMPARED_EDGES:
+    if n <= COMPARED_EDGES or not float(edges[-1]) > float(edges[0]):  # or every edge rounded to one value
         return _edges_compared(v, edges)
     c, inside = estimated_slots(v, edges, log)
     return jax.lax.cond(inside.all(), lambda: c, lambda: _edges_compared(v, edges))
@@ -195,8 +196,9 @@ def _edges_compared(v, edges: np.ndarray):
     return sum(((v >= e).astype(jnp.int32) for e in edges.tolist()), jnp.zeros(v.shape, jnp.int32))
 
 
-#: most histogram edges counted by compares alone (more: estimated from the spacing, then checked); about
-#: where the estimate starts to cost less than the compares on a CPU, on either scale (``bench.hist_slots``)
+#: most histogram edges counted by compares alone (more: estimated from the spacing, then checked): on a CPU
+#: the estimate costs less from about 80 bins on a linear scale and about 112 on a log scale
+#: (``bench.hist_slots``), so one threshold between the two
 COMPARED_EDGES = 96
 #: most histogram edges counted by compares rather than a binary search, where the estimate fails
 UNROLLED_EDGES = 129
@@ -245,8 +247,7 @@ def _words(mask):
 
 def count_true(mask):
     """The number of True entries of the 1-D ``mask`` (int32): the population counts of its entries read as
-    words (:func:`_words`), a third to a half of the time of a sum of the mask on a CPU
-    (``docs/performance.md``)."""
+    words (:func:`_words`), in less time than XLA's sum of the mask on a CPU (``bench.mask_count``)."""
     if mask.shape[0] % 4:
         return mask.sum(dtype=jnp.int32)
     return jax.lax.population_count(_words(mask)).astype(jnp.int32).sum()

@@ -148,7 +148,7 @@ def parse(keep: Any) -> dict[str, Any] | None:
                 if isinstance(r, str) or not isinstance(r, Sequence) or len(r) != 2:
                     raise TypeError
                 lo, hi = float(r[0]), float(r[1])
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # float(10**400) overflows
                 raise ConfigError(f"sweep.keep.histograms.range.{m}", r,
                                   "must be [lo, hi] or auto (bin edges fixed before the sweep runs, never "
                                   "from the data seen so far)") from None

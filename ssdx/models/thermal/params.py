@@ -144,7 +144,8 @@ def columns(power: Mapping, thermal: Mapping) -> dict[str, np.ndarray]:
 
 #: the rule a fractional ``thermal.tmt1_k`` / ``thermal.tmt2_k`` breaks
 TMT_WHOLE_RULE = ("whole Kelvin: Set Features 0x10 carries each TMT as a 16-bit integer (NVMe HCTM), so a "
-                  "fractional one could not be set on the drive")
+                  "fractional one could not be set on the drive (a sweep's random or sobol block draws whole "
+                  "numbers with integer: true)")
 
 
 def validate(cols: Mapping, report: list | None = None) -> None:
