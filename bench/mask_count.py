@@ -13,26 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
+from bench import timed_calls
+from ssdx.report.machine import machine
 from ssdx.sweep import device_run
-
-
-def _time(fn, x, reps: int) -> tuple[float, float, float]:
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(x))
-    compile_s = time.perf_counter() - t0
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(x))
-        ts.append(time.perf_counter() - t0)
-    return min(ts), float(np.median(ts)), compile_s
 
 
 def run(n: int, reps: int) -> list[dict]:
@@ -50,7 +38,7 @@ def run(n: int, reps: int) -> list[dict]:
             fn = jax.jit(f)
             got = np.asarray(fn(x))
             np.testing.assert_array_equal(got, want["blocks" if form.startswith("any") else "count"])
-            least, median, compile_s = _time(fn, x, reps)
+            least, median, compile_s = timed_calls(fn, x, reps)
             rows.append({"mask": name, "form": form, "least_ms": least * 1e3, "median_ms": median * 1e3,
                          "compile_s": compile_s})
             print(f"{name:>17} {form:<21} least {least * 1e3:7.3f} ms  median {median * 1e3:7.3f} ms",
@@ -68,11 +56,9 @@ def main(argv=None) -> None:
         ap.error(f"--values must be a multiple of {device_run.SPARSE_BLOCK}")
     rows = run(args.values, args.reps)
     if args.json:
-        machine = {"platform": platform.platform(), "processor": platform.processor() or platform.machine()}
-        out = {"benchmark": "mask_count", "machine": machine,
-               "device": str(jax.devices()[0]), "jax": jax.__version__, "values": args.values,
-               "reps": args.reps, "baseline": "sum / any per 64 (XLA's own reductions of the boolean mask)",
-               "rows": rows}
+        out = {"benchmark": "mask_count", "machine": machine(), "device": str(jax.devices()[0]),
+               "jax": jax.__version__, "values": args.values, "reps": args.reps,
+               "baseline": "sum / any per 64 (XLA's own reductions of the boolean mask)", "rows": rows}
         args.json.write_text(json.dumps(out, indent=1) + "\n")
 
 

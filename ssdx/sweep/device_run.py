@@ -163,9 +163,15 @@ def edges_at_or_below(v, edges: np.ndarray, log: bool = False):
     pair), and checked; a chunk in which any value is still outside its bin after that is counted by the
     compares, or by the binary search above :data:`UNROLLED_EDGES`.  So the cost does not grow with the
     bins, and the answer never depends on the estimate (``bench.hist_slots`` times the three forms)."""
-    n = len(edges)
-    if n <= COMPARED_EDGES or not float(edges[-1]) > float(edges[0]):  # or every edge rounded to one value
+    if len(edges) <= COMPARED_EDGES or not float(edges[-1]) > float(edges[0]):  # or all rounded to one value
         return _edges_compared(v, edges)
+    return estimated_or_compared(v, edges, log)
+
+
+def estimated_or_compared(v, edges: np.ndarray, log: bool = False):
+    """:func:`edges_at_or_below` by :func:`estimated_slots` whatever the number of edges, the compares (or
+    the binary search) where any value of ``v`` falls outside the bin it estimates; ``edges`` must span a
+    positive width."""
     c, inside = estimated_slots(v, edges, log)
     return jax.lax.cond(inside.all(), lambda: c, lambda: _edges_compared(v, edges))
 
