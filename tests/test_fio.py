@@ -123,6 +123,14 @@ def test_rwmix_the_later_wins(tmp_path, lines, read_fraction):
     assert load(tmp_path, f"[j]\n{lines}\n").jobs[0].read_fraction == pytest.approx(read_fraction)
 
 
+@pytest.mark.parametrize("rw", ["randread", "write", "randrw"])
+@pytest.mark.parametrize("option, value", [("rwmixread", 150), ("rwmixwrite", 101)])
+def test_rwmix_outside_0_to_100_is_refused_whatever_the_rw_mode(tmp_path, rw, option, value):
+    # fio refuses a mix percentage above 100 even where the mode does not mix (rw=randread)
+    with pytest.raises(fio.FioError, match=rf"job.fio:3: {option}: .*must lie in 0 \.\. 100"):
+        load(tmp_path, f"[j]\nrw={rw}\n{option}={value}\n")
+
+
 def test_sequential_runs_and_holes(tmp_path):
     r, _ = requests(load(tmp_path, "[j]\nrw=randread:8\nbs=4k\nsize=1g\n"), 4000)
     runs = r["offset"].reshape(-1, 8)

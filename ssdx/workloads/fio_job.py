@@ -386,6 +386,8 @@ def read_job(sec: Section) -> Job:
     if mode not in _RW:
         j.fail(rw_st, f"unknown rw value {mode!r}: read, write, randread, randwrite, rw, readwrite, randrw")
     random, read_fraction = _RW[mode]
+    for key in ("rwmixread", "rwmixwrite"):  # fio checks both percentages whatever the mode
+        j.count(key, 0, 100)
     if read_fraction is None:
         mixes = [st for st in (j.get("rwmixread"), j.get("rwmixwrite")) if st is not None]
         read_fraction = 0.5
