@@ -348,7 +348,16 @@ def evidence_cases(sat_iops: float) -> list[Case]:
             ("32ch_1chip", {"Flash_Channel_Count": 32, "Chip_No_Per_Channel": 1},
              "with the same 32 chips on 32 channels of one chip each: no channel shared"),
         )]
-    return loaded_reads + [
+    beyond = [
+        replace(open90, name=f"openread_{pct}pct{tag}",
+                bandwidth_bps=int(round(pct / 100 * sat_iops * 8 * SECTOR)), drive_overrides=over,
+                note=f"{pct} % of the QD64 random-read rate{what}: the chips busy three quarters of the "
+                     "time and more, each read after its translation read")
+        for pct in (110, 120)
+        for tag, over, what in (("", {}, ""),
+                                ("_32ch_1chip", {"Flash_Channel_Count": 32, "Chip_No_Per_Channel": 1},
+                                 ", the 32 chips on 32 channels of one chip each"))]
+    return loaded_reads + beyond + [
         Case(name="randread_qd16_ideal_map", read_pct=100, qd=16,
              drive_overrides={"Ideal_Mapping_Table": True}, note="randread_qd16 with Ideal_Mapping_Table"),
         Case(name="mix70_qd16_ideal_map", read_pct=70, qd=16,

@@ -10,7 +10,6 @@ from conftest import x64
 
 from ssdx import params, presets
 from ssdx.models.engine import backends as engine_backends
-from ssdx.models.engine import book as engine_book
 from ssdx.models.engine import cpu as engine_cpu
 from ssdx.models.engine import model as engine
 from ssdx.models.engine import params as engine_params
@@ -232,21 +231,24 @@ def test_idle_folding_matches_between_backends():
 
 def test_work_exactly_as_long_as_a_gap_fills_it_in_both_backends():
     # a die busy [0, 100] us after an idle gap [10, 30] us: a 20 us read ready at 10 us fits the gap
-    sv = engine_book.Server(end=np.array(100e-6), win=np.array(30e-6), gap=np.array(10e-6))
+    from tests.test_engine_booking import _cpu_book, _jax_book, _state
+
+    state = _state(100e-6, (10e-6, 30e-6))
     dur = 30e-6 - 10e-6
-    start, new = engine_book.book(sv, np.array(10e-6), np.array(dur))
-    got = engine_cpu._book(100e-6, 30e-6, 10e-6, 10e-6, dur)
-    assert float(start) == pytest.approx(10e-6) and got[0] == pytest.approx(10e-6)
-    assert float(new.end) == pytest.approx(100e-6) and got[1] == pytest.approx(100e-6)  # nothing queued
+    with x64():
+        start, new = _jax_book(state, 10e-6, dur)
+    got = _cpu_book(state, 10e-6, dur)
+    assert start == pytest.approx(10e-6) and got[0] == pytest.approx(10e-6)
+    assert new[0] == pytest.approx(100e-6) and got[1][0] == pytest.approx(100e-6)  # nothing queued
     # one 1 % too long starts there all the same (the die is idle) and moves the booked work back by the
-    # 0.2 us it overlaps; the window now starts with it
-    late = engine_cpu._book(100e-6, 30e-6, 10e-6, 10e-6, dur * 1.01)
+    # 0.2 us it overlaps; the gap now ends with it
+    late = _cpu_book(state, 10e-6, dur * 1.01)
     assert late[0] == pytest.approx(10e-6)
-    assert late[1:] == pytest.approx((100.2e-6, 10e-6, 10e-6))
+    assert late[1] == pytest.approx(_state(100.2e-6, (10e-6, 10e-6)))
     # work ready after the gap, inside the window of back-to-back work, queues at the end of the booking
-    assert engine_cpu._book(100e-6, 30e-6, 10e-6, 40e-6, dur)[0] == pytest.approx(100e-6)
+    assert _cpu_book(state, 40e-6, dur)[0] == pytest.approx(100e-6)
     # work ready exactly when the booking ends starts at once
-    assert engine_cpu._book(100e-6, 30e-6, 10e-6, 100e-6, dur)[0] == pytest.approx(100e-6)
+    assert _cpu_book(state, 100e-6, dur)[0] == pytest.approx(100e-6)
 
 
 def test_backend_is_checked_and_resolved():

@@ -383,6 +383,26 @@ def test_chip_as_die_folds_each_chip_into_one_die() -> None:
         k: v for k, v in o.items() if k not in ("drive.dies_per_channel", "drive.die_gbit")}
 
 
+def test_loaded_reads_with_translation_reads_keep_the_dies_capacity(tmp_path: Path) -> None:
+    """Poisson 4 KiB random reads on MQSim's drive, each missing the mapping cache (a translation read,
+    then the data read when it is in), offered at 83 % of what its 32 serialised chips can serve: every
+    request is served at the offered rate, and the mean response is within 15 % of an event-ordered
+    first-come-first-served simulation of the chips (``bench.mqsim_des``, which leaves out the front end,
+    the channels and the host link that ssdx adds).  With one idle gap per die in the read booking the
+    drive saturated at 138 k requests/s and the mean was 54 ms against 0.57 ms."""
+    from bench import mqsim_des
+
+    busy, n = 0.83, 20_000
+    per_s = int(busy * 32 / ((mqsim_des.T_MAP + mqsim_des.T_DATA) * 1e-6))
+    rate = 1e9 / (1e9 // per_s)  # MQSim's whole-nanosecond mean gap
+    rc, err, s = _run(tmp_path, _workload([_flow("BANDWIDTH", qd=0, n=n, bandwidth=per_s * 8 * 512)]))
+    assert rc == 0, err
+    f = s["scenarios"][0]["flows"][0]
+    des = mqsim_des.two_phase_fcfs(rate * 1e-6, 32, mqsim_des.T_MAP, mqsim_des.T_DATA, n, 1)
+    assert f["iops"] == pytest.approx(rate, rel=0.03)
+    assert f["device_response_time_us"] == pytest.approx(des, rel=0.15)
+
+
 def test_chip_as_die_serialises_loaded_reads(tmp_path: Path) -> None:
     """QD64 random reads: with each chip one die the drive has half the independent servers, so it serves
     fewer reads per second, and each closed loop still obeys Little's law."""

@@ -62,9 +62,9 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
-#: per-die state, rows of (B, len(DIES), D)
-DIES = ("die_free", "r_end", "r_win", "r_gap", "die_units", "pe_start", "pe_end", "er_end",
-        "er_len", "t_op")
+#: per-die state, rows of (B, len(DIES) + 2 READ_GAPS, D): these, then the read booking's gap starts
+#: (``READ_GAPS`` rows from :data:`GAP`) and gap ends (as many after them), oldest first
+DIES = ("die_free", "r_end", "die_units", "pe_start", "pe_end", "er_end", "er_len", "t_op")
 #: per-configuration accumulator scalars, columns of (B, len(SUMS))
 SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat1", "lat2", "queue_sum",
         "read_pages", "prog_pages", "erases", "map_misses", "mode0", "mode1", "mode2", "idle_folded",
@@ -78,7 +78,8 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE, MAP_TP, MAP_END) = range(len(SCALARS))
-DIE_FREE, R_END, R_WIN, R_GAP, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
+DIE_FREE, R_END, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
+GAP = len(DIES)  # the first row of the read booking's gaps
 (COUNT, BYTES, LAT, QUEUE_SUM, READ_PAGES, PROG_PAGES, ERASES, MAP_MISSES, MODE, IDLE_FOLDED,
  ELAPSED, SUSP, MAP_WBS) = (SUMS.index(k) for k in (
      "count0", "bytes0", "lat0", "queue_sum", "read_pages", "prog_pages", "erases", "map_misses", "mode0",
@@ -100,17 +101,49 @@ def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------- the loop
 @numba.njit(cache=True, inline="always")
-def _book(end, win, gap, ready, dur):
-    """book.book on scalars: returns (start, end, win, gap)."""
+def _book(die, pd, ready, dur, commit):
+    """book.book on the die at position ``pd`` (row :data:`R_END` of ``die`` and its gaps: as many gap
+    starts from row :data:`GAP` as gap ends after them, ``state.READ_GAPS`` in the engine): returns the
+    start of ``dur`` s of work ready at ``ready``, and where ``commit`` books it."""
+    k_n = (die.shape[0] - GAP) // 2
+    win = GAP + k_n
     fit = dur * (1.0 - FIT_SLACK)
-    if ready + (dur - fit) >= end:
-        return ready, ready + dur, ready, end
-    at_gap = max(ready, gap)
-    if at_gap + fit <= win:
-        return at_gap, end, win, at_gap + dur
-    if at_gap + (dur - fit) < win:  # idle at at_gap: start there, the window's work moves back
-        return at_gap, end + (at_gap + dur - win), at_gap, gap
-    return end, end + dur, win, gap
+    end = die[R_END, pd]
+    if ready + (dur - fit) >= end:  # free: the gaps move down one, the newest is [end, ready]
+        if commit:
+            for k in range(k_n - 1):
+                die[GAP + k, pd] = die[GAP + k + 1, pd]
+                die[win + k, pd] = die[win + k + 1, pd]
+            die[GAP + k_n - 1, pd] = end
+            die[win + k_n - 1, pd] = ready
+            die[R_END, pd] = ready + dur
+        return ready
+    for i in range(k_n):  # the oldest gap the die is idle in at max(ready, its start)
+        gs, ge = die[GAP + i, pd], die[win + i, pd]
+        at = max(ready, gs)
+        if at + (dur - fit) < ge:
+            if not commit:
+                return at
+            if at + fit <= ge:  # fits: [gs, at] moves down one (the older gaps with it), [at + dur, ge] stays
+                for k in range(i - 1):
+                    die[GAP + k, pd] = die[GAP + k + 1, pd]
+                    die[win + k, pd] = die[win + k + 1, pd]
+                if i > 0:
+                    die[GAP + i - 1, pd] = gs
+                    die[win + i - 1, pd] = at
+                die[GAP + i, pd] = at + dur
+            else:  # idle at at: start there, the work after it moves back, absorbed gap by gap
+                push = at + dur - ge
+                die[win + i, pd] = at
+                for j in range(i + 1, k_n):
+                    g, w = die[GAP + j, pd], die[win + j, pd]
+                    die[GAP + j, pd] = min(g + max(push, 0.0), w)
+                    push -= max(w - g, 0.0)
+                die[R_END, pd] = end + max(push, 0.0)
+            return at
+    if commit:
+        die[R_END, pd] = end + dur
+    return end
 
 
 @numba.njit(cache=True, inline="always")
@@ -146,12 +179,11 @@ def _nth_die(start, j, n_dies):
 
 
 @numba.njit(cache=True, inline="always")  # inlined: called per read, the call was ~15 % of a read step
-def _suspend(f, die, a, pd, ready, dur, start, end, win, gap):
-    """book.suspend for a read of ``dur`` s ready at ``ready`` on the die at position ``pd``, booked to
-    start at ``start`` (the read booking before it was ``end, win, gap``): where it would start at
-    once inside the die's program/erase run, how long it waits for the operation in progress or how much
-    longer it takes to suspend it (counted in ``a``), booked again; then the run is pushed back.  Returns
-    the read's start and die time."""
+def _suspend(f, die, a, pd, ready, dur, start):
+    """book.suspend for a read of ``dur`` s ready at ``ready`` on the die at position ``pd``, which its
+    read booking would start at ``start``: where it would start at once inside the die's program/erase
+    run, how long it waits for the operation in progress or how much longer it takes to suspend it
+    (counted in ``a``).  Returns when the read is ready to be booked and its die time."""
     if start <= ready + FIT_SLACK * dur and die[PE_START, pd] <= ready < die[PE_END, pd]:
         er_end, er_len = die[ER_END, pd], die[ER_LEN, pd]
         e0 = er_end - er_len
@@ -173,29 +205,26 @@ def _suspend(f, die, a, pd, ready, dur, start, end, win, gap):
                 can = f[SUS_E] > 0.5 and left >= f[SUS_MIN_E]
             else:
                 can = f[SUS_P] > 0.5 and left >= f[SUS_MIN_P]
-            wait = 0.0
             if can:
-                dur += f[SUS_E_S] if in_erase else f[SUS_P_S]
                 a[SUSP + (1 if in_erase else 0)] += 1.0
-            else:
-                wait = left
-            start, die[R_END, pd], die[R_WIN, pd], die[R_GAP, pd] = _book(end, win, gap, ready + wait, dur)
-    for r in (PE_START, PE_END, ER_END):  # the program/erase work booked after the read moves back
-        if die[r, pd] > start + FIT_SLACK * dur:
-            die[r, pd] += dur
-    return start, dur
+                return ready, dur + (f[SUS_E_S] if in_erase else f[SUS_P_S])
+            return ready + left, dur
+    return ready, dur
 
 
 @numba.njit(cache=True, inline="always")
 def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
     """Book a read of ``dur`` s ready at ``ready`` on the die at position ``pd`` with read priority
-    (book.book on its read booking; where ``sus_on``, a suspension option, :func:`_suspend`), then
-    its all-work backlog and busy time; returns its start and its die time (``dur`` plus any suspend
-    overhead)."""
-    end, win, gap = die[R_END, pd], die[R_WIN, pd], die[R_GAP, pd]
-    start, die[R_END, pd], die[R_WIN, pd], die[R_GAP, pd] = _book(end, win, gap, ready, dur)
+    (book.book on its read booking; where ``sus_on``, a suspension option, first :func:`_suspend`, and
+    the program/erase run booked after the read moves back), then its all-work backlog and busy time;
+    returns its start and its die time (``dur`` plus any suspend overhead)."""
     if sus_on:
-        start, dur = _suspend(f, die, a, pd, ready, dur, start, end, win, gap)
+        ready, dur = _suspend(f, die, a, pd, ready, dur, _book(die, pd, ready, dur, False))
+    start = _book(die, pd, ready, dur, True)
+    if sus_on:
+        for r in (PE_START, PE_END, ER_END):  # the program/erase work booked after the read moves back
+            if die[r, pd] > start + FIT_SLACK * dur:
+                die[r, pd] += dur
     die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
     busy[pd] += dur
     return start, dur
@@ -206,10 +235,10 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             valid, map_miss, wb_tpage, wb_count, lat, keep, b, C):
     """Run one configuration through the chunk (``engine.step`` request by request).
 
-    Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die`` (len(DIES), D),
-    ``chan`` (2, C), ``slots``, ``tags`` (3, M), accumulators ``a``, ``hist`` (3, N_BINS), ``busy``
-    (D,)), written in place; ``x_c``, ``first_c``, ``last_c``, ``end_c`` are scratch of at least ``C``
-    entries;
+    Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die``
+    (len(DIES) + 2 READ_GAPS, D), ``chan`` (2, C), ``slots``, ``tags`` (3, M), accumulators ``a``,
+    ``hist`` (3, N_BINS), ``busy`` (D,)), written in place; ``x_c``, ``first_c``, ``last_c``, ``end_c``
+    are scratch of at least ``C`` entries;
     ``lat[i, b]`` gets request ``i``'s latency when ``keep``.  No allocation and no numpy calls: the
     same source is compiled as a CUDA device function by :mod:`ssdx.models.engine.cuda`."""
     n_dies = int(f[N_DIES])
@@ -358,7 +387,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     n = q + (1 if j < m else 0)
                     pd = _pos(d, n_ch, C)
                     dur = math.ceil(n / planes) * t_read
-                    est = _book(die[R_END, pd], die[R_WIN, pd], die[R_GAP, pd], ready, dur)[0]
+                    est = _book(die, pd, ready, dur, False)
                     c = d % n_ch
                     x_c[c] += n * per_page
                     first_c[c] = min(first_c[c], est + dur)
@@ -376,7 +405,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 c = d % n_ch
                 hold = 0.0
                 if hold_on:
-                    est = _book(die[R_END, pd], die[R_WIN, pd], die[R_GAP, pd], ready, dur)[0]
+                    est = _book(die, pd, ready, dur, False)
                     hold = max(end_c[c] + 0.5 * xfer, est + dur + xfer) - (est + dur)
                 r_start, dur = _read_on_die(f, sus_on, die, busy, a, pd, ready, dur + hold)
                 r_end = r_start + dur - hold
@@ -528,7 +557,9 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         slots[j], slots[nq - 1 - j] = slots[nq - 1 - j], slots[j]
     for j in range(nq):
         slots[j] -= now
-    for r in (DIE_FREE, R_END, R_WIN, R_GAP, PE_START, PE_END, ER_END):
+    for r in range(die.shape[0]):  # the times among the die rows
+        if r == DIE_UNITS or r == ER_LEN or r == T_OP:
+            continue
         for d in range(die.shape[1]):
             die[r, d] -= now
     for r in range(2):
@@ -553,12 +584,14 @@ def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, 
 # ------------------------------------------------------------------------------------------- host side
 def pack_state(s: State) -> tuple[np.ndarray, ...]:
     """The state as the loop's arrays, configurations last (fresh copies: the loop writes them):
-    scalars ``(len(SCALARS), B)``, dies ``(len(DIES), D, B)``, channels ``(2, C, B)`` (all work, reads),
-    slots ``(S, B)`` float64 and the mapping cache ``(3, M, B)`` int64 (page held, last use, dirty)."""
+    scalars ``(len(SCALARS), B)``, dies ``(len(DIES) + 2 READ_GAPS, D, B)``, channels ``(2, C, B)``
+    (all work, reads), slots ``(S, B)`` float64 and the mapping cache ``(3, M, B)`` int64 (page held,
+    last use, dirty)."""
     f = lambda x: np.asarray(x, np.float64)  # noqa: E731
     r = s.die_r
     return (np.stack([f(getattr(s, k)) for k in SCALARS]),
-            np.stack([f(x) for x in (s.die_free, r.end, r.win, r.gap, s.die_units, *s.pe)]),
+            np.concatenate([np.stack([f(x) for x in (s.die_free, r.end, s.die_units, *s.pe)]), f(r.gap),
+                            f(r.win)]),
             np.stack([f(s.chan_free), f(s.chan_r)]), np.array(s.slots, np.float64),
             np.stack([np.asarray(x, np.int64) for x in (s.tags, s.map_age, s.map_dirty)]))
 
@@ -582,11 +615,12 @@ def unpack(sc, die, chan, slots, tags, a, hist, busy, dt) -> tuple[State, Acc]:
     """The loop's arrays (configurations last, as :func:`pack_state` and :func:`new_sums` give them) as
     the engine's ``State`` and ``Acc`` in the dtype ``dt``."""
     c = lambda x, t=dt: np.ascontiguousarray(x, dtype=t)  # noqa: E731
+    k_n = (die.shape[0] - GAP) // 2
     state = State(
         slots=c(slots), ctrl_free=c(sc[CTRL_FREE]), link_rx=c(sc[LINK_RX]), link_tx=c(sc[LINK_TX]),
         dram_free=c(sc[DRAM_FREE]),
         die_free=c(die[DIE_FREE]), free_max=c(sc[FREE_MAX]),
-        die_r=Server(*(c(die[k]) for k in (R_END, R_WIN, R_GAP))),
+        die_r=Server(end=c(die[R_END]), win=c(die[GAP + k_n:]), gap=c(die[GAP:GAP + k_n])),
         chan_free=c(chan[0]), chan_r=c(chan[1]), last_arrival=c(sc[LAST_ARRIVAL]), last_done=c(sc[LAST_DONE]),
         wptr=c(sc[WPTR], np.int32), wpartial=c(sc[WPARTIAL]), die_units=c(die[DIE_UNITS]), ds=c(sc[DS]),
         dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags[TAG], np.int32), map_age=c(tags[AGE], np.int32),

@@ -1,0 +1,160 @@
+"""The die booking of the request engine under load, held to an event-ordered first-come-first-served
+simulation: two-phase reads (a translation read, then the data read when it is in) at rising die
+utilisation, booked with one idle gap per die (the engine's booking before it kept several) and with
+``READ_GAPS``, and the whole engine (``ssdx experiment=mqsim``) on MQSim's default drive at the same rates.
+
+The reference is ``bench.mqsim_des.two_phase_fcfs``, written from MQSim's source and independently of the
+engine: every chip serves the work waiting on it in the order it became ready.  The work is MQSim's
+default drive's (32 chips, each serialised as MQSim's scheduler serialises them; a translation read of
+one 512-byte sector and a 4 KiB data read, each holding its chip until its data is out).  The booking
+rows replay the same random requests through ``ssdx.models.engine.cpu._book`` alone; the engine row runs
+MQSim's BANDWIDTH generator at that rate through ``experiment=mqsim`` (front end, channels and host link
+included, which the reference leaves out).  Means in µs, after the first tenth of the requests.
+
+Usage: ``python -m bench.booking [--requests N] [--busy 0.5,0.62,...] [--json PATH]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bench import mqsim_des
+from ssdx.models.engine.cpu import GAP, _book
+from ssdx.models.engine.state import READ_GAPS
+from ssdx.report.machine import machine
+
+ROOT = Path(__file__).resolve().parents[1]
+BUSY = (0.5, 0.62, 0.75, 0.85, 0.92, 0.96)
+CHIPS = 32  # MQSim's default drive: 8 channels x 4 chips, each chip one server (mqsim.chip_as_die)
+
+
+def per_second(busy: float) -> int:
+    """The requests/s (a whole number, as a BANDWIDTH flow's ``Bandwidth`` gives them) that keep the chips
+    busy ``busy`` of the time."""
+    return int(busy * CHIPS / ((mqsim_des.T_MAP + mqsim_des.T_DATA) * 1e-6))
+
+
+def rate_of(busy: float) -> float:
+    """The mean arrival rate (requests/s) MQSim's BANDWIDTH generator draws for :func:`per_second`: a
+    whole-nanosecond mean gap."""
+    return 1e9 / (1e9 // per_second(busy))
+
+
+def booked_mean(rate: float, dies: int, n: int, seed: int, gaps: int = READ_GAPS) -> float:
+    """Mean latency (µs) of two-phase reads booked in issue order with the engine's ``_book`` keeping
+    ``gaps`` idle gaps per die: each request's translation read on a random die at its arrival, then its
+    data read on a random die when the translation read ends (the random numbers of
+    ``mqsim_des.two_phase_fcfs`` with the same seed)."""
+    t_map, t_data = mqsim_des.T_MAP * 1e-6, mqsim_des.T_DATA * 1e-6
+    rnd = random.Random(seed)
+    die = np.full((GAP + 2 * gaps, dies), -1e9)
+    t, lat = 0.0, []
+    for _ in range(n):
+        t += rnd.expovariate(rate)
+        a, b = rnd.randrange(dies), rnd.randrange(dies)
+        s1 = _book(die, a, t, t_map, True)
+        s2 = _book(die, b, s1 + t_map, t_data, True)
+        lat.append(s2 + t_data - t)
+    return float(np.mean(lat[n // 10:])) * 1e6
+
+
+def _workload(per_s: int, n: int) -> str:
+    return f"""<?xml version="1.0" encoding="us-ascii"?>
+<MQSim_IO_Scenarios>
+	<IO_Scenario>
+		<IO_Flow_Parameter_Set_Synthetic>
+			<Priority_Class>HIGH</Priority_Class>
+			<Initial_Occupancy_Percentage>0</Initial_Occupancy_Percentage>
+			<Working_Set_Percentage>100</Working_Set_Percentage>
+			<Synthetic_Generator_Type>BANDWIDTH</Synthetic_Generator_Type>
+			<Read_Percentage>100</Read_Percentage>
+			<Address_Distribution>RANDOM_UNIFORM</Address_Distribution>
+			<Generated_Aligned_Addresses>true</Generated_Aligned_Addresses>
+			<Address_Alignment_Unit>8</Address_Alignment_Unit>
+			<Request_Size_Distribution>FIXED</Request_Size_Distribution>
+			<Average_Request_Size>8</Average_Request_Size>
+			<Variance_Request_Size>0</Variance_Request_Size>
+			<Seed>11</Seed>
+			<Average_No_of_Reqs_in_Queue>0</Average_No_of_Reqs_in_Queue>
+			<Bandwidth>{per_s * 8 * 512}</Bandwidth>
+			<Stop_Time>0</Stop_Time>
+			<Total_Requests_To_Generate>{n}</Total_Requests_To_Generate>
+		</IO_Flow_Parameter_Set_Synthetic>
+	</IO_Scenario>
+</MQSim_IO_Scenarios>
+"""
+
+
+def engine_run(busy: float, n: int, workdir: Path) -> dict:
+    """``ssdx experiment=mqsim`` on MQSim's default drive (``examples/mqsim/ssdconfig.xml``), open-loop 4 KiB
+    random reads at :func:`rate_of` ``busy``: its IOPS and mean device response (µs)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    wl = workdir / "workload.xml"
+    wl.write_text(_workload(per_second(busy), n))
+    out = workdir / "run"
+    r = subprocess.run([sys.executable, "-m", "ssdx.cli.main", "experiment=mqsim",
+                        f"mqsim.ssdconfig={ROOT / 'examples' / 'mqsim' / 'ssdconfig.xml'}",
+                        f"mqsim.workload={wl}", f"hydra.run.dir={out}"],
+                       capture_output=True, text=True, cwd=ROOT)
+    if r.returncode != 0:
+        raise RuntimeError(f"ssdx failed at busy {busy}: {r.stderr[-800:]}")
+    f = json.loads((out / "summary.json").read_text())["scenarios"][0]["flows"][0]
+    return {"iops": f["iops"], "mean_us": f["device_response_time_us"]}
+
+
+def run(n: int, busy_levels: Sequence[float], engine: bool = True) -> list[dict]:
+    """One row per utilisation: the reference's mean, the booking's with one gap and with ``READ_GAPS``
+    (and their differences), and the engine's IOPS and mean."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ssdx_booking_") as tmp:
+        for busy in busy_levels:
+            rate = rate_of(busy)
+            fcfs = mqsim_des.two_phase_fcfs(rate * 1e-6, CHIPS, mqsim_des.T_MAP, mqsim_des.T_DATA, n, 1)
+            row = {"busy": busy, "rate_per_s": rate, "fcfs_mean_us": fcfs}
+            for gaps in (1, READ_GAPS):
+                b = booked_mean(rate, CHIPS, n, 1, gaps)
+                row[f"booked_{gaps}_gaps_mean_us"] = b
+                row[f"booked_{gaps}_gaps_rel"] = b / fcfs - 1.0
+            if engine:
+                e = engine_run(busy, n, Path(tmp) / f"busy_{busy}")
+                row.update({"engine_iops": e["iops"], "engine_mean_us": e["mean_us"],
+                            "engine_rel": e["mean_us"] / fcfs - 1.0,
+                            "engine_iops_over_offered": e["iops"] / rate})
+            rows.append(row)
+            line = (f"busy {busy:4.2f} ({rate:9.0f} req/s): first come first served {fcfs:8.1f} us; "
+                    f"booked, 1 gap {row['booked_1_gaps_rel']:+8.1%}, "
+                    f"{READ_GAPS} gaps {row[f'booked_{READ_GAPS}_gaps_rel']:+6.1%}")
+            if engine:
+                line += f"; engine {row['engine_mean_us']:8.1f} us ({row['engine_rel']:+6.1%}), " \
+                        f"{row['engine_iops_over_offered']:.3f} of the offered rate"
+            print(line, flush=True)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=20_000)
+    ap.add_argument("--busy", default=",".join(map(str, BUSY)), help="comma list of chip utilisations")
+    ap.add_argument("--no-engine", action="store_true", help="the booking alone (no ssdx run)")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    rows = run(args.requests, [float(b) for b in args.busy.split(",")], engine=not args.no_engine)
+    if args.json:
+        out = {"benchmark": "booking", "machine": machine(), "requests": args.requests, "chips": CHIPS,
+               "read_gaps": READ_GAPS, "t_map_us": mqsim_des.T_MAP, "t_data_us": mqsim_des.T_DATA,
+               "baseline": "bench.mqsim_des.two_phase_fcfs (event-ordered, first come first served per chip)",
+               "rows": rows, "command": "python -m bench.booking " + " ".join(argv or sys.argv[1:])}
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
