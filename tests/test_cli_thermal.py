@@ -1,6 +1,7 @@
 """The thermal CLI contract and the TMT sweep/optimiser, run as a user would."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -11,6 +12,7 @@ from test_cli import ssdx
 from ssdx import api, catalog, presets, tasks
 from ssdx.models.thermal import params as thermal_params
 from ssdx.paths import sweeps_dir
+from ssdx.report import console
 from ssdx.units import ZERO_C_IN_K
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -42,11 +44,25 @@ def test_sn8e_thermal_bare_and_heatsink(tmp_path):
     assert h["max_composite_k"] < 353 and h["smart"]["tmt1_transitions"] == 0
     assert h["smart"]["time_tmt1_s"] == 0 and h["throttled_mean_mb_s"] is None
     assert b["max_nand_c"] - h["max_nand_c"] > 10.0
+    assert "never throttled" in r2.stdout and "nan" not in r2.stdout
+    assert f'throttled {b["throttled_mean_mb_s"]:.0f} MB/s' in r.stdout and "never throttled" not in r.stdout
     assert b["nvme_command"] == "nvme set-feature /dev/nvme0 -f 0x10 --value=0x01610166"
     assert b["nvme_hctm_command"] == "nvme feat hctm /dev/nvme0 --tmt1=353 --tmt2=358"
     csv = np.loadtxt(bare / "thermal.csv", delimiter=",", skiprows=1)
     assert csv.shape == (1200, 11)
     assert csv[:, 2].max() + ZERO_C_IN_K == pytest.approx(b["max_composite_k"], abs=0.5)
+
+
+@pytest.mark.parametrize("throttled", [None, float("nan")])
+def test_a_run_that_never_throttles_says_so_not_nan(throttled):
+    s = {"drive": "d", "cooling": "heatsink", "ambient_c": 25.0, "tmt1_k": 353, "tmt2_k": 358,
+         "max_composite_k": 340.0, "max_composite_c": 66.85, "written_gb": 100.0,
+         "smart": {"tmt1_transitions": 0, "tmt2_transitions": 0, "time_tmt1_s": 0, "time_tmt2_s": 0},
+         "unthrottled_mean_mb_s": 3000.0, "throttled_mean_mb_s": throttled}
+    line = console.thermal(s, Path("out"))[1]
+    assert line.endswith("unthrottled 3000 MB/s, never throttled") and "nan" not in line
+    line = console.thermal({**s, "throttled_mean_mb_s": 1234.4}, Path("out"))[1]
+    assert line.endswith("unthrottled 3000 MB/s, throttled 1234 MB/s")
 
 
 def test_tmt2_not_above_tmt1_exits_naming_fields(tmp_path):

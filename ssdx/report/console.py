@@ -8,6 +8,7 @@ change here changes the CLI's contract.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -99,13 +100,14 @@ def thermal(s: Mapping[str, Any], out: Path) -> list[str]:
     """The lines ``ssdx`` prints after a ``thermal`` job."""
     lines: list[str] = []
     sm = s["smart"]
+    thr = s["throttled_mean_mb_s"]  # MB/s; None or NaN: no step was throttled
+    throttled = f"throttled {thr:.0f} MB/s" if thr is not None and math.isfinite(thr) else "never throttled"
     lines.append(f'{s["drive"]} ({s["cooling"]}, ambient {s["ambient_c"]:.0f} C, TMT1 {s["tmt1_k"]:.0f} K, '
                  f'TMT2 {s["tmt2_k"]:.0f} K): max composite {s["max_composite_k"]:.1f} K '
                  f'({s["max_composite_c"]:.1f} C), {s["written_gb"]:.0f} GB written')
     lines.append(f'  throttle entries TMT1 {sm["tmt1_transitions"]}, TMT2 {sm["tmt2_transitions"]}; '
                  f'{sm["time_tmt1_s"]} s light, {sm["time_tmt2_s"]} s heavy; '
-                 f'unthrottled {s["unthrottled_mean_mb_s"]:.0f} MB/s, '
-                 f'throttled {s["throttled_mean_mb_s"] or float("nan"):.0f} MB/s')
+                 f'unthrottled {s["unthrottled_mean_mb_s"]:.0f} MB/s, {throttled}')
     lines.append(f"outputs: {out / 'summary.json'}, {out / 'thermal.png'}, {out / 'thermal.csv'}")
     return lines
 
