@@ -51,6 +51,7 @@ def test_thnsns120_fill_contract(tmp_path):
     # "about 120 GiB", more than the 111.79 GiB user capacity)
     assert s["user_gib"] == pytest.approx(111.79, abs=0.01)
     assert s["gc_onset_gib"] == pytest.approx(120.0, rel=0.01) and s["gc_onset_gib"] > s["user_gib"]
+    assert f'; GC starts at {s["gc_onset_gib"]:.1f} GiB written' in r.stdout
     # a sequential overwrite invalidates whole blocks in write order: no copies (the Marvell behaviour
     # of the THNSNS120GBSP test); only erases join the work, ~1 % here
     assert s["write_amplification"] == pytest.approx(1.0)
@@ -61,6 +62,10 @@ def test_thnsns120_fill_contract(tmp_path):
     assert r.returncode == 0, r.stderr
     sr = _summary(rnd)
     assert sr["write_amplification"] > 1.5 and max(sr["set_mb_s"][:20]) < 0.75 * s["fresh_mb_s"]
+    # the preconditioning left no free block: GC erases from the test's first cycle
+    assert sr["gc_onset_gib"] == 0.0
+    assert "; GC active from the start (the random preconditioning filled the drive);" in r.stdout
+    assert "GC starts at" not in r.stdout
     assert sr["restored_mb_s"] == pytest.approx(s["fresh_mb_s"], rel=1e-3)
     # life-time throttling: once the allowance is spent, writes are held to the limit, and a secure
     # erase does not restore them (THNSNS120GBSP test, a reader's comment)
@@ -71,3 +76,12 @@ def test_thnsns120_fill_contract(tmp_path):
     assert sl["set_mb_s"][0] == pytest.approx(s["fresh_mb_s"], rel=1e-3)
     assert sl["after_drop_mb_s"] == pytest.approx(100.0, rel=0.05)
     assert sl["restored_mb_s"] == pytest.approx(100.0, rel=0.05)
+
+
+def test_thnsns120_fill_too_short_for_gc_says_gc_did_not_start(tmp_path):
+    # 4 sets of 15 s write far less than the 120 GiB after which GC starts on a fresh drive
+    r = ssdx("experiment=thnsns120_fill", "fill.sets=4", "fill.sets_after_erase=0",
+             f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    assert _summary(tmp_path)["gc_onset_gib"] is None
+    assert "; GC did not start during the test;" in r.stdout and "preconditioning" not in r.stdout

@@ -183,9 +183,15 @@ def wa(s: Mapping[str, Any], out: Path) -> list[str]:
 def gc_fill(s: Mapping[str, Any], out: Path) -> list[str]:
     """The lines ``ssdx`` prints after a ``gc_fill`` job."""
     lines: list[str] = []
-    gib = s["gc_onset_gib"]
-    lines.append(f'{s["drive"]}: fresh {s["fresh_mb_s"]:.0f} MB/s; GC starts at '
-                 + (f'{gib:.1f} GiB written' if gib else "before the test (preconditioning)")
+    gib = s["gc_onset_gib"]  # host GiB written when GC starts: 0.0 from the first cycle, None never
+    if gib:
+        gc = f"GC starts at {gib:.1f} GiB written"
+    elif gib is not None:
+        gc = "GC active from the start" + (" (the random preconditioning filled the drive)"
+                                           if s.get("random_fill") else "")
+    else:
+        gc = "GC did not start during the test"
+    lines.append(f'{s["drive"]}: fresh {s["fresh_mb_s"]:.0f} MB/s; {gc}'
                  + (f'; speed drop from {s["drop_onset_gib"]:.1f} GiB' if s["drop_onset_gib"] else "")
                  + (f', then {s["after_drop_mb_s"]:.0f} MB/s' if s["after_drop_mb_s"] else "")
                  + f'; WA {s["write_amplification"]:.2f}'

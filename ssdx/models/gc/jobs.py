@@ -176,7 +176,10 @@ def run_gc_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     ``fill.random_fill`` × the user capacity of uniform random writes (untimed preconditioning);
     ``fill.sets`` sets of ``fill.set_s`` seconds of the workload (``workload.pattern``, block size); then
     a secure erase and ``fill.sets_after_erase`` more sets.  Writes ``summary.json`` and
-    ``fill_sets.png`` (speed and total written against time, the blog post's figure).
+    ``fill_sets.png`` (speed and total written against time, the blog post's figure).  The summary's
+    ``gc_onset_gib`` is the host GiB the test had written when GC first erased a block: 0.0 when it
+    erased from the test's first cycle (a preconditioning that left no free blocks), null when it never
+    erased during the test.
     """
     dtype = io.dtype(cfg.get("precision", "float32"))
     drive, workload = _drive(cfg, dtype)
@@ -238,13 +241,15 @@ def run_gc_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     speed = np.r_[sp1, sp2]
     total_gib = np.r_[at1, at1[-1] + at2] / 2**30
     first_gc = int(np.argmax(e1 > 0)) if np.any(e1 > 0) else None
-    gc_onset_gib = float(np.cumsum(b1)[first_gc - 1] / 2**30) if first_gc else None
+    gc_onset_gib = None  # host GiB written when GC first erases: None if it never did, 0.0 from the start
+    if first_gc is not None:
+        gc_onset_gib = float(np.cumsum(b1)[first_gc - 1] / 2**30) if first_gc else 0.0
     fresh = float(sp1[0])
     slow = np.flatnonzero(sp1 < 0.9 * fresh)
     onset_set = int(slow[0]) if len(slow) else None
     if onset_set is not None:
         after_sets = sp1[onset_set + 1:]
-    elif gc_onset_gib is not None:
+    elif first_gc:
         after_sets = sp1[int(np.searchsorted(total_gib[:sets], gc_onset_gib)) + 1:]
     else:
         after_sets = np.array([])
