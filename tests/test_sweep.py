@@ -90,6 +90,28 @@ def test_sweep_error_policy_names_field_and_configuration():
         sweep_columns({"space": {"grid": {"drive.chanels": [8]}}}, BASE)
 
 
+def test_an_unknown_sweep_column_shows_its_plain_value_and_the_closest_known_one():
+    from ssdx.sweep import device
+    from ssdx.tasks import sweep_base
+
+    sweep = {"space": {"grid": {"drive.dies_per_channel": [2, 4], "drive.nandd": ["tlc", "qlc"]}}}
+    base = sweep_base(sweep, BASE)
+    for build in (lambda: space.sweep_rows(base, sweep), lambda: space.sweep_row(base, sweep, 0),
+                  lambda: device.DeviceSpace(base, sweep, {}, ["mean_mb_s"])):
+        with pytest.raises(ConfigError) as e:
+            build()
+        assert e.value.field == "sweep.space: drive.nandd" and e.value.value == "tlc"
+        assert type(e.value.value) is str
+        assert "= 'tlc' breaks" in str(e.value) and "np.str_" not in str(e.value)
+        assert "unknown field (did you mean 'drive.nand'?); known: [" in str(e.value)
+    with pytest.raises(ConfigError, match=r"unknown field \(did you mean 'drive.channels'\?\)") as e:
+        space.sweep_rows(base, {"base": {"drive.chanels": 8}, "space": sweep["space"]})
+    assert e.value.field == "sweep.base.drive.chanels"
+    with pytest.raises(ConfigError, match=r"unknown field; known: \[") as e:  # nothing close: no suggestion
+        space.sweep_rows(base, {"space": {"grid": {"zzz": [1.5]}}})
+    assert e.value.value == 1.5 and type(e.value.value) is float
+
+
 def test_slc_design_sweep_is_large_enough():
     from omegaconf import OmegaConf
 

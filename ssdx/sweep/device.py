@@ -166,8 +166,7 @@ class DeviceSpace:
             for rows in fs:
                 for key, values in rows.items():
                     if key not in self.base:
-                        raise ConfigError(f"sweep.space: {key}", values[0],
-                                          f"unknown field; known: {sorted(self.base)}")
+                        raise space.unknown_field(f"sweep.space: {key}", key, values[0], self.base)
             self.parts.append(Part(fs, offset))
             offset += self.parts[-1].size
         self.n = offset

@@ -17,11 +17,12 @@ carry ``integer: true`` (rounded) or ``choices: [...]`` (uniform pick).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ssdx.core.fields import did_you_mean
 from ssdx.params import ConfigError, broadcast_columns
 
 Rows = dict[str, np.ndarray]
@@ -122,13 +123,24 @@ def expand(space: Mapping[str, Any]) -> Rows:
     return rows
 
 
+def unknown_field(field: str, key: Any, value: Any, known: Iterable[str]) -> ConfigError:
+    """The error for a sweep parameter ``key`` that names no configuration column of ``known`` (``field``:
+    where the sweep gives it, ``sweep.base.KEY`` or ``sweep.space: KEY``): its first ``value`` as a plain
+    Python value, the closest known column and every known one."""
+    known = sorted(known)
+    if isinstance(value, np.generic):
+        value = value.item()
+    near = did_you_mean(key, known)
+    return ConfigError(field, value, "unknown field" + (f" ({near})" if near else "") + f"; known: {known}")
+
+
 def base_columns(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows:
     """The one-row ``base`` columns with the sweep's ``base`` overrides (null becomes NaN: "keep the catalog
     value"); an unknown field names itself."""
     base = dict(base)
     for key, value in dict(sweep.get("base") or {}).items():
         if key not in base:
-            raise ConfigError(f"sweep.base.{key}", value, f"unknown field; known: {sorted(base)}")
+            raise unknown_field(f"sweep.base.{key}", key, value, base)
         base[key] = np.asarray([np.nan if value is None else value])
     return base
 
@@ -180,7 +192,7 @@ def sweep_rows(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows
         cols = broadcast_columns(base, n)
         for key, values in rows.items():
             if key not in cols:
-                raise ConfigError(f"sweep.space: {key}", values[0], f"unknown field; known: {sorted(cols)}")
+                raise unknown_field(f"sweep.space: {key}", key, values[0], cols)
             cols[key] = values
         blocks.append(cols)
     return {k: np.concatenate([b[k] for b in blocks]) for k in base}
@@ -274,7 +286,7 @@ def sweep_row(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any], index: i
         sample = rows or _part_row(part, 0)[0]
         for key, values in sample.items():
             if key not in base:
-                raise ConfigError(f"sweep.space: {key}", values[0], f"unknown field; known: {sorted(base)}")
+                raise unknown_field(f"sweep.space: {key}", key, values[0], base)
         for k in base:
             dtypes[k].append(_block_dtype(part, k) if k in sample else np.asarray(base[k]).dtype)
         if rows:
