@@ -34,8 +34,9 @@ pSLC write-cache fields (the accounting of each mode is in ``ssdx.models.fluid.m
 The last two are optional in a config mapping (:data:`DRIVE_DEFAULTS`), so older presets and
 configs load unchanged.
 
-NAND overrides (config group ``nand:``, columns ``nand.<field>``; null / NaN = the catalog value of the
-configuration's NAND type, ``nand.name`` where set, else ``drive.nand``):
+NAND overrides (config group ``nand:``, columns ``nand.<field>``; null in a config, NaN in a column = the
+catalog value of the configuration's NAND type, ``nand.name`` where set, else ``drive.nand``; a NaN given
+as a config value is refused, :func:`nand_columns`):
 
 * timings (:data:`NAND_TIMINGS`), us: ``t_prog_us`` and ``t_read_us`` per page, ``t_erase_us`` per block,
   ``t_prog_slc_us`` and ``t_read_slc_us`` per page in pSLC mode;
@@ -64,7 +65,7 @@ import jax
 import numpy as np
 
 from ssdx import catalog
-from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
+from ssdx.core.fields import ConfigError, Field, check, check_rule, null_or_value, num, table
 from ssdx.units import GB, KIB, MB, gbit_die_to_bytes
 
 #: pSLC cache policies; a mode's integer code is its index (append new modes at the end)
@@ -227,12 +228,13 @@ def columns_from_config(drive: Mapping, workload: Mapping, nand: Mapping | None 
 
 def nand_columns(nand: Mapping | None = None) -> dict[str, np.ndarray]:
     """One-row ``nand.name`` and ``nand.<field>`` override columns of a ``nand:`` config mapping
-    (a missing or null field is NaN: the catalog value)."""
+    (a missing or null field is NaN: the catalog value; a NaN given as a value is refused with
+    :class:`ConfigError`, ``ssdx.core.fields.null_or_value``)."""
     nand = nand or {}
     cols = {"nand.name": np.asarray([nand.get("name") or ""])}
     for f in NAND_OVERRIDES:
-        v = nand.get(f)
-        cols[f"nand.{f}"] = np.asarray([np.nan if v is None else v], dtype=float)
+        v = null_or_value(nand.get(f), NAND_RANGES[f], f"nand.{f}")
+        cols[f"nand.{f}"] = np.asarray([v], dtype=float)
     return cols
 
 

@@ -87,6 +87,8 @@ def test_default_job_runs_the_quick_sweep_and_prints_a_table(tmp_path):
 @pytest.mark.parametrize("override, field", [
     ("model.n_steps=0", "model.n_steps"),
     ("nand.t_prog_us=inf", "nand.t_prog_us"),
+    ("nand.t_prog_us=nan", "nand.t_prog_us"),
+    ("nand.page_kib=nan", "nand.page_kib"),
     ("drive.die_gbit=inf", "drive.die_gbit"),
 ])
 def test_more_bad_values_stop_before_compute(tmp_path, override, field):
@@ -95,6 +97,13 @@ def test_more_bad_values_stop_before_compute(tmp_path, override, field):
     assert not (tmp_path / "summary.json").exists()
     r = ssdx("sweep=quick", "sweep.chunk_size=0", f"hydra.run.dir={tmp_path}")
     assert r.returncode == 2 and "sweep.chunk_size" in r.stderr
+
+
+def test_a_nan_nand_override_is_refused_not_read_as_the_catalog_value(tmp_path):
+    r = ssdx("experiment=aldrin_pro_fill", "nand.t_prog_us=nan", f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2 and not (tmp_path / "summary.json").exists()
+    assert "field 'nand.t_prog_us' = nan breaks the rule: 0.01 <= x <= 1e6 us, or null for the catalog " \
+        "value" in r.stderr
 
 
 def test_nand_override_is_reported_and_review_curve_not_drawn_over_it(tmp_path):

@@ -97,3 +97,19 @@ def test_the_three_refusals_of_an_unknown_name_keep_their_wording():
         reduce.check_column("sweep.keep.pareto.x", 5, ["drive.channels"], ["iops"])
     assert "breaks the rule: must name a metric of the model or a configuration column of the sweep; " \
            "metrics: ['iops']; configuration columns: ['drive.channels']. " in str(e.value)
+
+
+def test_only_null_means_the_catalog_value_of_a_nand_override():
+    assert np.isnan(params.nand_columns({"t_prog_us": None})["nand.t_prog_us"]).all()
+    assert params.nand_columns({"t_prog_us": 900.0})["nand.t_prog_us"].tolist() == [900.0]
+    for f, rule in (("t_prog_us", "0.01 <= x <= 1e6 us, or null for the catalog value"),
+                    ("bits_per_cell", "integer 1 <= x <= 4 (bits per cell), or null for the catalog value")):
+        for nan in (float("nan"), np.float32("nan"), "nan"):
+            with pytest.raises(ConfigError) as e:
+                params.nand_columns({f: nan})
+            assert e.value.field == f"nand.{f}" and np.isnan(float(e.value.value)) and e.value.rule == rule
+    hybrid = hybrid_params.defaults()
+    assert np.isnan(hybrid_params.columns(hybrid)["hybrid.t_prog_us"]).all()
+    for f in ("t_prog_us", "page_kib"):
+        with pytest.raises(ConfigError, match=f"field 'hybrid.{f}' = nan .*or null for the catalog value"):
+            hybrid_params.columns({**hybrid, f: float("nan")})

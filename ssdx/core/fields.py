@@ -130,6 +130,22 @@ def num(cols: Mapping, key: str) -> np.ndarray:
     return a.astype(float)
 
 
+def null_or_value(value: Any, field: Field, key: str | None = None) -> Any:
+    """The column entry of a ``nullable`` field's config ``value``: NaN (the catalog value) for null, else
+    the value.  A NaN given as the value is refused with :class:`ConfigError` naming ``key`` (default the
+    field's name) and the field's rule: only null means the catalog value, so that a NaN computed or typed
+    by mistake is not silently replaced by it."""
+    if value is None:
+        return np.nan
+    try:
+        nan = bool(np.isnan(float(value)))
+    except (TypeError, ValueError):  # not a number: the range check names it
+        nan = False
+    if nan:
+        raise ConfigError(key or field.name, _py(value), field.rule_text())
+    return value
+
+
 def _is_number(v: Any) -> bool:
     try:
         float(v)

@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ssdx import catalog, params
-from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
+from ssdx.core.fields import ConfigError, Field, check, check_rule, null_or_value, num, table
 from ssdx.params import _pytree
 from ssdx.units import KIB
 
@@ -146,17 +146,20 @@ def defaults() -> dict[str, Any]:
 
 
 def columns(hybrid: Mapping) -> dict[str, np.ndarray]:
-    """One-row ``hybrid.*`` columns from a config mapping (every field required; null overrides → NaN)."""
+    """One-row ``hybrid.*`` columns from a config mapping (every field required; null overrides → NaN, the
+    catalog value; a NaN given as an override is refused, ``ssdx.core.fields.null_or_value``)."""
     cols = {}
     for f in FIELDS:
         if f not in hybrid:
             raise ConfigError(f"hybrid.{f}", None, "the field is required (see conf/hybrid/default.yaml)")
         v = hybrid[f]
-        cols[f"hybrid.{f}"] = np.asarray([np.nan if v is None and f in OVERRIDES else v])
+        if f in OVERRIDES:
+            v = null_or_value(v, RANGES[f"hybrid.{f}"])
+        cols[f"hybrid.{f}"] = np.asarray([v])
     for f in OPTIONAL_OVERRIDES:
         if f in hybrid:
-            v = hybrid[f]
-            cols[f"hybrid.{f}"] = np.asarray([np.nan if v is None else v], dtype=float)
+            v = null_or_value(hybrid[f], RANGES[f"hybrid.{f}"])
+            cols[f"hybrid.{f}"] = np.asarray([v], dtype=float)
     return cols
 
 
