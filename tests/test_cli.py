@@ -145,3 +145,35 @@ def test_a_mistyped_key_of_a_typed_block_exits_2_naming_it(tmp_path):
     r = ssdx("experiment=thnsns120_fill", "fill.set_seconds=3", f"hydra.run.dir={tmp_path}")
     assert r.returncode == 2 and "'fill.set_seconds'" in r.stderr and "FillConf" in r.stderr, r.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_an_error_after_a_progress_bar_starts_on_its_own_line(tmp_path):
+    # bars shown (the other tests hide them): the replay's bar is open when the bad trace line stops it
+    trace = tmp_path / "bad.csv"
+    trace.write_text("128166372000000000,hm,0,Read,notanumber,4096,1000\n")
+    env = dict(os.environ, TQDM_DISABLE="0", CI="0")
+    r = subprocess.run([sys.executable, "-m", "ssdx.cli.main", "experiment=trace_replay",
+                        f"workload.trace_path={trace}", f"hydra.run.dir={tmp_path / 'out'}"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 2
+    assert "replay: 0req" in r.stderr  # the bar was drawn
+    assert any(line.startswith("ssdx: Invalid configuration") for line in r.stderr.splitlines()), r.stderr
+    assert "req/s]ssdx" not in r.stderr
+
+
+def test_close_open_ends_the_open_bars_with_a_newline(monkeypatch, capsys):
+    from ssdx import progress
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    b = progress.bar(None, "replay", unit="req")
+    b.update(3)
+    quiet = progress.bar(None, "hidden", enabled=False)
+    b.refresh()
+    assert not capsys.readouterr().err.endswith("\n")  # a bar's line stays open while it runs
+    progress.close_open()
+    err = capsys.readouterr().err
+    assert err.endswith("\n") and "replay: 3req" in err and "hidden" not in err
+    progress.close_open()  # nothing left open: nothing printed
+    assert capsys.readouterr().err == ""
+    quiet.close()

@@ -56,7 +56,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from ssdx import loggers
+from ssdx import loggers, progress
 from ssdx.cli import schema
 from ssdx.core import io
 from ssdx.params import ConfigError
@@ -323,14 +323,17 @@ def run(cfg: DictConfig) -> None:
             print(f"W&B run ({logger.mode}): {where}" + (f"; upload with: wandb sync {where}/offline-run-*"
                                                          if logger.mode == "offline" else ""))
     except ConfigError as e:
+        progress.close_open()  # the message starts on its own line, not after a bar's
         logger.abort()
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)
     except executors.JobsFailed as e:
+        progress.close_open()
         logger.abort()
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(1)
     except BaseException:  # an error or Ctrl-C: the W&B run is closed as failed, then the error goes on
+        progress.close_open()
         logger.abort()
         raise
     finally:
