@@ -47,6 +47,43 @@ def test_a_request_larger_than_the_drive_is_refused_at_its_line():
     assert e.value.line == 9 and "a request of 3000000000000 bytes" in str(e.value)
 
 
+def test_requests_past_the_end_of_the_drive_are_counted_with_the_first_line():
+    def chunk(offsets, lines):
+        n = len(offsets)
+        return traces.Chunk(time_s=np.zeros(n), op=np.zeros(n, np.int8), offset=np.array(offsets, np.int64),
+                            size=np.full(n, 4096), line=np.array(lines))
+
+    cap = 2e12
+    beyond = jobs.Beyond()
+    chunks = [chunk([0, 4 * 10**12, 8192], [1, 2, 3]), chunk([2 * 10**12 - 4096, 2 * 10**12], [4, 7]),
+              chunk([5 * 10**12], [9])]
+    assert len(list(jobs.within(chunks, cap, "t.csv", beyond))) == 3  # every request still replays
+    assert (beyond.count, beyond.first_line) == (3, 2)  # 4e12, 2e12 (the first byte past the end), 5e12
+    w = beyond.warning(cap, "t.csv")
+    assert w.startswith("3 requests lay past the end of the drive's user capacity (2e+12 bytes), the first "
+                        "at line 2 of t.csv: they were wrapped onto the drive modulo its capacity")
+    assert "request 2 of msr:hm_0" in beyond.warning(cap, "msr:hm_0", lines=False)
+    inside = jobs.Beyond()
+    list(jobs.within(chunks, 8e12, "t.csv", inside))
+    assert inside.count == 0 and inside.warning(8e12, "t.csv") is None
+
+
+def test_a_replay_of_a_trace_past_the_drive_warns_how_many_requests_were_wrapped(tmp_path):
+    trace = tmp_path / "big_drive.csv"
+    trace.write_text("128166372003061629,hm,0,Read,8192,4096,2000\n"
+                     "128166372003071629,hm,0,Read,4000000000000,4096,2000\n"
+                     "128166372003081629,hm,0,Write,6000000000000,4096,2000\n")
+    r = ssdx("experiment=trace_replay", f"workload.trace_path={trace}", f"hydra.run.dir={tmp_path / 'out'}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert s["requests"] == 3 and s["requests_past_capacity"] == 2
+    assert len(s["warnings"]) == 1 and s["warnings"][0].startswith(
+        "2 requests lay past the end of the drive's user capacity (2e+12 bytes), the first at line 2 of "
+        f"{trace}:")
+    assert "wrapped onto the drive modulo its capacity" in s["warnings"][0]
+    assert f"warning: {s['warnings'][0]}" in r.stdout
+
+
 def test_oversized_gives_the_requests_larger_than_the_capacity_in_order():
     assert jobs.oversized(np.array([4096, 8192, 512, 8193]), 8192.0).tolist() == [3]
     assert jobs.oversized(np.array([9000, 4096, 9000]), 8192.0).tolist() == [0, 2]

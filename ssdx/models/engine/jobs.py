@@ -17,11 +17,15 @@ any wait for a free queue slot, which fio's clat leaves out (fio falls behind it
 ``fio_ignored`` (the options skipped under ``workload.fio_unknown=warn``; empty otherwise) are always
 there; a fio run (``format`` ``"fio"``) adds ``fio_jobs`` (per job: loop, depth, what ends it),
 ``fio_ignored_by_design`` and ``fio_truncated`` (the jobs held more than ``workload.requests`` requests).
+``requests_past_capacity`` counts the requests whose offset lies past the end of the drive's user
+capacity; the engine wraps them onto the drive modulo its capacity (a trace from a larger drive still
+replays), and ``warnings`` says so, with the first one's trace line (:class:`Beyond`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -181,15 +185,50 @@ def oversized(size: np.ndarray, capacity: float) -> np.ndarray:
     return np.flatnonzero(np.asarray(size) > capacity)
 
 
-def within(chunks: Iterable[Chunk], capacity: float, label: str) -> Iterator[Chunk]:
+@dataclass
+class Beyond:
+    """The requests of a stream whose offset lies past the end of the drive's user capacity (at or beyond
+    its last whole 4 KiB mapping unit): the engine wraps them onto the drive modulo its capacity, as a trace
+    recorded on a larger drive needs.  ``count`` requests, the first at ``first_line`` (the trace line, or
+    the request's number in a generated stream)."""
+
+    count: int = 0
+    first_line: int | None = None
+
+    def add(self, c: Chunk, capacity: float) -> None:
+        """Count the requests of chunk ``c`` past ``capacity`` (bytes)."""
+        units = int(capacity // engine_params.MAP_UNIT_BYTES)
+        past = np.flatnonzero(np.asarray(c.offset, np.int64) // engine_params.MAP_UNIT_BYTES >= units)
+        if past.size:
+            if self.first_line is None:
+                self.first_line = int(c.line[past[0]])
+            self.count += int(past.size)
+
+    def warning(self, capacity: float, label: str, lines: bool = True) -> str | None:
+        """What a summary says about them (None when there are none): how many, the first one's line of
+        ``label`` (``lines``: a trace file; else its request number) and the wrapping on a drive of
+        ``capacity`` bytes."""
+        if not self.count:
+            return None
+        first = f"line {self.first_line} of {label}" if lines else f"request {self.first_line} of {label}"
+        return (f"{self.count} requests lay past the end of the drive's user capacity ({capacity:.6g} "
+                f"bytes), the first at {first}: they were wrapped onto the drive modulo its capacity (offset "
+                "mod capacity, in 4 KiB units), as for a trace recorded on a larger drive")
+
+
+def within(chunks: Iterable[Chunk], capacity: float, label: str,
+           beyond: Beyond | None = None) -> Iterator[Chunk]:
     """``chunks`` as they come, refusing (at its trace line) the first request larger than the drive's user
-    capacity (``capacity`` bytes, :func:`oversized`)."""
+    capacity (``capacity`` bytes, :func:`oversized`); ``beyond`` counts the requests that start past the
+    end of the drive (:class:`Beyond`)."""
     for c in chunks:
         big = oversized(c.size, capacity)
         if big.size:
             i = int(big[0])
             raise TraceError(label, int(c.line[i]), f"a request of {int(c.size[i])} bytes is larger than the "
                              f"drive's user capacity ({capacity:.6g} bytes)")
+        if beyond is not None:
+            beyond.add(c, capacity)
         yield c
 
 
@@ -217,8 +256,9 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     capacity = capacity_bytes(cfg)
     chunks, reader, label = stream(cfg, jobs, capacity if jobs is not None else None)
     field = "workload.fio" if jobs is not None else "workload.trace_path" if reader else "workload.synthetic"
+    beyond = Beyond()
     try:
-        res = replay.replay(trees, within(chunks, capacity, label), progress=progress, desc="replay",
+        res = replay.replay(trees, within(chunks, capacity, label, beyond), progress=progress, desc="replay",
                             backend=backend)
     except TraceError as e:
         raise params.ConfigError(field, label, f"malformed trace: {e}") from None
@@ -227,6 +267,7 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
         raise params.ConfigError(field, label, rule) from None
     m = res.metrics
     over = int(res.extra["sums"]["hist"][0][..., -1].sum())
+    wrapped = beyond.warning(capacity, label, lines=field == "workload.trace_path")
     summary = {
         "trace": label,
         "format": "fio" if jobs else cfg["workload"].get("format") if reader else "synthetic",
@@ -248,7 +289,8 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
         **fio_figures(m, res.extra["sums"]),
         "fio_job": jobs.name if jobs else None, "fio_ignored": jobs.ignored if jobs else [],
         "latency_beyond_histogram": over,
-        "warnings": [histogram_warning(over)] if over else [],
+        "requests_past_capacity": beyond.count,
+        "warnings": ([wrapped] if wrapped else []) + ([histogram_warning(over)] if over else []),
     }
     if jobs is not None:
         summary.update({"fio_jobs": jobs.describe(), "fio_ignored_by_design": jobs.ignored_by_design,
