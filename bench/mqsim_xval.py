@@ -399,6 +399,10 @@ def evidence_cases(sat_iops: float) -> list[Case]:
         Case(name="randread_qd64_ideal_map_chan1333", read_pct=100, qd=64,
              drive_overrides={"Ideal_Mapping_Table": True, "Channel_Transfer_Rate": 1333},
              note="randread_qd64_ideal_map with channels four times faster"),
+        Case(name="randread_qd64_32ch_1chip", read_pct=100, qd=64,
+             drive_overrides={"Flash_Channel_Count": 32, "Chip_No_Per_Channel": 1},
+             note="randread_qd64 with the same 32 chips on 32 channels of one chip each: the translation "
+                  "and data reads of a closed loop with no channel shared"),
         Case(name="randread_qd64_8chips_1die", read_pct=100, qd=64,
              drive_overrides={"Chip_No_Per_Channel": 8, "Die_No_Per_Chip": 1},
              note="randread_qd64 with the same 64 dies as 8 one-die chips per channel"),
