@@ -1,7 +1,8 @@
 """The die booking of the request engine under load, held to an event-ordered first-come-first-served
 simulation: two-phase reads (a translation read, then the data read when it is in) at rising die
-utilisation, booked with one idle gap per die (the engine's booking before it kept several) and with
-``READ_GAPS``, and the whole engine (``ssdx experiment=mqsim``) on MQSim's default drive at the same rates.
+utilisation, booked with one idle gap per die (the engine's booking before it kept several, but for
+keeping its gap when work comes as the booking ends) and with ``READ_GAPS``, and the whole engine
+(``ssdx experiment=mqsim``) on MQSim's default drive at the same rates.
 
 The reference is ``bench.mqsim_des.two_phase_fcfs``, written from MQSim's source and independently of the
 engine: every chip serves the work waiting on it in the order it became ready.  The work is MQSim's
@@ -29,7 +30,7 @@ import numpy as np
 
 from bench import mqsim_des
 from ssdx.models.engine.cpu import GAP, _book
-from ssdx.models.engine.state import READ_GAPS
+from ssdx.models.engine.params import READ_GAPS
 from ssdx.report.machine import machine
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ import json
 import math
 
 from bench import booking
-from ssdx.models.engine.state import READ_GAPS
+from ssdx.models.engine.params import READ_GAPS
 
 
 def test_booking_bench_small(tmp_path):

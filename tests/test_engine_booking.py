@@ -18,7 +18,8 @@ import pytest
 from bench import booking, mqsim_des
 from ssdx.models.engine.book import book
 from ssdx.models.engine.cpu import GAP, R_END, _book
-from ssdx.models.engine.state import READ_GAPS, Server
+from ssdx.models.engine.params import READ_GAPS
+from ssdx.models.engine.state import Server
 from tests.conftest import x64
 
 T_MAP = mqsim_des.T_MAP * 1e-6  # s: a translation read held until its 512 bytes are out (MQSim's drive)

@@ -494,3 +494,35 @@ def test_without_cache_read_dies_sharing_a_channel_wait_for_half_the_others_tran
         offs = [0, 8 * 16384 + 32 * 16384]  # the second: die 8, a stripe later
         lats[cache_read], _ = _run(p, lay, [0, 0], offs, [9 * 16384, 16384], [0.0, 0.0])
     assert lats[False][1] - lats[True][1] == pytest.approx(1.5 * x, rel=1e-6)
+
+
+def test_reads_ready_in_issue_order_book_alike_with_one_gap_or_many():
+    # a drive with DRAM and no suspension: every read is ready when its command is through, in issue order,
+    # so the layout keeps one idle gap per die, and READ_GAPS of them give the very same bookings (JAX step
+    # and CPU loop); a DRAM-less drive's data reads wait for translation reads: READ_GAPS
+    rng = np.random.default_rng(3)
+    n = 3000
+    ops = (rng.random(n) < 0.3).astype(np.int64)
+    offs = rng.integers(0, 1 << 27, n) * 4096
+    sizes = rng.choice([4096, 16384, 131072], n)
+    times = np.cumsum(rng.exponential(8e-6, n))
+    cols = params.columns_from_config(presets.drive("sn8e_1920"), WORK) | engine_params.columns(ENGINE)
+    d, w, e, lay = engine_params.build(cols, dtype=np.float64)
+    assert lay.read_gaps == 1
+    many = lay._replace(read_gaps=engine_params.READ_GAPS)
+    lats = []
+    with x64():
+        req, _ = engine.requests(ops, offs, sizes, times, None, _length(n), np.float64)
+        for layout in (lay, many):
+            p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, layout))
+            run_chunk = jax.jit(engine.run_chunk, static_argnums=(3, 4))
+            _, _, lat = run_chunk(p, engine.init(p, layout), req, layout, True)
+            _, _, lat_cpu = engine_cpu.run_chunk(engine_cpu.pack_plan(p, layout), engine.init(p, layout), req,
+                                                 layout, True)
+            lats += [np.asarray(lat)[:n, 0], lat_cpu[:n, 0]]
+    assert np.ptp(lats[0]) > 0
+    for other in lats[1:]:
+        np.testing.assert_allclose(other, lats[0], rtol=1e-9, atol=1e-15)
+    dramless = params.columns_from_config(presets.drive("generic_tlc_1tb"), WORK)
+    dramless |= engine_params.columns(ENGINE)
+    assert engine_params.build(dramless)[3].read_gaps == engine_params.READ_GAPS

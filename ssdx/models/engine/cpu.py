@@ -62,8 +62,8 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
-#: per-die state, rows of (B, len(DIES) + 2 READ_GAPS, D): these, then the read booking's gap starts
-#: (``READ_GAPS`` rows from :data:`GAP`) and gap ends (as many after them), oldest first
+#: per-die state, rows of (B, len(DIES) + 2 K, D): these, then the read booking's gap starts
+#: (K = ``Layout.read_gaps`` rows from :data:`GAP`) and gap ends (as many after them), oldest first
 DIES = ("die_free", "r_end", "die_units", "pe_start", "pe_end", "er_end", "er_len", "t_op")
 #: per-configuration accumulator scalars, columns of (B, len(SUMS))
 SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat1", "lat2", "queue_sum",
@@ -103,22 +103,29 @@ def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
 @numba.njit(cache=True, inline="always")
 def _book(die, pd, ready, dur, commit):
     """book.book on the die at position ``pd`` (row :data:`R_END` of ``die`` and its gaps: as many gap
-    starts from row :data:`GAP` as gap ends after them, ``state.READ_GAPS`` in the engine): returns the
+    starts from row :data:`GAP` as gap ends after them, ``Layout.read_gaps`` in the engine): returns the
     start of ``dur`` s of work ready at ``ready``, and where ``commit`` books it."""
     k_n = (die.shape[0] - GAP) // 2
     win = GAP + k_n
     fit = dur * (1.0 - FIT_SLACK)
     end = die[R_END, pd]
-    if ready + (dur - fit) >= end:  # free: the gaps move down one, the newest is [end, ready]
+    if ready + (dur - fit) >= end:  # free
         if commit:
-            for k in range(k_n - 1):
-                die[GAP + k, pd] = die[GAP + k + 1, pd]
-                die[win + k, pd] = die[win + k + 1, pd]
-            die[GAP + k_n - 1, pd] = end
-            die[win + k_n - 1, pd] = ready
+            if ready > end + FIT_SLACK * dur:  # idle since end: the gaps move down, the newest [end, ready]
+                for k in range(k_n - 1):
+                    die[GAP + k, pd] = die[GAP + k + 1, pd]
+                    die[win + k, pd] = die[win + k + 1, pd]
+                die[GAP + k_n - 1, pd] = end
+                die[win + k_n - 1, pd] = ready
             die[R_END, pd] = ready + dur
         return ready
-    for i in range(k_n):  # the oldest gap the die is idle in at max(ready, its start)
+    # the oldest gap the die is idle in at max(ready, its start); the gaps are in time order, so those
+    # ending by ready + (dur - fit), which none can be, come first: skip them from the newest back (reads
+    # ready in issue order find none at once)
+    lo = k_n
+    while lo > 0 and die[win + lo - 1, pd] > ready + (dur - fit):
+        lo -= 1
+    for i in range(lo, k_n):
         gs, ge = die[GAP + i, pd], die[win + i, pd]
         at = max(ready, gs)
         if at + (dur - fit) < ge:
@@ -236,7 +243,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     """Run one configuration through the chunk (``engine.step`` request by request).
 
     Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die``
-    (len(DIES) + 2 READ_GAPS, D), ``chan`` (2, C), ``slots``, ``tags`` (3, M), accumulators ``a``,
+    (len(DIES) + 2 K, D), ``chan`` (2, C), ``slots``, ``tags`` (3, M), accumulators ``a``,
     ``hist`` (3, N_BINS), ``busy`` (D,)), written in place; ``x_c``, ``first_c``, ``last_c``, ``end_c``
     are scratch of at least ``C`` entries;
     ``lat[i, b]`` gets request ``i``'s latency when ``keep``.  No allocation and no numpy calls: the
@@ -584,7 +591,7 @@ def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, 
 # ------------------------------------------------------------------------------------------- host side
 def pack_state(s: State) -> tuple[np.ndarray, ...]:
     """The state as the loop's arrays, configurations last (fresh copies: the loop writes them):
-    scalars ``(len(SCALARS), B)``, dies ``(len(DIES) + 2 READ_GAPS, D, B)``, channels ``(2, C, B)``
+    scalars ``(len(SCALARS), B)``, dies ``(len(DIES) + 2 K, D, B)``, channels ``(2, C, B)``
     (all work, reads), slots ``(S, B)`` float64 and the mapping cache ``(3, M, B)`` int64 (page held,
     last use, dirty)."""
     f = lambda x: np.asarray(x, np.float64)  # noqa: E731

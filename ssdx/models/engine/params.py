@@ -198,11 +198,20 @@ class EngineParams:
     hold_read: Any  # engine.cache_read false: 1, a read keeps its die until its data is out; else 0
 
 
+#: idle gaps a die's read booking keeps (``ssdx.models.engine.book.book``) where reads can become ready
+#: out of issue order: under load a die holds reads booked ahead of time, each with a gap before it; with
+#: 8 no gap later work could use is forgotten up to about 96 % die utilisation (``bench/booking.py``),
+#: with fewer the booking loses capacity sooner
+READ_GAPS = 8
+
+
 class Layout(NamedTuple):
     """Static array sizes of a batch: die positions are ``ways x channels``.  Whether any configuration of
     the batch tracks read suspension (:func:`suspend_on`), uses the LRU mapping cache (``map_lru``) or
     writes dirty translation pages back (``map_writeback``) or writes back eagerly (``eager``): where none
-    does, the batched step leaves that mechanism out of its arithmetic, and the results are the same."""
+    does, the batched step leaves that mechanism out of its arithmetic, and the results are the same.
+    ``read_gaps``: the idle gaps a die's read booking keeps, :data:`READ_GAPS` where a read of some
+    configuration can become ready out of issue order, else 1 (the same bookings, a smaller state)."""
 
     ways: int
     channels: int
@@ -214,6 +223,7 @@ class Layout(NamedTuple):
     eager: bool = True
     map_entries: bool = True
     hold_read: bool = True
+    read_gaps: int = READ_GAPS
 
 
 def columns(engine: Mapping) -> dict[str, np.ndarray]:
@@ -366,17 +376,23 @@ def layout(cols: Mapping) -> Layout:
     # configs with a page cache (an entry cache lives on the host: ssdx.models.engine.entries)
     cached = (~np.asarray(cols["drive.dram"]).astype(bool) & (policy == 0)) | (policy == 1) | (policy == 2)
     sets = map_pages(cols)
+    suspension = bool(np.any(suspend_on(SimpleNamespace(**_suspend_fields(cols)))))
+    # a read waits for its translation read (a mapping cache that can miss) or for a program boundary
+    # (suspension): only then does a read become ready before work booked earlier; otherwise reads are
+    # ready in issue order, and one gap books them exactly as READ_GAPS would
+    out_of_order = bool(cached.any() or np.any(policy == 3) or suspension)
     return Layout(
         ways=int(num(cols, "drive.dies_per_channel").max()),
         channels=int(num(cols, "drive.channels").max()),
         slots=int(num(cols, "workload.queue_depth").max()),
         map_sets=int(sets[cached].max()) if cached.any() else 1,
-        suspension=bool(np.any(suspend_on(SimpleNamespace(**_suspend_fields(cols))))),
+        suspension=suspension,
         map_lru=bool(np.any(policy == 2)),
         map_writeback=bool(np.any(policy > 0)),
         eager=bool(np.any(eager(cols) > 0)),
         map_entries=bool(np.any(policy == 3)),
         hold_read=bool(np.any(hold_read(cols) > 0)),
+        read_gaps=READ_GAPS if out_of_order else 1,
     )
 
 

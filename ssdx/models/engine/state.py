@@ -17,7 +17,13 @@ import numpy as np
 
 from ssdx.core.stats import N_BINS, percentile_from_hist
 from ssdx.models.engine import entries
-from ssdx.models.engine.params import MAP_ENTRY_BYTES, MAP_UNIT_BYTES, EngineParams, Layout, suspend_on
+from ssdx.models.engine.params import (
+    MAP_ENTRY_BYTES,
+    MAP_UNIT_BYTES,
+    EngineParams,
+    Layout,
+    suspend_on,
+)
 from ssdx.models.fluid import model as fluid
 from ssdx.params import Drive, Workload
 
@@ -101,19 +107,13 @@ class Plan(NamedTuple):
     hold_read: jax.Array  # engine.cache_read false: a read keeps its die until its data is out
 
 
-#: idle gaps a die's read booking keeps (:func:`~.book.book`): under load a die holds reads booked ahead
-#: of time, each with a gap before it; with 8 no gap work could use is forgotten up to about 92 % die
-#: utilisation (``tests/test_engine_booking.py``), with fewer the booking loses capacity sooner
-READ_GAPS = 8
-
-
 class Server(NamedTuple):
     """Booked time of a read-priority resource (:func:`~.book.book`): its booked work ends at ``end``;
     before that it is idle only in the gaps ``[gap[k], win[k]]``, ``k`` from the oldest to the newest
-    (leading axis of :data:`READ_GAPS`; empty gaps have ``win <= gap``)."""
+    (leading axis of ``Layout.read_gaps``; empty gaps have ``win <= gap``)."""
 
     end: jax.Array  # (D,)
-    win: jax.Array  # (K, D)
+    win: jax.Array  # (K, D), K = Layout.read_gaps
     gap: jax.Array  # (K, D)
 
 
@@ -246,7 +246,7 @@ def init(p: Plan, lay: Layout) -> State:
     the batched plan ``p`` (:func:`plan_batch`)."""
     z = jnp.zeros_like(p.page_bytes)
     dies = jnp.zeros(p.mask.shape, z.dtype)
-    gaps = jnp.zeros((READ_GAPS,) + p.mask.shape, z.dtype)
+    gaps = jnp.zeros((lay.read_gaps,) + p.mask.shape, z.dtype)
     chans = jnp.zeros((lay.channels,) + z.shape, z.dtype)
     slots = jnp.where(jnp.arange(lay.slots)[:, None] < p.queue_depth[None], z[None], jnp.inf)
     return State(slots=slots, ctrl_free=z, link_rx=z, link_tx=z, dram_free=z, die_free=dies, free_max=z,
