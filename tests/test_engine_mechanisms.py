@@ -526,3 +526,13 @@ def test_reads_ready_in_issue_order_book_alike_with_one_gap_or_many():
     dramless = params.columns_from_config(presets.drive("generic_tlc_1tb"), WORK)
     dramless |= engine_params.columns(ENGINE)
     assert engine_params.build(dramless)[3].read_gaps == engine_params.READ_GAPS
+
+
+@pytest.mark.parametrize("field", ["cmd_us", "host_gb_s"])
+def test_only_null_means_the_catalog_value_of_an_engine_override(field):
+    # null: NaN in the column, which the plan replaces by the catalog's value; a NaN given is refused with
+    # the field and its rule, not read as null
+    assert np.isnan(engine_params.columns(ENGINE | {field: None})[f"engine.{field}"][0])
+    assert engine_params.columns(ENGINE | {field: 2.5})[f"engine.{field}"][0] == 2.5
+    with pytest.raises(params.ConfigError, match=f"engine.{field}.*nan.*or null for the catalog value"):
+        engine_params.columns(ENGINE | {field: float("nan")})

@@ -99,7 +99,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ssdx import catalog, params
-from ssdx.core.fields import ConfigError, Field, check, check_rule, num, table
+from ssdx.core.fields import ConfigError, Field, check, check_rule, null_or_value, num, table
 from ssdx.params import _pytree
 from ssdx.units import MIB
 
@@ -237,7 +237,9 @@ def columns(engine: Mapping) -> dict[str, np.ndarray]:
     for f, default in OPTIONAL.items():
         v = engine.get(f)
         v = default if v is None else v
-        cols[f"engine.{f}"] = np.asarray([np.nan if v is None else v])  # null, no default: NaN, the catalog's
+        if default is None:  # null: NaN, the catalog's value; a NaN given is refused (only null means that)
+            v = null_or_value(v, RANGES[f"engine.{f}"])
+        cols[f"engine.{f}"] = np.asarray([v])
     return cols
 
 
