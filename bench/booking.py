@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -28,12 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import mqsim_des
+from bench import mqsim_des, mqsim_xval
 from ssdx.models.engine.cpu import GAP, _book
 from ssdx.models.engine.params import READ_GAPS
 from ssdx.report.machine import machine
 
-ROOT = Path(__file__).resolve().parents[1]
 BUSY = (0.5, 0.62, 0.75, 0.85, 0.92, 0.96)
 CHIPS = 32  # MQSim's default drive: 8 channels x 4 chips, each chip one server (mqsim.chip_as_die)
 
@@ -68,47 +66,14 @@ def booked_mean(rate: float, dies: int, n: int, seed: int, gaps: int = READ_GAPS
     return float(np.mean(lat[n // 10:])) * 1e6
 
 
-def _workload(per_s: int, n: int) -> str:
-    return f"""<?xml version="1.0" encoding="us-ascii"?>
-<MQSim_IO_Scenarios>
-	<IO_Scenario>
-		<IO_Flow_Parameter_Set_Synthetic>
-			<Priority_Class>HIGH</Priority_Class>
-			<Initial_Occupancy_Percentage>0</Initial_Occupancy_Percentage>
-			<Working_Set_Percentage>100</Working_Set_Percentage>
-			<Synthetic_Generator_Type>BANDWIDTH</Synthetic_Generator_Type>
-			<Read_Percentage>100</Read_Percentage>
-			<Address_Distribution>RANDOM_UNIFORM</Address_Distribution>
-			<Generated_Aligned_Addresses>true</Generated_Aligned_Addresses>
-			<Address_Alignment_Unit>8</Address_Alignment_Unit>
-			<Request_Size_Distribution>FIXED</Request_Size_Distribution>
-			<Average_Request_Size>8</Average_Request_Size>
-			<Variance_Request_Size>0</Variance_Request_Size>
-			<Seed>11</Seed>
-			<Average_No_of_Reqs_in_Queue>0</Average_No_of_Reqs_in_Queue>
-			<Bandwidth>{per_s * 8 * 512}</Bandwidth>
-			<Stop_Time>0</Stop_Time>
-			<Total_Requests_To_Generate>{n}</Total_Requests_To_Generate>
-		</IO_Flow_Parameter_Set_Synthetic>
-	</IO_Scenario>
-</MQSim_IO_Scenarios>
-"""
-
-
 def engine_run(busy: float, n: int, workdir: Path) -> dict:
-    """``ssdx experiment=mqsim`` on MQSim's default drive (``examples/mqsim/ssdconfig.xml``), open-loop 4 KiB
-    random reads at :func:`rate_of` ``busy``: its IOPS and mean device response (µs)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    wl = workdir / "workload.xml"
-    wl.write_text(_workload(per_second(busy), n))
-    out = workdir / "run"
-    r = subprocess.run([sys.executable, "-m", "ssdx.cli.main", "experiment=mqsim",
-                        f"mqsim.ssdconfig={ROOT / 'examples' / 'mqsim' / 'ssdconfig.xml'}",
-                        f"mqsim.workload={wl}", f"hydra.run.dir={out}"],
-                       capture_output=True, text=True, cwd=ROOT)
-    if r.returncode != 0:
-        raise RuntimeError(f"ssdx failed at busy {busy}: {r.stderr[-800:]}")
-    f = json.loads((out / "summary.json").read_text())["scenarios"][0]["flows"][0]
+    """``ssdx experiment=mqsim`` on MQSim's default drive, open-loop 4 KiB random reads at :func:`rate_of`
+    ``busy`` (the cross-validation harness's files and run): its IOPS and mean device response (µs)."""
+    case = mqsim_xval.Case(name=f"booking_{busy}", generator="BANDWIDTH", qd=0,
+                           bandwidth_bps=per_second(busy) * 8 * mqsim_xval.SECTOR, stop_time_s=0,
+                           total_requests=n)
+    mqsim_xval.write_case_files(case, workdir, None)
+    f = mqsim_xval.run_ssdx(workdir)["flow"]
     return {"iops": f["iops"], "mean_us": f["device_response_time_us"]}
 
 

@@ -390,12 +390,12 @@ def test_loaded_reads_with_translation_reads_keep_the_dies_capacity(tmp_path: Pa
     first-come-first-served simulation of the chips (``bench.mqsim_des``, which leaves out the front end,
     the channels and the host link that ssdx adds).  With one idle gap per die in the read booking the
     drive saturated at 138 k requests/s and the mean was 54 ms against 0.57 ms."""
-    from bench import mqsim_des
+    from bench import booking, mqsim_des
 
     busy, n = 0.83, 20_000
-    per_s = int(busy * 32 / ((mqsim_des.T_MAP + mqsim_des.T_DATA) * 1e-6))
-    rate = 1e9 / (1e9 // per_s)  # MQSim's whole-nanosecond mean gap
-    rc, err, s = _run(tmp_path, _workload([_flow("BANDWIDTH", qd=0, n=n, bandwidth=per_s * 8 * 512)]))
+    rate = booking.rate_of(busy)  # MQSim's whole-nanosecond mean gap
+    bandwidth = booking.per_second(busy) * 8 * 512
+    rc, err, s = _run(tmp_path, _workload([_flow("BANDWIDTH", qd=0, n=n, bandwidth=bandwidth)]))
     assert rc == 0, err
     f = s["scenarios"][0]["flows"][0]
     des = mqsim_des.two_phase_fcfs(rate * 1e-6, 32, mqsim_des.T_MAP, mqsim_des.T_DATA, n, 1)
