@@ -536,3 +536,42 @@ def test_only_null_means_the_catalog_value_of_an_engine_override(field):
     assert engine_params.columns(ENGINE | {field: 2.5})[f"engine.{field}"][0] == 2.5
     with pytest.raises(params.ConfigError, match=f"engine.{field}.*nan.*or null for the catalog value"):
         engine_params.columns(ENGINE | {field: float("nan")})
+
+
+def test_a_read_on_few_dies_books_only_those_dies_with_the_same_results(monkeypatch):
+    # the batched step books a translation read on its die alone, and a read whose pages lie on at most 1,
+    # 2, 4 or 8 dies in every configuration on those dies alone: the same arithmetic as booking every die and
+    # keeping those, so a loaded mixed stream over a batch with every mechanism on gives bit-identical
+    # latencies and counts with those bookings and with every read booked on every die
+    rng = np.random.default_rng(11)
+    n = 1000
+    ops = (rng.random(n) < 0.3).astype(np.int64)
+    offs = rng.integers(0, 1 << 27, n) * 4096  # 4 KiB aligned: a 16 KiB read spans two pages or one
+    sizes = rng.choice([4096, 16384, 65536, 131072], n, p=[0.5, 0.2, 0.15, 0.15])
+    times = np.cumsum(rng.exponential(6e-6, n))
+    mechanisms = ({}, {"suspension": "none"}, {"suspend_program_us": 20.0}, {"map_cache": "lru"},
+                  {"cache_read": False}, {"map_cache": "direct", "write_back": "eager"})
+    rows = [params.columns_from_config(presets.drive(name), WORK) | engine_params.columns(ENGINE | m)
+            for name in ("generic_tlc_1tb", "aldrin_pro_2tb") for m in mechanisms]
+    d, w, e, lay = engine_params.build(params.concat_columns(rows), dtype=np.float64)
+    assert lay.read_gaps == engine_params.READ_GAPS and lay.suspension and lay.hold_read
+
+    def run():
+        with x64():
+            p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, lay))
+            req, _ = engine.requests(ops, offs, sizes, times, None, _length(n), np.float64)
+            # a function of its own: jit would reuse the trace of engine.run_chunk made before the patch
+            run_chunk = jax.jit(lambda *a: engine.run_chunk(*a), static_argnums=(3, 4))
+            _, acc, lat = run_chunk(p, engine.init(p, lay), req, lay, True)
+        return np.asarray(lat)[:n], jax.tree_util.tree_map(np.asarray, acc)
+
+    monkeypatch.setattr(engine, "READ_DIES", (1, 2, 8))  # the general branches too (the default: 1 die)
+    lat1, acc1 = run()
+    every_die = lambda p, lay, pe, sv, pos, on, ready, dur: engine._read_book(p, lay, pe, sv, ready, dur)  # noqa: E731
+    monkeypatch.setattr(engine, "_read_book_at", every_die)
+    lat_all, acc_all = run()
+    assert np.all(np.isfinite(lat1)) and np.ptp(lat1[-1]) > 0
+    assert np.mean(acc1.suspensions) > 0 and np.mean(acc1.map_misses) > 0
+    np.testing.assert_array_equal(lat1, lat_all)
+    for a, b in zip(jax.tree_util.tree_leaves(acc1), jax.tree_util.tree_leaves(acc_all), strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -49,41 +49,53 @@ def book(sv: Server, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, Serve
     the booking ends; without the slack whether the next read fits would depend on
     the last bit of rounding (float32 against float64, or the CPU loop of ``ssdx.models.engine.cpu``
     against this step)."""
+    # unrolled over the K gaps (a static, small count): every operation is elementwise on (D, B), which
+    # XLA fuses, where gathers, a cumulative sum and an argmax over K each made a pass of their own
     k_n = sv.gap.shape[0]
+    g, w, end = list(sv.gap), list(sv.win), sv.end
     fit = dur * (1.0 - FIT_SLACK)
-    free = ready + (dur - fit) >= sv.end
-    at = jnp.maximum(ready, sv.gap)  # (K, ...)
-    usable = at + (dur - fit) < sv.win
-    k = jnp.arange(k_n).reshape((k_n,) + (1,) * (sv.gap.ndim - 1))
-    first = jnp.argmax(usable, axis=0)  # the oldest usable gap (0 where none is)
-    placed = ~free & jnp.any(usable, axis=0)
-    take = lambda x: jnp.take_along_axis(x, first[None], axis=0)[0]  # noqa: E731
-    at_i, gs_i, ge_i = take(at), take(sv.gap), take(sv.win)
+    free = ready + (dur - fit) >= end
+    at = [jnp.maximum(ready, x) for x in g]
+    # first[k]: gap k is the oldest usable one; seen[k]: a gap older than k is usable
+    first, seen, found = [], [], jnp.zeros(end.shape, bool)
+    for a, y in zip(at, w, strict=True):
+        usable = a + (dur - fit) < y
+        seen.append(found)
+        first.append(usable & ~found)
+        found = found | usable
+    placed = ~free & found
+    at_i, gs_i, ge_i = at[0], g[0], w[0]
+    for k in range(1, k_n):
+        at_i, gs_i, ge_i = (jnp.where(first[k], x[k], x_i) for x, x_i in ((at, at_i), (g, gs_i), (w, ge_i)))
     fits = placed & (at_i + fit <= ge_i)
     over = placed & ~fits
-    start = jnp.where(free, ready, jnp.where(placed, at_i, sv.end))
+    start = jnp.where(free, ready, jnp.where(placed, at_i, end))
+    idle = free & (ready > end + FIT_SLACK * dur)  # an idle time of any length (not rounding)
     # free, ready after end: the gaps move down one, the newest is [end, ready] (so the gaps stay in time
     # order, ends included)
-    nxt = lambda x, last: jnp.concatenate([x[1:], jnp.broadcast_to(last, x.shape[1:])[None]])  # noqa: E731
-    gap_f, win_f = nxt(sv.gap, sv.end), nxt(sv.win, ready)
-    idle = free & (ready > sv.end + FIT_SLACK * dur)  # an idle time of any length (not rounding)
-    # fits: gap i splits into [gap_i, at] (position i - 1, the older gaps moving down one) and
-    # [at + dur, win_i] (position i)
-    gap_s = jnp.where(k < first - 1, gap_f, jnp.where(k == first - 1, gs_i, jnp.where(k == first, at_i + dur,
-                                                                                         sv.gap)))
-    win_s = jnp.where(k < first - 1, win_f, jnp.where(k == first - 1, at_i, sv.win))
-    # over: gap i ends at at; the work after it moves back by the overlap, absorbed gap by gap
-    push = at_i + dur - ge_i
-    length = jnp.where(k > first, jnp.maximum(sv.win - sv.gap, 0.0), 0.0)
-    before = jnp.cumsum(length, axis=0) - length
-    gap_o = jnp.where(k > first, jnp.minimum(sv.gap + jnp.maximum(push - before, 0.0), sv.win), sv.gap)
-    win_o = jnp.where(k == first, at_i, sv.win)
-    rest = jnp.maximum(push - jnp.sum(length, axis=0), 0.0)
-    new = Server(
-        end=jnp.where(free, ready + dur, jnp.where(fits, sv.end, sv.end + jnp.where(over, rest, dur))),
-        win=jnp.where(idle, win_f, jnp.where(fits, win_s, jnp.where(over, win_o, sv.win))),
-        gap=jnp.where(idle, gap_f, jnp.where(fits, gap_s, jnp.where(over, gap_o, sv.gap))),
-    )
+    g_f, w_f = g[1:] + [end], w[1:] + [jnp.broadcast_to(ready, end.shape)]
+    push = at_i + dur - ge_i  # over: the overlap
+    none = jnp.zeros(end.shape, bool)
+    gaps, wins, total = [], [], None
+    for k in range(k_n):
+        nxt = first[k + 1] if k + 1 < k_n else none  # gap k + 1 is the first usable one
+        older = ~found if k + 1 == k_n else ~(seen[k + 1] | nxt)  # k < first - 1
+        # fits: the first usable gap splits into [gap, at] (one position down, the older gaps moving
+        # down one) and [at + dur, win] (its own position)
+        gap_s = jnp.where(older, g_f[k], jnp.where(nxt, gs_i, jnp.where(first[k], at_i + dur, g[k])))
+        win_s = jnp.where(older, w_f[k], jnp.where(nxt, at_i, w[k]))
+        # over: the first usable gap ends at at; the work after it moves back by the overlap, absorbed
+        # gap by gap (the gaps after the first, in order)
+        length = jnp.where(seen[k], jnp.maximum(w[k] - g[k], 0.0), 0.0)
+        total = length if total is None else total + length
+        before = total - length
+        gap_o = jnp.where(seen[k], jnp.minimum(g[k] + jnp.maximum(push - before, 0.0), w[k]), g[k])
+        win_o = jnp.where(first[k], at_i, w[k])
+        gaps.append(jnp.where(idle, g_f[k], jnp.where(fits, gap_s, jnp.where(over, gap_o, g[k]))))
+        wins.append(jnp.where(idle, w_f[k], jnp.where(fits, win_s, jnp.where(over, win_o, w[k]))))
+    rest = jnp.maximum(push - total, 0.0)
+    new = Server(end=jnp.where(free, ready + dur, jnp.where(fits, end, end + jnp.where(over, rest, dur))),
+                 win=jnp.stack(wins), gap=jnp.stack(gaps))
     return start, new
 
 

@@ -4,7 +4,8 @@ A batch of configurations is stepped together, with the configurations on the **
 array (a die array is ``(dies, B)``): an operation that broadcasts a per-configuration value over the
 dies, or reduces over them, then reads contiguous memory (faster on a CPU than with ``vmap``'s leading batch
 axis; ``docs/performance.md``).  The request is shared by the batch, so its type picks
-one branch (``lax.switch``): a read computes only the read path, a write only the write path.  Each
+one branch (``lax.switch``): a read computes only the read path, a write only the write path, and a
+read that lies on one die in every configuration books that die alone (:data:`READ_DIES`).  Each
 configuration keeps the state of its own resources, as busy-until times relative to the current
 request's issue time (rebased every step, so float32 keeps sub-microsecond resolution over a week-long
 trace; the absolute clock is a compensated sum).  Outstanding commands are kept sorted, so the next
@@ -134,6 +135,7 @@ turns them into IOPS, bandwidth, mean and percentile latency, queue-time share a
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -182,9 +184,14 @@ def _per_die(p: Plan, start: jax.Array, count: jax.Array) -> jax.Array:
 def _pages(p: Plan, off4k: jax.Array, size: jax.Array) -> tuple[jax.Array, jax.Array]:
     """4: the NAND pages a request at ``off4k`` (4 KiB units) of ``size`` bytes touches, ``k`` (int32,
     at least 1), and how many of them lie on each die, ``(D, B)`` (logical page ``j`` on die ``j mod D``)."""
-    in_page = (jnp.mod(off4k, p.page_4k) * MAP_UNIT_BYTES).astype(size.dtype)
-    k = jnp.maximum(jnp.ceil((in_page + size) / p.page_bytes), 1.0).astype(jnp.int32)
+    k = _page_count(p, off4k, size)
     return k, _per_die(p, jnp.mod(off4k // p.page_4k, p.n_dies), k)
+
+
+def _page_count(p: Plan, off4k: jax.Array, size: jax.Array) -> jax.Array:
+    """The NAND pages (int32, at least 1) a request at ``off4k`` of ``size`` bytes touches."""
+    in_page = (jnp.mod(off4k, p.page_4k) * MAP_UNIT_BYTES).astype(size.dtype)
+    return jnp.maximum(jnp.ceil((in_page + size) / p.page_bytes), 1.0).astype(jnp.int32)
 
 
 def _place(p: Plan, ds: jax.Array, dn: jax.Array, draw: jax.Array, amount: jax.Array):
@@ -315,15 +322,55 @@ def _push_runs(p: Plan, lay: Layout, pe: PE, on: jax.Array, start: jax.Array, du
     return pe_push(p, pe, on, start, dur) if lay.suspension else pe
 
 
+#: the batched step's read branches that book only the dies a read touches: a read whose pages lie on at
+#: most this many dies in every configuration of the batch takes the smallest that fits (:func:`step`);
+#: a read on more dies books every die position.  Branches for 2, 4 and 8 dies as well were no faster on
+#: the 2-core CPU of ``bench/engine.py`` and doubled the step's compile time (each is a read path of its
+#: own), so one die only: a 4 KiB read, and every translation read (:func:`_map_read`)
+READ_DIES = (1,)
+
+
+def _read_book_at(p: Plan, lay: Layout, pe: PE, sv: Server, pos: jax.Array, on: jax.Array, ready: jax.Array,
+                  dur: jax.Array):
+    """:func:`_read_book` of the die positions ``pos`` (M, B) only, where ``on`` (M, B) (distinct
+    positions where on), ``dur`` (D, B) the work of each die: the same arithmetic as booking every die,
+    at an M-th of the dies' share of the cost.  The results have :func:`_read_book`'s shapes: the
+    booking of the other dies unchanged, their start, die time and suspensions zero (the callers read
+    them only where a die works).  They are put back by a scatter, which XLA does not fuse into the
+    (K, D, B) arrays that read them: an elementwise put-back would have the booking recomputed for every
+    die and gap."""
+    take = lambda x: jnp.take_along_axis(x, jnp.broadcast_to(pos, x.shape[:-2] + pos.shape), axis=-2)  # noqa: E731
+    at = lambda t: type(t)(*(take(x) for x in t))  # noqa: E731
+    start, new, dur_m, s_p, s_e = _read_book(p, lay, at(pe) if lay.suspension else pe, at(sv), ready,
+                                             take(dur))
+    where = jnp.where(on, pos, dur.shape[-2])  # off: out of range, dropped
+    put = lambda x, v: jnp.put_along_axis(  # noqa: E731
+        x, jnp.broadcast_to(where, v.shape), v, axis=-2, inplace=False, mode="drop")
+    zero = lambda v: put(jnp.zeros(dur.shape, v.dtype), jnp.broadcast_to(v, pos.shape))  # noqa: E731
+    return (zero(start), Server(*(put(x, v) for x, v in zip(sv, new, strict=True))), zero(dur_m),
+            zero(s_p), zero(s_e))
+
+
+def _positions(p: Plan, first: jax.Array, count: jax.Array, m: int) -> tuple[jax.Array, jax.Array]:
+    """The die positions (m, B) of the dies ``first, first + 1, …`` (mod the dies) and whether each is
+    among the first ``count`` (B,)."""
+    ids = jnp.mod(first[None] + jnp.arange(m)[:, None], p.n_dies[None])
+    pos = jnp.stack([jnp.argmax((p.die_id == x[None]) & p.mask, axis=0) for x in ids])
+    return pos, jnp.arange(m)[:, None] < count[None]
+
+
 def _map_read(p: Plan, lay: Layout, t_cmd, tpage, miss, die_r: Server, die_free, busy, pe: PE):
     """3: a missed translation page is read from die ``tpage mod dies`` (SLC timing), booked with read
     priority under the suspension policy (:func:`suspend`); returns the die state, busy time, the
     program/erase runs, the read's start, when its entries are in the controller (its end, plus the
     ``map_read_bytes`` transfer unless the die was held for it; -inf where none) and the suspensions
-    (2, B)."""
+    (2, B).  Only that die's booking is computed (gathered, booked, put back): the same arithmetic as
+    booking every die and keeping that one, at a die's share of the cost."""
     on = (p.die_id == jnp.mod(tpage, p.n_dies)[None]) & p.mask & miss[None]
     t_die = p.t_map_read + jnp.where(p.hold_read, p.t_map_xfer, 0.0)  # cache_read false: held until out
-    ms, die_r_m, m_dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_cmd[None], t_die[None])
+    ms, die_r_m, m_dur, s_p, s_e = _read_book_at(p, lay, pe, die_r, jnp.argmax(on, axis=0)[None],
+                                                 jnp.any(on, axis=0)[None], t_cmd[None],
+                                                 jnp.broadcast_to(t_die[None], on.shape))
     m_start = jnp.max(jnp.where(on, ms, -jnp.inf), axis=0)
     m_end = jnp.max(jnp.where(on, ms + m_dur, -jnp.inf), axis=0)
     m_in = m_end + jnp.where(p.hold_read, 0.0, p.t_map_xfer)
@@ -396,8 +443,10 @@ def _finish(p: Plan, s: State, acc: Acc, r: Requests, f: Front, op: int, done, q
     return new, new_acc, lat
 
 
-def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
-    """A host read: map lookup, dies (gap-filling, read priority), channels, host link."""
+def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look, dies: int = 0):
+    """A host read: map lookup, dies (gap-filling, read priority), channels, host link.  With ``dies``
+    (its pages lie on at most that many dies in every configuration, :func:`step`) only those dies'
+    bookings are computed, as for a translation read (:func:`_map_read`); with 0, every die's."""
     f, s = _front(p, s, r)
     dt = f.issue.dtype
     size = r.size.astype(dt)
@@ -415,7 +464,11 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     dur = jnp.ceil(n_f / p.planes[None]) * p.t_read[None]
     xfer = n_f * (size / k.astype(dt) / p.chan_rate)[None]
     hold = _hold(p, lay, s.chan_r, die_r, t_map, dur, xfer, active) if lay.hold_read else 0.0
-    r_start, die_r_new, dur, s_p, s_e = _read_book(p, lay, pe, die_r, t_map[None], dur + hold)
+    book_f = _read_book
+    if dies:
+        pos, on = _positions(p, jnp.mod(off4k // p.page_4k, p.n_dies), jnp.minimum(k, p.n_dies), dies)
+        book_f = partial(_read_book_at, pos=pos, on=on)
+    r_start, die_r_new, dur, s_p, s_e = book_f(p, lay, pe, die_r, ready=t_map[None], dur=dur + hold)
     r_end = r_start + dur - hold
     x_c = jnp.sum(_by_channel(xfer, lay), axis=0)
     first_c = jnp.min(_by_channel(jnp.where(active, r_end, jnp.inf), lay), axis=0)
@@ -551,14 +604,20 @@ def step(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests) -> tuple[State, 
     nothing."""
     look = _lookup(p, lay, s, r)
     idx = jnp.where(r.valid, jnp.clip(r.op, 0, 2), 3)
+    # a read whose pages lie on few dies in every configuration: the branch that books only those dies
+    k = _page_count(p, look.off4k, r.size.astype(s.last_done.dtype))
+    on_dies = jnp.max(jnp.minimum(k, p.n_dies))
+    fits = jnp.asarray(READ_DIES) >= on_dies
+    branch = jnp.where((idx == READ) & jnp.any(fits), 4 + jnp.argmax(fits), idx)
     # the cache and the histogram stay outside the branches (no copies of them through the switch)
     inner_s = s._replace(tags=None, map_age=None, map_dirty=None)
     inner_acc = acc._replace(hist=None)
     branches = (lambda s, acc: _read(p, lay, s, acc, r, look),
                 lambda s, acc: _write(p, lay, s, acc, r, look),
                 lambda s, acc: _trim(p, lay, s, acc, r),
-                lambda s, acc: (s, acc, jnp.full_like(s.last_done, jnp.nan)))  # padding
-    new, new_acc, lat = jax.lax.switch(idx, branches, inner_s, inner_acc)
+                lambda s, acc: (s, acc, jnp.full_like(s.last_done, jnp.nan)),  # padding
+                *(partial(lambda s, acc, m: _read(p, lay, s, acc, r, look, dies=m), m=m) for m in READ_DIES))
+    new, new_acc, lat = jax.lax.switch(branch, branches, inner_s, inner_acc)
     cols = jnp.arange(lat.shape[0])
     hist = acc.hist.at[jnp.minimum(idx, 2), latency_bin(jnp.where(r.valid, lat, 1.0)), cols].add(
         r.valid.astype(jnp.int32))
