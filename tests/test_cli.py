@@ -177,3 +177,20 @@ def test_close_open_ends_the_open_bars_with_a_newline(monkeypatch, capsys):
     progress.close_open()  # nothing left open: nothing printed
     assert capsys.readouterr().err == ""
     quiet.close()
+
+
+def test_help_is_ssdxs_own_and_lists_the_experiments_and_sweeps(tmp_path):
+    # `ssdx --help` is what a new user types first: it names ssdx and what it does, lists the experiments
+    # and the sweeps (registered at start-up) with the other groups, and shows how to run and override,
+    # instead of Hydra's generic "powered by Hydra" page and the whole composed config
+    r = ssdx("--help", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.startswith("ssdx: design-space exploration for SSDs") and "powered by Hydra" not in out
+    groups = dict(line.split(": ", 1) for line in out.splitlines() if line.split(": ")[0] in
+                  ("experiment", "sweep", "drive"))
+    assert {"boot_qd1", "mqsim", "tmt_optimize"} <= set(groups["experiment"].split(", "))
+    assert {"quick", "slc_design"} <= set(groups["sweep"].split(", "))
+    assert "aldrin_pro_2tb" in groups["drive"]
+    assert "experiment=aldrin_pro_fill" in out and "docs/commands.md" in out
+    assert "user_capacity_gb" not in out  # not the whole config
