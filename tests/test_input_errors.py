@@ -12,6 +12,7 @@ from test_cli import ssdx
 
 from ssdx.core import stats
 from ssdx.models.engine import jobs
+from ssdx.models.engine import params as engine_params
 from ssdx.workloads import fio, synthetic, traces
 
 
@@ -298,3 +299,23 @@ def test_an_empty_trace_is_refused_in_one_wording_by_replay_analysis_and_the_hyb
     with pytest.raises(ConfigError) as e:
         jobs.run_replay(cfg, tmp_path / "r", progress=False)
     assert e.value.rule == "holds no request to replay (2 malformed lines skipped)"
+
+
+def test_a_drive_larger_than_the_engine_addresses_is_named_in_the_replays_warnings(tmp_path):
+    # the request engine counts offsets in int32 4 KiB units (8 TiB): a 16 TB drive's replay runs, and its
+    # summary and console say that requests were mapped onto the first 8 TiB and what that changes
+    assert engine_params.address_warning(8e12) is None
+    assert "hit rate overestimated" in engine_params.address_warning(1.6e13)
+    assert engine_params.address_warning(engine_params.ADDRESSABLE_BYTES) is None
+    r = ssdx("experiment=trace_replay", "workload.synthetic=msr:prxy_0", "workload.requests=200",
+             "drive.user_capacity_gb=16000", "drive.die_gbit=1024", "drive.dies_per_channel=16",
+             f"hydra.run.dir={tmp_path / 'out'}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert len(s["warnings"]) == 1 and s["warnings"][0].startswith(
+        "the drive's user capacity (1.6e+13 bytes) is more than the request engine addresses")
+    assert f"warning: {s['warnings'][0]}" in r.stdout and "UserWarning" not in r.stderr
+    with pytest.warns(UserWarning, match="first 8 TiB"):
+        engine_params.build(engine_params.columns_from_config(compose_config(
+            "experiment=trace_replay", "drive.user_capacity_gb=16000", "drive.die_gbit=1024",
+            "drive.dies_per_channel=16")))

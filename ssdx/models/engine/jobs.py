@@ -251,7 +251,7 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
         cfg = with_fio(cfg, jobs)
     dtype = io.dtype(cfg.get("precision", "float32"))
     cols = engine_params.columns_from_config(cfg)
-    trees = engine_params.build(cols, dtype=dtype)
+    trees = engine_params.build(cols, dtype=dtype, warn=False)  # the summary's warnings say it
     backend = engine_backends.select(cfg["engine"])
     capacity = capacity_bytes(cfg)
     chunks, reader, label = stream(cfg, jobs, capacity if jobs is not None else None)
@@ -290,7 +290,8 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
         "fio_job": jobs.name if jobs else None, "fio_ignored": jobs.ignored if jobs else [],
         "latency_beyond_histogram": over,
         "requests_past_capacity": beyond.count,
-        "warnings": ([wrapped] if wrapped else []) + ([histogram_warning(over)] if over else []),
+        "warnings": [w for w in (engine_params.address_warning(capacity), wrapped,
+                                 histogram_warning(over) if over else None) if w],
     }
     if jobs is not None:
         summary.update({"fio_jobs": jobs.describe(), "fio_ignored_by_design": jobs.ignored_by_design,

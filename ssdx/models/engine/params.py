@@ -92,6 +92,7 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -100,6 +101,7 @@ import numpy as np
 
 from ssdx import catalog, params
 from ssdx.core.fields import ConfigError, Field, check, check_rule, null_or_value, num, table
+from ssdx.models.fluid import model as fluid
 from ssdx.params import _pytree
 from ssdx.units import MIB
 
@@ -161,6 +163,9 @@ RANGES: dict[str, Field] = table(
 )
 MAP_ENTRY_BYTES = 4  # one mapping entry per 4 KiB logical unit (page-level FTL)
 MAP_UNIT_BYTES = 4096
+#: the user capacity the engine addresses: offsets are int32 counts of 4 KiB units (8 TiB); a larger drive's
+#: requests are mapped onto its first 8 TiB (:func:`address_warning`)
+ADDRESSABLE_BYTES = (2**31 - 1) * MAP_UNIT_BYTES
 MAX_SLOTS = 4096  # outstanding commands the engine tracks (NVMe allows more; none of our studies need it)
 
 
@@ -398,8 +403,11 @@ def layout(cols: Mapping) -> Layout:
     )
 
 
-def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workload, EngineParams, Layout]:
-    """Validate drive, workload and engine columns; the three pytrees (leaves ``(n,)``) and the layout."""
+def build(cols: Mapping, dtype=np.float32,
+          warn: bool = True) -> tuple[params.Drive, params.Workload, EngineParams, Layout]:
+    """Validate drive, workload and engine columns; the three pytrees (leaves ``(n,)``) and the layout.
+    A drive larger than the engine addresses is named in a warning (:func:`address_warning`), unless
+    ``warn`` is false (a caller that reports it itself)."""
     drive, workload = params.build(cols, dtype=dtype)
     validate(cols)
     c = lambda a: np.asarray(a, dtype=dtype)  # noqa: E731
@@ -430,7 +438,22 @@ def build(cols: Mapping, dtype=np.float32) -> tuple[params.Drive, params.Workloa
         map_read_bytes=c(_opt(cols, "engine.map_read_bytes")),
         hold_read=c(hold_read(cols)),
     )
+    warning = address_warning(np.max(np.asarray(fluid.capacity_bytes(drive), np.float64))) if warn else None
+    if warning:
+        warnings.warn(warning, stacklevel=2)
     return drive, workload, eng, layout(cols)
+
+
+def address_warning(capacity: float) -> str | None:
+    """What a run says when a drive's user capacity (``capacity`` bytes, the largest of a batch) is more
+    than the engine addresses (:data:`ADDRESSABLE_BYTES`), else None."""
+    if capacity <= ADDRESSABLE_BYTES:
+        return None
+    return (f"the drive's user capacity ({capacity:.6g} bytes) is more than the request engine addresses "
+            f"({ADDRESSABLE_BYTES:.6g} bytes, 8 TiB: offsets are int32 counts of 4 KiB units): requests are "
+            "mapped onto its first 8 TiB, so a workload spread over more of the drive finds its translation "
+            "pages aliased and a mapping cache's hit rate overestimated (a drive with its whole map in DRAM "
+            "is not affected); the times and counts are otherwise those of the drive")
 
 
 def columns_from_config(cfg: Mapping, drives: Sequence[Mapping] | None = None) -> dict[str, np.ndarray]:
