@@ -100,6 +100,23 @@ def test_docs_index_is_the_readme_with_links_rebased():
     assert index.strip() == readme.strip(), "regenerate docs/index.md from README.md"
 
 
+_EXAMPLE = re.compile(r"\bexamples/[\w./-]+\.\w+")
+
+
+@pytest.mark.parametrize("page", _pages() + [ROOT / "examples" / "README.md"], ids=lambda p: p.name)
+def test_every_example_file_a_page_names_is_shipped(page: Path):
+    """The commands of the docs run from a fresh clone: every ``examples/...`` file they name exists, and
+    every file under ``examples/`` is described in its README."""
+    text = page.read_text(encoding="utf-8")
+    missing = sorted({m for m in _EXAMPLE.findall(text) if not (ROOT / m).is_file()})
+    assert not missing, missing
+    if page.parent.name == "examples":
+        shipped = [p for p in (ROOT / "examples").rglob("*") if p.is_file() and p.name != "README.md"]
+        undescribed = [p for p in shipped
+                       if p.name not in text and f"{p.parent.name}/*{p.suffix}" not in text]
+        assert not undescribed, undescribed
+
+
 _OUTSIDE = re.compile(r"seeds/\d|REFERENCE\.md|REFERENCE §|\bissue \d+\b|this task\b|\bwas lent\b")
 
 
