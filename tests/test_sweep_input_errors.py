@@ -15,7 +15,7 @@ from test_cli import ssdx
 from ssdx import presets, tasks
 from ssdx.params import ConfigError
 from ssdx.paths import sweeps_dir
-from ssdx.sweep import reduce, source
+from ssdx.sweep import reduce, source, space
 
 BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
         "model": {"n_steps": 16}, "precision": "float32"}
@@ -195,3 +195,36 @@ def test_a_bad_report_exits_2_through_the_cli_and_writes_nothing(tmp_path):
     assert r.returncode == 2, r.stderr
     assert "sweep.report.group_by" in r.stderr and "drive.nosuch" in r.stderr and "Traceback" not in r.stderr
     _nothing_written(tmp_path / "run")
+
+
+# ------------------------------------------------------------------ a NaN written into a sweep
+
+@pytest.mark.parametrize(("where", "field"), [
+    ("grid", "space.grid.nand.t_prog_us"),
+    ("list", "space.list[1].nand.t_prog_us"),
+    ("base", "sweep.base.nand.t_prog_us"),
+])
+def test_a_nan_in_a_sweep_is_refused_not_run_as_the_catalog_value(tmp_path, where, field):
+    # NaN in a nand.* column means "the catalog value": a sweep says that with null, and a .nan written in
+    # the file (or computed by the script that wrote it) must stop the sweep naming where it is, as the
+    # same value on the command line does, instead of running silently as the catalog value
+    nan = float("nan")
+    sweep = _sweep()
+    if where == "grid":
+        sweep["space"]["grid"]["nand.t_prog_us"] = [1500.0, nan]
+    elif where == "list":
+        sweep["space"] = {"list": [{"nand.t_prog_us": 1500.0}, {"nand.t_prog_us": nan}]}
+    else:
+        sweep["base"]["nand.t_prog_us"] = nan
+    with pytest.raises(ConfigError) as e:
+        tasks.sweep_columns(sweep, BASE)
+    assert e.value.field == field and "NaN is not a value" in str(e.value)
+    if where != "base":  # a sweep generated on the device reads its space by factors, not by rows
+        with pytest.raises(ConfigError, match="NaN is not a value"):
+            space.factors(sweep["space"])
+    path = tmp_path / "nan.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    out = tmp_path / "out"
+    r = ssdx(f"sweep_file={path}", f"hydra.run.dir={out}")
+    assert r.returncode == 2 and f"field '{field}' = nan" in r.stderr
+    _nothing_written(out)

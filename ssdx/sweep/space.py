@@ -32,12 +32,23 @@ def _n(rows: Rows) -> int:
     return len(next(iter(rows.values()))) if rows else 1
 
 
+def refuse_nan(field: str, values: Iterable[Any]) -> None:
+    """Refuse a NaN among a sweep's literal ``values`` of ``field``: a NaN in a column means "the catalog
+    value" of a nullable field, which a sweep says with null; a NaN written or computed by mistake would
+    otherwise run silently as the catalog value."""
+    for v in values:
+        if isinstance(v, float | np.floating) and np.isnan(v):
+            raise ConfigError(field, float("nan"), "must be a number (NaN is not a value here; null means "
+                              "the catalog value where a field has one)")
+
+
 def grid(axes: Mapping[str, Sequence[Any]]) -> Rows:
     """Cartesian product of the axes, first axis slowest."""
     keys = list(axes)
     for k in keys:
         if not isinstance(axes[k], Sequence) or isinstance(axes[k], str) or len(axes[k]) == 0:
             raise ConfigError(f"space.grid.{k}", axes[k], "must be a non-empty list of values")
+        refuse_nan(f"space.grid.{k}", axes[k])
     combos = list(itertools.product(*(axes[k] for k in keys)))
     return {k: np.asarray([c[i] for c in combos]) for i, k in enumerate(keys)}
 
@@ -50,6 +61,8 @@ def explicit(rows: Sequence[Mapping[str, Any]]) -> Rows:
     for i, r in enumerate(rows):
         if list(r) != keys:
             raise ConfigError(f"space.list[{i}]", dict(r), f"every row must set exactly {keys}")
+        for k in keys:
+            refuse_nan(f"space.list[{i}].{k}", [r[k]])
     return {k: np.asarray([r[k] for r in rows]) for k in keys}
 
 
@@ -141,6 +154,7 @@ def base_columns(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Ro
     for key, value in dict(sweep.get("base") or {}).items():
         if key not in base:
             raise unknown_field(f"sweep.base.{key}", key, value, base)
+        refuse_nan(f"sweep.base.{key}", [value])
         base[key] = np.asarray([np.nan if value is None else value])
     return base
 
@@ -203,6 +217,7 @@ def _block_size(key: str, block: Any) -> int:
         for k, v in block.items():  # grid()'s rules, without the product
             if not isinstance(v, Sequence) or isinstance(v, str) or len(v) == 0:
                 raise ConfigError(f"space.grid.{k}", v, "must be a non-empty list of values")
+            refuse_nan(f"space.grid.{k}", v)
         return int(np.prod([len(v) for v in block.values()]))
     if key == "list":
         return len(explicit(block)[next(iter(block[0]))])
