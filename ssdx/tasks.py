@@ -171,6 +171,9 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     if not ok.all():
         cols = {k: v[ok] for k, v in cols.items()}
     trees, groups, model, n_steps = registry.resolve(spec.build)(cols, sweep, base_cfg, dtype)
+    # each row's index in the space (before on_invalid: drop), as the reduced outputs carry it: what
+    # ssdx.sweep.config_of re-materialises
+    cols = {"config_index": space_index.astype(np.int64), **cols}
     chunk = sweep_chunk(sweep, chunk_size)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

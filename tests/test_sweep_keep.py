@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from ssdx import presets
+from ssdx import params, presets
 from ssdx.core import registry
 from ssdx.params import ConfigError
 from ssdx.sweep import config_of, executors, reduce, runner
@@ -57,7 +57,7 @@ def test_reductions_match_the_whole_table_and_any_chunking(tmp_path):
     # 3000 GB fits none of these die counts: 24 configurations broken by one capacity rule
     assert list(full["n_infeasible_by_rule"].values()) == [24]
     ok = np.flatnonzero(np.repeat([True, False], 24))  # capacity is the slowest grid axis
-    df["config_index"] = ok[df["config_id"].to_numpy()]
+    assert df["config_index"].tolist() == ok[df["config_id"].to_numpy()].tolist()
     top, front, hist = _expected(df)
     got = {}
     for chunk in (48, 5, 3):
@@ -103,6 +103,22 @@ def test_a_kept_configuration_rerun_alone_gives_the_same_metrics(tmp_path):
         assert alone[m].iloc[0] == row[m]
     with pytest.raises(ConfigError, match="index"):
         config_of(sweep, 48, BASE)
+
+
+def test_every_row_of_a_whole_table_carries_its_index_in_the_space(tmp_path):
+    # with on_invalid: drop the rows of results.parquet are the feasible configurations, numbered by
+    # config_id; config_index is each one's position in the space, what the reduced outputs carry and
+    # config_of decodes: the infeasible 3000 GB half comes first here, so the two differ by 24
+    sweep = _sweep(5, "all")
+    sweep["space"]["grid"]["drive.user_capacity_gb"] = [3000.0, 500.0]
+    run_sweep(sweep, BASE, tmp_path, progress=False)
+    df = pq.read_table(tmp_path / "results.parquet").to_pandas()
+    assert len(df) == 24
+    assert (df["config_index"] - df["config_id"]).tolist() == [24] * 24
+    for _, row in df.iloc[[0, 9, 23]].iterrows():
+        cols = params.effective_columns(config_of(sweep, int(row["config_index"]), BASE))
+        for k, v in cols.items():
+            assert row[k] == v[0], k
 
 
 def test_resume_of_a_reduced_sweep_gives_the_same_reductions(tmp_path):
