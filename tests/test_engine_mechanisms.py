@@ -541,8 +541,8 @@ def test_only_null_means_the_catalog_value_of_an_engine_override(field):
 def test_a_read_on_few_dies_books_only_those_dies_with_the_same_results(monkeypatch):
     # the batched step books a translation read on its die alone, and a read whose pages lie on at most 1,
     # 2, 4 or 8 dies in every configuration on those dies alone: the same arithmetic as booking every die and
-    # keeping those, so a loaded mixed stream over a batch with every mechanism on gives bit-identical
-    # latencies and counts with those bookings and with every read booked on every die
+    # keeping those, so a loaded mixed stream over a batch with every mechanism on gives the same latencies
+    # and counts with those bookings and with every read booked on every die
     rng = np.random.default_rng(11)
     n = 1000
     ops = (rng.random(n) < 0.3).astype(np.int64)
@@ -572,6 +572,11 @@ def test_a_read_on_few_dies_books_only_those_dies_with_the_same_results(monkeypa
     lat_all, acc_all = run()
     assert np.all(np.isfinite(lat1)) and np.ptp(lat1[-1]) > 0
     assert np.mean(acc1.suspensions) > 0 and np.mean(acc1.map_misses) > 0
-    np.testing.assert_array_equal(lat1, lat_all)
+    # to the last bits of float64: XLA may contract a multiply and an add differently in the two compiled
+    # scans (seen with the 2-die branch), which a wrong die or booking would exceed by orders of magnitude
+    np.testing.assert_allclose(lat1, lat_all, rtol=1e-12, atol=0)
     for a, b in zip(jax.tree_util.tree_leaves(acc1), jax.tree_util.tree_leaves(acc_all), strict=True):
-        np.testing.assert_array_equal(a, b)
+        if np.issubdtype(np.asarray(a).dtype, np.integer):
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-18)

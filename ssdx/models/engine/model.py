@@ -606,9 +606,8 @@ def step(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests) -> tuple[State, 
     idx = jnp.where(r.valid, jnp.clip(r.op, 0, 2), 3)
     # a read whose pages lie on few dies in every configuration: the branch that books only those dies
     k = _page_count(p, look.off4k, r.size.astype(s.last_done.dtype))
-    on_dies = jnp.max(jnp.minimum(k, p.n_dies))
-    fits = jnp.asarray(READ_DIES) >= on_dies
-    branch = jnp.where((idx == READ) & jnp.any(fits), 4 + jnp.argmax(fits), idx)
+    fits = jnp.asarray(READ_DIES or (0,)) >= jnp.max(jnp.minimum(k, p.n_dies))
+    branch = jnp.where((idx == READ) & jnp.any(fits), 4 + jnp.argmax(fits), idx) if READ_DIES else idx
     # the cache and the histogram stay outside the branches (no copies of them through the switch)
     inner_s = s._replace(tags=None, map_age=None, map_dirty=None)
     inner_acc = acc._replace(hist=None)
