@@ -4,6 +4,7 @@ line and the rule (the CLI with exit status 2), before anything is computed or w
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from test_cli import ssdx
 from ssdx.core import stats
 from ssdx.models.engine import jobs
 from ssdx.models.engine import params as engine_params
+from ssdx.models.fluid import model as fluid
 from ssdx.workloads import fio, synthetic, traces
 
 
@@ -315,7 +317,13 @@ def test_a_drive_larger_than_the_engine_addresses_is_named_in_the_replays_warnin
     assert len(s["warnings"]) == 1 and s["warnings"][0].startswith(
         "the drive's user capacity (1.6e+13 bytes) is more than the request engine addresses")
     assert f"warning: {s['warnings'][0]}" in r.stdout and "UserWarning" not in r.stderr
+    big = ("experiment=trace_replay", "drive.user_capacity_gb=16000", "drive.die_gbit=1024",
+           "drive.dies_per_channel=16")
     with pytest.warns(UserWarning, match="first 8 TiB"):
-        engine_params.build(engine_params.columns_from_config(compose_config(
-            "experiment=trace_replay", "drive.user_capacity_gb=16000", "drive.die_gbit=1024",
-            "drive.dies_per_channel=16")))
+        engine_params.build(engine_params.columns_from_config(compose_config(*big)))
+    # in pure_slc mode the host addresses U / bits per cell (the fluid model's capacity): 5.3 TB, no warning
+    cols = engine_params.columns_from_config(compose_config(*big, "drive.slc_mode=pure_slc"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        drive = engine_params.build(cols)[0]
+    np.testing.assert_allclose(engine_params.user_capacity_bytes(cols, drive), fluid.capacity_bytes(drive))
