@@ -326,4 +326,4 @@ def test_a_drive_larger_than_the_engine_addresses_is_named_in_the_replays_warnin
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         drive = engine_params.build(cols)[0]
-    np.testing.assert_allclose(engine_params.user_capacity_bytes(cols, drive), fluid.capacity_bytes(drive))
+    np.testing.assert_allclose(engine_params.user_capacity_bytes(drive), fluid.capacity_bytes(drive))

@@ -45,10 +45,7 @@ def refuse_nan(field: str, values: Iterable[Any]) -> None:
 def grid(axes: Mapping[str, Sequence[Any]]) -> Rows:
     """Cartesian product of the axes, first axis slowest."""
     keys = list(axes)
-    for k in keys:
-        if not isinstance(axes[k], Sequence) or isinstance(axes[k], str) or len(axes[k]) == 0:
-            raise ConfigError(f"space.grid.{k}", axes[k], "must be a non-empty list of values")
-        refuse_nan(f"space.grid.{k}", axes[k])
+    _block_size("grid", axes)  # the axes' rules
     combos = list(itertools.product(*(axes[k] for k in keys)))
     return {k: np.asarray([c[i] for c in combos]) for i, k in enumerate(keys)}
 

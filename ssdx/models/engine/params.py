@@ -437,17 +437,17 @@ def build(cols: Mapping, dtype=np.float32,
         map_read_bytes=c(_opt(cols, "engine.map_read_bytes")),
         hold_read=c(hold_read(cols)),
     )
-    warning = address_warning(float(np.max(user_capacity_bytes(cols, drive)))) if warn else None
+    warning = address_warning(float(np.max(user_capacity_bytes(drive)))) if warn else None
     if warning:
         warnings.warn(warning, stacklevel=2)
     return drive, workload, eng, layout(cols)
 
 
-def user_capacity_bytes(cols: Mapping, drive: params.Drive) -> np.ndarray:
+def user_capacity_bytes(drive: params.Drive) -> np.ndarray:
     """The capacity the host addresses, bytes (float64): ``U``, or ``U / bits per cell`` in pure_slc mode
-    (``ssdx.models.fluid.model.capacity_bytes``, computed here without importing a model)."""
+    (``ssdx.models.fluid.model.capacity_bytes``, in NumPy here: a parameter module imports no model)."""
     user = np.asarray(drive.user_bytes, np.float64)
-    pure_slc = np.asarray(cols["drive.slc_mode"]).astype(str) == "pure_slc"
+    pure_slc = np.asarray(drive.slc_mode) == params.SLC_MODES.index("pure_slc")
     return np.where(pure_slc, user / np.asarray(drive.nand.bits_per_cell, np.float64), user)
 
 

@@ -17,13 +17,7 @@ import numpy as np
 
 from ssdx.core.stats import N_BINS, percentile_from_hist
 from ssdx.models.engine import entries
-from ssdx.models.engine.params import (
-    MAP_ENTRY_BYTES,
-    MAP_UNIT_BYTES,
-    EngineParams,
-    Layout,
-    suspend_on,
-)
+from ssdx.models.engine.params import MAP_ENTRY_BYTES, MAP_UNIT_BYTES, EngineParams, Layout, suspend_on
 from ssdx.models.fluid import model as fluid
 from ssdx.params import Drive, Workload
 
