@@ -7,8 +7,12 @@ import json
 
 import pandas as pd
 import pytest
+import yaml
 from test_cli import ssdx
 from test_cli_engine import _msr_file
+
+from ssdx.paths import sweeps_dir
+from ssdx.sweep import config_of
 
 NANDS = ["2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc"]
 WORKLOADS = ["prxy_0", "proj_0", "hm_0", "web_1", "prxy_1", "proj_3", "src2_1"]
@@ -31,6 +35,13 @@ def test_nand_per_workload_sweep_contract(tmp_path):
     df = pd.read_parquet(tmp_path / "results.parquet")
     assert len(df) == 7 * 4 * 2 and (df["requests"] == 1500).all()
     assert {"nand_reads", "nand_writes", "scm_hit_rate", "iops"} <= set(df.columns)
+    # every row names its configuration, and config_of decodes the same one from the sweep file
+    sweep = yaml.safe_load((sweeps_dir() / "nand_per_workload.yaml").read_text())
+    assert sorted(df["config_index"]) == list(range(len(df)))
+    for _, row in df.sample(5, random_state=0).iterrows():
+        one = config_of(sweep, int(row["config_index"]))
+        for key in ("workload.msr", "hybrid.nand", "hybrid.scm_ratio", "hybrid.channels"):
+            assert one[key][0] == row[key], key
     assert (tmp_path / "relative_iops.png").stat().st_size > 0
     assert "best" in r.stdout and "outputs:" in r.stdout
 

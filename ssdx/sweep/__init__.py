@@ -24,8 +24,14 @@ def config_of(sweep: Mapping[str, Any], index: int, base_cfg: Mapping[str, Any] 
     from ssdx.params import ConfigError
     from ssdx.sweep import space
 
-    if base_cfg is None:
-        base_cfg = {"drive": presets.drive(), "workload": presets.workload(), "nand": None}
     if isinstance(index, bool) or not isinstance(index, int | np.integer):
         raise ConfigError("index", index, "must be an integer configuration index")
+    if sweep.get("model") == "hybrid":  # its own columns: workload.msr and hybrid.*
+        from ssdx.models.hybrid import jobs as hybrid_jobs
+        from ssdx.models.hybrid import params as hybrid_params
+
+        cfg = {"hybrid": hybrid_params.defaults(), "workload": {}} if base_cfg is None else base_cfg
+        return space.sweep_row(hybrid_jobs.base_columns(cfg), sweep, int(index))
+    if base_cfg is None:
+        base_cfg = {"drive": presets.drive(), "workload": presets.workload(), "nand": None}
     return space.sweep_row(tasks.sweep_base(sweep, base_cfg), sweep, int(index))

@@ -215,9 +215,15 @@ def run_group(cols: Mapping[str, np.ndarray], footprint: float, lines: Mapping[s
 def sweep_columns(sweep: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """``workload.msr`` and ``hybrid.*`` columns of a ``model: hybrid`` sweep: the base config, the sweep's
     ``base`` overrides, then its space."""
+    return space.sweep_rows(base_columns(cfg), sweep)
+
+
+def base_columns(cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The one-row base of a ``model: hybrid`` sweep: the config's ``hybrid.*`` fields and its
+    ``workload.msr`` (default ``prxy_0``)."""
     base = hybrid_params.columns(cfg["hybrid"])
     base["workload.msr"] = np.asarray([str((cfg.get("workload") or {}).get("msr") or "prxy_0")])
-    return space.sweep_rows(base, sweep)
+    return base
 
 
 def group_job(name: str, idx: np.ndarray, sub: Mapping[str, np.ndarray], workload: Mapping[str, Any],
@@ -240,7 +246,10 @@ def group_job(name: str, idx: np.ndarray, sub: Mapping[str, np.ndarray], workloa
         if path is not None:  # fits_trace runs every rule on the footprint run_group builds with
             fits_trace(sub, st.info["footprint_bytes"], path)
         res = run_group(sub, st.info["footprint_bytes"], st, progress=None, checked=path is not None)
-    data: dict[str, Any] = {"config_id": np.asarray(idx).astype(np.int64)}
+    # config_index: the row's place in the sweep's space (ssdx.sweep.config_of), which a hybrid sweep never
+    # drops from, so it equals config_id
+    data: dict[str, Any] = {"config_id": np.asarray(idx).astype(np.int64),
+                            "config_index": np.asarray(idx).astype(np.int64)}
     data["footprint_gib"] = np.full(len(idx), st.info["footprint_bytes"] / 2**30)
     data["warmup_requests"] = np.full(len(idx), st.info["warmup_requests"])
     data["warmed"] = np.full(len(idx), st.info["warmed"])
