@@ -4,19 +4,39 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
+
+#: rows whose ``sort_by`` value is within this fraction of a best row's count as tied with it
+TIE_FRACTION = 1e-3
 
 
 def best_per_group(df: pd.DataFrame, group_by: Sequence[str], sort_by: str,
                    ascending: bool = True) -> pd.DataFrame:
-    """The best row of each group by ``sort_by`` (all rows' best if ``group_by`` is empty)."""
+    """The best row of each group by ``sort_by`` (the 10 best rows if ``group_by`` is empty), with
+    ``ties``: how many rows of its group (of all rows, ungrouped) have a ``sort_by`` value within
+    :data:`TIE_FRACTION` of the row's, itself included.  A best row with ties is the first in sweep
+    order (lowest ``config_id``) of equals, e.g. drives that all run at their host interface's rate."""
     if sort_by not in df.columns:
         raise KeyError(f"report.sort_by {sort_by!r} is not a result column; have {sorted(df.columns)}")
     ordered = df.sort_values([sort_by, "config_id"], ascending=[ascending, True], kind="stable")
     if not group_by:
-        return ordered.head(10).reset_index(drop=True)
-    best = ordered.groupby(list(group_by), sort=True).head(1)
+        best = ordered.head(10).reset_index(drop=True)
+        values = ordered[sort_by].to_numpy(float)
+        best["ties"] = [_ties(values, v) for v in best[sort_by].to_numpy(float)]
+        return best
+    groups = ordered.groupby(list(group_by), sort=True)
+    first = groups[sort_by].transform("first").to_numpy(float)
+    near = np.abs(ordered[sort_by].to_numpy(float) - first) <= TIE_FRACTION * np.abs(first)
+    ties = near.astype(np.int64)
+    best = groups.head(1).copy()
+    best["ties"] = pd.Series(ties, index=ordered.index).groupby(
+        [ordered[g] for g in group_by], sort=False).transform("sum").loc[best.index]
     return best.sort_values(list(group_by)).reset_index(drop=True)
+
+
+def _ties(values: np.ndarray, v: float) -> int:
+    return int(np.count_nonzero(np.abs(values - v) <= TIE_FRACTION * abs(v)))
 
 
 def format_table(df: pd.DataFrame, columns: Sequence[str] | None = None, floatfmt: str = "{:.4g}") -> str:
