@@ -1,9 +1,9 @@
 """Event-ordered simulations of the flash-side scheduling MQSim does, to tell its mechanisms apart by
 measurement.
 
-Two small discrete-event simulations, written from MQSim's source (Tavakkol et al., "MQSim: A Framework
+Small discrete-event simulations, written from MQSim's source (Tavakkol et al., "MQSim: A Framework
 for Enabling Realistic Studies of Modern Multi-Queue SSD Devices", USENIX FAST 2018; CMU-SAFARI/MQSim
-commit ``7ec40e3``) and independent of ssdx's engine.  Both hold a chip until its read data is out
+commit ``7ec40e3``) and independent of ssdx's engine.  All hold a chip until its read data is out
 (MQSim's ``WAIT_FOR_DATA_OUT``) and serve one command per chip at a time (``TSU_OutOfOrder`` issues only
 to an idle chip, and ``TSU_Base::issue_command_to_chip`` to one die of it).
 
@@ -11,14 +11,16 @@ to an idle chip, and ``TSU_Base::issue_command_to_chip`` to one die of it).
   random chip and then their data on another; every chip serves what waits on it in the order it became
   ready.  No channel is modelled: it is the chips' queueing alone, the exact answer for a drive whose
   chips each own a channel.
-* :func:`closed_loop_channels` — closed-loop random reads without translation reads on ``C`` channels of
-  ``K`` chips.  A data out needs its channel; with ``arbitration`` a command needs it too, and only when
-  no read data waits on it: after each transfer the channel first serves waiting read data
-  (``NVM_PHY_ONFI_NVDDR2::Execute_simulator_event``), and only then is one command issued to the next
-  chip in round-robin order with work queued (``TSU_Base::handle_channel_idle_signal``).  Without it a
-  command goes to an idle chip at once.
+* :func:`reads_on_channels` — reads on ``C`` channels of ``K`` chips, open or closed loop, each after a
+  translation read where it needs one (served first on its chip, shared by the requests that need the
+  same page), its data then over the host link.  A data out needs its channel; with ``arbitration`` a
+  command needs it too, and only when no read data waits on it: after each transfer the channel first
+  serves waiting read data (``NVM_PHY_ONFI_NVDDR2::Execute_simulator_event``), and only then is one
+  command issued to the next chip in round-robin order with work queued
+  (``TSU_Base::handle_channel_idle_signal``).  Without it a command goes to an idle chip at once.
+  :func:`closed_loop_channels` is its closed loop of random reads without translation reads.
 
-``python -m bench.mqsim_des --json PATH`` runs both against MQSim's committed figures
+``python -m bench.mqsim_des --json PATH`` runs them against MQSim's committed figures
 (``bench/results/mqsim_xval/mqsim_reference.json``) and prints a table.  Times in µs.
 """
 
@@ -42,6 +44,17 @@ T_DATA = T_R + 4096 / CHANNEL_B_PER_US  # a 4 KiB data read
 #: t_CS + 6 t_WC + t_WB + t_RR with its default timings (20, 25, 100 and 20 ns)
 T_CMD = (20 + 6 * 25 + 100 + 20) / 1e3
 REFERENCE = Path(__file__).resolve().parent / "results" / "mqsim_xval" / "mqsim_reference.json"
+XVAL = REFERENCE.with_name("xval.json")  # ssdx's figures for the same cases (bench.mqsim_xval)
+#: B/µs, MQSim's host link each way: 4 lanes × 1 GB/s, 128 payload bytes in every 156 (its PCIe packets)
+HOST_B_PER_US = 4 * 1e3 * 128 / 156
+#: the cases where chips share a channel and reads need translation reads: (case, channels, chips per
+#: channel, closed loop at QD64 / QD8 or open loop at MQSim's offered rate)
+_SHARED = (("randread_qd64", 8, 4, {"qd": 64}), ("randread_qd64_8chips_1die", 8, 8, {"qd": 64}),
+           ("openread_90pct", 8, 4, {"rate": True}), ("openread_110pct", 8, 4, {"rate": True}),
+           ("openread_120pct", 8, 4, {"rate": True}), ("seqread128k_qd8", 8, 4, {"qd": 8}))
+#: 8 KiB pages per translation page in the sequential case: the two rates of translation reads measured
+#: (MQSim 0.277 per 16-page request, ssdx 0.141: ``flash_per_request`` in ``xval.json``)
+_SEQ_TPAGE = {"mqsim_rate": 58, "ssdx_rate": 114}
 
 
 def two_phase_fcfs(rate_per_us: float, chips: int, t_first: float | None, t_second: float, n: int,
@@ -95,83 +108,200 @@ def two_phase_fcfs(rate_per_us: float, chips: int, t_first: float | None, t_seco
 
 
 def closed_loop_channels(channels: int, chips_per_channel: int, qd: int, arbitration: bool, n: int,
-                         t_read: float = T_R, t_out: float = 4096 / CHANNEL_B_PER_US, t_cmd: float = T_CMD,
-                         seed: int = 1) -> dict[str, float]:
-    """``qd`` closed-loop random reads on ``channels × chips_per_channel`` chips (chip ``c`` on channel
-    ``c mod channels``) until ``n`` complete: IOPS and mean latency (µs) by Little's law over the last
-    nine tenths."""
+                         t_read: float = T_R, t_cmd: float = T_CMD, seed: int = 1) -> dict[str, float]:
+    """``qd`` closed-loop random 4 KiB reads without translation reads on ``channels × chips_per_channel``
+    chips (chip ``c`` on channel ``c mod channels``) until ``n`` complete: IOPS and mean latency (µs) by
+    Little's law over the last nine tenths (:func:`reads_on_channels`)."""
+    return reads_on_channels(channels, chips_per_channel, random_4k(channels * chips_per_channel, False),
+                             arbitration, n, qd=qd, t_read=t_read, t_cmd=t_cmd, seed=seed)
+
+
+def reads_on_channels(channels: int, chips_per_channel: int, request, arbitration: bool, n: int, *,
+                      qd: int | None = None, rate_per_us: float | None = None, t_read: float = T_R,
+                      t_cmd: float = T_CMD, host_b_per_us: float | None = None, warmup: float = 0.1,
+                      map_first: bool = True, seed: int = 1) -> dict[str, float]:
+    """Reads that may first need a translation read, on ``channels × chips_per_channel`` chips (chip ``c``
+    on channel ``c mod channels``), closed loop at queue depth ``qd`` or open loop (Poisson arrivals at
+    ``rate_per_us``), until ``n`` complete: IOPS (closed loop), the mean latency (µs) of all but the first
+    ``warmup`` of them, and the translation reads per request.
+
+    ``request(rnd, i)`` gives request ``i`` as ``(tpage, map_chip, pages)``: the translation page it needs
+    (``None``: none), the chip that holds it, and its page reads as ``(chip, bytes out)``.  A translation
+    page is read once, moving one 512-byte sector; requests that need it while it is read wait for that
+    read (MQSim's ``ArrivingMappingEntries``), and it stays cached (MQSim's 2 MiB cached mapping table
+    does not fill in these runs).  A chip serves its translation reads before its data reads
+    (``TSU_OutOfOrder::service_read_transaction``; with ``map_first`` false, all in one queue), each in
+    arrival order, one at a time, and holds each until its data is out.  With ``arbitration`` each command
+    needs the channel for ``t_cmd`` and is issued only when no read data waits on it, to the next chip in
+    round-robin order with work (``TSU_Base::handle_channel_idle_signal``); without it a command goes to
+    an idle chip at once and takes no channel time. With ``host_b_per_us`` a request's data then crosses the
+    host link, one request at a time in the order their flash reads end (MQSim's ``Host_Interface_NVMe`` sends
+    a read's data once all its transactions are serviced); without it the request ends with its last data out.
+    Multi-plane merging is not modelled."""
+    if (qd is None) == (rate_per_us is None):
+        raise ValueError("give qd (closed loop) or rate_per_us (open loop)")
     rnd = random.Random(seed)
     chips = channels * chips_per_channel
     events: list = []
     seq = 0
     chip_busy = [False] * chips
-    queued = [deque() for _ in range(chips)]
+    queued = [(deque(), deque()) for _ in range(chips)]  # translation reads, data reads
     chan_busy = [False] * channels
     data_waiting = [deque() for _ in range(channels)]
     turn = [0] * channels
+    cached: set = set()
+    reading: dict[Any, list[int]] = {}  # translation page being read -> requests waiting for it
     arrival: dict[int, float] = {}
+    pages_left: dict[int, list] = {}
     lat: list[float] = []
-    next_id = 0
+    link_free = 0.0
+    made = 0
+    map_reads = 0
 
     def at(t: float, kind: int, what: tuple) -> None:
         nonlocal seq
         heapq.heappush(events, (t, seq, kind, what))
         seq += 1
 
+    def take(c: int):
+        q = queued[c][0] or queued[c][1]
+        return q.popleft()
+
     def issue(ch: int, now: float) -> None:
-        if arbitration:  # one command, to the next chip in turn with work, when no data waits
+        if arbitration:
             if chan_busy[ch] or data_waiting[ch]:
                 return
             for i in range(chips_per_channel):
                 c = ch + channels * ((turn[ch] + i) % chips_per_channel)
-                if not chip_busy[c] and queued[c]:
+                if not chip_busy[c] and (queued[c][0] or queued[c][1]):
                     turn[ch] = (turn[ch] + i + 1) % chips_per_channel
                     chip_busy[c] = chan_busy[ch] = True
-                    at(now + t_cmd, 1, (ch, c, queued[c].popleft()))
+                    at(now + t_cmd, 1, (ch, c, take(c)))
                     return
             return
-        for i in range(chips_per_channel):  # every idle chip with work starts at once
+        for i in range(chips_per_channel):
             c = ch + channels * i
-            if not chip_busy[c] and queued[c]:
+            if not chip_busy[c] and (queued[c][0] or queued[c][1]):
                 chip_busy[c] = True
-                at(now + t_read, 2, (ch, c, queued[c].popleft()))
+                at(now + t_read, 2, (ch, c, take(c)))
 
-    def request(now: float) -> None:
-        nonlocal next_id
-        c = rnd.randrange(chips)
-        arrival[next_id] = now
-        queued[c].append(next_id)
-        next_id += 1
-        issue(c % channels, now)
+    def data_reads(r: int, now: float) -> None:
+        touched = set()
+        for c, out in pages_left[r][1]:
+            queued[c][1].append((r, out, None))
+            touched.add(c % channels)
+        for ch in touched:
+            issue(ch, now)
+
+    def start(now: float) -> None:
+        nonlocal made, map_reads
+        r = made
+        made += 1
+        tpage, map_chip, pages = request(rnd, r)
+        arrival[r] = now
+        pages_left[r] = [len(pages), pages]
+        if tpage is None or tpage in cached:
+            data_reads(r, now)
+        elif tpage in reading:
+            reading[tpage].append(r)
+        else:
+            reading[tpage] = [r]
+            map_reads += 1
+            queued[map_chip][0 if map_first else 1].append((r, 512, tpage))
+            issue(map_chip % channels, now)
 
     def channel_free(ch: int, now: float) -> None:
         chan_busy[ch] = False
-        if data_waiting[ch]:  # waiting read data first
+        if data_waiting[ch]:
             chan_busy[ch] = True
-            at(now + t_out, 3, data_waiting[ch].popleft())
-        issue(ch, now)  # with arbitration, only if no data went out
+            c, tr = data_waiting[ch].popleft()
+            at(now + tr[1] / CHANNEL_B_PER_US, 3, (ch, c, tr))
+        issue(ch, now)
 
-    for _ in range(qd):
-        request(0.0)
+    def done(r: int, now: float) -> None:
+        del pages_left[r]
+        lat.append(now - arrival.pop(r))
+        if qd is not None:
+            start(now)
+
+    if qd is not None:
+        for _ in range(qd):
+            start(0.0)
+    else:
+        at(rnd.expovariate(rate_per_us), 0, ())
     while len(lat) < n:
         now, _, kind, what = heapq.heappop(events)
-        ch, c, r = what
+        if kind == 0:  # an arrival, and the next one drawn
+            start(now)
+            at(now + rnd.expovariate(rate_per_us), 0, ())
+            continue
+        if kind == 4:  # the data is at the host
+            done(what[0], now)
+            continue
+        ch, c, tr = what
         if kind == 1:  # command transferred: the chip reads
             at(now + t_read, 2, what)
             channel_free(ch, now)
-        elif kind == 2:  # array read done: the data goes out when the channel is free
+        elif kind == 2:  # array read done: its data goes out when the channel is free
             if chan_busy[ch]:
-                data_waiting[ch].append(what)
+                data_waiting[ch].append((c, tr))
             else:
                 chan_busy[ch] = True
-                at(now + t_out, 3, what)
-        else:  # data out: the chip is free, the request done, the next one issued
+                at(now + tr[1] / CHANNEL_B_PER_US, 3, what)
+        else:  # data out: the chip is free
             chip_busy[c] = False
-            lat.append(now - arrival.pop(r))
-            request(now)
+            r, _, tpage = tr
+            if tpage is not None:  # translation page in: its waiting requests read their data
+                cached.add(tpage)
+                for w in reading.pop(tpage):
+                    data_reads(w, now)
+            else:
+                pages_left[r][0] -= 1
+                if pages_left[r][0] == 0:
+                    if host_b_per_us is None:
+                        done(r, now)
+                    else:  # the data crosses the host link, requests in turn
+                        link_free = max(link_free, now) + sum(b for _, b in pages_left[r][1]) / host_b_per_us
+                        at(link_free, 4, (r,))
             channel_free(ch, now)
-    mean = sum(lat[n // 10:]) / (n - n // 10)
-    return {"iops": qd / mean * 1e6, "mean_us": mean}
+    skip = int(n * warmup)
+    mean = sum(lat[skip:n]) / (n - skip)
+    out = {"mean_us": mean, "translation_reads_per_request": map_reads / made}
+    if qd is not None:
+        out["iops"] = qd / mean * 1e6
+    return out
+
+
+def random_4k(chips: int, translation: bool = True):
+    """A ``request`` for :func:`reads_on_channels`: a 4 KiB read of a uniformly random chip, after a
+    translation read on another (each request its own translation page, as random reads over MQSim's
+    whole drive nearly always miss its cache)."""
+    def request(rnd: random.Random, i: int):
+        data = rnd.randrange(chips)
+        if not translation:
+            return None, 0, [(data, 4096)]
+        return i, rnd.randrange(chips), [(data, 4096)]
+    return request
+
+
+def sequential(channels: int, chips_per_channel: int, pages: int, page_bytes: int, pages_per_tpage: int,
+               first: int = 0):
+    """A ``request`` for :func:`reads_on_channels`: request ``i`` reads ``pages`` whole pages from page
+    ``first + pages × i`` on, striped channel first and then chip (MQSim's CWDP order, a chip's dies
+    being one), and needs translation page ``page // pages_per_tpage`` of its first page (on a chip
+    drawn once per translation page)."""
+    chips = channels * chips_per_channel
+    homes: dict[int, int] = {}
+
+    def request(rnd: random.Random, i: int):
+        lpa = first + pages * i
+        tpage = lpa // pages_per_tpage
+        if tpage not in homes:
+            homes[tpage] = rnd.randrange(chips)
+        data = [((p % channels) + channels * ((p // channels) % chips_per_channel), page_bytes)
+                for p in range(lpa, lpa + pages)]
+        return tpage, homes[tpage], data
+    return request
 
 
 def _mqsim(ref: dict[str, Any], case: str) -> dict[str, float] | None:
@@ -179,7 +309,8 @@ def _mqsim(ref: dict[str, Any], case: str) -> dict[str, float] | None:
     if "mqsim" not in rec:
         return None
     f = rec["mqsim"]["flows"][0]
-    return {"iops": f["IOPS"], "mean_us": f["Device_Response_Time"], "offered_iops": rec.get("offered_iops")}
+    return {"iops": f["IOPS"], "mean_us": f["Device_Response_Time"], "offered_iops": rec.get("offered_iops"),
+            "requests": f["Request_Count"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     ref = json.loads(REFERENCE.read_text())
     out: dict[str, Any] = {"benchmark": "mqsim_des", "requests": args.requests,
-                           "mqsim_commit": ref["mqsim"]["commit"], "open_loop": {}, "closed_loop": {}}
+                           "mqsim_commit": ref["mqsim"]["commit"], "open_loop": {}, "closed_loop": {},
+                           "shared_channels": {}, "host_b_per_us": HOST_B_PER_US,
+                           "sequential_pages_per_translation_page": _SEQ_TPAGE}
     print("open-loop 4 KiB reads at 90 % (110 %, 120 %) of MQSim's QD64 rate: mean µs")
     print(f"{'case':<36}{'MQSim':>8}{'event-ordered':>15}")
     for case, chips, first in (("openread_90pct_32ch_1chip", 32, T_MAP),
@@ -213,6 +346,33 @@ def main(argv: list[str] | None = None) -> int:
         out["closed_loop"][case] = {"channels": c, "chips_per_channel": k, "mqsim": m, "arbitration": arb,
                                     "no_arbitration": free}
         print(f"{case:<40}{m['iops']:>9,.0f}{arb['iops']:>13,.0f}{free['iops']:>9,.0f}")
+    print("\nreads on MQSim's drive with translation reads and the host link: mean µs")
+    cols = ("arbitration", "no_arbitration", "no_arbitration_one_queue")
+    print(f"{'case':<28}{'MQSim':>8}" + "".join(f"{c:>26}" for c in cols) + f"{'ssdx':>8}")
+    xval = json.loads(XVAL.read_text()) if XVAL.exists() else {}
+    for case, c, k, loop in _SHARED:
+        m = _mqsim(ref, case)
+        if "qd" in loop:
+            kw = {"qd": loop["qd"]}
+        else:  # as many Poisson arrivals as MQSim ran, every one counted
+            kw = {"rate_per_us": m["offered_iops"] / 1e6, "warmup": 0.0}
+        n = args.requests // 2 if case.startswith("randread") else int(m["requests"])
+        if case.startswith("seq"):  # at each simulator's rate of translation reads
+            requests = {k_: sequential(c, k, 16, 8192, ppt) for k_, ppt in _SEQ_TPAGE.items()}
+        else:
+            requests = {"": random_4k(c * k)}
+        runs = {}
+        for col, arb, first in zip(cols, (True, False, False), (True, True, False), strict=True):
+            per = {label: reads_on_channels(c, k, req, arb, n, map_first=first, host_b_per_us=HOST_B_PER_US,
+                                            **kw) for label, req in requests.items()}
+            runs[col] = per.get("", per)
+        ssdx = (xval.get(case) or {}).get("ssdx")
+        out["shared_channels"][case] = {"channels": c, "chips_per_channel": k, "mqsim": m, **runs,
+                                        "ssdx": ssdx}
+        means = ["/".join(f"{v['mean_us']:.0f}" for v in (r.values() if "" not in requests else [r]))
+                 for r in (runs[col] for col in cols)]
+        print(f"{case:<28}{m['mean_us']:>8.0f}" + "".join(f"{v:>26}" for v in means)
+              + (f"{ssdx['mean_us']:>8.0f}" if ssdx else f"{'—':>8}"))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
         print(f"wrote {args.json}")

@@ -25,3 +25,32 @@ def test_channel_arbitration_costs_only_where_chips_share_a_channel():
     assert shared[0] < 0.75 * shared[1]
     # and without arbitration a closed loop of 64 on 32 chips stays under the chips' bound
     assert shared[1] < 32 / (des.T_R + 4096 / des.CHANNEL_B_PER_US) * 1e6
+
+
+@pytest.mark.parametrize("arbitration", [True, False])
+def test_one_read_at_a_time_takes_each_step_once(arbitration):
+    # QD1 on one chip, every request its own translation page: the translation read (its command, the
+    # array read, one 512-byte sector out), then the data read (command, array read, 4 KiB out), then the
+    # 4 KiB over the host link; commands take the channel only with arbitration
+    host = 3000.0  # B/µs
+    got = des.reads_on_channels(1, 1, des.sequential(1, 1, 1, 4096, 1), arbitration, 200, qd=1,
+                                host_b_per_us=host)
+    cmd = des.T_CMD if arbitration else 0.0
+    want = 2 * (cmd + des.T_R) + (512 + 4096) / des.CHANNEL_B_PER_US + 4096 / host
+    assert got["mean_us"] == pytest.approx(want, rel=1e-12)
+    assert got["translation_reads_per_request"] == 1.0
+
+
+def test_requests_share_a_translation_page_being_read():
+    # 16-page requests, 114 pages a translation page: one translation read per 114 / 16 requests, the
+    # requests that need it while it is read waiting for that one read
+    got = des.reads_on_channels(8, 4, des.sequential(8, 4, 16, 8192, 114), False, 4_000, qd=8)
+    assert got["translation_reads_per_request"] == pytest.approx(16 / 114, rel=0.01)
+
+
+def test_translation_reads_first_help_where_requests_share_them():
+    # a translation page shared by several requests: served before the chip's queued data reads, it holds
+    # up fewer of them than in one first-come-first-served queue
+    run = [des.reads_on_channels(8, 4, des.sequential(8, 4, 16, 8192, 114), False, 4_000, qd=8,
+                                 map_first=first)["mean_us"] for first in (True, False)]
+    assert run[0] < 0.95 * run[1]
