@@ -26,6 +26,29 @@ FIO_NOT_HERE = ("a fio job is a workload of experiment=trace_replay, the boot/QD
                 "a trace; mqsim: its workload.xml) — unset workload.fio")
 
 
+#: sweep keys that only some models read: key -> those models (any other model would ignore the key)
+MODEL_KEYS = {"n_steps": ("fluid",), "rounds": ("gc",), "requests": ("hybrid",)}
+#: sweep keys of the chunked runner's models only (a model with its own runner, hybrid, has its own base)
+CHUNKED_KEYS = ("drive", "workload", "on_invalid", "chunk_size")
+
+
+def check_model_keys(sweep: Mapping[str, Any], model: str, chunked: bool) -> None:
+    """Refuse a key of a ``model`` sweep definition that the model would ignore (``rounds`` in a fluid
+    sweep, ``n_steps`` in a thermal one: its steps are ``thermal.duration_s / dt_s``; ``on_invalid`` in a
+    hybrid one), and a ``name`` that is not a string: :class:`ssdx.params.ConfigError`."""
+    name = sweep.get("name")
+    if name is not None and not isinstance(name, str):
+        raise params.ConfigError("sweep.name", name, "must be a string (the sweep's name, in its outputs)")
+    for key, value in sweep.items():
+        models = MODEL_KEYS.get(key)
+        if models is not None and model not in models:
+            raise params.ConfigError(f"sweep.{key}", value, f"is read by {' and '.join(models)} sweeps only; "
+                                     f"a {model} sweep would ignore it: remove it")
+        if key in CHUNKED_KEYS and not chunked:
+            raise params.ConfigError(f"sweep.{key}", value,
+                                     f"a {model} sweep has its own runner, which does not read it: remove it")
+
+
 def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tuple[dict, list[dict], int]:
     """Columns of every feasible configuration of a sweep (:func:`sweep_space`, rows kept by ``ok``)."""
     cols, ok, broken, n = sweep_space(sweep, base_cfg)
@@ -139,6 +162,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     (:func:`check_outputs`); a breach raises :class:`ssdx.params.ConfigError`."""
     source.check_keys(sweep, "sweep", source.KEYS)
     spec = registry.sweep_model(sweep)
+    check_model_keys(sweep, spec.name, chunked=spec.run is None)
     if base_cfg.get("workload", {}).get("fio") and not spec.fio:
         raise params.ConfigError("workload.fio", base_cfg["workload"]["fio"], FIO_NOT_HERE)
     if not spec.reduces and sweep.get("keep", "all") != "all":
@@ -197,8 +221,9 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     df = table.to_pandas()
     rep = dict(sweep.get("report") or {})
     group_by = list(rep.get("group_by") or [])
-    sort_by = rep.get("sort_by", "time_s")
-    ascending = bool(rep.get("ascending", True))
+    sort_by, ascending = default_sort(str(sweep.get("model", "fluid")))
+    sort_by = rep.get("sort_by", sort_by)
+    ascending = bool(rep.get("ascending", True if "sort_by" in rep else ascending))
     constraint = rep.get("constraint")
     eligible = df
     if constraint:
@@ -265,7 +290,8 @@ def check_outputs(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
     base columns, :func:`sweep_base`, with its ``base`` overrides) and the metrics of its model
     (``ssdx.core.registry.SweepModelSpec.metrics``).  Also the ``report`` block's keys, its plots' keys,
     their ``min``/``max`` choices and its ``constraint`` (run on an empty table of those columns).  The
-    default ``sort_by`` (``time_s``) is checked only where the table is kept (the report is made of it).
+    default ``sort_by`` (:func:`default_sort`) is checked only where the table is kept (the report is made
+    of it).
     A breach raises :class:`ssdx.params.ConfigError` naming the field, e.g. ``sweep.report.group_by``."""
     from ssdx.sweep import reduce
 
@@ -273,6 +299,18 @@ def check_outputs(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
     base = space.base_columns(sweep_base(sweep, base_cfg), sweep)
     reduce.check_columns(keep, list(base), spec.metrics)
     _check_report(sweep.get("report"), base, spec.name, spec.metrics, keep is None or bool(keep["all"]))
+
+
+#: the report's ranking of a sweep without ``report.sort_by``, by model: (metric, ascending)
+DEFAULT_SORT = {"fluid": ("time_s", True), "thermal": ("written_gb", False),
+                "gc": ("write_amplification", True)}
+
+
+def default_sort(model: str) -> tuple[str, bool]:
+    """The metric a ``model`` sweep's report ranks by when its ``report`` sets no ``sort_by``, and whether
+    lower is better: the fill's time (fluid), the data written in the run (thermal: the least throttled),
+    the write amplification (GC)."""
+    return DEFAULT_SORT.get(model, DEFAULT_SORT["fluid"])
 
 
 def _check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics: tuple[str, ...],
@@ -302,8 +340,9 @@ def _check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics:
         for name in names:
             column(f"sweep.report.{key}", name)
     if "sort_by" in rep or table:
-        column("sweep.report.sort_by", rep.get("sort_by", "time_s"),
-               "" if "sort_by" in rep else " (time_s is the default: set report.sort_by)")
+        default = default_sort(model)[0]
+        column("sweep.report.sort_by", rep.get("sort_by", default),
+               "" if "sort_by" in rep else f" ({default} is a {model} sweep's default: set report.sort_by)")
     if not isinstance(rep.get("ascending", True), bool):
         raise params.ConfigError("sweep.report.ascending", rep["ascending"], "must be true or false")
     for plot, keys in PLOT_KEYS.items():

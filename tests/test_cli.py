@@ -192,5 +192,9 @@ def test_help_is_ssdxs_own_and_lists_the_experiments_and_sweeps(tmp_path):
     assert {"boot_qd1", "mqsim", "tmt_optimize"} <= set(groups["experiment"].split(", "))
     assert {"quick", "slc_design"} <= set(groups["sweep"].split(", "))
     assert "aldrin_pro_2tb" in groups["drive"]
+    # only what a user can pick: the typed schemas stored as `base` are not choices (drive=base is refused)
+    listed = [line.split(": ", 1) for line in out.split("==\n", 1)[1].split("\n\n")[0].splitlines()]
+    assert {"drive", "nand", "workload", "sweep", "thermal"} <= {g for g, _ in listed}
+    assert all("base" not in choices.split(", ") for _, choices in listed), listed
     assert "experiment=aldrin_pro_fill" in out and "docs/commands.md" in out
     assert "user_capacity_gb" not in out  # not the whole config

@@ -57,6 +57,17 @@ def test_hybrid_sensitivity_contract(tmp_path):
     assert s["sensitivity"]["latency"] > 0.5  # MLC's latencies change IOPS on both workloads
 
 
+@pytest.mark.parametrize("override, field", [
+    ("sensitivity.requests=-5", "sensitivity.requests"), ("sensitivity.requests=10", "sensitivity.requests"),
+    ("sensitivity.workloads=[]", "sensitivity.workloads"), ("validate.requests=999", "validate.requests")])
+def test_bad_study_settings_exit_2_before_any_compute(tmp_path, override, field):
+    experiment = "hybrid_validate" if field.startswith("validate") else "hybrid_sensitivity"
+    r = ssdx(f"experiment={experiment}", override, f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2, r.stderr
+    assert field in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "summary.json").exists()
+
+
 def test_bad_hybrid_value_exits_2_naming_the_field(tmp_path):
     r = ssdx("experiment=hybrid_sensitivity", "hybrid.victim=random", f"hydra.run.dir={tmp_path}")
     assert r.returncode == 2

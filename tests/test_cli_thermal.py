@@ -124,6 +124,22 @@ def test_tmt_grid_sweep_small(tmp_path):
     assert len(s["best"]) == 6
 
 
+def test_a_thermal_sweep_without_a_report_ranks_by_the_data_written(tmp_path):
+    """No ``report`` block: a thermal sweep has no ``time_s``; its report ranks by ``written_gb``, most
+    first (before, the fluid default was refused)."""
+    sweep = {"name": "bare_tmt", "model": "thermal", "drive": "sn8e_1920", "base": {},
+             "space": {"grid": {"thermal.tmt1_k": [340, 350, 360], "thermal.cooling": ["bare"]}}}
+    base = {"drive": presets.drive("aldrin_pro_2tb"), "workload": presets.workload("seq_fill"),
+            "thermal": {"cooling": "bare", "ambient_c": 25.0, "tmt1_k": 0, "tmt2_k": 0, "dt_s": 1.0,
+                        "duration_s": 400.0},
+            "model": {"n_steps": 8}, "precision": "float32"}
+    s = tasks.run_sweep(sweep, base, tmp_path, progress=False)
+    df = pq.read_table(tmp_path / "results.parquet").to_pandas()
+    assert s["best_by"]["metric"] == "written_gb" and s["best_by"]["ascending"] is False
+    assert s["best"][0]["written_gb"] == df["written_gb"].max()
+    assert df["written_gb"].nunique() > 1  # the thresholds matter in this run: the ranking is not a tie
+
+
 def test_harsh_throttle_experiment_cuts_to_a_tenth(tmp_path):
     """KIOXIA thermal article: "another product throttled so hard performance fell to nearly 1/10"
     (SSD A preset)."""

@@ -22,6 +22,7 @@ from ssdx.workloads.mqsim_xml import MqsimXmlError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "mqsim"
 SSDCONFIG = EXAMPLES / "ssdconfig.xml"
+WORKLOAD = EXAMPLES / "workload.xml"
 
 
 def _flow(generator: str = "QUEUE_DEPTH", qd: int = 4, read_pct: int = 100, n: int = 3000,
@@ -200,6 +201,21 @@ def test_an_absent_field_takes_mqsims_default_and_is_named_once(tmp_path: Path) 
     o, warnings = mqsim_xml.parse_ssdconfig(p)
     assert o["nand.block_pages"] == 256 and o["engine.map_entry_bytes"] == 9
     assert sum("Page_No_Per_Block absent" in w for w in warnings) == 1
+
+
+def test_an_absent_flow_field_is_named_with_the_value_ssdx_takes(tmp_path: Path) -> None:
+    """MQSim gives a flow's fields no default (its parameter set leaves them uninitialised): a field the
+    figures depend on and the file leaves out is named with the value ssdx runs; one the flow does not
+    read (a QUEUE_DEPTH flow's Bandwidth) is not."""
+    s = re.sub(r"\s*<Read_Percentage>\d+</Read_Percentage>", "", WORKLOAD.read_text(), count=1)
+    p = tmp_path / "workload.xml"
+    p.write_text(s)
+    flow = mqsim_xml.parse_workload(p)[0].flows[0]
+    assert flow.read_pct == 100.0
+    absent = [w for w in flow.warnings if "absent" in w]
+    assert len(absent) == 1 and "Read_Percentage absent" in absent[0] and "ssdx takes 100.0" in absent[0]
+    assert not any("absent" in w for sc in mqsim_xml.parse_workload(WORKLOAD) for f in sc.flows
+                   for w in f.warnings)
 
 
 def test_ideal_mapping_table_and_technology_page_types(tmp_path: Path) -> None:

@@ -36,6 +36,22 @@ def _nothing_written(out: Path) -> None:
 
 # ------------------------------------------------------------------ 1. unknown keys of a sweep definition
 
+@pytest.mark.parametrize("sweep, field", [
+    (_sweep(rounds=5), "sweep.rounds"),  # GC rounds in a fluid sweep
+    (_sweep(requests=-3), "sweep.requests"),  # a hybrid study's measured requests
+    (_sweep(model="thermal", n_steps=64), "sweep.n_steps"),  # a thermal run's steps are duration / dt
+    (_sweep(name=5), "sweep.name"),
+    ({"name": "h", "model": "hybrid", "on_invalid": "drop", "space": {"grid": {"hybrid.nand": ["tlc"]}}},
+     "sweep.on_invalid"),  # the hybrid runner has no on_invalid
+])
+def test_a_key_the_sweeps_model_would_ignore_is_refused(tmp_path, sweep, field):
+    with pytest.raises(ConfigError) as e:
+        tasks.run_sweep(sweep, BASE, tmp_path, progress=False)
+    assert e.value.field == field
+    assert "remove it" in str(e.value) or "must be a string" in str(e.value)
+    _nothing_written(tmp_path)
+
+
 def test_a_sweep_file_with_an_unknown_key_is_refused_naming_it_and_the_allowed_keys(tmp_path):
     path = tmp_path / "typo.yaml"
     path.write_text(yaml.safe_dump(_sweep(chunksize=10, kep={"top_k": {"k": 3, "by": "mean_mb_s"}})))

@@ -342,7 +342,25 @@ SCHEMAS: dict[tuple[str, str], type] = {
 
 
 def register() -> None:
-    """Store every schema of :data:`SCHEMAS` in Hydra's ConfigStore."""
+    """Store every schema of :data:`SCHEMAS` in Hydra's ConfigStore, and the ``ssdx_choices`` resolver that
+    ``ssdx --help`` lists the groups' choices with (``conf/config.yaml``, ``hydra.help``)."""
+    from omegaconf import OmegaConf
+
     cs = ConfigStore.instance()
     for (group, name), node in SCHEMAS.items():
         cs.store(group=group, name=name, node=node)
+    OmegaConf.register_new_resolver("ssdx_choices", help_choices, replace=True)
+
+
+def help_choices() -> str:
+    """One ``group: choice, ...`` line per config group a user picks from: the YAML files of ``conf/``
+    and ``sweeps/``.  The schemas stored as ``base`` (and a group's other typed nodes) are not choices:
+    Hydra's own list (``$APP_CONFIG_GROUPS``) shows them, and ``drive=base`` is then refused."""
+    from ssdx.paths import conf_dir, sweeps_dir
+
+    def names(d) -> list[str]:
+        return sorted(p.stem for p in d.glob("*.yaml") if not p.stem.startswith("_") and p.stem != "base")
+
+    groups = {d.name: names(d) for d in sorted(conf_dir().iterdir()) if d.is_dir()}
+    groups["sweep"] = names(sweeps_dir())
+    return "\n".join(f"{g}: {', '.join(v)}" for g, v in sorted(groups.items()) if v)

@@ -630,6 +630,24 @@ FLOW_UNMODELLED = {
 }
 
 
+def _needed(fl: Flow) -> list[str]:
+    """The elements a flow's figures depend on, given its other settings (a BANDWIDTH flow's queue depth, a
+    fixed size's variance, ... are not): named in a warning when the file leaves one out."""
+    if fl.kind == "trace":
+        return ["Time_Unit", "Percentage_To_Be_Executed", "Relay_Count"]
+    need = ["Synthetic_Generator_Type", "Read_Percentage", "Address_Distribution", "Working_Set_Percentage",
+            "Generated_Aligned_Addresses", "Request_Size_Distribution", "Average_Request_Size", "Seed",
+            "Initial_Occupancy_Percentage"]
+    need.append("Average_No_of_Reqs_in_Queue" if fl.generator == "QUEUE_DEPTH" else "Bandwidth")
+    if fl.address_distribution == "RANDOM_HOTCOLD":
+        need.append("Percentage_of_Hot_Region")
+    if fl.aligned:
+        need.append("Address_Alignment_Unit")
+    if fl.size_distribution == "NORMAL":
+        need.append("Variance_Request_Size")
+    return need
+
+
 def _flow(p: Path, n: Node) -> Flow:
     """One flow element: its fields, ranges and the rules between them."""
     kind = "synthetic" if n.name == "IO_Flow_Parameter_Set_Synthetic" else "trace"
@@ -665,6 +683,11 @@ def _flow(p: Path, n: Node) -> Flow:
         if c.name in FLOW_UNMODELLED and c.name != "Initial_Occupancy_Percentage":
             fl.warnings.append(f"{n.name}.{c.name} = {c.text!r} (line {c.line}) not modelled: "
                                f"{FLOW_UNMODELLED[c.name]}")
+    for name in _needed(fl):
+        if name not in seen:
+            fl.warnings.append(f"{n.name}.{name} absent (flow at line {n.line}): MQSim leaves the field "
+                               f"unset (no default in IO_Flow_Parameter_Set), ssdx takes "
+                               f"{getattr(fl, spec[name][0])!r}")
     if kind == "synthetic":
         if fl.generator == "BANDWIDTH" and fl.bandwidth_bytes_s <= 0:
             where = ("Bandwidth", fl.lines["Bandwidth"]) if "Bandwidth" in fl.lines else (n.name, n.line)

@@ -414,15 +414,31 @@ def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
     return summary
 
 
+def study_settings(cfg: Mapping[str, Any], group: str) -> tuple[list[str], int]:
+    """The workloads and measured requests of a hybrid study's ``group`` (``sensitivity``, ``validate``),
+    checked before anything runs: at least one workload (default: Fukuchi et al.'s seven volumes, when the
+    group leaves them unset), and 1,000 to 10^8 measured requests per workload (default 100,000)."""
+    s = dict(cfg.get(group) or {})
+    workloads = s.get("workloads")
+    if workloads is None:
+        workloads = list(PAPER_TABLE2)
+    if not workloads:
+        raise params.ConfigError(f"{group}.workloads", workloads, "name at least one workload (an MSR "
+                                 f"volume, e.g. [hm_0]; the paper's seven: {list(PAPER_TABLE2)})")
+    measure = s.get("requests", 100_000)
+    if isinstance(measure, bool) or not isinstance(measure, int) or not 1000 <= measure <= 100_000_000:
+        raise params.ConfigError(f"{group}.requests", measure, "integer 1000 <= x <= 1e8 (measured requests "
+                                 "per workload)")
+    return list(workloads), measure
+
+
 def run_sensitivity(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
                     executor=None) -> dict[str, Any]:
     """Fukuchi et al. Fig. 5: change one 3D CT TLC characteristic at a time to 2D FG MLC's; ``summary.json``
     with ``sensitivity`` (largest absolute IOPS change, percent, over the workloads) and
     ``sensitivity.png``."""
 
-    s = dict(cfg.get("sensitivity") or {})
-    workloads = list(s.get("workloads") or PAPER_TABLE2)
-    measure = int(s.get("requests", 100_000))
+    workloads, measure = study_settings(cfg, "sensitivity")
     ct = catalog.nand("3d_ct_tlc")
     cases = {"base": {}, **sensitivity_cases()}
     base = hybrid_params.columns({**cfg["hybrid"], "nand": ct.name})
@@ -472,11 +488,7 @@ def run_validate(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
     sensitivity cases over the volumes of ``validate.workloads``; ``summary.json`` with ``findings: [{name,
     holds, detail}]``, ``relative_iops``, ``sensitivity_percent``, ``utilisation`` and ``steady_state``, and
     ``validation.png``."""
-    s = dict(cfg.get("validate") or {})
-    workloads = list(s.get("workloads") or PAPER_TABLE2)
-    measure = int(s.get("requests", 100_000))
-    if not 1000 <= measure <= 100_000_000:
-        raise params.ConfigError("validate.requests", measure, "integer 1000 <= x <= 1e8 (measured requests)")
+    workloads, measure = study_settings(cfg, "validate")
     cases = sensitivity_cases()
     base = hybrid_params.columns(cfg["hybrid"])
     rows, keys = [], []
