@@ -51,7 +51,8 @@ HOST_B_PER_US = 4 * 1e3 * 128 / 156
 #: channel, closed loop at QD64 / QD8 or open loop at MQSim's offered rate)
 _SHARED = (("randread_qd64", 8, 4, {"qd": 64}), ("randread_qd64_8chips_1die", 8, 8, {"qd": 64}),
            ("openread_90pct", 8, 4, {"rate": True}), ("openread_110pct", 8, 4, {"rate": True}),
-           ("openread_120pct", 8, 4, {"rate": True}), ("seqread128k_qd8", 8, 4, {"qd": 8}))
+           ("openread_120pct", 8, 4, {"rate": True}), ("seqread128k_qd8", 8, 4, {"qd": 8}),
+           ("seqread128k_qd8_ideal_map", 8, 4, {"qd": 8}))
 #: 8 KiB pages per translation page in the sequential case: the two rates of translation reads measured
 #: (MQSim 0.277 per 16-page request, ssdx 0.141: ``flash_per_request`` in ``xval.json``)
 _SEQ_TPAGE = {"mqsim_rate": 58, "ssdx_rate": 114}
@@ -284,22 +285,24 @@ def random_4k(chips: int, translation: bool = True):
     return request
 
 
-def sequential(channels: int, chips_per_channel: int, pages: int, page_bytes: int, pages_per_tpage: int,
-               first: int = 0):
+def sequential(channels: int, chips_per_channel: int, pages: int, page_bytes: int,
+               pages_per_tpage: int | None, first: int = 0):
     """A ``request`` for :func:`reads_on_channels`: request ``i`` reads ``pages`` whole pages from page
     ``first + pages × i`` on, striped channel first and then chip (MQSim's CWDP order, a chip's dies
     being one), and needs translation page ``page // pages_per_tpage`` of its first page (on a chip
-    drawn once per translation page)."""
+    drawn once per translation page; none with ``pages_per_tpage`` None)."""
     chips = channels * chips_per_channel
     homes: dict[int, int] = {}
 
     def request(rnd: random.Random, i: int):
         lpa = first + pages * i
+        data = [((p % channels) + channels * ((p // channels) % chips_per_channel), page_bytes)
+                for p in range(lpa, lpa + pages)]
+        if pages_per_tpage is None:
+            return None, 0, data
         tpage = lpa // pages_per_tpage
         if tpage not in homes:
             homes[tpage] = rnd.randrange(chips)
-        data = [((p % channels) + channels * ((p // channels) % chips_per_channel), page_bytes)
-                for p in range(lpa, lpa + pages)]
         return tpage, homes[tpage], data
     return request
 
@@ -357,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
         else:  # as many Poisson arrivals as MQSim ran, every one counted
             kw = {"rate_per_us": m["offered_iops"] / 1e6, "warmup": 0.0}
         n = args.requests // 2 if case.startswith("randread") else int(m["requests"])
-        if case.startswith("seq"):  # at each simulator's rate of translation reads
+        if case.endswith("ideal_map"):  # no translation reads
+            requests = {"": sequential(c, k, 16, 8192, None)}
+        elif case.startswith("seq"):  # at each simulator's rate of translation reads
             requests = {k_: sequential(c, k, 16, 8192, ppt) for k_, ppt in _SEQ_TPAGE.items()}
         else:
             requests = {"": random_4k(c * k)}

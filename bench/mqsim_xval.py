@@ -399,6 +399,9 @@ def evidence_cases(sat_iops: float) -> list[Case]:
         Case(name="randread_qd64_ideal_map_chan1333", read_pct=100, qd=64,
              drive_overrides={"Ideal_Mapping_Table": True, "Channel_Transfer_Rate": 1333},
              note="randread_qd64_ideal_map with channels four times faster"),
+        Case(name="seqread128k_qd8_ideal_map", read_pct=100, qd=8, size_sectors=256, address="STREAMING",
+             drive_overrides={"Ideal_Mapping_Table": True},
+             note="seqread128k_qd8 without translation reads: its channels and chips alone"),
         Case(name="randread_qd64_32ch_1chip", read_pct=100, qd=64,
              drive_overrides={"Flash_Channel_Count": 32, "Chip_No_Per_Channel": 1},
              note="randread_qd64 with the same 32 chips on 32 channels of one chip each: the translation "
@@ -761,7 +764,7 @@ def main(argv: list[str] | None = None) -> int:
                     "existing mqsim_reference.json")
     ap.add_argument("--ssdx-only", action="store_true",
                     help="run ssdx on every case of the existing mqsim_reference.json (MQSim is not run) and "
-                         "write xval.json and table.md")
+                         "write xval.json and table.md; with --only, on those cases, merged into them")
     ap.add_argument("--speed", default="", help="comma-separated batch sizes: time ssdx's engine on the "
                     f"cases {', '.join(SPEED_CASES)} with that many configurations per batch against MQSim's "
                     "CPU time per request (from the existing mqsim_reference.json); writes speed.json")
@@ -782,15 +785,20 @@ def main(argv: list[str] | None = None) -> int:
         if not ref_path.is_file():
             ap.error(f"--ssdx-only needs an existing {ref_path}")
         ref = json.loads(ref_path.read_text())
+        only = [x for x in args.only.split(",") if x]
+        unknown = [x for x in only if x not in ref["cases"]]
+        if unknown:
+            ap.error(f"--only: not in {ref_path}: {', '.join(unknown)}")
         tmp = Path(tempfile.mkdtemp(prefix="mqsim_xval_"))
         for name, rec in ref["cases"].items():
-            if "error" not in rec:
+            if "error" not in rec and (not only or name in only):
                 case = Case(**rec["case"])
                 write_case_files(case, tmp / name, binary.parent)
         if args.independent_dies:
-            write_xval(ref, tmp, args.out, suffix="_independent_dies", overrides=["mqsim.chip_as_die=false"])
+            write_xval(ref, tmp, args.out, suffix="_independent_dies", overrides=["mqsim.chip_as_die=false"],
+                       only=only)
         else:
-            write_xval(ref, tmp, args.out)
+            write_xval(ref, tmp, args.out, only=only)
         return 0
     if not binary.is_file():
         ap.error(f"--mqsim {args.mqsim}: no such file")
@@ -867,12 +875,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "",
-               overrides: Sequence[str] = ()) -> None:
+               overrides: Sequence[str] = (), only: Sequence[str] = ()) -> None:
     """Run ssdx on every case's XML files (with the further Hydra ``overrides``) and write
-    ``xval{suffix}.json`` and ``table{suffix}.md``."""
-    rows = {}
+    ``xval{suffix}.json`` and ``table{suffix}.md``; with ``only``, on those cases, their rows merged into
+    the existing ``xval{suffix}.json``."""
+    path = out / f"xval{suffix}.json"
+    rows = json.loads(path.read_text()) if only and path.is_file() else {}
     for name, rec in ref["cases"].items():
-        if "error" in rec:
+        if "error" in rec or (only and name not in only):
             continue
         t0 = time.perf_counter()
         try:
@@ -913,7 +923,7 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "",
         mean = _f(rows[name]["ssdx"]["mean_us"], ".1f")
         print(f"{name:36s} ssdx {time.perf_counter() - t0:6.1f} s  mean {mean} us vs MQSim "
               f"{m_mean} us", flush=True)
-    (out / f"xval{suffix}.json").write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    path.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
     (out / f"table{suffix}.md").write_text(table_md(rows))
     print(f"wrote {out / f'xval{suffix}.json'} and {out / f'table{suffix}.md'}")
 
