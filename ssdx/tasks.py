@@ -165,6 +165,8 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     check_model_keys(sweep, spec.name, chunked=spec.run is None)
     if base_cfg.get("workload", {}).get("fio") and not spec.fio:
         raise params.ConfigError("workload.fio", base_cfg["workload"]["fio"], FIO_NOT_HERE)
+    # workload.trace_path / synthetic where the model reads them, one source at a time (as the CLI checks)
+    registry.check_sources(registry.job_for({"task": "sweep", "sweep": sweep}), {**base_cfg, "sweep": sweep})
     if not spec.reduces and sweep.get("keep", "all") != "all":
         raise params.ConfigError("sweep.keep", sweep["keep"],
                                  f"a {spec.name} sweep keeps its whole table: 'all'")

@@ -285,6 +285,15 @@ def check_seed(seed: object) -> int:
     return seed
 
 
+def check_quiet(quiet: object) -> bool:
+    """``quiet`` (no progress bar) if it is a boolean; else :class:`ConfigError`.  The root config is not
+    typed, so Hydra passes ``quiet=maybe`` as a string and ``quiet=0.5`` as a float, which would otherwise
+    be read as true or false without a word."""
+    if not isinstance(quiet, bool):
+        raise ConfigError("quiet", quiet, "true or false (true: no progress bar)")
+    return quiet
+
+
 #: set once Hydra has composed the configuration and called :func:`run`: an exit before it is Hydra's
 #: refusal of the configuration (a value of the wrong type, a malformed override), not a failed job
 _composed: list[bool] = []
@@ -303,6 +312,7 @@ def run(cfg: DictConfig) -> None:
     try:
         container = OmegaConf.to_container(cfg, resolve=True)
         seed = check_seed(container.get("seed", 0))
+        quiet = check_quiet(container.get("quiet", False))
         logger = loggers.from_config(container.get("logger"), seed=seed)
         job = registry.job_for(container)
         if job.name == "sweep":
@@ -310,10 +320,11 @@ def run(cfg: DictConfig) -> None:
         fio_job = (container.get("workload") or {}).get("fio")
         if fio_job and not job.fio:
             raise ConfigError("workload.fio", fio_job, tasks.FIO_NOT_HERE)
+        registry.check_sources(job, container)  # trace_path / synthetic where read; one source at a time
         if job.executor:
             executor = executors.from_config(container.get("runner"))
         logger.start(container, out)
-        s = registry.run(job, container, out, progress=not cfg.get("quiet", False), executor=executor,
+        s = registry.run(job, container, out, progress=not quiet, executor=executor,
                          chunk_size=(container.get("runner") or {}).get("chunk_size"))
         for line in registry.lines(job, s, out):
             print(line)

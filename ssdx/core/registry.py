@@ -1,8 +1,9 @@
 """The registry of ssdx's jobs and sweep models: what ``ssdx`` runs for each ``task`` and ``sweep.model``.
 
 A :class:`JobSpec` names, for one value of ``task`` (set by an experiment, ``conf/experiment/NAME.yaml``):
-the function that runs it, the config blocks it reads, whether it takes a fio job, a progress bar or a
-sweep executor, and the formatter of the lines the CLI prints (``ssdx.report.console``).  A
+the function that runs it, the config blocks it reads, which workload sources it reads (``workload.fio``,
+``workload.trace_path``, ``workload.synthetic``), whether it takes a progress bar or a sweep executor, and
+the formatter of the lines the CLI prints (``ssdx.report.console``).  A
 :class:`SweepModelSpec` names, for one ``sweep.model``: how the base columns and the checks of its
 parameters are made, how its parameter trees, static groups and per-configuration function are built
 for the chunked ``jit(vmap)`` runner (``ssdx.sweep.runner``), and its formatter — or, for a model whose
@@ -39,8 +40,9 @@ class JobSpec:
     **kw)``) and returning the summary it wrote; ``lines`` the formatter ``(summary, out_dir) -> lines``.
     ``blocks`` are the config blocks it reads, ``required`` those of them it cannot run without (a missing
     one is refused naming it; the others have defaults); ``experiments`` the ``conf/experiment`` files
-    that select it; ``fio`` whether ``workload.fio`` is a workload it takes; ``progress``/``executor``/
-    ``chunk_size`` which keyword arguments ``run`` takes."""
+    that select it; ``fio``, ``trace_path`` and ``synthetic`` whether it reads ``workload.fio``,
+    ``workload.trace_path`` and ``workload.synthetic`` (:func:`check_sources` refuses the others);
+    ``progress``/``executor``/``chunk_size`` which keyword arguments ``run`` takes."""
 
     name: str
     run: str
@@ -49,6 +51,8 @@ class JobSpec:
     blocks: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
     fio: bool = False
+    trace_path: bool = False
+    synthetic: bool = False
     progress: bool = False
     executor: bool = False
     chunk_size: bool = False
@@ -64,10 +68,11 @@ class SweepModelSpec:
     and ``build`` (``(cols, sweep, base_cfg, dtype) -> (trees, groups, factory, n_steps)``, the inputs of
     :func:`ssdx.sweep.runner.run`).  A model with its own runner gives ``run`` instead
     (``(sweep, cfg, out_dir, progress=, executor=) -> summary``); it does not reduce in the runner
-    (``reduces`` False: ``keep`` must be ``all``).  ``blocks`` are the config blocks its columns come
-    from; ``metrics`` the scalar metrics its per-configuration function returns, the table's columns
-    besides ``config_id`` and the parameters (a model with its own runner lists none here: its table is
-    that runner's)."""
+    (``reduces`` False: ``keep`` must be ``all``).  ``fio``, ``trace_path`` and ``synthetic``: whether its
+    sweeps read ``workload.fio`` (the base workload), ``workload.trace_path`` and ``workload.synthetic``
+    (:func:`check_sources`).  ``blocks`` are the config blocks its columns come from; ``metrics`` the
+    scalar metrics its per-configuration function returns, the table's columns besides ``config_id`` and
+    the parameters (a model with its own runner lists none here: its table is that runner's)."""
 
     name: str
     lines: str
@@ -77,6 +82,8 @@ class SweepModelSpec:
     run: str | None = None
     blocks: tuple[str, ...] = ()
     fio: bool = True
+    trace_path: bool = False
+    synthetic: bool = False
     reduces: bool = True
     metrics: tuple[str, ...] = ()
     description: str = ""
@@ -170,7 +177,7 @@ _CONSOLE = "ssdx.report.console"
 
 JOBS: dict[str, JobSpec] = {s.name: s for s in (
     JobSpec("sweep", "ssdx.tasks:run_sweep", f"{_CONSOLE}:sweep", (), ("sweep", "runner"), ("sweep",),
-            fio=True, progress=True, executor=True, chunk_size=True,
+            fio=True, trace_path=True, progress=True, executor=True, chunk_size=True,
             description="a sweep definition (sweeps/NAME.yaml or sweep_file=); per model: SWEEP_MODELS"),
     JobSpec("fill", "ssdx.models.fluid.jobs:run_fill", f"{_CONSOLE}:fill", ("aldrin_pro_fill",),
             ("drive", "nand", "workload", "model"), fio=True,
@@ -194,9 +201,9 @@ JOBS: dict[str, JobSpec] = {s.name: s for s in (
             ("drive", "nand", "workload", "gc", "fill"), ("fill",),
             description="timed write sets on a GC'd drive, secure erase, more sets"),
     JobSpec("analyse", "ssdx.tasks:run_analyse", f"{_CONSOLE}:analyse", ("trace_analyse",), ("workload",),
-            description="statistics of a block trace"),
+            trace_path=True, description="statistics of a block trace"),
     JobSpec("replay", "ssdx.models.engine.jobs:run_replay", f"{_CONSOLE}:replay", ("trace_replay",),
-            ("drive", "nand", "workload", "engine"), fio=True, progress=True,
+            ("drive", "nand", "workload", "engine"), fio=True, trace_path=True, synthetic=True, progress=True,
             description="a trace, synthetic stream or fio job through the request engine"),
     JobSpec("boot", "ssdx.models.engine.jobs:run_boot", f"{_CONSOLE}:boot", ("boot_qd1",),
             ("drive", "nand", "workload", "engine", "boot"), fio=True, progress=True,
@@ -205,11 +212,12 @@ JOBS: dict[str, JobSpec] = {s.name: s for s in (
             ("engine", "mqsim"), progress=True,
             description="MQSim's ssdconfig.xml and workload.xml on the request engine"),
     JobSpec("hybrid_sensitivity", "ssdx.models.hybrid.jobs:run_sensitivity", f"{_CONSOLE}:hybrid_sensitivity",
-            ("hybrid_sensitivity",), ("workload", "hybrid", "sensitivity", "runner"), progress=True,
-            executor=True,
+            ("hybrid_sensitivity",), ("workload", "hybrid", "sensitivity", "runner"), trace_path=True,
+            progress=True, executor=True,
             description="one 2D FG MLC characteristic at a time on 3D CT TLC (SCM/NAND hybrid)"),
     JobSpec("hybrid_validate", "ssdx.models.hybrid.jobs:run_validate", f"{_CONSOLE}:hybrid_validate",
-            ("hybrid_validate",), ("workload", "hybrid", "validate", "runner"), progress=True, executor=True,
+            ("hybrid_validate",), ("workload", "hybrid", "validate", "runner"), trace_path=True,
+            progress=True, executor=True,
             description="the hybrid SSD study's findings checked on the model"),
 )}
 
@@ -235,7 +243,7 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                             "steady_state_round", "write_amplification"),
                    description="block-level GC: write amplification after SNIA preconditioning"),
     SweepModelSpec("hybrid", f"{_CONSOLE}:hybrid_sweep", run="ssdx.models.hybrid.jobs:run_sweep",
-                   blocks=("workload", "hybrid"), fio=False, reduces=False,
+                   blocks=("workload", "hybrid"), fio=False, trace_path=True, reduces=False,
                    description="SCM/NAND hybrid drive replaying MSR streams (its own runner: one replay "
                                "per group of configurations sharing a stream)"),
 )}
@@ -262,13 +270,14 @@ def sweep_model(sweep: Mapping[str, Any]) -> SweepModelSpec:
 
 
 def job_for(cfg: Mapping[str, Any]) -> JobSpec:
-    """The job a composed config runs: ``task``'s, and for a sweep with the model's fio rule and printer
-    (and its own runner, where it has one)."""
+    """The job a composed config runs: ``task``'s, and for a sweep with the model's workload sources
+    (``fio``, ``trace_path``, ``synthetic``) and printer (and its own runner, where it has one)."""
     spec = job(str(cfg.get("task")))
     if spec.name != "sweep":
         return spec
     model = sweep_model(cfg.get("sweep") or {})
-    return dataclasses.replace(spec, lines=model.lines, fio=model.fio, chunk_size=model.run is None)
+    return dataclasses.replace(spec, lines=model.lines, fio=model.fio, trace_path=model.trace_path,
+                               synthetic=model.synthetic, chunk_size=model.run is None)
 
 
 def check_blocks(spec: JobSpec, cfg: Mapping[str, Any]) -> None:
@@ -302,6 +311,60 @@ def run(spec: JobSpec, cfg: Mapping[str, Any], out_dir: Path, *, progress: bool 
 def lines(spec: JobSpec, summary: Mapping[str, Any], out_dir: Path) -> list[str]:
     """The lines the CLI prints for ``summary`` (the job's formatter)."""
     return resolve(spec.lines)(summary, out_dir)
+
+
+#: the workload sources a job may read (``workload.<field>``), each with what it names; a replay reads one
+#: of them (``ssdx.models.engine.jobs.stream``)
+SOURCES = {
+    "fio": "a fio job file",
+    "trace_path": "a block trace, or for the hybrid studies and sweeps a directory of <volume>.csv",
+    "synthetic": "a generated stream: windows11_boot | msr:<volume> | profile:<summary.json>",
+}
+
+
+def source_readers(field: str) -> list[str]:
+    """Where ``workload.<field>`` (one of :data:`SOURCES`) is read: ``experiment=NAME`` for each job that
+    reads it, ``sweeps with model: NAME`` for each sweep model."""
+    jobs = [f"experiment={e}" for j in JOBS.values() if getattr(j, field) and j.name != "sweep"
+            for e in j.experiments]
+    return jobs + [f"sweeps with model: {m.name}" for m in SWEEP_MODELS.values() if getattr(m, field)]
+
+
+def _is_set(value: Any) -> bool:
+    """Whether a workload source is given: every preset and experiment leaves them null (an empty string,
+    which Hydra gives for ``workload.trace_path=``, is unset too, as the jobs read it)."""
+    return value is not None and value != ""
+
+
+def check_sources(spec: JobSpec, cfg: Mapping[str, Any]) -> None:
+    """Refuse a workload source the job ``spec`` (:func:`job_for`'s, so a sweep carries its model's rule)
+    does not read — ``workload.trace_path`` or ``workload.synthetic`` given to a job that runs a workload
+    of its own would be ignored without a word (``workload.fio`` has the CLI's own check,
+    ``ssdx.tasks.FIO_NOT_HERE``) — and more than one source of those it reads: a replay reads one, so a
+    second would be left unused.  Every preset and experiment leaves the sources null, so any value set
+    is the user's."""
+    w = cfg.get("workload") or {}
+    given = [f for f in SOURCES if _is_set(w.get(f))]
+    if spec.name == "sweep":
+        sweep = cfg.get("sweep") or {}
+        here = f"a model: {sweep.get('model', 'fluid')} sweep (sweep={sweep.get('name', '?')})"
+    else:
+        here = f"task={spec.name}" + (f" (experiment={' or '.join(spec.experiments)})" if spec.experiments
+                                      else "")
+    for field in ("trace_path", "synthetic"):
+        if field in given and not getattr(spec, field):
+            readers = source_readers(field)
+            raise ConfigError(f"workload.{field}", w[field], f"workload.{field} ({SOURCES[field]}) is read "
+                              f"only by {', '.join(readers[:-1])}{' and ' if len(readers) > 1 else ''}"
+                              f"{readers[-1]}; {here} does not read it, so it would be ignored",
+                              fix=f"Unset workload.{field} (leave it out) or run one of those")
+    read = [f for f in given if getattr(spec, f)]
+    if len(read) > 1:
+        others = ", ".join(f"workload.{f} = {w[f]!r}" for f in read[1:])
+        raise ConfigError(f"workload.{read[0]}", w[read[0]], f"one workload source at a time: {others} is "
+                          f"set too, and {here} reads only one of "
+                          f"{', '.join(f'workload.{f}' for f in SOURCES if getattr(spec, f))}",
+                          fix=f"Keep one of them and unset the other{'s' if len(read) > 2 else ''}")
 
 
 def fio_jobs() -> list[str]:

@@ -3,8 +3,10 @@
 Each takes a composed config as plain mappings and an output directory, writes its files there and
 returns the summary it wrote (as ``ssdx.tasks`` does).
 
-A replay's workload is, first match: ``workload.fio`` (a fio job file, ``ssdx.workloads.fio``: it also
-sets ``workload.queue_depth`` and ``engine.loop``), ``workload.trace_path``, ``workload.synthetic``.
+A replay's workload is one of: ``workload.fio`` (a fio job file, ``ssdx.workloads.fio``: it also sets
+``workload.queue_depth`` and ``engine.loop``), ``workload.trace_path`` (a block trace) or
+``workload.synthetic`` (a generated stream, :data:`SYNTHETIC_FORMS`); more than one is refused
+(:func:`source`), as the run would leave all but one unused.
 
 Besides ssdx's own figures a replay's ``summary.json`` carries fio's names (fio's JSON output and its
 HOWTO): ``bw`` in KiB/s (fio's JSON ``bw``; 1 KiB = 1024 bytes) and ``bw_bytes`` in bytes/s, ``iops``,
@@ -42,6 +44,10 @@ from ssdx.workloads import fio, synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError, no_requests
 
 BOOT_DRIVES = ("sata_tlc_500", "generic_tlc_1tb", "sn8e_1920", "aldrin_pro_2tb")
+#: a replay's workload sources (module docstring), ``workload.<field>``
+SOURCES = ("fio", "trace_path", "synthetic")
+#: the forms of ``workload.synthetic`` (:func:`stream`)
+SYNTHETIC_FORMS = "windows11_boot | msr:<volume> | profile:<summary.json>"
 #: trace formats without timestamps (``ssdx.workloads.traces``): they replay in the closed loop only
 UNTIMED_FORMATS = ("fio2",)
 
@@ -52,6 +58,19 @@ def _requests(w: Mapping[str, Any]) -> int:
     if not 1 <= n <= fio.MAX_REQUESTS:
         raise params.ConfigError("workload.requests", n, f"integer 1 <= x <= {fio.MAX_REQUESTS:.0e}")
     return n
+
+
+def source(w: Mapping[str, Any]) -> str | None:
+    """The one workload source the ``workload`` block ``w`` sets (:data:`SOURCES`; an empty string is
+    unset), or None; two or more raise :class:`ConfigError` naming them (a replay reads only one)."""
+    given = [f for f in SOURCES if w.get(f) is not None and w.get(f) != ""]
+    if len(given) > 1:
+        others = ", ".join(f"workload.{f} = {w[f]!r}" for f in given[1:])
+        raise params.ConfigError(f"workload.{given[0]}", w[given[0]], f"one workload source at a time: "
+                                 f"{others} is set too, and a replay reads only one of "
+                                 f"{', '.join(f'workload.{f}' for f in SOURCES)}",
+                                 fix=f"Keep one of them and unset the other{'s' if len(given) > 2 else ''}")
+    return given[0] if given else None
 
 
 def fio_workload(cfg: Mapping[str, Any]) -> fio.FioWorkload | None:
@@ -101,8 +120,10 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
     the drive in bytes for its % sizes, else computed), else ``workload.trace_path`` (streamed), else
     ``workload.synthetic`` (``windows11_boot``, ``msr:<volume>`` or ``profile:<summary.json>``, a stream
     fitted to an analysed trace, ``ssdx.workloads.profile``).  Returns (chunks, reader or None, label); a
-    fio stream is a ``fio.FioStream``.  A fio job's queue depth and loop are :func:`with_fio`'s."""
+    fio stream is a ``fio.FioStream``.  A fio job's queue depth and loop are :func:`with_fio`'s.  Two
+    sources, or none, or a ``workload.synthetic`` of another form raise :class:`ConfigError`."""
     w = cfg["workload"]
+    source(w)
     if w.get("fio"):
         jobs = fio_jobs or fio_workload(cfg)
         assert jobs is not None
@@ -148,8 +169,18 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
         except (ValueError, OverflowError) as e:
             raise params.ConfigError("workload.synthetic", name, str(e)) from None
         return [chunk], None, name
+    if name is not None and name != "":
+        raise params.ConfigError("workload.synthetic", name, f"a generated stream: {SYNTHETIC_FORMS} "
+                                 f"(MSR volumes: {', '.join(msr_volumes())})")
     raise params.ConfigError("workload.trace_path", None, "a trace file is required (or workload.synthetic: "
-                             "windows11_boot | msr:<volume> | profile:<summary.json>; or workload.fio)")
+                             f"{SYNTHETIC_FORMS}; or workload.fio)")
+
+
+def msr_volumes() -> list[str]:
+    """The MSR Cambridge volume presets ``workload.synthetic=msr:<volume>`` takes."""
+    from ssdx.workloads import msr
+
+    return sorted(msr.VOLUMES)
 
 
 def _latency_block(m: Mapping[str, np.ndarray], i: int, prefix: str = "") -> dict[str, float]:
@@ -245,7 +276,9 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     """Replay a fio job file, a trace or a synthetic stream through the configured drive: ``summary.json``
     (module docstring for the fio fields) and ``latency_cdf.png``.  A malformed trace line stops with the
     file and the line (exit 2), or with ``workload.on_error=skip`` is skipped and counted; a problem of a
-    fio job file stops with the file and the line (``ssdx.workloads.fio.FioError``, exit 2)."""
+    fio job file stops with the file and the line (``ssdx.workloads.fio.FioError``, exit 2).  Two workload
+    sources are refused (:func:`source`) before the fio job is read."""
+    source(cfg["workload"])
     jobs = fio_workload(cfg)
     if jobs is not None:
         cfg = with_fio(cfg, jobs)
