@@ -584,8 +584,11 @@ def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, 
          wb_count, lat, keep, C):
     for b in numba.prange(pf.shape[0]):
         x_c, first_c, last_c, end_c = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
+        # the index as int64: Numba types a prange index int64 while it infers types and uint64 in the
+        # parallel loop it lowers, and would compile _config, nearly all of the code, once for each
         _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,
-                last_c, end_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, lat, keep, b, C)
+                last_c, end_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, lat, keep,
+                np.int64(b), C)
 
 
 # ------------------------------------------------------------------------------------------- host side
