@@ -371,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
             per = {label: reads_on_channels(c, k, req, arb, n, map_first=first, host_b_per_us=HOST_B_PER_US,
                                             **kw) for label, req in requests.items()}
             runs[col] = per.get("", per)
+        if case in ("openread_110pct", "openread_120pct"):  # past the arbitrated capacity: seeds' spread
+            runs["arbitration_other_seeds"] = {
+                str(seed): reads_on_channels(c, k, random_4k(c * k), True, n, host_b_per_us=HOST_B_PER_US,
+                                             seed=seed, **kw)["mean_us"] for seed in (2, 3)}
         ssdx = (xval.get(case) or {}).get("ssdx")
         out["shared_channels"][case] = {"channels": c, "chips_per_channel": k, "mqsim": m, **runs,
                                         "ssdx": ssdx}

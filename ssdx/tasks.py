@@ -272,7 +272,8 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     if "pareto" in summary["plots"]:
         summary["pareto"] = summary["plots"].pop("pareto")
     io.write_json(out_dir / "summary.json", summary)
-    summary["_table"] = format_table(best, group_by + list(rep.get("columns") or []) + ["ties"])
+    shown = group_by + list(rep.get("columns") or [])
+    summary["_table"] = format_table(best, shown + ["ties"] if shown else None)  # None: every column
     summary["_quantiles"] = _quantile_table(keep, out_dir)
     return summary
 

@@ -196,5 +196,11 @@ def test_help_is_ssdxs_own_and_lists_the_experiments_and_sweeps(tmp_path):
     listed = [line.split(": ", 1) for line in out.split("==\n", 1)[1].split("\n\n")[0].splitlines()]
     assert {"drive", "nand", "workload", "sweep", "thermal"} <= {g for g, _ in listed}
     assert all("base" not in choices.split(", ") for _, choices in listed), listed
+    # a drive of the user's own config directory is a choice too
+    (tmp_path / "mine" / "drive").mkdir(parents=True)
+    (tmp_path / "mine" / "drive" / "my_drive.yaml").write_text("defaults:\n  - sata_tlc_500\n")
+    r = ssdx("--config-dir", str(tmp_path / "mine"), "--help", cwd=tmp_path)
+    assert "my_drive" in dict(line.split(": ", 1) for line in r.stdout.splitlines()
+                              if line.startswith("drive: "))["drive"]
     assert "experiment=aldrin_pro_fill" in out and "docs/commands.md" in out
     assert "user_capacity_gb" not in out  # not the whole config

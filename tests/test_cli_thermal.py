@@ -138,6 +138,7 @@ def test_a_thermal_sweep_without_a_report_ranks_by_the_data_written(tmp_path):
     assert s["best_by"]["metric"] == "written_gb" and s["best_by"]["ascending"] is False
     assert s["best"][0]["written_gb"] == df["written_gb"].max()
     assert df["written_gb"].nunique() > 1  # the thresholds matter in this run: the ranking is not a tie
+    assert {"written_gb", "tmt1_k", "ties"} <= set(s["_table"].split("\n")[0].split())  # every column
 
 
 def test_harsh_throttle_experiment_cuts_to_a_tenth(tmp_path):

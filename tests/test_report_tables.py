@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ssdx.report.tables import TIE_FRACTION, best_per_group
@@ -26,3 +27,11 @@ def test_ungrouped_best_rows_each_count_their_equals():
     best = best_per_group(df, [], "t")
     assert list(best["config_id"]) == [1, 2, 0, 3]
     assert list(best["ties"]) == [2, 2, 1, 1]
+
+
+def test_a_null_group_key_is_a_group_and_nan_values_tie_with_each_other():
+    # drive.static_slc_gb null means the catalog value: those rows form their own group
+    df = pd.DataFrame({"slc": [24.0, 24.0, np.nan, np.nan], "v": [np.nan, np.nan, 1.0, 1.0],
+                       "config_id": [0, 1, 2, 3]})
+    best = best_per_group(df, ["slc"], "v", ascending=False)
+    assert len(best) == 2 and list(best["ties"]) == [2, 2] and best["ties"].dtype == np.int64

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import yaml
 from test_cli import ssdx
@@ -140,6 +141,16 @@ def test_the_written_forms_still_run():
         row = space.sweep_row(BASE, sweep, i)
         for k, v in cols.items():
             assert row[k][0] == v[i] or (v[i] != v[i] and row[k][0] != row[k][0]), (i, k)
+
+
+def test_numpy_arrays_from_a_script_are_lists():
+    # a sweep built in Python may give its grid axes and choices as 1-d arrays
+    sweep = {"space": {"grid": {"drive.dies_per_channel": np.array([2, 4])},
+                       "random": {"n": 3, "params": {"drive.nand": {"choices": np.array(["tlc", "qlc"])}}}}}
+    cols = space.sweep_rows(BASE, sweep)
+    assert len(cols["drive.nand"]) == 6 and set(cols["drive.nand"]) <= {"tlc", "qlc"}
+    with pytest.raises(ConfigError):  # a 2-d array is not a list of values
+        space.sweep_rows(BASE, {"space": {"grid": {"drive.dies_per_channel": np.array([[2, 4]])}}})
 
 
 @pytest.mark.parametrize(("text", "field", "value"), [

@@ -119,11 +119,11 @@ class WorkloadConf:
     trace_path: Optional[str] = None  # noqa: UP045 (a block trace: ssdx.workloads.traces)
     format: str = "msr"  # msr | blkparse | fio2 | fio3 | disksim | mqsim
     on_error: str = "raise"  # raise | skip (malformed trace lines)
-    synthetic: Optional[str] = None  # noqa: UP045 (windows11_boot | msr:<volume> | profile:<summary.json>, when no trace_path)
+    synthetic: Optional[str] = None  # noqa: UP045 (windows11_boot | msr:<volume> | profile:<summary.json>; a replay's one source)
     requests: int = 100_000  # requests of a synthetic stream; at most this many of a fio job's
     msr: str = "prxy_0"  # MSR Cambridge volume of the hybrid studies (preset, or <trace_path>/<msr>.csv)
     max_trace_requests: int = 50_000_000  # hybrid studies read at most this many requests of a real trace
-    fio: Optional[str] = None  # noqa: UP045 (a fio job file, ssdx.workloads.fio; before trace_path and synthetic)
+    fio: Optional[str] = None  # noqa: UP045 (a fio job file, ssdx.workloads.fio; or trace_path, or synthetic)
     fio_job: Optional[str] = None  # noqa: UP045 (the job [section] to run; default: every job, merged on the drive)
     fio_unknown: str = "raise"  # raise | warn (an option ssdx does not model)
 
@@ -353,14 +353,14 @@ def register() -> None:
 
 
 def help_choices() -> str:
-    """One ``group: choice, ...`` line per config group a user picks from: the YAML files of ``conf/``
-    and ``sweeps/``.  The schemas stored as ``base`` (and a group's other typed nodes) are not choices:
-    Hydra's own list (``$APP_CONFIG_GROUPS``) shows them, and ``drive=base`` is then refused."""
-    from ssdx.paths import conf_dir, sweeps_dir
+    """One ``group: choice, ...`` line per config group a user picks from: the YAML files of ``conf/`` and
+    ``sweeps/`` and of the user's config directories on the command line (``--config-dir``,
+    ``hydra.searchpath``).  The schemas stored as ``base`` are not choices: Hydra's own list
+    (``$APP_CONFIG_GROUPS``) shows them, and ``drive=base`` is then refused."""
+    import sys
 
-    def names(d) -> list[str]:
-        return sorted(p.stem for p in d.glob("*.yaml") if not p.stem.startswith("_") and p.stem != "base")
+    from ssdx.cli.main import group_options, user_config_dirs
 
-    groups = {d.name: names(d) for d in sorted(conf_dir().iterdir()) if d.is_dir()}
-    groups["sweep"] = names(sweeps_dir())
-    return "\n".join(f"{g}: {', '.join(v)}" for g, v in sorted(groups.items()) if v)
+    groups = {g: [n for n in names if n != "base" and not n.startswith("_")]
+              for g, names in group_options(user_config_dirs(sys.argv[1:])).items()}
+    return "\n".join(f"{g}: {', '.join(names)}" for g, names in sorted(groups.items()) if names)

@@ -25,18 +25,23 @@ def best_per_group(df: pd.DataFrame, group_by: Sequence[str], sort_by: str,
         values = ordered[sort_by].to_numpy(float)
         best["ties"] = [_ties(values, v) for v in best[sort_by].to_numpy(float)]
         return best
-    groups = ordered.groupby(list(group_by), sort=True)
+    keys = [ordered[g] for g in group_by]
+    groups = ordered.groupby(keys, sort=True, dropna=False)  # a null group key (a catalog value) is a group
     first = groups[sort_by].transform("first").to_numpy(float)
-    near = np.abs(ordered[sort_by].to_numpy(float) - first) <= TIE_FRACTION * np.abs(first)
-    ties = near.astype(np.int64)
+    near = _near(ordered[sort_by].to_numpy(float), first)
     best = groups.head(1).copy()
-    best["ties"] = pd.Series(ties, index=ordered.index).groupby(
-        [ordered[g] for g in group_by], sort=False).transform("sum").loc[best.index]
+    best["ties"] = pd.Series(near.astype(np.int64), index=ordered.index).groupby(
+        keys, sort=False, dropna=False).transform("sum").loc[best.index].astype(np.int64)
     return best.sort_values(list(group_by)).reset_index(drop=True)
 
 
+def _near(values: np.ndarray, v: np.ndarray | float) -> np.ndarray:
+    """Whether each value is within :data:`TIE_FRACTION` of ``v`` (NaN ties with NaN)."""
+    return (np.abs(values - v) <= TIE_FRACTION * np.abs(v)) | (np.isnan(values) & np.isnan(v))
+
+
 def _ties(values: np.ndarray, v: float) -> int:
-    return int(np.count_nonzero(np.abs(values - v) <= TIE_FRACTION * abs(v)))
+    return int(np.count_nonzero(_near(values, v)))
 
 
 def format_table(df: pd.DataFrame, columns: Sequence[str] | None = None, floatfmt: str = "{:.4g}") -> str:

@@ -67,6 +67,9 @@ def _single(v: Any) -> bool:
 
 
 def _is_list(v: Any) -> bool:
+    """A list of values: a sequence other than a string, or a one-dimensional NumPy array."""
+    if isinstance(v, np.ndarray):
+        return v.ndim == 1
     return isinstance(v, Sequence) and not isinstance(v, str | bytes)
 
 

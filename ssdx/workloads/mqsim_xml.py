@@ -634,10 +634,10 @@ def _needed(fl: Flow) -> list[str]:
     """The elements a flow's figures depend on, given its other settings (a BANDWIDTH flow's queue depth, a
     fixed size's variance, ... are not): named in a warning when the file leaves one out."""
     if fl.kind == "trace":
-        return ["Time_Unit", "Percentage_To_Be_Executed", "Relay_Count"]
+        return ["Time_Unit", "Percentage_To_Be_Executed", "Relay_Count", "Initial_Occupancy_Percentage"]
     need = ["Synthetic_Generator_Type", "Read_Percentage", "Address_Distribution", "Working_Set_Percentage",
             "Generated_Aligned_Addresses", "Request_Size_Distribution", "Average_Request_Size", "Seed",
-            "Initial_Occupancy_Percentage"]
+            "Initial_Occupancy_Percentage", "Stop_Time", "Total_Requests_To_Generate"]
     need.append("Average_No_of_Reqs_in_Queue" if fl.generator == "QUEUE_DEPTH" else "Bandwidth")
     if fl.address_distribution == "RANDOM_HOTCOLD":
         need.append("Percentage_of_Hot_Region")

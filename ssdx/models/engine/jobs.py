@@ -116,12 +116,13 @@ def with_fio_fill(cfg: Mapping[str, Any]) -> tuple[Mapping[str, Any], Any]:
 
 def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
            capacity: float | None = None) -> tuple[Iterable[Chunk], Any, str]:
-    """The configured request stream: ``workload.fio`` (``fio_jobs`` if already loaded; ``capacity`` of
-    the drive in bytes for its % sizes, else computed), else ``workload.trace_path`` (streamed), else
-    ``workload.synthetic`` (``windows11_boot``, ``msr:<volume>`` or ``profile:<summary.json>``, a stream
-    fitted to an analysed trace, ``ssdx.workloads.profile``).  Returns (chunks, reader or None, label); a
-    fio stream is a ``fio.FioStream``.  A fio job's queue depth and loop are :func:`with_fio`'s.  Two
-    sources, or none, or a ``workload.synthetic`` of another form raise :class:`ConfigError`."""
+    """The configured request stream, from the one source set: ``workload.fio`` (``fio_jobs`` if already
+    loaded; ``capacity`` of the drive in bytes for its % sizes, else computed), ``workload.trace_path``
+    (streamed) or ``workload.synthetic`` (``windows11_boot``, ``msr:<volume>`` or
+    ``profile:<summary.json>``, a stream fitted to an analysed trace, ``ssdx.workloads.profile``). Returns
+    (chunks, reader or None, label); a fio stream is a ``fio.FioStream``. A fio job's queue depth and loop
+    are :func:`with_fio`'s. Two sources, or none, or a ``workload.synthetic`` of another form raise
+    :class:`ConfigError`."""
     w = cfg["workload"]
     source(w)
     if w.get("fio"):
