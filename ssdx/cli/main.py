@@ -119,6 +119,17 @@ def group_options(extra_dirs: list[Path] | None = None) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+def help_choices() -> str:
+    """One ``group: choice, ...`` line per config group a user picks from (``ssdx --help``, through the
+    ``ssdx_choices`` resolver of ``conf/config.yaml``'s ``hydra.help``): the YAML files of ``conf/`` and
+    ``sweeps/`` and of the user's config directories on the command line (:func:`user_config_dirs`).  The
+    schemas stored as ``base`` are not choices: Hydra's own list (``$APP_CONFIG_GROUPS``) shows them, and
+    ``drive=base`` is then refused."""
+    groups = {g: [n for n in names if n != "base" and not n.startswith("_")]
+              for g, names in group_options(user_config_dirs(sys.argv[1:])).items()}
+    return "\n".join(f"{g}: {', '.join(names)}" for g, names in sorted(groups.items()) if names)
+
+
 def check_choices(argv: list[str], options: dict[str, list[str]] | None = None) -> None:
     """Refuse a command-line choice of a config group that names none of its options (``group=NAME`` or
     ``+group=NAME``; comma-separated names under ``-m``).  Hydra refuses most, but ignores a wrong name in
@@ -401,6 +412,7 @@ def main() -> None:
     if from_file is not None:
         sys.argv[1:] = [*argv, f"sweep={source.store_name(from_file)}"]
     schema.register()
+    OmegaConf.register_new_resolver("ssdx_choices", help_choices, replace=True)
     register_sweeps(from_file)
     try:
         hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(run)()

@@ -342,25 +342,7 @@ SCHEMAS: dict[tuple[str, str], type] = {
 
 
 def register() -> None:
-    """Store every schema of :data:`SCHEMAS` in Hydra's ConfigStore, and the ``ssdx_choices`` resolver that
-    ``ssdx --help`` lists the groups' choices with (``conf/config.yaml``, ``hydra.help``)."""
-    from omegaconf import OmegaConf
-
+    """Store every schema of :data:`SCHEMAS` in Hydra's ConfigStore."""
     cs = ConfigStore.instance()
     for (group, name), node in SCHEMAS.items():
         cs.store(group=group, name=name, node=node)
-    OmegaConf.register_new_resolver("ssdx_choices", help_choices, replace=True)
-
-
-def help_choices() -> str:
-    """One ``group: choice, ...`` line per config group a user picks from: the YAML files of ``conf/`` and
-    ``sweeps/`` and of the user's config directories on the command line (``--config-dir``,
-    ``hydra.searchpath``).  The schemas stored as ``base`` are not choices: Hydra's own list
-    (``$APP_CONFIG_GROUPS``) shows them, and ``drive=base`` is then refused."""
-    import sys
-
-    from ssdx.cli.main import group_options, user_config_dirs
-
-    groups = {g: [n for n in names if n != "base" and not n.startswith("_")]
-              for g, names in group_options(user_config_dirs(sys.argv[1:])).items()}
-    return "\n".join(f"{g}: {', '.join(names)}" for g, names in sorted(groups.items()) if names)
