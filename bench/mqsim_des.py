@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.mqsim_xval import DEFAULT_DRIVE
+from ssdx.workloads.mqsim_xml import pcie_payload_gb_s
 
 T_R = DEFAULT_DRIVE["Page_Read_Latency"] / 1e3  # µs, MQSim's default drive (its ssdconfig.xml)
 CHANNEL_B_PER_US = DEFAULT_DRIVE["Channel_Transfer_Rate"] * DEFAULT_DRIVE["Flash_Channel_Width"]  # B/µs
@@ -45,17 +46,25 @@ T_DATA = T_R + 4096 / CHANNEL_B_PER_US  # a 4 KiB data read
 T_CMD = (20 + 6 * 25 + 100 + 20) / 1e3
 REFERENCE = Path(__file__).resolve().parent / "results" / "mqsim_xval" / "mqsim_reference.json"
 XVAL = REFERENCE.with_name("xval.json")  # ssdx's figures for the same cases (bench.mqsim_xval)
-#: B/µs, MQSim's host link each way: 4 lanes × 1 GB/s, 128 payload bytes in every 156 (its PCIe packets)
-HOST_B_PER_US = 4 * 1e3 * 128 / 156
+#: B/µs, MQSim's host link each way: its lanes' rate, 128 payload bytes in every packet of 156
+HOST_B_PER_US = 1e3 * pcie_payload_gb_s(DEFAULT_DRIVE["PCIe_Lane_Bandwidth"],
+                                        DEFAULT_DRIVE["PCIe_Lane_Count"])
 #: the cases where chips share a channel and reads need translation reads: (case, channels, chips per
 #: channel, closed loop at QD64 / QD8 or open loop at MQSim's offered rate)
 _SHARED = (("randread_qd64", 8, 4, {"qd": 64}), ("randread_qd64_8chips_1die", 8, 8, {"qd": 64}),
            ("openread_90pct", 8, 4, {"rate": True}), ("openread_110pct", 8, 4, {"rate": True}),
            ("openread_120pct", 8, 4, {"rate": True}), ("seqread128k_qd8", 8, 4, {"qd": 8}),
            ("seqread128k_qd8_ideal_map", 8, 4, {"qd": 8}))
-#: 8 KiB pages per translation page in the sequential case: the two rates of translation reads measured
-#: (MQSim 0.277 per 16-page request, ssdx 0.141: ``flash_per_request`` in ``xval.json``)
-_SEQ_TPAGE = {"mqsim_rate": 58, "ssdx_rate": 114}
+#: the sequential case's request: 16 pages of 8 KiB (128 KiB on MQSim's default drive)
+_SEQ_PAGES, _SEQ_PAGE_BYTES = 16, 8192
+
+
+def seq_pages_per_tpage(xval: dict[str, Any]) -> dict[str, int]:
+    """Pages per translation page that give the sequential case the translation reads per request each
+    simulator measured (``flash_per_request`` of ``seqread128k_qd8`` in ``xval.json``), as
+    ``{"mqsim_rate": ..., "ssdx_rate": ...}``."""
+    fpr = xval["seqread128k_qd8"]["flash_per_request"]
+    return {f"{who}_rate": round(_SEQ_PAGES / fpr[who]["translation_reads"]) for who in ("mqsim", "ssdx")}
 
 
 def two_phase_fcfs(rate_per_us: float, chips: int, t_first: float | None, t_second: float, n: int,
@@ -324,8 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     ref = json.loads(REFERENCE.read_text())
     out: dict[str, Any] = {"benchmark": "mqsim_des", "requests": args.requests,
                            "mqsim_commit": ref["mqsim"]["commit"], "open_loop": {}, "closed_loop": {},
-                           "shared_channels": {}, "host_b_per_us": HOST_B_PER_US,
-                           "sequential_pages_per_translation_page": _SEQ_TPAGE}
+                           "shared_channels": {}, "host_b_per_us": HOST_B_PER_US}
     print("open-loop 4 KiB reads at 90 % (110 %, 120 %) of MQSim's QD64 rate: mean µs")
     print(f"{'case':<36}{'MQSim':>8}{'event-ordered':>15}")
     for case, chips, first in (("openread_90pct_32ch_1chip", 32, T_MAP),
@@ -352,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\nreads on MQSim's drive with translation reads and the host link: mean µs")
     cols = ("arbitration", "no_arbitration", "no_arbitration_one_queue")
     print(f"{'case':<28}{'MQSim':>8}" + "".join(f"{c:>26}" for c in cols) + f"{'ssdx':>8}")
-    xval = json.loads(XVAL.read_text()) if XVAL.exists() else {}
+    xval = json.loads(XVAL.read_text())
+    out["sequential_pages_per_translation_page"] = tpages = seq_pages_per_tpage(xval)
     for case, c, k, loop in _SHARED:
         m = _mqsim(ref, case)
         if "qd" in loop:
@@ -361,9 +370,9 @@ def main(argv: list[str] | None = None) -> int:
             kw = {"rate_per_us": m["offered_iops"] / 1e6, "warmup": 0.0}
         n = args.requests // 2 if case.startswith("randread") else int(m["requests"])
         if case.endswith("ideal_map"):  # no translation reads
-            requests = {"": sequential(c, k, 16, 8192, None)}
+            requests = {"": sequential(c, k, _SEQ_PAGES, _SEQ_PAGE_BYTES, None)}
         elif case.startswith("seq"):  # at each simulator's rate of translation reads
-            requests = {k_: sequential(c, k, 16, 8192, ppt) for k_, ppt in _SEQ_TPAGE.items()}
+            requests = {k_: sequential(c, k, _SEQ_PAGES, _SEQ_PAGE_BYTES, ppt) for k_, ppt in tpages.items()}
         else:
             requests = {"": random_4k(c * k)}
         runs = {}

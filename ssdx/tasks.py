@@ -19,13 +19,6 @@ from ssdx.core import io, registry
 from ssdx.report.tables import best_per_group, format_table
 from ssdx.sweep import runner, source, space
 
-#: Why ``workload.fio`` is refused by a job that does not take it (never silently ignored).
-FIO_NOT_HERE = ("a fio job is a workload of experiment=trace_replay, the boot/QD study (boot_qd1), the "
-                "fluid fills, the thermal runs (thermal, tmt_optimize), fit_fill and fluid or thermal "
-                "sweeps; this job runs its own workload (GC: its fill sets; hybrid: MSR streams; analysis: "
-                "a trace; mqsim: its workload.xml) — unset workload.fio")
-
-
 #: sweep keys that only some models read: key -> those models (any other model would ignore the key)
 MODEL_KEYS = {"n_steps": ("fluid",), "rounds": ("gc",), "requests": ("hybrid",)}
 #: sweep keys of the chunked runner's models only (a model with its own runner, hybrid, has its own base)
@@ -163,9 +156,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     source.check_keys(sweep, "sweep", source.KEYS)
     spec = registry.sweep_model(sweep)
     check_model_keys(sweep, spec.name, chunked=spec.run is None)
-    if base_cfg.get("workload", {}).get("fio") and not spec.fio:
-        raise params.ConfigError("workload.fio", base_cfg["workload"]["fio"], FIO_NOT_HERE)
-    # workload.trace_path / synthetic where the model reads them, one source at a time (as the CLI checks)
+    # workload.fio / trace_path / synthetic only where the model reads them (as the CLI checks)
     registry.check_sources(registry.job_for({"task": "sweep", "sweep": sweep}), {**base_cfg, "sweep": sweep})
     if not spec.reduces and sweep.get("keep", "all") != "all":
         raise params.ConfigError("sweep.keep", sweep["keep"],

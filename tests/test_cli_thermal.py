@@ -99,6 +99,14 @@ def test_tmt_optimize_contract(tmp_path):
     assert (tmp_path / "tmt_landscape.png").read_bytes()[:8] == PNG
 
 
+def _sweep_base(duration_s: float) -> dict:
+    """The composed config a thermal sweep runs on: a bare drive at 25 deg C, no thresholds set."""
+    return {"drive": presets.drive("aldrin_pro_2tb"), "workload": presets.workload("seq_fill"),
+            "thermal": {"cooling": "bare", "ambient_c": 25.0, "tmt1_k": 0, "tmt2_k": 0, "dt_s": 1.0,
+                        "duration_s": duration_s},
+            "model": {"n_steps": 8}, "precision": "float32"}
+
+
 def test_tmt_grid_sweep_small(tmp_path):
     """The tmt_grid definition at reduced size: drops TMT2 <= TMT1, best per group meets the limit."""
     sweep = OmegaConf.to_container(OmegaConf.load(sweeps_dir() / "tmt_grid.yaml"))
@@ -109,11 +117,7 @@ def test_tmt_grid_sweep_small(tmp_path):
     grid["thermal.tmt2_k"] = [0, 350, 358]
     grid["power.hysteresis_k"] = [5.0]
     grid["thermal.ambient_c"] = [25.0, 45.0]
-    base = {"drive": presets.drive("aldrin_pro_2tb"), "workload": presets.workload("seq_fill"),
-            "thermal": {"cooling": "bare", "ambient_c": 25.0, "tmt1_k": 0, "tmt2_k": 0, "dt_s": 1.0,
-                        "duration_s": 120.0},
-            "model": {"n_steps": 8}, "precision": "float32"}
-    s = tasks.run_sweep(sweep, base, tmp_path, progress=False)
+    s = tasks.run_sweep(sweep, _sweep_base(duration_s=120.0), tmp_path, progress=False)
     df = pq.read_table(tmp_path / "results.parquet").to_pandas()
     # 3 x 3 x 2 policies x 3 coolings x 2 ambients, less the TMT2 <= TMT1 pairs (350/350, 355/350)
     assert s["n_defined"] == 108 and len(df) == 108 - 2 * 12
@@ -129,11 +133,7 @@ def test_a_thermal_sweep_without_a_report_ranks_by_the_data_written(tmp_path):
     first (before, the fluid default was refused)."""
     sweep = {"name": "bare_tmt", "model": "thermal", "drive": "sn8e_1920", "base": {},
              "space": {"grid": {"thermal.tmt1_k": [340, 350, 360], "thermal.cooling": ["bare"]}}}
-    base = {"drive": presets.drive("aldrin_pro_2tb"), "workload": presets.workload("seq_fill"),
-            "thermal": {"cooling": "bare", "ambient_c": 25.0, "tmt1_k": 0, "tmt2_k": 0, "dt_s": 1.0,
-                        "duration_s": 400.0},
-            "model": {"n_steps": 8}, "precision": "float32"}
-    s = tasks.run_sweep(sweep, base, tmp_path, progress=False)
+    s = tasks.run_sweep(sweep, _sweep_base(duration_s=400.0), tmp_path, progress=False)
     df = pq.read_table(tmp_path / "results.parquet").to_pandas()
     assert s["best_by"]["metric"] == "written_gb" and s["best_by"]["ascending"] is False
     assert s["best"][0]["written_gb"] == df["written_gb"].max()

@@ -120,9 +120,11 @@ def test_a_bad_job_or_model_name_is_refused_naming_it():
 
 
 def test_fio_is_refused_by_the_jobs_and_models_that_do_not_take_it(composed):
-    takes = registry.fio_jobs()
-    assert {"fill", "replay", "boot", "sweep:fluid", "sweep:thermal"} <= set(takes)
-    assert not {"wa", "gc_fill", "mqsim", "analyse", "sweep:gc", "sweep:hybrid"} & set(takes)
+    takes = registry.source_readers("fio")
+    assert {"experiment=aldrin_pro_fill", "experiment=trace_replay", "experiment=boot_qd1",
+            "sweeps with model: fluid", "sweeps with model: thermal"} <= set(takes)
+    assert not {"experiment=wa_uniform", "experiment=thnsns120_fill", "experiment=mqsim",
+                "experiment=trace_analyse", "sweeps with model: gc", "sweeps with model: hybrid"} & set(takes)
     assert not registry.job_for(composed("sweep=wa_spare")).fio
     assert registry.job_for(composed("sweep=quick")).fio
     hybrid = registry.job_for(composed("sweep=nand_per_workload"))

@@ -313,7 +313,6 @@ _composed: list[bool] = []
 def run(cfg: DictConfig) -> None:
     """Run the job of ``cfg.task`` (``ssdx.core.registry``) and print its lines; configuration errors exit
     with status 2, failed sweep chunks with status 1."""
-    from ssdx import tasks
     from ssdx.core import registry
 
     _composed.append(True)
@@ -328,10 +327,7 @@ def run(cfg: DictConfig) -> None:
         job = registry.job_for(container)
         if job.name == "sweep":
             check_shadowed(container, io.command_line_keys())
-        fio_job = (container.get("workload") or {}).get("fio")
-        if fio_job and not job.fio:
-            raise ConfigError("workload.fio", fio_job, tasks.FIO_NOT_HERE)
-        registry.check_sources(job, container)  # trace_path / synthetic where read; one source at a time
+        registry.check_sources(job, container)  # workload.fio / trace_path / synthetic only where read
         if job.executor:
             executor = executors.from_config(container.get("runner"))
         logger.start(container, out)

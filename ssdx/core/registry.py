@@ -337,37 +337,22 @@ def _is_set(value: Any) -> bool:
 
 
 def check_sources(spec: JobSpec, cfg: Mapping[str, Any]) -> None:
-    """Refuse a workload source the job ``spec`` (:func:`job_for`'s, so a sweep carries its model's rule)
-    does not read — ``workload.trace_path`` or ``workload.synthetic`` given to a job that runs a workload
-    of its own would be ignored without a word (``workload.fio`` has the CLI's own check,
-    ``ssdx.tasks.FIO_NOT_HERE``) — and more than one source of those it reads: a replay reads one, so a
-    second would be left unused.  Every preset and experiment leaves the sources null, so any value set
-    is the user's."""
+    """Refuse a workload source (:data:`SOURCES`) the job ``spec`` does not read (:func:`job_for`'s spec,
+    so a sweep carries its model's rule): a fio job, a trace or a generated stream given to a job that runs
+    a workload of its own would be ignored without a word.  Every preset and experiment leaves the sources
+    null, so any value set is the user's.  Two sources given to the one job that reads several, a replay,
+    are refused where it reads them (``ssdx.models.engine.jobs.source``)."""
     w = cfg.get("workload") or {}
-    given = [f for f in SOURCES if _is_set(w.get(f))]
     if spec.name == "sweep":
         sweep = cfg.get("sweep") or {}
         here = f"a model: {sweep.get('model', 'fluid')} sweep (sweep={sweep.get('name', '?')})"
     else:
         here = f"task={spec.name}" + (f" (experiment={' or '.join(spec.experiments)})" if spec.experiments
                                       else "")
-    for field in ("trace_path", "synthetic"):
-        if field in given and not getattr(spec, field):
+    for field in SOURCES:
+        if _is_set(w.get(field)) and not getattr(spec, field):
             readers = source_readers(field)
             raise ConfigError(f"workload.{field}", w[field], f"workload.{field} ({SOURCES[field]}) is read "
                               f"only by {', '.join(readers[:-1])}{' and ' if len(readers) > 1 else ''}"
                               f"{readers[-1]}; {here} does not read it, so it would be ignored",
-                              fix=f"Unset workload.{field} (leave it out) or run one of those")
-    read = [f for f in given if getattr(spec, f)]
-    if len(read) > 1:
-        others = ", ".join(f"workload.{f} = {w[f]!r}" for f in read[1:])
-        raise ConfigError(f"workload.{read[0]}", w[read[0]], f"one workload source at a time: {others} is "
-                          f"set too, and {here} reads only one of "
-                          f"{', '.join(f'workload.{f}' for f in SOURCES if getattr(spec, f))}",
-                          fix=f"Keep one of them and unset the other{'s' if len(read) > 2 else ''}")
-
-
-def fio_jobs() -> list[str]:
-    """The jobs (and sweep models, as ``sweep:MODEL``) that take ``workload.fio``."""
-    return [j.name for j in JOBS.values() if j.fio and j.name != "sweep"] + [
-        f"sweep:{m.name}" for m in SWEEP_MODELS.values() if m.fio]
+                              fix=f"To run this job, unset workload.{field}; or run one of those")
