@@ -21,8 +21,9 @@ Each row: ``run_s`` (median of ``--repeats``), configuration-requests per second
 mechanism did to the batch (mean read and write latency, reads that suspended a program / an erase,
 mapping-cache misses and write-backs), so a row that is fast because the mechanism never fired shows it.
 
-Usage: ``python -m bench.engine_mechanisms [--configs N] [--requests M] [--repeats R] [--json FILE]``
-(default ``bench/results/engine_mechanisms.json``).
+Usage: ``python -m bench.engine_mechanisms [--configs N] [--requests M] [--repeats R] [--backend B]
+[--json FILE]`` (default ``bench/results/engine_mechanisms.json``).  ``--backend jax`` times the batched
+scan on any device (on a CPU, what a GPU runs, at CPU speed).
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ def case_columns(n: int, options: dict[str, Any]) -> dict[str, np.ndarray]:
     return cols
 
 
-def time_case(cols: dict, m: int, repeats: int) -> dict[str, Any]:
-    run_f, p, s0, req = bench_engine._prepare(cols, m, engine_backends.select({}))
+def time_case(cols: dict, m: int, repeats: int, backend: str = "auto") -> dict[str, Any]:
+    run_f, p, s0, req = bench_engine._prepare(cols, m, engine_backends.select({"backend": backend}))
     compile_s = run_f.compile(p, s0, req)
     times, out = [], None
     for _ in range(repeats):
@@ -96,11 +97,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--configs", type=int, default=2000, help="configurations N (default 2000)")
     ap.add_argument("--requests", type=int, default=10000, help="requests M per config (default 10000)")
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats, median reported (default 3)")
+    ap.add_argument("--backend", default="auto", choices=("auto", "jax", "cpu", "cuda"),
+                    help="engine.backend (default auto; jax: the batched scan a GPU runs, on any device)")
     ap.add_argument("--json", default=None, help="JSON path (default bench/results/engine_mechanisms.json)")
     a = ap.parse_args(argv)
     rows = []
     for name, options in CASES.items():
-        r = time_case(case_columns(a.configs, options), a.requests, a.repeats)
+        r = time_case(case_columns(a.configs, options), a.requests, a.repeats, a.backend)
         rows.append({"case": name, "options": options, "configs": a.configs, "requests": a.requests, **r})
     base = rows[0]["config_requests_per_s"]
     for r in rows:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import random
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from bench import booking, mqsim_des
-from ssdx.models.engine.book import book
+from ssdx.models.engine.book import book, materialised
 from ssdx.models.engine.cpu import GAP, R_END, _book
 from ssdx.models.engine.params import READ_GAPS
 from ssdx.models.engine.state import Server
@@ -129,3 +130,17 @@ def test_loaded_two_phase_reads_match_an_event_ordered_server(busy):
     booked = booking.booked_mean(rate, 32, 20_000, seed=1)
     fcfs = mqsim_des.two_phase_fcfs(rate * 1e-6, 32, mqsim_des.T_MAP, mqsim_des.T_DATA, 20_000, 1)
     assert booked == pytest.approx(fcfs, rel=0.10), (booked, fcfs)
+
+
+def test_materialised_is_the_identity_bit_for_bit_under_jit():
+    # the fusion barrier of the suspension's booking inputs must not change a value: signed zeros,
+    # infinities, NaN and ordinary times, in float32 and float64, traced and not (subnormals are left out:
+    # XLA's CPU back end flushes them to zero in every operation, so none reaches the booking either)
+    vals = [0.0, -0.0, 1e-30, -7.25e-6, 3.5e-4, -2.0, np.inf, -np.inf, np.nan, 1e30]
+    with x64():
+        for dt in (np.float32, np.float64):
+            x = np.array(vals, dt).reshape(2, 5)
+            for f in (materialised, jax.jit(materialised)):
+                y = np.asarray(f(jnp.asarray(x)))
+                assert y.dtype == dt
+                np.testing.assert_array_equal(y.view(np.uint8), x.view(np.uint8))

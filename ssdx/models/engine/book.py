@@ -99,6 +99,15 @@ def book(sv: Server, ready: jax.Array, dur: jax.Array) -> tuple[jax.Array, Serve
     return start, new
 
 
+def materialised(x: jax.Array) -> jax.Array:
+    """``x`` unchanged, computed into a buffer of its own before what reads it.  XLA fuses elementwise
+    work into each of its consumers, and where a long chain (a booking) feeds an array that a booking of
+    ``K`` gaps reads at many indices, the fused kernels recompute the chain for every one.  A reduction is
+    not fused into its consumers, so the identity is written as one (the larger of ``x`` and -inf);
+    ``optimization_barrier`` would say so directly, but XLA's CPU back end removes it before fusion."""
+    return jnp.max(jnp.stack([x, jnp.full_like(x, -jnp.inf)]), axis=0)
+
+
 def suspend(p: Plan, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
     """Book a read of ``dur`` s ready at ``ready`` on a die with the suspension policy (step 5):
     returns its start, the new read booking, its die time (``dur`` plus any suspend overhead) and
@@ -137,7 +146,11 @@ def suspend(p: Plan, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
     sus = running & can
     wait = jnp.where(running & ~can, left, 0.0)
     dur = dur + jnp.where(sus, jnp.where(in_erase, p.suspend_erase_s[None], p.suspend_program_s[None]), 0.0)
-    start, new = book(sv, t + wait, dur)
+    # the booking's inputs in buffers of their own: fused into it, the first booking and the test for an
+    # operation in progress were recomputed for every die and gap it writes (most of the step's time on a
+    # CPU; bench/engine_mechanisms.py)
+    ready, dur = materialised(t + wait), materialised(dur)
+    start, new = book(sv, ready, dur)
     return start, new, dur, sus & ~in_erase, sus & in_erase
 
 
