@@ -6,7 +6,7 @@
 # Writes each benchmark's JSON and output into OUT_DIR (and OUT_DIR/results.tgz after every step, so
 # that whatever finished survives a run stopped at its limit).  Run from the repository root with ssdx
 # importable (installed, or the root on PYTHONPATH).  "quick" runs tiny sizes, to check the script on a
-# CPU first.  The steps run in order of priority and their limits total about twelve minutes, more than
+# CPU first.  The steps run in order of priority and their limits total about fourteen minutes, more than
 # one call may run: a call stopped at its limit loses the last steps, and keeps the JSON of the others.
 set -u
 O=${1:?usage: bash bench/gpu_suite.sh OUT_DIR [quick]}
@@ -47,6 +47,9 @@ step thermal $((60 * L)) $PY -m bench.thermal --configs $TN --steps $TS --loop-c
   --repeats 3 --baseline-repeats 1 --out "$O/thermal.json"
 step gc $((45 * L)) $PY -m bench.gc --configs $GN --cycles $GC --loop-configs 1 --loop-cycles 300 --single-configs 2 \
   --repeats 2 --json "$O/gc.json"
+# the batched scan with each of MQSim's mechanisms (read suspension's booking inputs materialised)
+step engine_mechanisms $((60 * L)) $PY -m bench.engine_mechanisms --backend jax --configs $EC --requests $ER \
+  --repeats 2 --json "$O/engine_mechanisms.json"
 # what each reduction adds to the trivial chunk on the device (the part of the chunk's time not yet explained)
 step trivial_each $((40 * L)) $PY -m bench.scale_device --json "$O/trivial_each.json" --runs trivial_each \
   --trivial $T --reps $R
