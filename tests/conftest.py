@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -14,11 +16,37 @@ import pytest
 from ssdx import params, presets
 from ssdx.models.fluid import model as fluid
 
+#: XLA's CPU fusion emitters (MLIR, XLA's default) generate faster code than its older loop emitters but
+#: take longer to compile ssdx's kernels, and the suite is compile-bound: most tests compile a scan to run
+#: it on a few configurations.  The tests run with the loop emitters (the same HLO, the same semantics;
+#: measured on the compile-heaviest test files: 35 % less test time, 45 % less compile time).  Users'
+#: runs and the benchmarks in bench/ keep XLA's default.  Not set where the installed XLA does not know
+#: the flag (it would abort at start-up), where XLA_FLAGS already names it, or with SSDX_TEST_XLA_DEFAULTS=1.
+FAST_COMPILE_FLAG = "--xla_cpu_use_fusion_emitters=false"
+
+
+def _compile_for_tests() -> None:
+    """Put :data:`FAST_COMPILE_FLAG` into ``XLA_FLAGS`` for this process and the subprocesses (pytest-xdist
+    workers, ``ssdx ...`` runs, notebook kernels), after checking in a subprocess that XLA accepts it."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_cpu_use_fusion_emitters" in flags or os.environ.get("SSDX_TEST_XLA_DEFAULTS") == "1":
+        return
+    candidate = f"{flags} {FAST_COMPILE_FLAG}".strip()
+    probe = subprocess.run([sys.executable, "-c", "import jax; jax.devices('cpu')"], capture_output=True,
+                           env={**os.environ, "XLA_FLAGS": candidate, "JAX_PLATFORMS": "cpu"}, timeout=300)
+    if probe.returncode == 0:
+        os.environ["XLA_FLAGS"] = candidate
+
+
+def pytest_configure(config):
+    _compile_for_tests()
+    _persistent_compilation_cache(config)
+
 
 # (``ssdx ...``, which inherit the environment) compile many of the same kernels; a kernel compiled once
 # is loaded from disk by the others and by later runs.  Loaded executables are the compiled binaries
 # themselves, so results do not change.  A directory set by the user (JAX_COMPILATION_CACHE_DIR) wins.
-def pytest_configure(config):
+def _persistent_compilation_cache(config) -> None:
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return
     cache = getattr(config, "cache", None)  # None under -p no:cacheprovider
@@ -104,3 +132,19 @@ def mixed_sweep_cols(dies=(2, 4)):
     cols, dropped, n_def = sweep_columns(sweep, base)
     assert n_def == 24 * len(dies) and not dropped
     return cols
+
+
+#: the test files that take longest, longest first (measured on the 2-core machine: mostly compiles).  The
+#: suite runs them first, so that the pytest-xdist workers, which take whole files in collection order
+#: (``--dist loadfile --no-loadscope-reorder``), are not left waiting on one long file at the end; the
+#: other files follow in their usual order.  A name that is no longer a test file is ignored.
+LONGEST_FIRST = ("test_engine_mechanisms.py", "test_sweep_device.py", "test_notebooks.py", "test_engine_cpu.py",
+                 "test_cli_hybrid.py", "test_gc.py", "test_executors.py", "test_cli.py", "test_hybrid.py",
+                 "test_fit_fill.py", "test_cli_thermal.py", "test_sweep_keep.py", "test_bench_scale_device.py",
+                 "test_model_contract.py", "test_engine.py", "test_bench_thermal.py", "test_mqsim.py",
+                 "test_cli_gc.py", "test_fluid_policies.py", "test_resume.py", "test_heap.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's order is kept

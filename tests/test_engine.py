@@ -286,7 +286,8 @@ def test_configurations_split_over_two_host_devices_give_the_same_results(tmp_pa
     def on_cpu(devices: int) -> np.ndarray:  # both on CPU (a GPU would round differently)
         out = tmp_path / f"{devices}.npy"
         env = dict(os.environ, JAX_PLATFORMS="cpu",
-                   XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+                   XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "
+                             f"--xla_force_host_platform_device_count={devices}".strip())
         r = subprocess.run([sys.executable, "-c", SPLIT, str(out), str(Path(__file__).parent), str(devices)],
                            env=env, capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-3000:]

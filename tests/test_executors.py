@@ -59,7 +59,8 @@ print(json.dumps({"failed_ok": failed == idle, "kept": kept,
 
 
 def test_chunks_spread_over_two_host_devices_give_identical_values(tmp_path):
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2".strip()
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     r = subprocess.run([sys.executable, "-c", MULTI, str(tmp_path), str(Path(__file__).parent)],
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
