@@ -392,6 +392,16 @@ def host_devices(env: dict | None = None) -> None:
         env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
 
 
+def print_help() -> None:
+    """``ssdx --help``: the page of ``conf/config.yaml``'s ``hydra.help``, printed without composing a
+    configuration.  Hydra's own ``--help`` would compose one and list every config group's options,
+    copying its whole config repository once per group (seconds on a small machine), for lists this page
+    does not show; ``--hydra-help`` is still Hydra's."""
+    page = OmegaConf.load(conf_dir() / "config.yaml")
+    OmegaConf.register_new_resolver("ssdx_choices", help_choices, replace=True)
+    print(page.hydra.help.template)  # its interpolations (header, footer, choices) resolve as it is read
+
+
 def main() -> None:
     """Console script ``ssdx``."""
     from ssdx.sweep import source
@@ -405,6 +415,9 @@ def main() -> None:
     except ConfigError as e:
         print(f"ssdx: {e}", file=sys.stderr)
         sys.exit(2)
+    if "--help" in argv or "-h" in argv:
+        print_help()
+        return
     if from_file is not None:
         sys.argv[1:] = [*argv, f"sweep={source.store_name(from_file)}"]
     schema.register()
