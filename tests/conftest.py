@@ -138,11 +138,12 @@ def mixed_sweep_cols(dies=(2, 4)):
 #: suite runs them first, so that the pytest-xdist workers, which take whole files in collection order
 #: (``--dist loadfile --no-loadscope-reorder``), are not left waiting on one long file at the end; the
 #: other files follow in their usual order.  A name that is no longer a test file is ignored.
-LONGEST_FIRST = ("test_engine_mechanisms.py", "test_sweep_device.py", "test_notebooks.py", "test_engine_cpu.py",
-                 "test_cli_hybrid.py", "test_gc.py", "test_executors.py", "test_cli.py", "test_hybrid.py",
-                 "test_fit_fill.py", "test_cli_thermal.py", "test_sweep_keep.py", "test_bench_scale_device.py",
-                 "test_model_contract.py", "test_engine.py", "test_bench_thermal.py", "test_mqsim.py",
-                 "test_cli_gc.py", "test_fluid_policies.py", "test_resume.py", "test_heap.py")
+LONGEST_FIRST = ("test_engine_mechanisms.py", "test_sweep_device.py", "test_notebooks.py",
+                 "test_engine_cpu.py", "test_cli_hybrid.py", "test_gc.py", "test_executors.py",
+                 "test_cli.py", "test_hybrid.py", "test_fit_fill.py", "test_cli_thermal.py",
+                 "test_sweep_keep.py", "test_bench_scale_device.py", "test_model_contract.py",
+                 "test_engine.py", "test_bench_thermal.py", "test_mqsim.py", "test_cli_gc.py",
+                 "test_fluid_policies.py", "test_resume.py", "test_heap.py")
 
 
 def pytest_collection_modifyitems(session, config, items):

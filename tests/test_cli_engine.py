@@ -32,9 +32,33 @@ def test_trace_replay_contract(tmp_path):
     assert s["requests"] == len(ch)
     assert s["read_fraction"] == pytest.approx(float(np.mean(ch.op == 0)), abs=1e-9)
     assert s["iops"] > 0 and 0 < s["latency_us"]["mean"] < s["latency_us"]["p99"]
-    assert s["skipped_lines"] == 0
+    assert s["skipped_lines"] == 0 and s["trace_truncated"] is False  # workload.requests unset: all of it
     assert (out / "latency_cdf.png").stat().st_size > 10_000
     assert "summary.json" in r.stdout
+
+
+def test_trace_replay_takes_the_first_workload_requests_of_the_trace(tmp_path):
+    # workload.requests set: the trace's first N requests (it was silently ignored, the whole trace replayed);
+    # a count past the trace's end replays it whole and says it was not cut
+    trace = tmp_path / "hm_0.csv"
+    ch = _msr_file(trace)
+    for n, cut in ((1000, True), (len(ch), False), (10 * len(ch), False)):
+        out = tmp_path / f"run{n}"
+        r = ssdx("experiment=trace_replay", f"workload.trace_path={trace}", f"workload.requests={n}",
+                 f"hydra.run.dir={out}")
+        assert r.returncode == 0, r.stderr
+        s = json.loads((out / "summary.json").read_text())
+        assert s["requests"] == min(n, len(ch)) and s["trace_truncated"] is cut
+        first = ch.op[:min(n, len(ch))]
+        assert s["read_fraction"] == pytest.approx(float(np.mean(first == 0)), abs=1e-9)
+        assert ("the first 1000 requests of the trace (workload.requests)" in r.stdout) is cut
+
+
+def test_a_request_count_the_boot_log_does_not_read_is_refused(tmp_path):
+    r = ssdx("experiment=trace_replay", "workload.synthetic=windows11_boot", "workload.requests=500",
+             f"hydra.run.dir={tmp_path}")
+    assert r.returncode == 2
+    assert "workload.requests" in r.stderr and "windows11_boot" in r.stderr and "500" in r.stderr
 
 
 def test_trace_replay_bad_line_names_file_and_line_or_is_skipped(tmp_path):

@@ -167,3 +167,23 @@ def test_trace_analyse_cli_names_the_line_or_skips_and_counts(tmp_path):
     assert s["requests"] == 3 and s["skipped_lines"] == 1 and s["read_fraction"] == pytest.approx(1 / 3)
     assert s["per_type"]["write"]["sequential_commands"] == 1  # 4096+8192 then 12288: contiguous
     assert s["interarrival_s"]["mean"] == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("n", [1, 36, 37, 38, 74, 99, 100, 101, 500])
+def test_the_first_n_requests_of_a_trace_are_cut_at_any_chunk_boundary(tmp_path, n):
+    # a replay with workload.requests = n takes the trace's first n requests, whether n falls inside a chunk,
+    # at a chunk's end or past the trace's end, and says whether the trace held more (100 requests in
+    # chunks of 37)
+    from ssdx.models.engine.jobs import First
+
+    path = tmp_path / "t.csv"
+    path.write_text("".join(f"{1000 + i},h,0,{'Read' if i % 3 else 'Write'},{4096 * i},4096,1\n"
+                            for i in range(100)))
+    whole = traces.read(path, "msr")
+    first = First(traces.Reader(path, "msr", chunk_lines=37), n)
+    chunks = list(first)
+    assert sum(len(c) for c in chunks) == min(n, 100) and all(len(c) for c in chunks)
+    for f in ("time_s", "op", "offset", "size", "line"):
+        np.testing.assert_array_equal(np.concatenate([getattr(c, f) for c in chunks]),
+                                      getattr(whole, f)[:n])
+    assert first.truncated is (n < 100)

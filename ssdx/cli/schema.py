@@ -120,7 +120,8 @@ class WorkloadConf:
     format: str = "msr"  # msr | blkparse | fio2 | fio3 | disksim | mqsim
     on_error: str = "raise"  # raise | skip (malformed trace lines)
     synthetic: Optional[str] = None  # noqa: UP045 (windows11_boot | msr:<volume> | profile:<summary.json>; a replay's one source)
-    requests: int = 100_000  # requests of a synthetic stream; at most this many of a fio job's
+    # requests of a synthetic stream or a fio job (null: 100,000); a trace's first this many (null: all)
+    requests: Optional[int] = None  # noqa: UP045
     msr: str = "prxy_0"  # MSR Cambridge volume of the hybrid studies (preset, or <trace_path>/<msr>.csv)
     max_trace_requests: int = 50_000_000  # hybrid studies read at most this many requests of a real trace
     fio: Optional[str] = None  # noqa: UP045 (a fio job file, ssdx.workloads.fio; or trace_path, or synthetic)

@@ -221,7 +221,9 @@ def replay(s: Mapping[str, Any], out: Path) -> list[str]:
                  f'{s["requests"]} requests, read fraction {s["read_fraction"]:.3f}, {s["iops"]:.0f} IOPS, '
                  f'{s["mb_s"]:.1f} MB/s; latency mean {lat["mean"]:.1f} us, p99 {lat["p99"]:.1f} us; '
                  f'queue share {s["queue_share"]:.2f}'
-                 + (f'; {s["skipped_lines"]} malformed lines skipped' if s["skipped_lines"] else ""))
+                 + (f'; {s["skipped_lines"]} malformed lines skipped' if s["skipped_lines"] else "")
+                 + (f'; the first {s["requests"]} requests of the trace (workload.requests)'
+                    if s.get("trace_truncated") else ""))
     if s.get("fio_job") is not None:
         c = s["clat_us"]
         lines.append(f'fio job {s["fio_job"]}: IOPS={s["iops"]:.0f}, BW={s["bw"]:.0f}KiB/s; clat (usec) '

@@ -19,6 +19,8 @@ any wait for a free queue slot, which fio's clat leaves out (fio falls behind it
 ``fio_ignored`` (the options skipped under ``workload.fio_unknown=warn``; empty otherwise) are always
 there; a fio run (``format`` ``"fio"``) adds ``fio_jobs`` (per job: loop, depth, what ends it),
 ``fio_ignored_by_design`` and ``fio_truncated`` (the jobs held more than ``workload.requests`` requests).
+A trace is replayed whole unless ``workload.requests`` is set; then its first ``workload.requests``
+requests, and a trace replay's ``trace_truncated`` says whether the trace held more.
 ``requests_past_capacity`` counts the requests whose offset lies past the end of the drive's user
 capacity; the engine wraps them onto the drive modulo its capacity (a trace from a larger drive still
 replays), and ``warnings`` says so, with the first one's trace line (:class:`Beyond`).
@@ -52,9 +54,15 @@ SYNTHETIC_FORMS = "windows11_boot | msr:<volume> | profile:<summary.json>"
 UNTIMED_FORMATS = ("fio2",)
 
 
+#: requests of a generated stream or a fio job when ``workload.requests`` is unset (null)
+DEFAULT_REQUESTS = 100_000
+
+
 def _requests(w: Mapping[str, Any]) -> int:
-    """``workload.requests`` of a generated stream (default 100,000)."""
-    n = int(w.get("requests", 100_000))
+    """``workload.requests`` of a generated stream, a fio job or a trace (:data:`DEFAULT_REQUESTS` when
+    unset; a trace is then replayed whole)."""
+    n = w.get("requests")
+    n = DEFAULT_REQUESTS if n is None else int(n)
     if not 1 <= n <= fio.MAX_REQUESTS:
         raise params.ConfigError("workload.requests", n, f"integer 1 <= x <= {fio.MAX_REQUESTS:.0e}")
     return n
@@ -137,10 +145,15 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
             raise params.ConfigError("engine.loop", "open", f"the trace format {reader.fmt!r} carries no "
                                      "arrival times, so an open loop has none to follow: use "
                                      "engine.loop=closed")
-        return reader, reader, str(reader.path)
+        if w.get("requests") is None:
+            return reader, reader, str(reader.path)
+        return First(reader, _requests(w)), reader, str(reader.path)
     name = w.get("synthetic")
     seed = int(cfg.get("seed", 0))
     if name == "windows11_boot":
+        if w.get("requests") is not None:
+            raise params.ConfigError("workload.requests", w["requests"], "not read by workload.synthetic="
+                                     "windows11_boot, the boot log's own commands (leave it unset)")
         return [synthetic.windows11_boot(seed)], None, name
     if isinstance(name, str) and name.startswith("msr:"):
         from ssdx.workloads import msr
@@ -175,6 +188,30 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
                                  f"(MSR volumes: {', '.join(msr_volumes())})")
     raise params.ConfigError("workload.trace_path", None, "a trace file is required (or workload.synthetic: "
                              f"{SYNTHETIC_FORMS}; or workload.fio)")
+
+
+class First:
+    """The first ``n`` requests of the trace ``chunks`` (a replay with ``workload.requests`` set).
+    ``truncated`` says, once iterated, whether the trace held more: a chunk that ends exactly at ``n`` is
+    followed by a look at the next."""
+
+    def __init__(self, chunks: Iterable[Chunk], n: int) -> None:
+        self.chunks, self.n, self.truncated = chunks, n, False
+
+    def __iter__(self) -> Iterator[Chunk]:
+        left = self.n
+        for c in self.chunks:
+            if left == 0:
+                self.truncated = len(c) > 0
+                if self.truncated:
+                    return
+                continue
+            if len(c) > left:
+                self.truncated = True
+                yield Chunk(c.time_s[:left], c.op[:left], c.offset[:left], c.size[:left], c.line[:left])
+                return
+            left -= len(c)
+            yield c
 
 
 def msr_volumes() -> list[str]:
@@ -330,6 +367,8 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     if jobs is not None:
         summary.update({"fio_jobs": jobs.describe(), "fio_ignored_by_design": jobs.ignored_by_design,
                         "fio_truncated": bool(getattr(chunks, "truncated", False))})
+    if reader is not None:
+        summary["trace_truncated"] = bool(getattr(chunks, "truncated", False))
     out_dir.mkdir(parents=True, exist_ok=True)
     io.write_json(out_dir / "summary.json", summary)
     engine_report.plot_latency_cdf({summary["drive"]: res.extra["sums"]["hist"][0]},

@@ -354,7 +354,8 @@ def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
     if sweep.get("keep", "all") != "all":
         raise params.ConfigError("sweep.keep", sweep["keep"], "a hybrid sweep keeps its whole table: 'all'")
     cols = sweep_columns(sweep, cfg)
-    measure = int(sweep.get("requests", (cfg.get("workload") or {}).get("requests", 100_000)))
+    given = (cfg.get("workload") or {}).get("requests")
+    measure = int(sweep.get("requests", 100_000 if given is None else given))
     if not 1000 <= measure <= 100_000_000:
         raise params.ConfigError("sweep.requests", measure, "integer 1000 <= x <= 1e8 (measured requests)")
     out_dir.mkdir(parents=True, exist_ok=True)
