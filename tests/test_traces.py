@@ -170,20 +170,29 @@ def test_trace_analyse_cli_names_the_line_or_skips_and_counts(tmp_path):
 
 
 @pytest.mark.parametrize("n", [1, 36, 37, 38, 74, 99, 100, 101, 500])
-def test_the_first_n_requests_of_a_trace_are_cut_at_any_chunk_boundary(tmp_path, n):
-    # a replay with workload.requests = n takes the trace's first n requests, whether n falls inside a chunk,
-    # at a chunk's end or past the trace's end, and says whether the trace held more (100 requests in
-    # chunks of 37)
-    from ssdx.models.engine.jobs import First
-
+def test_a_reader_with_a_limit_keeps_the_first_requests_at_any_chunk_boundary(tmp_path, n):
+    # a replay with workload.requests = n reads the trace's first n requests, whether n falls inside a chunk,
+    # at a chunk's end or past the trace's end (100 requests in chunks of 37), and says whether the file
+    # went on; the comment and blank line after the last request are not more requests
     path = tmp_path / "t.csv"
     path.write_text("".join(f"{1000 + i},h,0,{'Read' if i % 3 else 'Write'},{4096 * i},4096,1\n"
-                            for i in range(100)))
+                            for i in range(100)) + "# end\n\n")
     whole = traces.read(path, "msr")
-    first = First(traces.Reader(path, "msr", chunk_lines=37), n)
-    chunks = list(first)
-    assert sum(len(c) for c in chunks) == min(n, 100) and all(len(c) for c in chunks)
+    reader = traces.Reader(path, "msr", chunk_lines=37, limit=n)
+    chunks = list(reader)
+    assert sum(len(c) for c in chunks) == reader.requests == min(n, 100) and all(len(c) for c in chunks)
     for f in ("time_s", "op", "offset", "size", "line"):
         np.testing.assert_array_equal(np.concatenate([getattr(c, f) for c in chunks]),
                                       getattr(whole, f)[:n])
-    assert first.truncated is (n < 100)
+    assert reader.truncated is (n < 100)
+
+
+def test_a_reader_with_a_limit_parses_no_line_past_its_last_request(tmp_path):
+    # a malformed line after the kept requests is not read (on_error=raise would stop on it), but it shows
+    # that the file went on
+    path = tmp_path / "t.csv"
+    path.write_text("1000,h,0,Read,0,4096,1\n1001,h,0,Write,4096,4096,1\n1002,h,0,Read,notanumber,4096,1\n")
+    reader = traces.Reader(path, "msr", limit=2)
+    assert [len(c) for c in reader] == [2] and reader.truncated
+    with pytest.raises(TraceError, match="line 3"):
+        list(traces.Reader(path, "msr", limit=3))

@@ -99,9 +99,9 @@ def scan_steps(value: Any, field: str) -> int:
     return int(value)
 
 
-def trace_reader(w: Mapping[str, Any]) -> Reader:
-    """A streaming reader of ``workload.trace_path`` in ``workload.format``; bad fields raise
-    :class:`~ssdx.params.ConfigError` naming them."""
+def trace_reader(w: Mapping[str, Any], limit: int | None = None) -> Reader:
+    """A streaming reader of ``workload.trace_path`` in ``workload.format``, of at most ``limit`` requests
+    (None: all); bad fields raise :class:`~ssdx.params.ConfigError` naming them."""
     from ssdx.workloads import traces
 
     path, fmt, on_error = w.get("trace_path"), w.get("format", "msr"), w.get("on_error", "raise")
@@ -113,7 +113,7 @@ def trace_reader(w: Mapping[str, Any]) -> Reader:
         raise ConfigError("workload.format", fmt, f"must be one of {list(traces.FORMATS)}")
     if on_error not in ("raise", "skip"):
         raise ConfigError("workload.on_error", on_error, "must be 'raise' or 'skip'")
-    return traces.Reader(Path(path), fmt, on_error=on_error)
+    return traces.Reader(Path(path), fmt, on_error=on_error, limit=limit)
 
 
 def command_line_keys() -> frozenset[str]:

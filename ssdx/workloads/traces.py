@@ -237,6 +237,10 @@ def _mqsim(fields: list[str]) -> Record:
 class Reader:
     """Streaming reader of one trace file (module docstring).  Iterate for :class:`Chunk` objects.
 
+    With ``limit`` set it stops after that many requests, parsing no line past the last one it keeps, and
+    ``truncated`` tells whether the file went on (any further line that is not blank, a comment or a line
+    the format skips, a malformed one included).
+
     After iteration: ``requests`` read, ``skipped`` malformed lines skipped (``on_error="skip"``),
     ``unsorted`` requests whose timestamp is below the previous one.
     """
@@ -246,7 +250,9 @@ class Reader:
     on_error: str = "raise"
     chunk_lines: int = 1 << 16  # requests per chunk: the unit the replay and the analyser stream by
     blkparse_action: str = "D"
+    limit: int | None = None  # at most this many requests (None: all)
     requests: int = 0
+    truncated: bool = False
     skipped: int = 0
     unsorted: int = 0
     skipped_examples: list[str] = field(default_factory=list)
@@ -285,12 +291,18 @@ class Reader:
                 except _Skip:
                     continue
                 except ValueError as e:
+                    if self.limit is not None and self.requests + len(op) >= self.limit:
+                        self.truncated = True  # past the requests kept: the file went on, whatever it holds
+                        break
                     if self.on_error == "raise":
                         raise TraceError(self.path, number, str(e), text) from None
                     self.skipped += 1
                     if len(self.skipped_examples) < 5:
                         self.skipped_examples.append(f"line {number}: {e}")
                     continue
+                if self.limit is not None and self.requests + len(op) >= self.limit:
+                    self.truncated = True
+                    break
                 if self.fmt == "msr":
                     origin = rec[0] if origin is None else origin
                     rec = ((rec[0] - origin) * FILETIME_S, *rec[1:])

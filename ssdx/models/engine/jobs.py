@@ -140,14 +140,12 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
         return jobs.stream(cap, _requests(w), seed=int(cfg.get("seed", 0))), None, str(w["fio"])
     open_loop = cfg["engine"].get("loop") == "open"
     if w.get("trace_path"):
-        reader = io.trace_reader(w)
+        reader = io.trace_reader(w, None if w.get("requests") is None else _requests(w))
         if open_loop and reader.fmt in UNTIMED_FORMATS:
             raise params.ConfigError("engine.loop", "open", f"the trace format {reader.fmt!r} carries no "
                                      "arrival times, so an open loop has none to follow: use "
                                      "engine.loop=closed")
-        if w.get("requests") is None:
-            return reader, reader, str(reader.path)
-        return First(reader, _requests(w)), reader, str(reader.path)
+        return reader, reader, str(reader.path)
     name = w.get("synthetic")
     seed = int(cfg.get("seed", 0))
     if name == "windows11_boot":
@@ -188,30 +186,6 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
                                  f"(MSR volumes: {', '.join(msr_volumes())})")
     raise params.ConfigError("workload.trace_path", None, "a trace file is required (or workload.synthetic: "
                              f"{SYNTHETIC_FORMS}; or workload.fio)")
-
-
-class First:
-    """The first ``n`` requests of the trace ``chunks`` (a replay with ``workload.requests`` set).
-    ``truncated`` says, once iterated, whether the trace held more: a chunk that ends exactly at ``n`` is
-    followed by a look at the next."""
-
-    def __init__(self, chunks: Iterable[Chunk], n: int) -> None:
-        self.chunks, self.n, self.truncated = chunks, n, False
-
-    def __iter__(self) -> Iterator[Chunk]:
-        left = self.n
-        for c in self.chunks:
-            if left == 0:
-                self.truncated = len(c) > 0
-                if self.truncated:
-                    return
-                continue
-            if len(c) > left:
-                self.truncated = True
-                yield Chunk(c.time_s[:left], c.op[:left], c.offset[:left], c.size[:left], c.line[:left])
-                return
-            left -= len(c)
-            yield c
 
 
 def msr_volumes() -> list[str]:
@@ -368,7 +342,7 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
         summary.update({"fio_jobs": jobs.describe(), "fio_ignored_by_design": jobs.ignored_by_design,
                         "fio_truncated": bool(getattr(chunks, "truncated", False))})
     if reader is not None:
-        summary["trace_truncated"] = bool(getattr(chunks, "truncated", False))
+        summary["trace_truncated"] = reader.truncated
     out_dir.mkdir(parents=True, exist_ok=True)
     io.write_json(out_dir / "summary.json", summary)
     engine_report.plot_latency_cdf({summary["drive"]: res.extra["sums"]["hist"][0]},

@@ -78,20 +78,15 @@ def warmup_requests(line: np.ndarray, first: np.ndarray, target_lines: float) ->
 def _requests_from_trace(workload: Mapping, path: Path, limit: int):
     from ssdx.workloads import traces
 
-    reader = io.trace_reader({**workload, "trace_path": str(path)})  # checks format and on_error
-    parts, n = [], 0
+    reader = io.trace_reader({**workload, "trace_path": str(path)}, limit)  # checks format and on_error
     try:
-        for chunk in reader:
-            parts.append(chunk)
-            n += len(chunk)
-            if n >= limit:
-                break
+        parts = list(reader)
     except traces.TraceError as e:
         raise params.ConfigError("workload.trace_path", str(path), f"malformed trace: {e}") from None
-    if n == 0:
+    if not parts:
         rule = traces.no_requests("replay", reader.skipped) + ": every volume's trace needs requests"
         raise params.ConfigError("workload.trace_path", str(path), rule)
-    cat = lambda attr: np.concatenate([getattr(c, attr) for c in parts])[:limit]  # noqa: E731
+    cat = lambda attr: np.concatenate([getattr(c, attr) for c in parts])  # noqa: E731
     return cat("op"), cat("offset"), cat("size"), reader.skipped
 
 
