@@ -22,9 +22,10 @@ from conftest import x64
 
 from ssdx import catalog, params, presets
 from ssdx.models.engine import cpu as engine_cpu
-from ssdx.models.engine import entries
+from ssdx.models.engine import entries, rewrites
 from ssdx.models.engine import model as engine
 from ssdx.models.engine import params as engine_params
+from ssdx.params import ConfigError
 
 ENGINE = {"loop": "open", "write_buffer_mib": 16, "map_cache_mib": 2, "map_hit_us": 0.5, "ctrl_kiops": 1000,
           "time_scale": 1.0}
@@ -580,3 +581,77 @@ def test_a_read_on_few_dies_books_only_those_dies_with_the_same_results(monkeypa
             np.testing.assert_array_equal(a, b)
         else:
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-18)
+
+
+# ------------------------------------------------------------------------- rewrites kept in the buffer
+def test_the_rewrite_window_keeps_pages_written_again_within_it_as_mqsim_does():
+    # 8 KiB pages (page_4k = 2).  MQSim empties its set of written pages after a write past the window's
+    # end (the first window ends at 0) and starts a window of 1 s there: the write at 0.5 s is forgotten,
+    # the one at 0.6 s starts the set, 0.7 s finds page 0 (kept), a read keeps nothing, an unaligned 8 KiB
+    # write at 0.9 s keeps page 0 and writes page 1 back, the write at 1.6 s finds page 1 and then empties
+    # the set (past 1.5 s), so 1.7 s writes page 1 back again
+    w = rewrites.Rewrites(window=1.0, time_scale=1.0, cap_4k=1 << 20, page_4k=2)
+    ops = np.array([1, 1, 1, 0, 1, 1, 1])
+    off4k = np.array([0, 0, 0, 0, 1, 2, 2])
+    size = np.array([8192, 8192, 4096, 8192, 8192, 8192, 8192])
+    t = np.array([0.5, 0.6, 0.7, 0.8, 0.9, 1.6, 1.7])
+    np.testing.assert_array_equal(w.kept(ops, off4k, size, np.ones(7, bool), t), [0, 0, 1, 0, 1, 1, 0])
+    # the window is on the simulated clock: with engine.time_scale 2 the stream's 1.6 s is 0.8 s, inside
+    # the first window, and 1.7 s too (nothing emptied after 0.6 s)
+    w2 = rewrites.Rewrites(window=1.0, time_scale=2.0, cap_4k=1 << 20, page_4k=2)
+    np.testing.assert_array_equal(w2.kept(ops, off4k, size, np.ones(7, bool), t), [0, 0, 1, 0, 1, 1, 1])
+    # a closed loop has no arrival times: nothing kept
+    w3 = rewrites.Rewrites(window=1.0, time_scale=1.0, cap_4k=1 << 20, page_4k=2)
+    assert not w3.kept(ops, off4k, size, np.ones(7, bool), np.full(7, np.nan)).any()
+
+
+def test_pages_kept_in_the_buffer_are_neither_programmed_nor_held_against_the_back_pressure():
+    # 600 writes of 16 KiB over 40 logical pages (16 KiB pages), 10 us apart (2.3 times what 32 dies
+    # program at 750 us a page), eager with 64 KiB of back pressure: with a 1 s window only each page's
+    # first write programs it and the rest stay in the buffer, so the dies program 41 pages (the very first
+    # write is forgotten as the first window starts, and its page is written back again later) and the
+    # writes soon wait for no program; without it every write is programmed and they wait; both back ends
+    # agree
+    rng = np.random.default_rng(5)
+    n = 600
+    ops = np.ones(n, np.int64)
+    offs = rng.integers(0, 40, n) * 16384
+    offs[0] = 0
+    sizes = np.full(n, 16384)
+    times = 1e-3 + np.arange(n) * 10e-6
+    rows = [params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
+            | engine_params.columns(ENGINE | {"write_back": "eager", "inflight_kib": 64} | e)
+            for e in ({"rewrite_window_s": 1.0}, {})]
+    d, w, e, lay = engine_params.build(params.concat_columns(rows), dtype=np.float64)
+    assert lay.rewrites
+    with x64():
+        p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, lay))
+        p = p._replace(t_unit=np.full(np.shape(p.t_unit), T_PROG))
+        kept_w = rewrites.for_batch(np.asarray(e.rewrite_window_s), np.asarray(e.eager),
+                                    np.asarray(e.time_scale), np.asarray(p.cap_4k), np.asarray(p.page_4k))
+        req, _ = engine.requests(ops, offs, sizes, times, None, _length(n), np.float64, rewrites=kept_w)
+        s0 = engine.init(p, lay)
+        _, acc, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, s0, req, lay, True)
+        np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+        _, acc_c, lat_c = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
+                                               np_tree(req), lay, True)
+    kept = np.asarray(req.kept)[:n]
+    assert (kept != 0).sum() == n - 40 - 1  # every write but each page's first, and the forgotten one
+    lat = np.asarray(lat)[:n]
+    np.testing.assert_allclose(lat_c[:n], lat, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(acc_c.prog_pages, np.asarray(acc.prog_pages))
+    assert np.asarray(acc.prog_pages).tolist() == [41.0, float(n)]
+    busy = np.asarray(acc.busy)
+    assert busy[:, 0].sum() == pytest.approx(41 * T_PROG) and busy[:, 1].sum() == pytest.approx(n * T_PROG)
+    # with the window, once the 41 programs have drained (a kept page, as in MQSim, still waits while the
+    # data in flight exceed the back pressure's limit) the writes wait for nothing: acknowledged once their
+    # data are in; without it they queue behind the programs
+    assert lat[300:, 0].max() < 50e-6 < 1e-3 < lat[300:, 1].mean()
+
+
+def test_a_batch_whose_rewrite_windows_differ_is_refused():
+    with pytest.raises(ConfigError, match="engine.rewrite_window_s"):
+        rewrites.for_batch(np.array([1.0, 2.0]), np.array([1, 1]), np.ones(2), np.full(2, 1 << 20),
+                           np.full(2, 4))
+    assert rewrites.for_batch(np.array([1.0, 2.0]), np.array([0, 0]), np.ones(2), np.full(2, 1 << 20),
+                              np.full(2, 4)) is None  # gathered writes keep nothing: no window

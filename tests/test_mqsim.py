@@ -83,8 +83,10 @@ def test_default_drive_by_hand() -> None:
     assert o["engine.suspend_erase_us"] == 700.0 and o["engine.suspend_program_us"] == 100.0
     assert o["engine.buffer_dram_mts"] == 100.0 and o["engine.buffer_dram_trcd_ns"] == 13.0
     # Caching_Mechanism ADVANCED writes first-written data back at once, with back pressure at one page per
-    # plane of the drive (8 x 4 x 2 x 2 planes x 8 KiB), whatever shape ssdx gives the chips
+    # plane of the drive (8 x 4 x 2 x 2 planes x 8 KiB), whatever shape ssdx gives the chips, and keeps a
+    # page written again within the second in the cache (bloom_filter_reset_step, 1 s)
     assert o["engine.write_back"] == "eager" and o["engine.inflight_kib"] == 8 * 4 * 2 * 2 * 8
+    assert o["engine.rewrite_window_s"] == 1.0
     o_chip, _ = mqsim_xml.parse_ssdconfig(SSDCONFIG, chip_as_die=True)
     assert o_chip["drive.dies_per_channel"] == 4 and o_chip["engine.inflight_kib"] == 8 * 4 * 2 * 2 * 8
     # NVMe on 4 lanes of 1 GB/s (1 byte per ns per lane), 28 bytes of packet overhead: doorbell

@@ -160,6 +160,7 @@ class EngineConf:
     buffer_dram_trp_ns: float = 13.0
     write_back: str = "gather"
     inflight_kib: float = 0.0
+    rewrite_window_s: float = 0.0
     map_entry_bytes: float = 8.0
     map_read_bytes: float = 4096.0
     cache_read: bool = True

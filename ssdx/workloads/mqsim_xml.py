@@ -67,6 +67,10 @@ STOI_MAX = 2**31 - 1
 #: request->LBA_count``; ``Host_Interface_NVMe`` reads ``Command_specific[2] & 0xffff``, and
 #: ``SATA_HBA`` fills its NCQ entry the same way)
 MAX_REQUEST_SECTORS = 0xFFFF
+#: seconds a page written to MQSim's data cache stays "hot": a page written again within the window is not
+#: written back again (``bloom_filter_reset_step`` = 10^9 ns in ``Data_Cache_Manager_Flash_Advanced.h`` and
+#: ``_Simple.h``; the set is emptied at the first write past the window, ``write_to_destage_buffer``)
+REWRITE_WINDOW_S = 1.0
 
 # ------------------------------------------------------------------------------------------ ssdconfig
 
@@ -193,6 +197,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "engine.suspend_min_erase_us": ("Prefered_suspend_erase_time_for_read",),
     "workload.queue_depth": ("IO_Queue_Depth", "Queue_Fetch_Size"),
     "engine.write_back": ("Caching_Mechanism",),
+    "engine.rewrite_window_s": ("Caching_Mechanism",),
     "engine.inflight_kib": ("Flash_Channel_Count", "Chip_No_Per_Channel", "Die_No_Per_Chip",
                             "Plane_No_Per_Die", "Page_Capacity"),
     "engine.cmd_us": ("SATA_Processing_Delay", *_PCIE),
@@ -324,7 +329,9 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False,
     ``Queue_Fetch_Size``, the requests of a stream MQSim's device holds at once)),
     ``engine.write_back`` = ``eager`` (``Caching_Mechanism``: MQSim's ``SIMPLE`` and ``ADVANCED`` data cache
     managers both send a logical page not written in the last second to flash at once, "eagerly write
-    back cold data", ``write_to_destage_buffer``) and ``engine.inflight_kib`` (their back pressure: new
+    back cold data", ``write_to_destage_buffer``), ``engine.rewrite_window_s`` =
+    :data:`REWRITE_WINDOW_S` (a page written again within the current second stays in their cache) and
+    ``engine.inflight_kib`` (their back pressure: new
     writes wait while more than one page per plane of the drive is in flight to flash),
     ``engine.map_read_bytes`` = 512 (a translation read moves one sector) and ``engine.cache_read`` = false
     (a chip holds a read until its data is out); for an NVMe drive ``engine.cmd_us``
@@ -467,6 +474,8 @@ def _ssdconfig(p: Path, chip_as_die: bool,
         "engine.write_back": {"SIMPLE": "eager", "ADVANCED": "eager"}[
             choice_value(p, get(d, "Caching_Mechanism"), ("SIMPLE", "ADVANCED"))],
         "engine.inflight_kib": inflight_kib,
+        # ... except a page written again within the current second, which stays in the cache
+        "engine.rewrite_window_s": REWRITE_WINDOW_S,
     }
     # MQSim's front end takes no time of its own: a command costs its PCIe messages (nvme_command_us), the
     # controller serves commands at any rate (the fastest ctrl_kiops allows, 1 ns each) and a cached

@@ -58,7 +58,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
         "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
         "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries",
-        "t_map_xfer", "hold_read")
+        "t_map_xfer", "hold_read", "rewrites")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
@@ -75,7 +75,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
- DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ) = range(len(PLAN))
+ DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ, REWRITES) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE, MAP_TP, MAP_END) = range(len(SCALARS))
 DIE_FREE, R_END, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -179,6 +179,18 @@ def _pos(d, n_ch, C):
 
 
 @numba.njit(cache=True, inline="always")
+def _kept_on(kept, j, k, n_dies):
+    """How many of a write's pages dealt to its ``j``-th die (pages ``j``, ``j + n_dies``, ... below ``k``)
+    are kept in the buffer (bits of ``kept``, :data:`ssdx.models.engine.rewrites.MASK_PAGES` of them)."""
+    n = 0
+    t = j
+    while t < min(k, 31):
+        n += (kept >> t) & 1
+        t += n_dies
+    return n
+
+
+@numba.njit(cache=True, inline="always")
 def _nth_die(start, j, n_dies):
     """The ``j``-th die (``j < n_dies``) of a round-robin deal starting at die ``start``."""
     d = start + j
@@ -239,7 +251,7 @@ def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
 
 @numba.njit(cache=True)
 def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, end_c, op, off4k, size, gap_s,
-            valid, map_miss, wb_tpage, wb_count, lat, keep, b, C):
+            valid, map_miss, wb_tpage, wb_count, kept, lat, keep, b, C):
     """Run one configuration through the chunk (``engine.step`` request by request).
 
     Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die``
@@ -467,6 +479,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 t_unit = f[T_UNIT1]
             eager = f[EAGER] > 0.5
             total = wpartial + sz
+            # the write's pages kept in the buffer, not written back (engine._write: Requests.kept)
+            kept_i = kept[i] if eager and f[REWRITES] > 0.5 else 0
             if eager:  # engine._write, eager: the pages the write touches, on the dies of their addresses
                 k = max(int(math.ceil(((o4 % page_4k) * MAP_UNIT_BYTES + sz) / page_bytes)), 1)
                 n_units, start, t_item = k, (o4 // page_4k) % n_dies, sz / k / chan_rate
@@ -477,8 +491,11 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             n_tc = min(n_units, n_ch)  # the channels the units cross, as for a read
             for j in range(n_tc):
                 x_c[(start + j) % n_ch] = 0.0
+            n_kept = 0
             for j in range(min(n_units, n_dies)):
-                x_c[_nth_die(start, j, n_dies) % n_ch] += q + (1 if j < m else 0)
+                u_k = _kept_on(kept_i, j, n_units, n_dies) if kept_i != 0 else 0
+                n_kept += u_k
+                x_c[_nth_die(start, j, n_dies) % n_ch] += q + (1 if j < m else 0) - u_k
             for j in range(n_tc):  # channel transfer of the units, after the host data is in
                 c = (start + j) % n_ch
                 if x_c[c] > 0:
@@ -487,6 +504,10 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             for j in range(min(n_units, n_dies)):
                 d = _nth_die(start, j, n_dies)
                 u = q + (1 if j < m else 0)
+                if kept_i != 0:
+                    u -= _kept_on(kept_i, j, n_units, n_dies)
+                    if u == 0:  # every page of this die kept: no program
+                        continue
                 ops, used = (float(math.ceil(u / planes)), u / planes) if eager else (float(u), float(u))
                 n_ops += ops
                 pd = _pos(d, n_ch, C)
@@ -513,7 +534,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 for w in range(n_dies // n_ch):  # every die in die order, without a division per die
                     for c in range(n_ch):
                         backlog += max(die[DIE_FREE, w * C + c] - issue, 0.0)
-                per_op = sz / max(n_ops, 1.0)
+                written = sz if n_kept == 0 else sz / n_units * max(n_units - n_kept, 1)
+                per_op = written / max(n_ops, 1.0)  # bytes written back per program
                 h_ack = max(h_end, issue + backlog / n_dies - f[INFLIGHT] * t_unit / (n_dies * per_op))
             if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (engine._dram_time)
                 rows = max(math.ceil(sz / f[DRAM_ROW]), 1.0)
@@ -523,7 +545,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 h_ack = dram_free
             if eager:
                 done = h_ack
-                a[PROG_PAGES] += n_units
+                a[PROG_PAGES] += n_units - n_kept
             else:
                 done = max(h_ack, free_max - f[BUFFER_BYTES] / (n_dies * unit / t_unit))
                 wptr = (wptr + n_units) % n_dies
@@ -581,13 +603,13 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
 
 @numba.njit(cache=True, parallel=True)
 def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, map_miss, wb_tpage,
-         wb_count, lat, keep, C):
+         wb_count, kept, lat, keep, C):
     for b in numba.prange(pf.shape[0]):
         x_c, first_c, last_c, end_c = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
         # the index as int64: Numba types a prange index int64 while it infers types and uint64 in the
         # parallel loop it lowers, and would compile _config, nearly all of the code, once for each
         _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,
-                last_c, end_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, lat, keep,
+                last_c, end_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, kept, lat, keep,
                 np.int64(b), C)
 
 
@@ -608,11 +630,12 @@ def pack_state(s: State) -> tuple[np.ndarray, ...]:
 
 def request_arrays(req: Requests) -> tuple[np.ndarray, ...]:
     """The chunk's requests as the loop reads them: op, off4k (int64), size, gap_s (float64), valid, and
-    the entry cache's map_miss, wb_tpage (int64), wb_count (float64)."""
+    the entry cache's map_miss, wb_tpage (int64), wb_count (float64), and the pages kept in the buffer
+    (``kept``, int64 bit masks)."""
     return (np.asarray(req.op, np.int64), np.asarray(req.off4k, np.int64), np.asarray(req.size, np.float64),
             np.asarray(req.gap_s, np.float64), np.asarray(req.valid, np.bool_),
             np.asarray(req.map_miss, np.bool_), np.asarray(req.wb_tpage, np.int64),
-            np.asarray(req.wb_count, np.float64))
+            np.asarray(req.wb_count, np.float64), np.asarray(req.kept, np.int64))
 
 
 def new_sums(b: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

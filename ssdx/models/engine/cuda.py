@@ -40,14 +40,15 @@ def _namespace() -> dict:
     """Globals for the kernel (:func:`_thread`): :func:`engine_cpu._config` and the helpers it calls as
     CUDA device functions compiled from their Python code, every call resolved to the device version."""
     ns = dict(vars(engine_cpu)) | {"cuda": cuda, "float64": float64, "MAX_CH": MAX_CH}
-    for name in ("_book", "_heap_replace_min", "_pos", "_nth_die", "_suspend", "_read_on_die", "_config"):
+    for name in ("_book", "_heap_replace_min", "_pos", "_kept_on", "_nth_die", "_suspend", "_read_on_die",
+                 "_config"):
         py = getattr(engine_cpu, name).py_func
         ns[name] = cuda.jit(device=True)(types.FunctionType(py.__code__, ns, name, py.__defaults__))
     return ns
 
 
 def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, map_miss, wb_tpage,
-            wb_count, lat, keep, C):
+            wb_count, kept, lat, keep, C):
     """Kernel body: thread ``b`` runs configuration ``b`` through the chunk (arrays configurations last)."""
     b = cuda.grid(1)
     if b < pf.shape[1]:
@@ -57,7 +58,7 @@ def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_
         end_c = cuda.local.array(MAX_CH, float64)
         _config(pf[:, b], sc[:, b], die[:, :, b], chan[:, :, b], slots[:, b], tags[:, :, b], a[:, b],  # noqa: F821
                 hist[:, :, b], busy[:, b], x_c, first_c, last_c, end_c, op, off4k, size, gap_s, valid,
-                map_miss, wb_tpage, wb_count, lat, keep, b, C)
+                map_miss, wb_tpage, wb_count, kept, lat, keep, b, C)
 
 
 def _kernel_function(ns: dict) -> types.FunctionType:
@@ -131,7 +132,7 @@ def ptx(cc: tuple[int, int] = (9, 0)) -> str:
     f2, f3 = nt.float64[:, ::1], nt.float64[:, :, ::1]
     sig = (f2, f2, f3, f3, f2, nt.int64[:, :, ::1], f2, nt.int32[:, :, ::1], f2, nt.int64[::1], nt.int64[::1],
            nt.float64[::1], nt.float64[::1], nt.boolean[::1], nt.boolean[::1], nt.int64[::1], nt.float64[::1],
-           f2, nt.boolean, nt.int64)
+           nt.int64[::1], f2, nt.boolean, nt.int64)
     told = SimpleNamespace(compute_capability=cc)
     with mock.patch("numba.cuda.dispatcher.get_current_device", lambda: told):
         code, _ = cuda.compile_ptx(_kernel_function(_namespace()), nt.void(*sig), cc=cc)

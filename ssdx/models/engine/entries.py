@@ -88,11 +88,12 @@ def _delete(keys, vals, i, bits):
 
 
 @numba.njit(cache=True)
-def _advance(keys, vals, bits, lpn_of, prev, nxt, dirty_at, wb_at, meta, op, off4k, size, valid, page_4k,
-             tpage_4k, cap_4k, miss, wb_tpage, wb_count):
+def _advance(keys, vals, bits, lpn_of, prev, nxt, dirty_at, wb_at, meta, op, off4k, size, valid, kept,
+             page_4k, tpage_4k, cap_4k, miss, wb_tpage, wb_count):
     """Run the requests through the cache (``keys``/``vals``: logical page -> slot, a linear-probing
     table; the slots in a doubly linked list from least to most recently used); ``meta`` = [head (LRU),
-    tail (MRU), used, clock]."""
+    tail (MRU), used, clock].  A write's pages kept in the buffer (bit ``j`` of ``kept``,
+    ``ssdx.models.engine.rewrites``) are not looked up."""
     cap = lpn_of.shape[0]
     n_lpn = (cap_4k + page_4k - 1) // page_4k
     head, tail, used, clock = meta[0], meta[1], meta[2], meta[3]
@@ -107,6 +108,8 @@ def _advance(keys, vals, bits, lpn_of, prev, nxt, dirty_at, wb_at, meta, op, off
         in_page = (o4 % page_4k) * 4096
         k = max((in_page + size[i] + page_4k * 4096 - 1) // (page_4k * 4096), 1)
         for j in range(k):
+            if op[i] == WRITE and j < 31 and (kept[i] >> j) & 1:
+                continue
             lpn = (first + j) % n_lpn
             clock += 1
             h, found = _find(keys, lpn, bits)
@@ -181,15 +184,18 @@ class EntryCache:
         self.wb_at = np.zeros(self.cap_4k // self.tpage_4k + 1, np.int64)
         self.meta = np.array([-1, -1, 0, 0], np.int64)
 
-    def events(self, op: np.ndarray, off4k: np.ndarray, size: np.ndarray, valid: np.ndarray) -> Events:
-        """Advance the cache over one chunk of requests; their :class:`Events`."""
+    def events(self, op: np.ndarray, off4k: np.ndarray, size: np.ndarray, valid: np.ndarray,
+               kept: np.ndarray | None = None) -> Events:
+        """Advance the cache over one chunk of requests; their :class:`Events`.  ``kept``: each write's
+        pages kept in the buffer, not written back (``ssdx.models.engine.rewrites``; None: none)."""
         n = len(op)
+        kept = np.zeros(n, np.int64) if kept is None else np.asarray(kept, np.int64)
         ev = Events(np.zeros(n, bool), np.zeros(n, np.int32), np.zeros(n, np.float64))
         _advance(self.keys, self.vals, self.bits, self.lpn_of, self.prev, self.nxt, self.dirty_at, self.wb_at,
                  self.meta,
                  np.asarray(op, np.int64), np.asarray(off4k, np.int64), np.asarray(size, np.int64),
-                 np.asarray(valid, np.bool_), self.page_4k, self.tpage_4k, self.cap_4k, ev.miss, ev.wb_tpage,
-                 ev.wb_count)
+                 np.asarray(valid, np.bool_), kept, self.page_4k, self.tpage_4k, self.cap_4k, ev.miss,
+                 ev.wb_tpage, ev.wb_count)
         return ev
 
 

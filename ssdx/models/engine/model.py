@@ -145,6 +145,7 @@ from ssdx.core.stats import kahan_add, latency_bin
 from ssdx.models.booking import fluid_book
 from ssdx.models.engine.book import FIT_SLACK, book, pe_push, pick, shift, suspend
 from ssdx.models.engine.params import MAP_UNIT_BYTES, Layout
+from ssdx.models.engine.rewrites import MASK_PAGES
 from ssdx.models.engine.state import (
     OPS,
     PE,
@@ -186,6 +187,18 @@ def _pages(p: Plan, off4k: jax.Array, size: jax.Array) -> tuple[jax.Array, jax.A
     at least 1), and how many of them lie on each die, ``(D, B)`` (logical page ``j`` on die ``j mod D``)."""
     k = _page_count(p, off4k, size)
     return k, _per_die(p, jnp.mod(off4k // p.page_4k, p.n_dies), k)
+
+
+def _kept_per_die(p: Plan, start: jax.Array, k: jax.Array, kept: jax.Array) -> jax.Array:
+    """Of a write's ``k`` pages dealt round-robin from die ``start``, how many each die position keeps in
+    the buffer, ``(D, B)`` int32: page ``j`` (below ``k`` and :data:`~ssdx.models.engine.rewrites.MASK_PAGES`)
+    is kept where bit ``j`` of ``kept`` is set (``Requests.kept``)."""
+    j = jnp.arange(MASK_PAGES, dtype=jnp.int32)[:, None]  # (J, 1)
+    bit = ((kept >> j) & 1) * (j < k[None])  # (J, B)
+    r = p.die_id - start[None]
+    r = jnp.where(r < 0, r + p.n_dies[None], r)  # (D, B): the die's place in the deal
+    on = jnp.mod(j, p.n_dies[None])[:, None] == r[None]  # (J, D, B)
+    return jnp.where(p.mask, jnp.sum(jnp.where(on, bit[:, None], 0), axis=0), 0)
 
 
 def _page_count(p: Plan, off4k: jax.Array, size: jax.Array) -> jax.Array:
@@ -535,12 +548,18 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         # logical address, the pages of one die together (multi-plane); the frontier does not move
         e = p.eager
         k, n_d = _pages(p, look.off4k, size)
+        n_written = k
+        if lay.rewrites:  # the pages kept in the buffer (engine.rewrite_window_s) are not written back
+            kept = jnp.where(p.rewrites, r.kept, 0)
+            kept_d = _kept_per_die(p, jnp.mod(look.off4k // p.page_4k, p.n_dies), k, kept)
+            n_d = n_d - kept_d
+            n_written = k - jnp.sum(kept_d, axis=0)
         n_e = n_d.astype(dt)
         ops = jnp.where(e[None], jnp.ceil(n_e / p.planes[None]), u_f)
         used = jnp.where(e[None], n_e / p.planes[None], u_f)
         x_e = jnp.sum(_by_channel(n_e, lay), axis=0) * (size / k.astype(dt) / p.chan_rate)[None]
         wx_c = jnp.where(e[None], x_e, wx_c)
-        prog_pages = jnp.where(e, k.astype(dt), prog_pages)
+        prog_pages = jnp.where(e, n_written.astype(dt), prog_pages)
         wptr, wpartial = jnp.where(e, s.wptr, wptr), jnp.where(e, s.wpartial, wpartial)
     w_cend = jnp.where(wx_c > 0, jnp.maximum(s.chan_free, h_end[None]) + wx_c, s.chan_free)
     die_units = s.die_units + used
@@ -568,7 +587,11 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         # their addresses give, not evenly) at this write's bytes per program
         n_dies = p.n_dies.astype(dt)
         mean_b = jnp.sum(jnp.where(p.mask, jnp.maximum(die_free, 0.0), 0.0), axis=0) / n_dies
-        per_op = size / jnp.maximum(jnp.sum(jnp.where(p.mask, ops, 0.0), axis=0), 1.0)
+        written = size
+        if lay.rewrites:  # the bytes a program writes back: the write's pages less those kept
+            page = size / k.astype(dt)
+            written = jnp.where(n_written < k, page * jnp.maximum(n_written, 1).astype(dt), size)
+        per_op = written / jnp.maximum(jnp.sum(jnp.where(p.mask, ops, 0.0), axis=0), 1.0)
         admit = jnp.where(p.eager, jnp.maximum(h_end, mean_b - p.inflight_bytes * t_unit / (n_dies * per_op)),
                           h_end)
     # the data written into the buffer's DRAM before the ack: one memory channel, writes in order

@@ -76,6 +76,13 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
 * ``inflight_kib`` — ``eager``: written-back data in flight (sent to flash, not yet programmed) above which
   new writes wait, KiB; 0 (default): one page per plane of the drive, MQSim's
   ``back_pressure_buffer_max_depth``.
+* ``rewrite_window_s`` — ``eager``: a logical page written again within the current window of this many
+  seconds is not written back again; its data stay dirty in the buffer, neither programmed nor looked up
+  in the mapping table (MQSim's hot/cold separation: the ``bloom_filter`` of ``write_to_destage_buffer``,
+  emptied at the first write past each window, ``bloom_filter_reset_step`` = 1 s; Tavakkol et al., FAST
+  2018).  Computed on the host from the writes' arrival times (``ssdx.models.engine.rewrites``), so a
+  closed loop, whose arrival times come out of the simulation, keeps nothing.  0 (default): every page
+  written back.
 * ``cache_read`` — whether a die starts its next array read while the page it last read is still going
   out over the channel (``true``, default: the die moves the page into its cache register and frees its
   page register, ONFI's READ CACHE operations; Open NAND Flash Interface Specification, Read Cache
@@ -120,7 +127,7 @@ OPTIONAL: dict[str, Any] = {
     "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
     "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0, "map_read_bytes": 4096.0,
-    "cache_read": True, "cmd_us": None, "host_gb_s": None}
+    "cache_read": True, "cmd_us": None, "host_gb_s": None, "rewrite_window_s": 0.0}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -151,6 +158,8 @@ RANGES: dict[str, Field] = table(
           default=OPTIONAL["buffer_dram_trp_ns"], doc="write-buffer DRAM tRP, ns"),
     Field("engine.inflight_kib", "KiB", 0.0, 1e8, optional=True, default=OPTIONAL["inflight_kib"],
           doc="eager write-back: data in flight to flash before writes wait, KiB (0: a page per plane)"),
+    Field("engine.rewrite_window_s", "s", 0.0, 1e6, optional=True, default=OPTIONAL["rewrite_window_s"],
+          doc="eager write-back: a page written again within this window stays in the buffer, s (0: none)"),
     Field("engine.map_entry_bytes", "B", 1.0, 64.0, optional=True, default=OPTIONAL["map_entry_bytes"],
           doc="bytes one cached mapping entry takes (map_cache = entries)"),
     Field("engine.map_read_bytes", "B", 1.0, 1 << 20, optional=True, default=OPTIONAL["map_read_bytes"],
@@ -197,6 +206,7 @@ class EngineParams:
     dram_trp: Any
     eager: Any  # engine.write_back: 0 gather, 1 eager (WRITE_BACKS)
     inflight_bytes: Any  # eager: written-back bytes in flight before writes wait (0: a page per plane)
+    rewrite_window_s: Any  # eager: a page written again within this window is not written back (0: off)
     map_entries: Any  # engine.map_cache = entries: the cache's capacity in entries (int32), else 0
     map_read_bytes: Any  # bytes a translation read moves over the channel
     hold_read: Any  # engine.cache_read false: 1, a read keeps its die until its data is out; else 0
@@ -227,6 +237,7 @@ class Layout(NamedTuple):
     eager: bool = True
     map_entries: bool = True
     hold_read: bool = True
+    rewrites: bool = True
     read_gaps: int = READ_GAPS
 
 
@@ -398,6 +409,7 @@ def layout(cols: Mapping) -> Layout:
         eager=bool(np.any(eager(cols) > 0)),
         map_entries=bool(np.any(policy == 3)),
         hold_read=bool(np.any(hold_read(cols) > 0)),
+        rewrites=bool(np.any((eager(cols) > 0) & (_opt(cols, "engine.rewrite_window_s") > 0))),
         read_gaps=READ_GAPS if out_of_order else 1,
     )
 
@@ -431,6 +443,7 @@ def build(cols: Mapping, dtype=np.float32,
         dram_trp=c(_opt(cols, "engine.buffer_dram_trp_ns") * 1e-9),
         eager=c(eager(cols)),
         inflight_bytes=c(_opt(cols, "engine.inflight_kib") * 1024.0),
+        rewrite_window_s=c(_opt(cols, "engine.rewrite_window_s")),
         map_entries=np.where(map_policy(cols) == 3, np.floor(num(cols, "engine.map_cache_mib") * MIB
                                                              / _opt(cols, "engine.map_entry_bytes")),
                              0).astype(np.int32),

@@ -25,8 +25,9 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from ssdx.core.fields import ConfigError
 from ssdx.models.engine import backends as engine_backends
-from ssdx.models.engine import entries
+from ssdx.models.engine import entries, rewrites
 from ssdx.models.engine import model as engine
 from ssdx.models.engine import params as engine_params
 from ssdx.workloads.traces import Chunk
@@ -158,6 +159,16 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
         host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
         cache = entries.for_batch(host(eng.map_entries), host(p.cap_4k), host(p.page_4k),
                                   host(p.tpage_4k))
+    kept = None
+    if lay.rewrites:  # engine.rewrite_window_s: one host window for the batch (engine.rewrites)
+        host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
+        kept = rewrites.for_batch(host(eng.rewrite_window_s), host(eng.eager), host(eng.time_scale),
+                                  host(p.cap_4k), host(p.page_4k))
+        if cache is not None and np.any((host(eng.map_entries) > 0) & ~np.asarray(host(p.rewrites), bool)):
+            raise ConfigError("engine.rewrite_window_s", 0.0,
+                              "in a batch where some configurations keep rewrites in the buffer, every one "
+                              "that caches mapping entries must keep them too (the entry cache, computed "
+                              "once for the batch, skips the kept pages)")
     sums: dict[str, np.ndarray] = {}
     elapsed = None
     lats, ops = [], []
@@ -173,7 +184,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
             if first_t is None and not np.isnan(chunk.time_s[lo]):
                 first_t = float(chunk.time_s[lo])
             req, prev_t = engine.requests(chunk.op[sl], chunk.offset[sl], chunk.size[sl], chunk.time_s[sl],
-                                          prev_t, chunk_len, dtype, cache=cache)
+                                          prev_t, chunk_len, dtype, cache=cache, rewrites=kept)
             if not compile_s:
                 compile_s = run_f.compile(p, state, req)
             t0 = time.perf_counter()

@@ -17,6 +17,7 @@ import numpy as np
 
 from ssdx.core.stats import N_BINS, percentile_from_hist
 from ssdx.models.engine import entries
+from ssdx.models.engine import rewrites as rewrites_mod
 from ssdx.models.engine.params import MAP_ENTRY_BYTES, MAP_UNIT_BYTES, EngineParams, Layout, suspend_on
 from ssdx.models.fluid import model as fluid
 from ssdx.params import Drive, Workload
@@ -32,7 +33,9 @@ class Requests(NamedTuple):
     ``gap_s`` time since the previous request's arrival (open loop; 0 for closed), ``valid`` False on
     padding; the entry cache's outcome for the request (``engine.map_cache = entries``, computed on the
     host: ``ssdx.models.engine.entries``): ``map_miss``, ``wb_tpage`` (first translation page written
-    back, -1 none), ``wb_count`` (translation pages written back)."""
+    back, -1 none), ``wb_count`` (translation pages written back); ``kept``, a write's pages kept in the
+    write buffer and not written back (bit ``j``: its ``j``-th page; ``engine.rewrite_window_s``, computed
+    on the host: ``ssdx.models.engine.rewrites``)."""
 
     op: jax.Array
     off4k: jax.Array
@@ -42,6 +45,7 @@ class Requests(NamedTuple):
     map_miss: jax.Array
     wb_tpage: jax.Array
     wb_count: jax.Array
+    kept: jax.Array
 
 
 class Plan(NamedTuple):
@@ -96,6 +100,7 @@ class Plan(NamedTuple):
     dram_trp: jax.Array
     eager: jax.Array  # engine.write_back = eager: each logical page programmed at once on its die
     inflight_bytes: jax.Array  # eager: written-back bytes in flight before a write waits
+    rewrites: jax.Array  # eager, rewrite_window_s > 0: a write's kept pages (Requests.kept) stay buffered
     map_entries: jax.Array  # engine.map_cache = entries: misses and write-backs come with the requests
     t_map_xfer: jax.Array  # channel time of a translation read's bytes (engine.map_read_bytes)
     hold_read: jax.Array  # engine.cache_read false: a read keeps its die until its data is out
@@ -224,6 +229,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         dram_tcl=eng.dram_tcl, dram_trp=eng.dram_trp, eager=eng.eager > 0.5,
         inflight_bytes=jnp.where(eng.inflight_bytes > 0, eng.inflight_bytes,
                                  drive.dies * drive.planes_per_die * nand.page_bytes),
+        rewrites=(eng.eager > 0.5) & (eng.rewrite_window_s > 0),
     )
 
 
@@ -266,12 +272,15 @@ def zero_acc(p: Plan, lay: Layout) -> Acc:
 
 def requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray, time_s: np.ndarray | None,
              prev_time_s: float | None, length: int, dtype=np.float32,
-             cache: entries.EntryCache | None = None) -> tuple[Requests, float | None]:
+             cache: entries.EntryCache | None = None,
+             rewrites: rewrites_mod.Rewrites | None = None) -> tuple[Requests, float | None]:
     """Host arrays of one chunk padded to ``length``; returns them and the chunk's last arrival time.
 
     Offsets become 4 KiB units modulo 2^31 (each drive wraps them to its capacity); gaps are taken in
     float64 from the previous chunk's last time, so a long trace keeps its resolution.  ``cache``: the
-    batch's entry cache (``entries.for_batch``), advanced over the chunk for its per-request events."""
+    batch's entry cache (``entries.for_batch``), advanced over the chunk for its per-request events;
+    ``rewrites``: the batch's rewrite window (``rewrites.for_batch``), advanced over the chunk for the pages
+    each write keeps in the buffer (before the entry cache: a kept page is not looked up)."""
     n = len(op)
     if n > length:
         raise ValueError(f"chunk of {n} requests exceeds the padded length {length}")
@@ -287,12 +296,15 @@ def requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray, time_s: np.nd
     f = lambda a, v: np.concatenate([a, np.full(pad, v, a.dtype)])  # noqa: E731
     op = np.asarray(op, np.int32)
     off4k = (np.asarray(offset, np.int64) // MAP_UNIT_BYTES % (1 << 31)).astype(np.int32)
+    kept = (np.zeros(n, np.int32) if rewrites is None else
+            rewrites.kept(op, off4k, np.asarray(size), np.ones(n, bool), t if timed else None))
     ev = entries.no_events(n) if cache is None else cache.events(op, off4k, np.asarray(size),
-                                                                 np.ones(n, bool))
+                                                                 np.ones(n, bool), kept)
     return Requests(
         op=f(op, TRIM), off4k=f(off4k, 0), size=f(np.asarray(size, dtype), 0),
         gap_s=f(np.maximum(gap, 0.0).astype(dtype), 0), valid=f(np.ones(n, bool), False),
         map_miss=f(ev.miss, False), wb_tpage=f(ev.wb_tpage, -1), wb_count=f(ev.wb_count.astype(dtype), 0),
+        kept=f(kept, 0),
     ), last
 
 
