@@ -16,6 +16,7 @@ from ssdx.models.engine import cuda as engine_cuda
 from ssdx.models.engine import model as engine
 from ssdx.models.engine import params as engine_params
 from ssdx.models.engine import replay
+from ssdx.workloads.traces import Chunk
 
 
 def main(out: str) -> None:
@@ -74,6 +75,21 @@ def main(out: str) -> None:
         res[f"{b}/entries/latencies"] = r.latencies
         for k in ("map_misses", "map_writebacks", "busy", "lat_sum"):
             res[f"{b}/entries/{k}"] = r.extra["sums"][k]
+    # the replay path with MQSim's write-back: rewrites kept in the buffer, page programs of two planes
+    # joined into one, pages read first placed on their planes (engine.rewrite_window_s, plane_merge)
+    rng = np.random.default_rng(13)
+    n = 300
+    ch = Chunk(time_s=np.cumsum(rng.exponential(20e-6, n)), op=(rng.random(n) < 0.5).astype(np.int8),
+               offset=rng.integers(0, 4000, n) * 4096, size=rng.choice([4096, 8192, 65536], n),
+               line=np.zeros(n, np.int64))
+    one = _cols(loop="open", write_back="eager", rewrite_window_s=1.0, plane_merge=True, merge_dies=2,
+                inflight_kib=256)
+    trees = engine_params.build(params.concat_columns([one, one]), dtype=np.float64)
+    for b in ("cpu", "cuda"):
+        r = replay.replay(trees, [ch], chunk_len=128, keep_latency=True, backend=b)
+        res[f"{b}/merge/latencies"] = r.latencies
+        for k in ("programs", "prog_pages", "busy", "lat_sum"):
+            res[f"{b}/merge/{k}"] = r.extra["sums"][k]
     np.savez(out, **res)
 
 

@@ -52,7 +52,7 @@ def test_kernel_chunk_state_matches_field_by_field(simulated):
     # one chunk of the raw functions on drives that erase and fold, launched as blocks of 3 threads
     # (a partial last block), every state field and accumulator compared
     pairs = _pairs(simulated, "chunk/")
-    assert len(pairs) == 23 + 3 + 4 + 16 + 1  # state (die_r as 3, pe as 5), accumulators, latencies
+    assert len(pairs) == 24 + 3 + 4 + 17 + 1  # state (die_r as 3, pe as 5), accumulators, latencies
     for k, a, b in pairs:
         assert a.shape == b.shape and a.dtype == b.dtype, k
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
@@ -76,6 +76,16 @@ def test_kernel_takes_the_entry_caches_events_like_the_cpu_loop(simulated):
     pairs = _pairs(simulated, "entries/")
     assert len(pairs) == 5
     assert (simulated["cpu/entries/map_writebacks"] > 0).all()  # 2 KB of entries: evictions write back
+    for k, a, b in pairs:
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
+
+
+def test_kernel_keeps_rewrites_and_merges_planes_like_the_cpu_loop(simulated):
+    # engine.rewrite_window_s and engine.plane_merge (MQSim's write-back) on 4,000 pages, open loop
+    pairs = _pairs(simulated, "merge/")
+    assert len(pairs) == 5
+    pages, programs = simulated["cpu/merge/prog_pages"], simulated["cpu/merge/programs"]
+    assert (programs < pages).all()  # programs of two planes joined
     for k, a, b in pairs:
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
 

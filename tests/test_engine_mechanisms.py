@@ -655,3 +655,69 @@ def test_a_batch_whose_rewrite_windows_differ_is_refused():
                            np.full(2, 4))
     assert rewrites.for_batch(np.array([1.0, 2.0]), np.array([0, 0]), np.ones(2), np.full(2, 1 << 20),
                               np.full(2, 4)) is None  # gathered writes keep nothing: no window
+
+
+# ------------------------------------------------------------------------------ multi-plane programs
+def _cpu_run(p, lay, ops, offsets, sizes, times):
+    """The stream through the CPU loop alone (plane merging runs there): accumulators and latencies."""
+    with x64():
+        req, _ = engine.requests(np.asarray(ops), np.asarray(offsets, np.int64), np.asarray(sizes, np.int64),
+                                 np.asarray(times, np.float64), None, _length(len(ops)), np.float64)
+        np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+        s0 = np_tree(engine.init(p, lay))
+    _, acc, lat = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), s0, np_tree(req), lay, True)
+    return acc, lat[:len(ops), 0]
+
+
+def test_a_page_program_joins_a_queued_program_of_another_plane_with_its_page_number():
+    # 32 dies of 4 planes, 16 KiB pages: logical page 32 n lies on die 0, plane n mod 4, and takes its
+    # plane's next page number (0 for each plane's first).  A write of page 0 at 0 starts programming at
+    # once; page 32 (plane 1) at 200 us finds that program started and queues its own after it; pages 64
+    # and 96 (planes 2 and 3, page number 0) at 300 and 400 us join the queued one; page 128 (plane 0,
+    # page number 1) has no partner: 3 programs of 750 us for 5 pages, where each page alone makes 5
+    offs = np.array([0, 32, 64, 96, 128]) * 16384
+    times = np.array([0.0, 200e-6, 300e-6, 400e-6, 500e-6])
+    for merge, programs in ((True, 3), (False, 5)):
+        p, lay = _plan(write_back="eager", inflight_kib=1e6, plane_merge=merge)
+        assert lay.merge_rows == (4 * (1 + engine_params.MERGE_RING) if merge else 0)
+        acc, lat = _cpu_run(p, lay, [1] * 5, offs, [16384] * 5, times)
+        assert float(acc.programs[0]) == programs and float(acc.prog_pages[0]) == 5
+        busy = np.asarray(acc.busy)[:, 0]
+        assert busy[0] == pytest.approx(programs * T_PROG) and busy.sum() == pytest.approx(programs * T_PROG)
+        # the writes are acknowledged once their data are in, merged or not
+        cmd, host = _const(p, "ctrl_s") + _const(p, "cmd_s"), _const(p, "host_rate")
+        np.testing.assert_allclose(lat, cmd + 16384 / host, rtol=1e-9)
+
+
+def test_a_page_read_before_it_was_written_takes_its_planes_next_page_number():
+    # MQSim places a page read before it was ever written on its plane's next page: of reads of pages 32,
+    # 32, 64 (written just before) and 200, the first and the last read a page first
+    w = rewrites.FirstReads(cap_4k=1 << 24, page_4k=4)
+    ops = np.array([0, 0, 1, 0, 0])
+    off4k = np.array([32, 32, 64, 64, 200]) * 4
+    np.testing.assert_array_equal(w.first(ops, off4k, np.full(5, 16384), np.ones(5, bool)), [1, 0, 0, 0, 1])
+    # through the engine: write page 0 at 1 us (it starts at once), page 128 (plane 0, page number 1) at
+    # 200 us (queued behind it); page 160 (plane 1) at 300 us joins that queued program where a read of
+    # page 32 first moved plane 1 to page number 1, and without that read (number 0) it has no partner
+    p, lay = _plan(write_back="eager", inflight_kib=1e6, plane_merge=True)
+    for read_first, programs in ((True, 2), (False, 3)):
+        with x64():
+            ops = [0, 1, 1, 1] if read_first else [1, 1, 1]
+            offs = (np.array([32, 0, 128, 160]) if read_first else np.array([0, 128, 160])) * 16384
+            times = np.array([0.0, 1e-6, 200e-6, 300e-6]) if read_first else np.array([1e-6, 200e-6, 300e-6])
+            fr = rewrites.FirstReads(int(np.asarray(p.cap_4k).ravel()[0]),
+                                     int(np.asarray(p.page_4k).ravel()[0]))
+            req, _ = engine.requests(np.asarray(ops), offs, np.full(len(ops), 16384), times, None,
+                                     _length(len(ops)), np.float64, first_reads=fr)
+            np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+            s0 = np_tree(engine.init(p, lay))
+        _, acc, _ = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), s0, np_tree(req), lay, True)
+        assert float(acc.programs[0]) == programs
+
+
+def test_plane_merging_runs_on_the_loop_and_the_jax_back_end_refuses_it():
+    from ssdx.models.engine import backends
+
+    assert backends.select({"backend": "auto", "plane_merge": True}) in ("cpu", "cuda")
+    with pytest.raises(ConfigError, match="engine.backend.*plane_merge"):
+        backends.select({"backend": "jax", "plane_merge": True})

@@ -87,8 +87,12 @@ def test_default_drive_by_hand() -> None:
     # page written again within the second in the cache (bloom_filter_reset_step, 1 s)
     assert o["engine.write_back"] == "eager" and o["engine.inflight_kib"] == 8 * 4 * 2 * 2 * 8
     assert o["engine.rewrite_window_s"] == 1.0
+    # its scheduler joins page programs of a die's planes into multi-plane programs; with chip_as_die a
+    # modelled die is a chip of two dies, of which a multi-plane program takes one
+    assert o["engine.plane_merge"] is True and o["engine.merge_dies"] == 1
     o_chip, _ = mqsim_xml.parse_ssdconfig(SSDCONFIG, chip_as_die=True)
     assert o_chip["drive.dies_per_channel"] == 4 and o_chip["engine.inflight_kib"] == 8 * 4 * 2 * 2 * 8
+    assert o_chip["engine.merge_dies"] == 2
     # NVMe on 4 lanes of 1 GB/s (1 byte per ns per lane), 28 bytes of packet overhead: doorbell
     # ceil((2 + 28) / 4) = 8 ns, command fetch request (28 + 4) / 4 = 8 ns, the 72-byte entry
     # (72 + 28) / 4 = 25 ns, the 16-byte completion (16 + 28) / 4 = 11 ns; no processing time besides
@@ -390,15 +394,17 @@ def test_bad_workload_file_exits_2_naming_file_and_line(tmp_path: Path) -> None:
 
 def test_chip_as_die_folds_each_chip_into_one_die() -> None:
     """``mqsim.chip_as_die``: 8 channels x 4 chips of 2 dies become 4 dies per channel of twice the blocks:
-    the capacity is kept, the die count halves, and the warning says so."""
+    the capacity is kept, the die count halves, a multi-plane program takes the planes of one of a modelled
+    die's two dies, and the warning says so."""
     o, _ = mqsim_xml.parse_ssdconfig(SSDCONFIG)
     c, warnings = mqsim_xml.parse_ssdconfig(SSDCONFIG, chip_as_die=True)
     assert c["drive.dies_per_channel"] == 4 and o["drive.dies_per_channel"] == 8
     assert c["drive.die_gbit"] == pytest.approx(2 * o["drive.die_gbit"], rel=1e-12)
     assert c["drive.user_capacity_gb"] == pytest.approx(o["drive.user_capacity_gb"], rel=1e-12)
     assert any("chip_as_die" in w for w in warnings)
-    assert {k: v for k, v in c.items() if k not in ("drive.dies_per_channel", "drive.die_gbit")} == {
-        k: v for k, v in o.items() if k not in ("drive.dies_per_channel", "drive.die_gbit")}
+    assert (c["engine.merge_dies"], o["engine.merge_dies"]) == (2, 1)
+    folded = ("drive.dies_per_channel", "drive.die_gbit", "engine.merge_dies")
+    assert {k: v for k, v in c.items() if k not in folded} == {k: v for k, v in o.items() if k not in folded}
 
 
 def test_loaded_reads_with_translation_reads_keep_the_dies_capacity(tmp_path: Path) -> None:

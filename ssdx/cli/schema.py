@@ -161,6 +161,8 @@ class EngineConf:
     write_back: str = "gather"
     inflight_kib: float = 0.0
     rewrite_window_s: float = 0.0
+    plane_merge: bool = False
+    merge_dies: int = 1
     map_entry_bytes: float = 8.0
     map_read_bytes: float = 4096.0
     cache_read: bool = True

@@ -198,6 +198,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "workload.queue_depth": ("IO_Queue_Depth", "Queue_Fetch_Size"),
     "engine.write_back": ("Caching_Mechanism",),
     "engine.rewrite_window_s": ("Caching_Mechanism",),
+    "engine.plane_merge": ("Plane_No_Per_Die", "Page_No_Per_Block"),
+    "engine.merge_dies": ("Die_No_Per_Chip",),
     "engine.inflight_kib": ("Flash_Channel_Count", "Chip_No_Per_Channel", "Die_No_Per_Chip",
                             "Plane_No_Per_Die", "Page_Capacity"),
     "engine.cmd_us": ("SATA_Processing_Delay", *_PCIE),
@@ -330,7 +332,9 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False,
     ``engine.write_back`` = ``eager`` (``Caching_Mechanism``: MQSim's ``SIMPLE`` and ``ADVANCED`` data cache
     managers both send a logical page not written in the last second to flash at once, "eagerly write
     back cold data", ``write_to_destage_buffer``), ``engine.rewrite_window_s`` =
-    :data:`REWRITE_WINDOW_S` (a page written again within the current second stays in their cache) and
+    :data:`REWRITE_WINDOW_S` (a page written again within the current second stays in their cache),
+    ``engine.plane_merge`` = true (its scheduler joins queued page programs of one die's planes with equal
+    page numbers; ``engine.merge_dies``: the chip's dies where ``chip_as_die`` makes a chip one die) and
     ``engine.inflight_kib`` (their back pressure: new
     writes wait while more than one page per plane of the drive is in flight to flash),
     ``engine.map_read_bytes`` = 512 (a translation read moves one sector) and ``engine.cache_read`` = false
@@ -414,6 +418,7 @@ def _ssdconfig(p: Path, chip_as_die: bool,
     physical_pages = channels * chips * dies * planes * blocks * pages
     entry_bytes = math.ceil((2 * math.log2(physical_pages) + page_b / 512) / 8)
     merged = chip_as_die and dies > 1
+    chip_dies = dies if merged else 1  # the dies one modelled die stands for
     if merged:
         warnings.append(f"mqsim.chip_as_die: each chip's {dies} dies modelled as one die of "
                         f"{blocks * dies} blocks per plane (MQSim's one busy status per chip)")
@@ -476,6 +481,10 @@ def _ssdconfig(p: Path, chip_as_die: bool,
         "engine.inflight_kib": inflight_kib,
         # ... except a page written again within the current second, which stays in the cache
         "engine.rewrite_window_s": REWRITE_WINDOW_S,
+        # its transaction scheduler joins queued page programs of one die's planes with equal page numbers
+        # into multi-plane programs (TSU_Base::issue_command_to_chip)
+        "engine.plane_merge": True,
+        "engine.merge_dies": chip_dies,
     }
     # MQSim's front end takes no time of its own: a command costs its PCIe messages (nvme_command_us), the
     # controller serves commands at any rate (the fastest ctrl_kiops allows, 1 ns each) and a cached

@@ -46,7 +46,7 @@ from ssdx.models.engine.model import (
     State,
     to_host,
 )
-from ssdx.models.engine.params import MAP_UNIT_BYTES, Layout
+from ssdx.models.engine.params import MAP_UNIT_BYTES, MERGE_RING, Layout
 
 # ---------------------------------------------------------------------------------------------- packing
 #: per-configuration constants, columns of the (B, len(PLAN)) float64 matrix the loop reads
@@ -58,7 +58,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
         "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
         "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries",
-        "t_map_xfer", "hold_read", "rewrites")
+        "t_map_xfer", "hold_read", "rewrites", "plane_merge", "merge_dies")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
@@ -68,14 +68,14 @@ DIES = ("die_free", "r_end", "die_units", "pe_start", "pe_end", "er_end", "er_le
 #: per-configuration accumulator scalars, columns of (B, len(SUMS))
 SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat1", "lat2", "queue_sum",
         "read_pages", "prog_pages", "erases", "map_misses", "mode0", "mode1", "mode2", "idle_folded",
-        "elapsed", "susp_program", "susp_erase", "map_writebacks")
+        "elapsed", "susp_program", "susp_erase", "map_writebacks", "programs")
 
 (N_DIES, N_CH, PLANES, PAGE_BYTES, PAGE_4K, CAP_4K, TPAGE_4K, MAP_SETS, ALWAYS_HIT, UNIT_BYTES, UPB,
  CHAN_RATE, HOST_RATE, CMD_S, CTRL_S, MAP_HIT_S, T_READ, T_MAP_READ, T_ERASE, T_UNIT0, T_UNIT1, T_UNIT2,
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
- DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ, REWRITES) = range(len(PLAN))
+ DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ, REWRITES, MERGE, MERGE_DIES) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE, MAP_TP, MAP_END) = range(len(SCALARS))
 DIE_FREE, R_END, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -84,6 +84,7 @@ GAP = len(DIES)  # the first row of the read booking's gaps
  ELAPSED, SUSP, MAP_WBS) = (SUMS.index(k) for k in (
      "count0", "bytes0", "lat0", "queue_sum", "read_pages", "prog_pages", "erases", "map_misses", "mode0",
      "idle_folded", "elapsed", "susp_program", "map_writebacks"))
+PROGRAMS = SUMS.index("programs")
 TAG, AGE, DIRTY = range(3)  # rows of a configuration's mapping cache (3, M): page held, last use, dirty
 
 
@@ -191,6 +192,42 @@ def _kept_on(kept, j, k, n_dies):
 
 
 @numba.njit(cache=True, inline="always")
+def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready):
+    """engine.plane_merge: program the ``n``-th page dealt to the die at position ``pd`` (logical page
+    ``die + n·dies``), on plane ``(n div sub) mod planes`` of the die's ``n mod sub``-th die, taking that
+    plane's next page number.  Where another plane of that die holds a program of the same page number,
+    booked and starting at ``ready`` or later, the page joins it (returns 0: no die time of its own);
+    else it is a program of its own starting at ``start_new`` (returns 1).  ``mg`` rows: per plane, pages
+    programmed, then the start of its latest MERGE_RING programs by page count (``State.merge``)."""
+    ring = MERGE_RING
+    s_ = n % sub
+    q_ = (n // sub) % planes
+    base = (s_ * planes + q_) * (1 + ring)
+    a_new = mg[base, pd]
+    mg[base, pd] = a_new + 1.0
+    for q2 in range(planes):
+        if q2 == q_:
+            continue
+        b2 = (s_ * planes + q2) * (1 + ring)
+        f2 = mg[b2, pd]
+        a2 = f2 - 1.0 - (f2 - 1.0 - a_new) % ppb  # its latest page of a_new's page number
+        if a2 >= 0 and f2 - a2 <= ring:
+            st = mg[b2 + 1 + int(a2 % ring), pd]
+            if st >= ready:
+                mg[base + 1 + int(a_new % ring), pd] = st
+                return 0
+    mg[base + 1 + int(a_new % ring), pd] = start_new
+    return 1
+
+
+@numba.njit(cache=True, inline="always")
+def _allocate(mg, pd, n, sub, planes):
+    """engine.plane_merge: the ``n``-th page dealt to the die at position ``pd`` read before it was ever
+    written takes its plane's next page number, as MQSim places it (:func:`_merge_page` for the plane)."""
+    mg[((n % sub) * planes + (n // sub) % planes) * (1 + MERGE_RING), pd] += 1.0
+
+
+@numba.njit(cache=True, inline="always")
 def _nth_die(start, j, n_dies):
     """The ``j``-th die (``j < n_dies``) of a round-robin deal starting at die ``start``."""
     d = start + j
@@ -251,7 +288,7 @@ def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
 
 @numba.njit(cache=True)
 def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, end_c, op, off4k, size, gap_s,
-            valid, map_miss, wb_tpage, wb_count, kept, lat, keep, b, C):
+            valid, map_miss, wb_tpage, wb_count, kept, first_read, lat, keep, b, C, mg):
     """Run one configuration through the chunk (``engine.step`` request by request).
 
     Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die``
@@ -415,10 +452,17 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     end_c[c] = max(first_c[c], chan[1, c]) + 0.5 * x_c[c]  # + half the die's own transfer
                     x_c[c] = 0.0
                     first_c[c] = math.inf
+            fr_i = first_read[i] if f[MERGE] > 0.5 else 0
             for j in range(min(k, n_dies)):
                 d = _nth_die(start, j, n_dies)
                 n = q + (1 if j < m else 0)
                 pd = _pos(d, n_ch, C)
+                if fr_i != 0:  # engine.plane_merge: pages read first take their planes' next pages
+                    t = j
+                    while t < min(k, 31):
+                        if (fr_i >> t) & 1:
+                            _allocate(mg, pd, (first + t) // n_dies, int(f[MERGE_DIES]), int(planes))
+                        t += n_dies
                 dur = math.ceil(n / planes) * t_read
                 xfer = n * per_page
                 c = d % n_ch
@@ -481,6 +525,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             total = wpartial + sz
             # the write's pages kept in the buffer, not written back (engine._write: Requests.kept)
             kept_i = kept[i] if eager and f[REWRITES] > 0.5 else 0
+            merge_on = eager and f[MERGE] > 0.5
             if eager:  # engine._write, eager: the pages the write touches, on the dies of their addresses
                 k = max(int(math.ceil(((o4 % page_4k) * MAP_UNIT_BYTES + sz) / page_bytes)), 1)
                 n_units, start, t_item = k, (o4 // page_4k) % n_dies, sz / k / chan_rate
@@ -501,6 +546,14 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 if x_c[c] > 0:
                     chan[0, c] = max(chan[0, c], h_end) + x_c[c] * t_item
             n_ops = 0.0
+            adm = h_end
+            if merge_on:  # when the back pressure (below) lets the write's pages into the flash queue
+                backlog = 0.0
+                for w in range(n_dies // n_ch):
+                    for c in range(n_ch):
+                        backlog += max(die[DIE_FREE, w * C + c] - issue, 0.0)
+                backlog += (n_units - n_kept) * t_unit
+                adm = max(h_end, issue + backlog / n_dies - f[INFLIGHT] * t_unit / (n_dies * sz / n_units))
             for j in range(min(n_units, n_dies)):
                 d = _nth_die(start, j, n_dies)
                 u = q + (1 if j < m else 0)
@@ -509,13 +562,23 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     if u == 0:  # every page of this die kept: no program
                         continue
                 ops, used = (float(math.ceil(u / planes)), u / planes) if eager else (float(u), float(u))
-                n_ops += ops
                 pd = _pos(d, n_ch, C)
                 old = die[DIE_UNITS, pd]
                 die[DIE_UNITS, pd] = old + used
                 n_erase = math.floor((old + used) / upb) - math.floor(old / upb)
-                p_dur = ops * t_unit + n_erase * f[T_ERASE]
                 p_start = max(die[DIE_FREE, pd], chan[0, d % n_ch])
+                if merge_on:  # page by page: each joins a queued program of another plane or is its own
+                    ops = 0.0
+                    t0 = p_start + n_erase * f[T_ERASE]  # the erases first
+                    t = j
+                    while t < n_units:
+                        if not (t < 31 and (kept_i >> t) & 1):
+                            g = o4 // page_4k + t
+                            ops += _merge_page(mg, pd, g // n_dies, int(f[MERGE_DIES]), int(planes), upb,
+                                               t0 + ops * t_unit, max(chan[0, d % n_ch], adm))
+                        t += n_dies
+                n_ops += ops
+                p_dur = ops * t_unit + n_erase * f[T_ERASE]
                 if sus_on:  # the program/erase run (engine._write): erases first, then the units
                     if p_start - die[PE_END, pd] > FIT_SLACK * t_unit:
                         die[PE_START, pd] = p_start
@@ -543,6 +606,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                           + math.floor(sz / f[DRAM_BURST] / 2.0) / f[DRAM_RATE])
                 dram_free = max(h_ack, dram_free) + t_dram
                 h_ack = dram_free
+            a[PROGRAMS] += n_ops
             if eager:
                 done = h_ack
                 a[PROG_PAGES] += n_units - n_kept
@@ -599,18 +663,22 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     sc[WPTR], sc[WPARTIAL], sc[DS], sc[DN], sc[DRAW] = wptr, wpartial, ds, dn, draw
     sc[DRAM_FREE] = dram_free - now
     sc[MAP_TP], sc[MAP_END] = map_tp, map_end - now
+    for r in range(mg.shape[0]):  # the multi-plane state's start times
+        if r % (1 + MERGE_RING) != 0:
+            for d in range(mg.shape[1]):
+                mg[r, d] -= now
 
 
 @numba.njit(cache=True, parallel=True)
 def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, map_miss, wb_tpage,
-         wb_count, kept, lat, keep, C):
+         wb_count, kept, first_read, lat, keep, C, mg):
     for b in numba.prange(pf.shape[0]):
         x_c, first_c, last_c, end_c = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
         # the index as int64: Numba types a prange index int64 while it infers types and uint64 in the
         # parallel loop it lowers, and would compile _config, nearly all of the code, once for each
         _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,
-                last_c, end_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, kept, lat, keep,
-                np.int64(b), C)
+                last_c, end_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, kept, first_read,
+                lat, keep, np.int64(b), C, mg[b])
 
 
 # ------------------------------------------------------------------------------------------- host side
@@ -628,14 +696,21 @@ def pack_state(s: State) -> tuple[np.ndarray, ...]:
             np.stack([np.asarray(x, np.int64) for x in (s.tags, s.map_age, s.map_dirty)]))
 
 
+def pack_merge(s: State) -> np.ndarray:
+    """The multi-plane state (``State.merge``) as the loop's float64 array ``(Layout.merge_rows, D, B)``
+    (a fresh copy)."""
+    return np.array(s.merge, np.float64)
+
+
 def request_arrays(req: Requests) -> tuple[np.ndarray, ...]:
     """The chunk's requests as the loop reads them: op, off4k (int64), size, gap_s (float64), valid, and
     the entry cache's map_miss, wb_tpage (int64), wb_count (float64), and the pages kept in the buffer
-    (``kept``, int64 bit masks)."""
+    (``kept``) and the pages each read reads first (``first_read``), int64 bit masks."""
     return (np.asarray(req.op, np.int64), np.asarray(req.off4k, np.int64), np.asarray(req.size, np.float64),
             np.asarray(req.gap_s, np.float64), np.asarray(req.valid, np.bool_),
             np.asarray(req.map_miss, np.bool_), np.asarray(req.wb_tpage, np.int64),
-            np.asarray(req.wb_count, np.float64), np.asarray(req.kept, np.int64))
+            np.asarray(req.wb_count, np.float64), np.asarray(req.kept, np.int64),
+            np.asarray(req.first_read, np.int64))
 
 
 def new_sums(b: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -644,7 +719,7 @@ def new_sums(b: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.zeros((len(SUMS), b)), np.zeros((3, N_BINS, b), np.int32), np.zeros((d, b))
 
 
-def unpack(sc, die, chan, slots, tags, a, hist, busy, dt) -> tuple[State, Acc]:
+def unpack(sc, die, chan, slots, tags, a, hist, busy, mg, dt) -> tuple[State, Acc]:
     """The loop's arrays (configurations last, as :func:`pack_state` and :func:`new_sums` give them) as
     the engine's ``State`` and ``Acc`` in the dtype ``dt``."""
     c = lambda x, t=dt: np.ascontiguousarray(x, dtype=t)  # noqa: E731
@@ -658,12 +733,13 @@ def unpack(sc, die, chan, slots, tags, a, hist, busy, dt) -> tuple[State, Acc]:
         wptr=c(sc[WPTR], np.int32), wpartial=c(sc[WPARTIAL]), die_units=c(die[DIE_UNITS]), ds=c(sc[DS]),
         dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags[TAG], np.int32), map_age=c(tags[AGE], np.int32),
         map_dirty=c(tags[DIRTY], np.int32), map_tp=c(sc[MAP_TP], np.int32), map_end=c(sc[MAP_END]),
-        pe=PE(*(c(die[k]) for k in (PE_START, PE_END, ER_END, ER_LEN, T_OP))))
+        pe=PE(*(c(die[k]) for k in (PE_START, PE_END, ER_END, ER_LEN, T_OP))), merge=c(mg))
     acc = Acc(elapsed=c(a[ELAPSED]), elapsed_c=np.zeros(a.shape[1], dt), count=c(a[COUNT:COUNT + 3]),
               bytes=c(a[BYTES:BYTES + 3]), lat_sum=c(a[LAT:LAT + 3]), queue_sum=c(a[QUEUE_SUM]),
               hist=c(hist, np.int32), busy=c(busy), read_pages=c(a[READ_PAGES]), prog_pages=c(a[PROG_PAGES]),
               erases=c(a[ERASES]), map_misses=c(a[MAP_MISSES]), mode_bytes=c(a[MODE:MODE + 3]),
-              idle_folded=c(a[IDLE_FOLDED]), suspensions=c(a[SUSP:SUSP + 2]), map_writebacks=c(a[MAP_WBS]))
+              idle_folded=c(a[IDLE_FOLDED]), suspensions=c(a[SUSP:SUSP + 2]), map_writebacks=c(a[MAP_WBS]),
+              programs=c(a[PROGRAMS]))
     return state, acc
 
 
@@ -674,9 +750,9 @@ def run_chunk(pf: np.ndarray, s: State, req: Requests, lay: Layout,
     dt = np.asarray(s.ctrl_free).dtype
     b = pf.shape[0]
     first = [np.ascontiguousarray(np.moveaxis(x, -1, 0))
-             for x in (*pack_state(s), *new_sums(b, lay.ways * lay.channels))]
+             for x in (*pack_state(s), *new_sums(b, lay.ways * lay.channels), pack_merge(s))]
     n_req = np.shape(req.op)[0]
     lat = np.zeros((n_req, b) if keep_latency else (1, 1))
-    _run(pf, *first, *request_arrays(req), lat, keep_latency, lay.channels)
+    _run(pf, *first[:-1], *request_arrays(req), lat, keep_latency, lay.channels, first[-1])
     state, acc = unpack(*(np.moveaxis(x, 0, -1) for x in first), dt)
     return state, acc, (lat.astype(dt) if keep_latency else None)

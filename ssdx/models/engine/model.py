@@ -144,7 +144,7 @@ import jax.numpy as jnp
 from ssdx.core.stats import kahan_add, latency_bin
 from ssdx.models.booking import fluid_book
 from ssdx.models.engine.book import FIT_SLACK, book, pe_push, pick, shift, suspend
-from ssdx.models.engine.params import MAP_UNIT_BYTES, Layout
+from ssdx.models.engine.params import MAP_UNIT_BYTES, MERGE_RING, Layout
 from ssdx.models.engine.rewrites import MASK_PAGES
 from ssdx.models.engine.state import (
     OPS,
@@ -255,8 +255,16 @@ def _front(p: Plan, s: State, r: Requests) -> tuple[Front, State]:
         die_r=shift(s.die_r, issue), chan_free=s.chan_free - t, chan_r=s.chan_r - t,
         last_done=s.last_done - issue, ds=s.ds - fold_x, map_end=s.map_end - issue,
         pe=s.pe._replace(start=s.pe.start - t, end=s.pe.end - t, er_end=s.pe.er_end - t), dn=s.dn + fold_x,
-        draw=s.draw - (p.coef.bits - 1.0) * fold_x)
+        draw=s.draw - (p.coef.bits - 1.0) * fold_x, merge=_merge_shift(s.merge, issue))
     return f, rebased
+
+
+def _merge_shift(merge: jax.Array, issue: jax.Array) -> jax.Array:
+    """``State.merge`` rebased to ``issue``: its start times move, its page counts do not."""
+    if merge.shape[0] == 0:
+        return merge
+    ring = (jnp.arange(merge.shape[0]) % (1 + MERGE_RING) > 0)[:, None, None]
+    return merge - jnp.where(ring, issue[None, None], 0.0)
 
 
 def _push(rest: jax.Array, done: jax.Array) -> jax.Array:
@@ -611,6 +619,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
                    wptr=wptr, wpartial=wpartial, die_units=die_units, ds=ds, dn=dn, draw=draw, pe=pe,
                    **_latest_map_read(s, miss, look.tpage, m_in)),
         add=dict(busy=busy + p_dur, prog_pages=prog_pages, erases=jnp.sum(n_erase, axis=0),
+                 programs=jnp.sum(jnp.where(p.mask, ops, 0.0), axis=0),
                  map_misses=miss.astype(dt), mode_bytes=mode_bytes, suspensions=sus_m))
 
 

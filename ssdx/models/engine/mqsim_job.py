@@ -381,11 +381,13 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
 
 def flash_counts(sums: Mapping[str, np.ndarray]) -> dict[str, float]:
     """The drive's flash work over a scenario, in the terms of MQSim's ``SSDDevice.FTL`` statistics: NAND
-    pages read and programmed for host data, translation pages read (mapping-cache misses) and
+    pages read and programmed for host data, program commands (a multi-plane program counted once),
+    translation pages read (mapping-cache misses) and
     programmed (dirty translation pages written back), erases.  ``sums`` are the engine's summed
     accumulators of the scenario's one configuration (``replay.Result.extra["sums"]``)."""
     one = lambda k: float(np.asarray(sums[k]).reshape(-1)[0])  # noqa: E731
     return {"page_reads": one("read_pages"), "page_programs": one("prog_pages"),
+            "program_commands": one("programs"),
             "translation_reads": one("map_misses"), "translation_programs": one("map_writebacks"),
             "erases": one("erases")}
 

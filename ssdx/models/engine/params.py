@@ -83,6 +83,18 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   2018).  Computed on the host from the writes' arrival times (``ssdx.models.engine.rewrites``), so a
   closed loop, whose arrival times come out of the simulation, keeps nothing.  0 (default): every page
   written back.
+* ``plane_merge`` — ``eager``: a page program joins a program of another plane of the same die that is
+  booked and not yet started and has the same page number in its block, as one multi-plane program of
+  ``t_PROG`` (MQSim's transaction scheduler: ``TSU_Base::issue_command_to_chip`` gathers the queue's
+  transactions for the die of its first one, one a plane, of equal ``PageID``; Tavakkol et al., FAST 2018).
+  A page's plane and page number follow MQSim's static CWDP allocation: logical page ``g`` of die ``d``
+  (``g = d + n·dies``) is on plane ``(n div merge_dies) mod planes`` of the die's ``n mod merge_dies``-th
+  die and takes its plane's next page (pages programmed there, modulo the pages of a block, from a fresh
+  drive).  A die remembers the start of its latest :data:`MERGE_RING` programs a plane; a later partner is
+  not found.  Without it every page is its own program (the pages of one write on one die share
+  ``ceil(pages / planes)`` programs).  ``false`` (default).
+* ``merge_dies`` — ``plane_merge``: the dies of a chip one modelled die stands for (``mqsim.chip_as_die``):
+  a multi-plane program takes the planes of one of them.  1 (default).
 * ``cache_read`` — whether a die starts its next array read while the page it last read is still going
   out over the channel (``true``, default: the die moves the page into its cache register and frees its
   page register, ONFI's READ CACHE operations; Open NAND Flash Interface Specification, Read Cache
@@ -127,7 +139,8 @@ OPTIONAL: dict[str, Any] = {
     "buffer_dram_mts": 0.0, "buffer_dram_row_bytes": 8192.0, "buffer_dram_burst_bytes": 4.0,
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
     "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0, "map_read_bytes": 4096.0,
-    "cache_read": True, "cmd_us": None, "host_gb_s": None, "rewrite_window_s": 0.0}
+    "cache_read": True, "cmd_us": None, "host_gb_s": None, "rewrite_window_s": 0.0, "plane_merge": False,
+    "merge_dies": 1}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -160,6 +173,8 @@ RANGES: dict[str, Field] = table(
           doc="eager write-back: data in flight to flash before writes wait, KiB (0: a page per plane)"),
     Field("engine.rewrite_window_s", "s", 0.0, 1e6, optional=True, default=OPTIONAL["rewrite_window_s"],
           doc="eager write-back: a page written again within this window stays in the buffer, s (0: none)"),
+    Field("engine.merge_dies", "", 1.0, 8.0, optional=True, default=OPTIONAL["merge_dies"], integer=True,
+          doc="plane_merge: dies of a chip modelled as one die, of which a multi-plane program takes one"),
     Field("engine.map_entry_bytes", "B", 1.0, 64.0, optional=True, default=OPTIONAL["map_entry_bytes"],
           doc="bytes one cached mapping entry takes (map_cache = entries)"),
     Field("engine.map_read_bytes", "B", 1.0, 1 << 20, optional=True, default=OPTIONAL["map_read_bytes"],
@@ -207,6 +222,8 @@ class EngineParams:
     eager: Any  # engine.write_back: 0 gather, 1 eager (WRITE_BACKS)
     inflight_bytes: Any  # eager: written-back bytes in flight before writes wait (0: a page per plane)
     rewrite_window_s: Any  # eager: a page written again within this window is not written back (0: off)
+    plane_merge: Any  # eager: 1 where a page program joins a queued one of another plane (same page number)
+    merge_dies: Any  # plane_merge: the chip's dies one modelled die stands for
     map_entries: Any  # engine.map_cache = entries: the cache's capacity in entries (int32), else 0
     map_read_bytes: Any  # bytes a translation read moves over the channel
     hold_read: Any  # engine.cache_read false: 1, a read keeps its die until its data is out; else 0
@@ -238,6 +255,7 @@ class Layout(NamedTuple):
     map_entries: bool = True
     hold_read: bool = True
     rewrites: bool = True
+    merge_rows: int = 0
     read_gaps: int = READ_GAPS
 
 
@@ -280,6 +298,9 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     cr = _cache_read(cols)
     check_rule(cols, "engine.cache_read", np.isin(cr, [True, False, 0, 1]), "must be true or false", cr,
                report)
+    pm = _flag(cols, "plane_merge")
+    check_rule(cols, "engine.plane_merge", np.isin(pm, [True, False, 0, 1]), "must be true or false", pm,
+               report)
     sus = _suspension(cols)
     check_rule(cols, "engine.suspension", np.isin(sus, list(SUSPENSIONS)),
                f"must be one of {list(SUSPENSIONS)}", sus, report)
@@ -320,6 +341,35 @@ def _cache_read(cols: Mapping) -> np.ndarray:
     """``engine.cache_read`` of every configuration as given (``True`` where a batch leaves it out)."""
     n = len(np.atleast_1d(cols["engine.loop"]))
     return np.broadcast_to(np.asarray(cols.get("engine.cache_read", OPTIONAL["cache_read"]), object), (n,))
+
+
+def _flag(cols: Mapping, name: str) -> np.ndarray:
+    """A boolean ``engine.<name>`` of every configuration as given (its default where a batch leaves it
+    out)."""
+    n = len(np.atleast_1d(cols["engine.loop"]))
+    return np.broadcast_to(np.asarray(cols.get(f"engine.{name}", OPTIONAL[name]), object), (n,))
+
+
+#: program start times a modelled die remembers per plane for :func:`plane_merge` (its ring of the latest
+#: programs; a page finds a partner among the last this many programs of the other plane)
+MERGE_RING = 8
+
+
+def plane_merge(cols: Mapping) -> np.ndarray:
+    """1 where a page program joins a queued program of another plane (``engine.plane_merge``, with the
+    eager write-back), else 0."""
+    return (_flag(cols, "plane_merge").astype(bool) & (eager(cols) > 0)).astype(np.int32)
+
+
+def merge_rows(cols: Mapping) -> int:
+    """Rows of the multi-plane state a die keeps (``State.merge``): for each plane of each die it stands
+    for, the pages programmed there and the start times of its latest :data:`MERGE_RING` programs; 0 where
+    no configuration merges."""
+    on = plane_merge(cols) > 0
+    if not on.any():
+        return 0
+    planes = num(cols, "drive.planes_per_die")
+    return int((planes * _opt(cols, "engine.merge_dies"))[on].max()) * (1 + MERGE_RING)
 
 
 def hold_read(cols: Mapping) -> np.ndarray:
@@ -410,6 +460,7 @@ def layout(cols: Mapping) -> Layout:
         map_entries=bool(np.any(policy == 3)),
         hold_read=bool(np.any(hold_read(cols) > 0)),
         rewrites=bool(np.any((eager(cols) > 0) & (_opt(cols, "engine.rewrite_window_s") > 0))),
+        merge_rows=merge_rows(cols),
         read_gaps=READ_GAPS if out_of_order else 1,
     )
 
@@ -444,6 +495,8 @@ def build(cols: Mapping, dtype=np.float32,
         eager=c(eager(cols)),
         inflight_bytes=c(_opt(cols, "engine.inflight_kib") * 1024.0),
         rewrite_window_s=c(_opt(cols, "engine.rewrite_window_s")),
+        plane_merge=c(plane_merge(cols)),
+        merge_dies=c(_opt(cols, "engine.merge_dies")),
         map_entries=np.where(map_policy(cols) == 3, np.floor(num(cols, "engine.map_cache_mib") * MIB
                                                              / _opt(cols, "engine.map_entry_bytes")),
                              0).astype(np.int32),

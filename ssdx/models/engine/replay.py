@@ -126,6 +126,10 @@ def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None =
             bind(pf[:1])(first(s), first(req), lay, keep_latency)
 
         return Runner(fn, backend, warm), p, state, n
+    if lay.merge_rows:
+        raise ConfigError("engine.plane_merge", True,
+                          "runs on the per-configuration loop only: set engine.backend to cpu (or cuda on a "
+                          "GPU)")
     devs = list(jax.local_devices() if devices is None else devices)[:n]
     mesh = Mesh(np.array(devs), ("c",)) if len(devs) > 1 else None
     plan_f, init_f, run_f = compiled(lay, keep_latency, mesh)
@@ -159,7 +163,10 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
         host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
         cache = entries.for_batch(host(eng.map_entries), host(p.cap_4k), host(p.page_4k),
                                   host(p.tpage_4k))
-    kept = None
+    kept = fresh = None
+    if lay.merge_rows:  # engine.plane_merge: the pages each read reads first (engine.rewrites)
+        host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
+        fresh = rewrites.first_reads_for_batch(host(p.plane_merge), host(p.cap_4k), host(p.page_4k))
     if lay.rewrites:  # engine.rewrite_window_s: one host window for the batch (engine.rewrites)
         host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
         kept = rewrites.for_batch(host(eng.rewrite_window_s), host(eng.eager), host(eng.time_scale),
@@ -184,7 +191,8 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
             if first_t is None and not np.isnan(chunk.time_s[lo]):
                 first_t = float(chunk.time_s[lo])
             req, prev_t = engine.requests(chunk.op[sl], chunk.offset[sl], chunk.size[sl], chunk.time_s[sl],
-                                          prev_t, chunk_len, dtype, cache=cache, rewrites=kept)
+                                          prev_t, chunk_len, dtype, cache=cache, rewrites=kept,
+                                          first_reads=fresh)
             if not compile_s:
                 compile_s = run_f.compile(p, state, req)
             t0 = time.perf_counter()

@@ -104,3 +104,61 @@ def for_batch(window: np.ndarray, eager: np.ndarray, time_scale: np.ndarray, cap
                           "are computed once for the batch)")
     (w, ts, c4k, p4k), = keys
     return Rewrites(w, ts, c4k, p4k)
+
+
+@numba.njit(cache=True)
+def _first(seen, op, off4k, size, valid, page_4k, cap_4k, out):
+    """Mark the pages the requests touch in ``seen`` (a typed dict page -> 1); a read's pages touched for
+    the first time set their bits in ``out``."""
+    n_lpn = (cap_4k + page_4k - 1) // page_4k
+    for i in range(op.shape[0]):
+        out[i] = 0
+        if not valid[i] or op[i] > WRITE:
+            continue
+        o4 = off4k[i] % cap_4k
+        first = o4 // page_4k
+        in_page = (o4 % page_4k) * 4096
+        k = max((in_page + size[i] + page_4k * 4096 - 1) // (page_4k * 4096), 1)
+        for j in range(k):
+            lpn = (first + j) % n_lpn
+            if lpn not in seen:
+                seen[lpn] = 1
+                if op[i] != WRITE and j < MASK_PAGES:
+                    out[i] |= np.int32(1) << np.int32(j)
+
+
+class FirstReads:
+    """The logical pages a batch's stream has touched (host state carried from chunk to chunk), for
+    ``engine.plane_merge``: MQSim gives a page read before it was ever written a physical page at once, the
+    next page of its plane (``Address_Mapping_Unit_Page_Level::online_create_entry_for_reads``, which calls
+    the block manager's ``Allocate_block_and_page_in_plane_for_user_write``), so such reads move the
+    planes' page numbers as writes do.  The drive's user capacity ``cap_4k`` and page ``page_4k`` in 4 KiB
+    units."""
+
+    def __init__(self, cap_4k: int, page_4k: int):
+        self.cap_4k, self.page_4k = int(cap_4k), int(page_4k)
+        self.seen = numba.typed.Dict.empty(numba.types.int64, numba.types.int64)
+
+    def first(self, op: np.ndarray, off4k: np.ndarray, size: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """Advance over one chunk of requests; each read's mask of pages read for the first time (int32;
+        bit ``j``: its ``j``-th page, :data:`MASK_PAGES` of them)."""
+        out = np.zeros(len(op), np.int32)
+        if len(op):
+            _first(self.seen, np.asarray(op, np.int64), np.asarray(off4k, np.int64),
+                   np.asarray(size, np.int64), np.asarray(valid, np.bool_), self.page_4k, self.cap_4k, out)
+        return out
+
+
+def first_reads_for_batch(merge: np.ndarray, cap_4k: np.ndarray, page_4k: np.ndarray) -> FirstReads | None:
+    """The touched pages shared by the configurations of a batch that merge programs (``merge`` > 0), or
+    None where none does; refuses a batch whose such configurations differ in logical geometry."""
+    on = np.asarray(merge) > 0.5
+    if not on.any():
+        return None
+    keys = {(int(c), int(p)) for c, p in zip(np.asarray(cap_4k)[on], np.asarray(page_4k)[on])}
+    if len(keys) > 1:
+        raise ConfigError("engine.plane_merge", True,
+                          "the configurations of one batch that merge programs must share the user capacity "
+                          "and the page size (the pages read first are computed once for the batch)")
+    (c4k, p4k), = keys
+    return FirstReads(c4k, p4k)

@@ -18,7 +18,14 @@ import numpy as np
 from ssdx.core.stats import N_BINS, percentile_from_hist
 from ssdx.models.engine import entries
 from ssdx.models.engine import rewrites as rewrites_mod
-from ssdx.models.engine.params import MAP_ENTRY_BYTES, MAP_UNIT_BYTES, EngineParams, Layout, suspend_on
+from ssdx.models.engine.params import (
+    MAP_ENTRY_BYTES,
+    MAP_UNIT_BYTES,
+    MERGE_RING,
+    EngineParams,
+    Layout,
+    suspend_on,
+)
 from ssdx.models.fluid import model as fluid
 from ssdx.params import Drive, Workload
 
@@ -35,7 +42,8 @@ class Requests(NamedTuple):
     host: ``ssdx.models.engine.entries``): ``map_miss``, ``wb_tpage`` (first translation page written
     back, -1 none), ``wb_count`` (translation pages written back); ``kept``, a write's pages kept in the
     write buffer and not written back (bit ``j``: its ``j``-th page; ``engine.rewrite_window_s``, computed
-    on the host: ``ssdx.models.engine.rewrites``)."""
+    on the host: ``ssdx.models.engine.rewrites``); ``first_read``, a read's pages read for the first time
+    (bit ``j``: its ``j``-th page; ``engine.plane_merge``, ``rewrites.FirstReads``)."""
 
     op: jax.Array
     off4k: jax.Array
@@ -46,6 +54,7 @@ class Requests(NamedTuple):
     wb_tpage: jax.Array
     wb_count: jax.Array
     kept: jax.Array
+    first_read: jax.Array
 
 
 class Plan(NamedTuple):
@@ -101,6 +110,8 @@ class Plan(NamedTuple):
     eager: jax.Array  # engine.write_back = eager: each logical page programmed at once on its die
     inflight_bytes: jax.Array  # eager: written-back bytes in flight before a write waits
     rewrites: jax.Array  # eager, rewrite_window_s > 0: a write's kept pages (Requests.kept) stay buffered
+    plane_merge: jax.Array  # eager, engine.plane_merge: page programs join queued ones of other planes
+    merge_dies: jax.Array  # plane_merge: dies a modelled die stands for (engine.merge_dies)
     map_entries: jax.Array  # engine.map_cache = entries: misses and write-backs come with the requests
     t_map_xfer: jax.Array  # channel time of a translation read's bytes (engine.map_read_bytes)
     hold_read: jax.Array  # engine.cache_read false: a read keeps its die until its data is out
@@ -157,6 +168,8 @@ class State(NamedTuple):
     map_tp: jax.Array  # int32: translation page of the latest translation read (-1: none yet)
     map_end: jax.Array  # when that read's entries reach the controller (-inf: none yet)
     pe: PE  # (D,) the program/erase run of each die (read suspension, engine_book.suspend)
+    merge: jax.Array  # (Layout.merge_rows, D) engine.plane_merge: per plane of each die it stands for, the
+    # pages programmed there, then the start times of its latest MERGE_RING programs (-inf: none)
 
 
 class Acc(NamedTuple):
@@ -178,6 +191,7 @@ class Acc(NamedTuple):
     idle_folded: jax.Array
     suspensions: jax.Array  # (2,) reads (data or translation) that suspended a program / an erase
     map_writebacks: jax.Array  # dirty translation pages written back on eviction
+    programs: jax.Array  # program commands of host data (a multi-plane program counted once)
 
 
 def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Plan:
@@ -230,6 +244,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         inflight_bytes=jnp.where(eng.inflight_bytes > 0, eng.inflight_bytes,
                                  drive.dies * drive.planes_per_die * nand.page_bytes),
         rewrites=(eng.eager > 0.5) & (eng.rewrite_window_s > 0),
+        plane_merge=eng.plane_merge > 0.5, merge_dies=eng.merge_dies,
     )
 
 
@@ -257,7 +272,15 @@ def init(p: Plan, lay: Layout) -> State:
                  map_age=jnp.full((lay.map_sets,) + z.shape, -1, jnp.int32),
                  map_dirty=jnp.zeros((lay.map_sets,) + z.shape, jnp.int32),
                  map_tp=jnp.full(z.shape, -1, jnp.int32), map_end=jnp.full(z.shape, -jnp.inf, z.dtype),
-                 pe=PE(dies, dies, dies, dies, dies))
+                 pe=PE(dies, dies, dies, dies, dies), merge=merge_init(lay, dies))
+
+
+def merge_init(lay: Layout, dies: jax.Array) -> jax.Array:
+    """The multi-plane state of a fresh drive (``State.merge``, ``(Layout.merge_rows,) + dies.shape``): no
+    page programmed on any plane, no program remembered."""
+    ring = (jnp.arange(lay.merge_rows) % (1 + MERGE_RING)) > 0
+    return jnp.where(ring.reshape((-1,) + (1,) * dies.ndim), -jnp.inf,
+                     jnp.zeros((lay.merge_rows,) + dies.shape, dies.dtype))
 
 
 def zero_acc(p: Plan, lay: Layout) -> Acc:
@@ -267,20 +290,23 @@ def zero_acc(p: Plan, lay: Layout) -> Acc:
     return Acc(elapsed=z, elapsed_c=z, count=three, bytes=three, lat_sum=three, queue_sum=z,
                hist=jnp.zeros((3, N_BINS) + z.shape, jnp.int32), busy=jnp.zeros(p.mask.shape, z.dtype),
                read_pages=z, prog_pages=z, erases=z, map_misses=z, mode_bytes=three, idle_folded=z,
-               suspensions=jnp.zeros((2,) + z.shape, z.dtype), map_writebacks=z)
+               suspensions=jnp.zeros((2,) + z.shape, z.dtype), map_writebacks=z,
+               programs=z)
 
 
 def requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray, time_s: np.ndarray | None,
              prev_time_s: float | None, length: int, dtype=np.float32,
              cache: entries.EntryCache | None = None,
-             rewrites: rewrites_mod.Rewrites | None = None) -> tuple[Requests, float | None]:
+             rewrites: rewrites_mod.Rewrites | None = None,
+             first_reads: rewrites_mod.FirstReads | None = None) -> tuple[Requests, float | None]:
     """Host arrays of one chunk padded to ``length``; returns them and the chunk's last arrival time.
 
     Offsets become 4 KiB units modulo 2^31 (each drive wraps them to its capacity); gaps are taken in
     float64 from the previous chunk's last time, so a long trace keeps its resolution.  ``cache``: the
     batch's entry cache (``entries.for_batch``), advanced over the chunk for its per-request events;
     ``rewrites``: the batch's rewrite window (``rewrites.for_batch``), advanced over the chunk for the pages
-    each write keeps in the buffer (before the entry cache: a kept page is not looked up)."""
+    each write keeps in the buffer (before the entry cache: a kept page is not looked up); ``first_reads``:
+    the batch's touched pages (``rewrites.first_reads_for_batch``), for the pages each read reads first."""
     n = len(op)
     if n > length:
         raise ValueError(f"chunk of {n} requests exceeds the padded length {length}")
@@ -298,13 +324,15 @@ def requests(op: np.ndarray, offset: np.ndarray, size: np.ndarray, time_s: np.nd
     off4k = (np.asarray(offset, np.int64) // MAP_UNIT_BYTES % (1 << 31)).astype(np.int32)
     kept = (np.zeros(n, np.int32) if rewrites is None else
             rewrites.kept(op, off4k, np.asarray(size), np.ones(n, bool), t if timed else None))
+    fresh = (np.zeros(n, np.int32) if first_reads is None else
+             first_reads.first(op, off4k, np.asarray(size), np.ones(n, bool)))
     ev = entries.no_events(n) if cache is None else cache.events(op, off4k, np.asarray(size),
                                                                  np.ones(n, bool), kept)
     return Requests(
         op=f(op, TRIM), off4k=f(off4k, 0), size=f(np.asarray(size, dtype), 0),
         gap_s=f(np.maximum(gap, 0.0).astype(dtype), 0), valid=f(np.ones(n, bool), False),
         map_miss=f(ev.miss, False), wb_tpage=f(ev.wb_tpage, -1), wb_count=f(ev.wb_count.astype(dtype), 0),
-        kept=f(kept, 0),
+        kept=f(kept, 0), first_read=f(fresh, 0),
     ), last
 
 
