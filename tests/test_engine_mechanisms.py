@@ -715,9 +715,40 @@ def test_a_page_read_before_it_was_written_takes_its_planes_next_page_number():
         assert float(acc.programs[0]) == programs
 
 
-def test_plane_merging_runs_on_the_loop_and_the_jax_back_end_refuses_it():
-    from ssdx.models.engine import backends
-
-    assert backends.select({"backend": "auto", "plane_merge": True}) in ("cpu", "cuda")
-    with pytest.raises(ConfigError, match="engine.backend.*plane_merge"):
-        backends.select({"backend": "jax", "plane_merge": True})
+def test_both_back_ends_merge_planes_and_keep_rewrites_alike():
+    # MQSim's write-back on a loaded mixed stream over 3,000 logical pages (16 KiB pages, 4 planes):
+    # reads of pages never written, rewrites within the window, writes of 1 to 64 pages (two a die on 32
+    # dies) joining queued programs; a configuration without either option beside; the JAX step and the
+    # CPU loop agree
+    rng = np.random.default_rng(17)
+    n = 1500
+    ops = (rng.random(n) < 0.6).astype(np.int64)
+    offs = rng.integers(0, 3000, n) * 16384 + rng.choice([0, 4096], n)
+    sizes = rng.choice([4096, 16384, 65536, 131072, 1 << 20], n, p=[0.4, 0.3, 0.15, 0.1, 0.05])
+    times = np.cumsum(rng.exponential(15e-6, n))
+    base = {"write_back": "eager", "inflight_kib": 512}
+    drive = presets.drive("aldrin_pro_2tb")
+    mqsim = base | {"plane_merge": True, "rewrite_window_s": 1.0, "merge_dies": 2}
+    rows = [params.columns_from_config(drive, WORK) | engine_params.columns(ENGINE | x)
+            for x in (mqsim, base)]
+    d, w, e, lay = engine_params.build(params.concat_columns(rows), dtype=np.float64)
+    with x64():
+        p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, lay))
+        kept = rewrites.for_batch(np.asarray(e.rewrite_window_s), np.asarray(e.eager),
+                                  np.asarray(e.time_scale), p.cap_4k, p.page_4k)
+        first = rewrites.first_reads_for_batch(p.plane_merge, p.cap_4k, p.page_4k)
+        req, _ = engine.requests(ops, offs, sizes, times, None, _length(n), np.float64, rewrites=kept,
+                                 first_reads=first)
+        s0 = engine.init(p, lay)
+        s1, acc, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, s0, req, lay, True)
+        np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+        s1_c, acc_c, lat_c = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
+                                                  np_tree(req), lay, True)
+    np.testing.assert_allclose(lat_c[:n], np.asarray(lat)[:n], rtol=1e-12, atol=1e-15)
+    for k in ("programs", "prog_pages", "busy", "lat_sum", "map_misses"):
+        np.testing.assert_allclose(getattr(acc_c, k), np.asarray(getattr(acc, k)), rtol=1e-12, atol=1e-15,
+                                   err_msg=k)
+    np.testing.assert_allclose(s1_c.merge, np.asarray(s1.merge), rtol=1e-12, atol=1e-12)
+    programs, pages = np.asarray(acc.programs), np.asarray(acc.prog_pages)
+    assert programs[0] < pages[0] < pages[1]  # joined programs, kept rewrites
+    assert np.asarray(req.first_read)[:n].any()  # pages read before written moved the planes

@@ -10,9 +10,7 @@ depends on the hardware, so it is resolved at run time, outside the parameter mo
 * ``cuda`` — that loop as a CUDA kernel, one GPU thread per configuration (``ssdx.models.engine.cuda``);
   refused, naming what is missing, when Numba sees no usable GPU;
 * ``auto`` — ``cpu`` when JAX's default device is a CPU and Numba is installed, else ``jax``.  ``auto`` does
-  not pick ``cuda`` for its speed (not measured against ``jax`` on a GPU), only for a mechanism that the
-  loop alone has: ``engine.plane_merge`` (``ssdx.models.engine.params``) runs on ``cuda`` where a GPU is
-  usable, else on ``cpu``, and ``jax`` refuses it.
+  not pick ``cuda``: its speed on a GPU has not been measured against ``jax``.
 """
 
 from __future__ import annotations
@@ -41,12 +39,6 @@ def select(engine: Mapping[str, Any]) -> str:
     ``ssdx.models.engine.params.BACKENDS`` or an unavailable ``cuda`` raises
     :class:`~ssdx.params.ConfigError`."""
     value = backend_name(engine)
-    loop_only = bool(engine.get("plane_merge", False))
-    if value == "jax" and loop_only:
-        raise ConfigError("engine.backend", value, "engine.plane_merge runs on the per-configuration loop "
-                          "only: use auto, cpu or cuda")
-    if value == "auto" and loop_only:
-        return "cuda" if cuda_unavailable() is None else "cpu"
     if value == "cuda":
         why = cuda_unavailable()
         if why is not None:

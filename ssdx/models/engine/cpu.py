@@ -579,6 +579,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                         t += n_dies
                 n_ops += ops
                 p_dur = ops * t_unit + n_erase * f[T_ERASE]
+                if p_dur == 0.0:  # every page joined a queued program: no die time
+                    continue
                 if sus_on:  # the program/erase run (engine._write): erases first, then the units
                     if p_start - die[PE_END, pd] > FIT_SLACK * t_unit:
                         die[PE_START, pd] = p_start

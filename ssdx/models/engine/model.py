@@ -201,6 +201,97 @@ def _kept_per_die(p: Plan, start: jax.Array, k: jax.Array, kept: jax.Array) -> j
     return jnp.where(p.mask, jnp.sum(jnp.where(on, bit[:, None], 0), axis=0), 0)
 
 
+def _deal_place(p: Plan, start: jax.Array) -> jax.Array:
+    """Each die position's place in a deal of pages starting at die ``start``, ``(D, B)`` int32."""
+    r = p.die_id - start[None]
+    return jnp.where(r < 0, r + p.n_dies[None], r)
+
+
+def _row(merge: jax.Array, row: jax.Array) -> jax.Array:
+    """``merge[row[d, b], d, b]`` for a row index per die position (``State.merge``)."""
+    return jnp.take_along_axis(merge, row[None].astype(jnp.int32), axis=0)[0]
+
+
+def _set_row(merge: jax.Array, row: jax.Array, value: jax.Array, on: jax.Array) -> jax.Array:
+    """``merge`` with ``merge[row[d, b], d, b] = value[d, b]`` where ``on``."""
+    rows = jnp.arange(merge.shape[0])[:, None, None]
+    return jnp.where((rows == row[None]) & on[None], value[None], merge)
+
+
+def _plane_slot(p: Plan, n: jax.Array) -> jax.Array:
+    """The first ``State.merge`` row of the plane that the ``n``-th page dealt to a die lies on (plane
+    ``(n div merge_dies) mod planes`` of the die's ``n mod merge_dies``-th die: MQSim's CWDP)."""
+    sub = p.merge_dies.astype(jnp.int32)[None]
+    planes = p.planes.astype(jnp.int32)[None]
+    return (jnp.mod(n, sub) * planes + jnp.mod(n // sub, planes)) * (1 + MERGE_RING)
+
+
+def _allocate_reads(p: Plan, lay: Layout, merge: jax.Array, off4k: jax.Array, k: jax.Array,
+                    first: jax.Array) -> jax.Array:
+    """``engine.plane_merge``: a read's pages read before they were ever written (``Requests.first_read``)
+    each take their plane's next page number, as MQSim places them (``cpu._allocate``)."""
+    page0 = off4k // p.page_4k
+    place = _deal_place(p, jnp.mod(page0, p.n_dies))
+    bits = jnp.where(p.plane_merge, first, 0)
+    lim = jnp.minimum(k, MASK_PAGES)
+
+    def body(i, m):
+        t = place + i * p.n_dies[None]
+        on = p.mask & (t < lim[None]) & (((bits[None] >> jnp.minimum(t, MASK_PAGES - 1)) & 1) > 0)
+        row = _plane_slot(p, (page0[None] + t) // p.n_dies[None])
+        return _set_row(m, row, _row(m, row) + 1.0, on)
+
+    rounds = (MASK_PAGES + lay.ways * lay.channels - 1) // (lay.ways * lay.channels)
+    rounds = jnp.minimum(rounds, jnp.max((lim + p.n_dies - 1) // p.n_dies))
+    return jax.lax.fori_loop(0, rounds, body, merge)
+
+
+def _merge_programs(p: Plan, lay: Layout, merge: jax.Array, off4k: jax.Array, k: jax.Array,
+                    kept: jax.Array, t0: jax.Array, t_unit: jax.Array, ready: jax.Array):
+    """``engine.plane_merge`` (``cpu._merge_page``, page by page in the order of the write's pages): each
+    page the write programs on a die joins a program of another plane of that die with its page number that
+    starts at ``ready`` or later, or is a program of its own after the die's earlier ones from ``t0``.
+    Returns the programs each die position runs, ``(D, B)``, and the new ``State.merge``."""
+    ring = MERGE_RING
+    page0 = off4k // p.page_4k
+    place = _deal_place(p, jnp.mod(page0, p.n_dies))
+    n_slots = lay.merge_rows // (1 + ring)
+    ppb = p.units_per_block[None]
+
+    def body(carry):
+        i, m, ops = carry
+        t = place + i * p.n_dies[None]
+        kept_t = (t < MASK_PAGES) & (((kept[None] >> jnp.minimum(t, MASK_PAGES - 1)) & 1) > 0)
+        on = p.mask & p.plane_merge[None] & (t < k[None]) & ~kept_t
+        n = (page0[None] + t) // p.n_dies[None]
+        base = _plane_slot(p, n)
+        a_new = _row(m, base)
+        m = _set_row(m, base, a_new + 1.0, on)
+        q_ = jnp.mod(n // p.merge_dies.astype(jnp.int32)[None], p.planes.astype(jnp.int32)[None])
+        sub0 = base - q_ * (1 + ring)  # the first plane's row of the same die
+        found = jnp.zeros_like(on)
+        st_found = jnp.zeros_like(t0)
+        for q2 in range(n_slots):
+            b2 = sub0 + q2 * (1 + ring)
+            ok = on & (q2 != q_) & (q2 < p.planes[None])
+            f2 = _row(m, jnp.where(ok, b2, 0))
+            a2 = f2 - 1.0 - jnp.mod(f2 - 1.0 - a_new, ppb)
+            ok = ok & (a2 >= 0) & (f2 - a2 <= ring)
+            st = _row(m, jnp.where(ok, b2 + 1 + jnp.mod(a2, ring).astype(jnp.int32), 0))
+            hit = ok & ~found & (st >= ready)
+            st_found = jnp.where(hit, st, st_found)
+            found = found | hit
+        start = jnp.where(found, st_found, t0 + ops * t_unit[None])
+        m = _set_row(m, base + 1 + jnp.mod(a_new, ring).astype(jnp.int32), start, on)
+        return i + 1, m, ops + (on & ~found).astype(ops.dtype)
+
+    def more(carry):
+        return jnp.any(carry[0] * p.n_dies < k)
+
+    _, merge, ops = jax.lax.while_loop(more, body, (jnp.int32(0), merge, jnp.zeros_like(t0)))
+    return ops, merge
+
+
 def _page_count(p: Plan, off4k: jax.Array, size: jax.Array) -> jax.Array:
     """The NAND pages (int32, at least 1) a request at ``off4k`` of ``size`` bytes touches."""
     in_page = (jnp.mod(off4k, p.page_4k) * MAP_UNIT_BYTES).astype(size.dtype)
@@ -480,6 +571,7 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look, die
     q_map = jnp.where(miss, m_start - f.t_cmd, jnp.where(inflight, s.map_end - f.t_cmd, 0.0))
 
     k, n_d = _pages(p, off4k, size)
+    merge = _allocate_reads(p, lay, s.merge, off4k, k, r.first_read) if lay.merge_rows else s.merge
     active = n_d > 0
     n_f = n_d.astype(dt)
     dur = jnp.ceil(n_f / p.planes[None]) * p.t_read[None]
@@ -511,7 +603,7 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look, die
                    pe=_push_runs(p, lay, pe, active, r_start, dur),
                    chan_r=jnp.where(act_c, chan_r_new, s.chan_r),
                    chan_free=jnp.where(act_c, jnp.maximum(s.chan_free, c_start) + x_c, s.chan_free),
-                   link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx, tx_new),
+                   link_tx=tx_new, link_rx=jnp.where(p.duplex, s.link_rx, tx_new), merge=merge,
                    **_latest_map_read(s, miss, tpage, m_in)),
         add=dict(busy=busy + jnp.where(active, dur, 0.0), read_pages=jnp.sum(n_f, axis=0),
                  map_misses=miss.astype(dt),
@@ -557,6 +649,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         e = p.eager
         k, n_d = _pages(p, look.off4k, size)
         n_written = k
+        kept = jnp.zeros_like(r.kept)
         if lay.rewrites:  # the pages kept in the buffer (engine.rewrite_window_s) are not written back
             kept = jnp.where(p.rewrites, r.kept, 0)
             kept_d = _kept_per_die(p, jnp.mod(look.off4k // p.page_4k, p.n_dies), k, kept)
@@ -574,18 +667,31 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
     upb = p.units_per_block[None]
     n_erase = jnp.floor(die_units / upb) - jnp.floor(s.die_units / upb)
     p_start = jnp.maximum(_by_channel(die_free, lay), w_cend[None]).reshape(die_free.shape)
+    merge = s.merge
+    if lay.merge_rows:
+        # engine.plane_merge: a page joins a program of another plane still queued when the back pressure
+        # (below) lets it into the flash queue (the backlog before this write's programs, plus them)
+        n_dies_f = p.n_dies.astype(dt)
+        backlog0 = jnp.sum(jnp.where(p.mask, jnp.maximum(die_free, 0.0), 0.0), axis=0)
+        adm = jnp.maximum(h_end, (backlog0 + n_written.astype(dt) * t_unit) / n_dies_f
+                          - p.inflight_bytes * t_unit / (n_dies_f * size / k.astype(dt)))
+        w_cend_d = jnp.broadcast_to(w_cend[None], (lay.ways,) + w_cend.shape).reshape(die_free.shape)
+        m_ops, merge = _merge_programs(p, lay, s.merge, look.off4k, k, kept,
+                                       p_start + n_erase * p.t_erase[None], t_unit,
+                                       jnp.maximum(w_cend_d, adm[None]))
+        ops = jnp.where(p.plane_merge[None], m_ops, ops)
     p_dur = ops * t_unit[None] + n_erase * p.t_erase[None]
     # the program/erase run (suspend): the erases first (they free the block the units go to), then the
     # units; a run that starts after the die's backlog has ended (by more than rounding) starts a new run
     if lay.suspension:
-        on = (ops > 0) & p.suspend_on[None]
+        on = (p_dur > 0) & p.suspend_on[None]
         er_len = n_erase * p.t_erase[None]
         pe = PE(start=jnp.where(on & (p_start - pe.end > FIT_SLACK * t_unit[None]), p_start, pe.start),
                 end=jnp.where(on, p_start + p_dur, pe.end),
                 er_end=jnp.where(on & (n_erase > 0), p_start + er_len, pe.er_end),
                 er_len=jnp.where(on & (n_erase > 0), er_len, pe.er_len),
                 t_op=jnp.where(on, jnp.broadcast_to(t_unit[None], on.shape), pe.t_op))
-    die_free = jnp.where(ops > 0, p_start + p_dur, die_free)
+    die_free = jnp.where(p_dur > 0, p_start + p_dur, die_free)
     backlog_end = _max_free(p, die_free)
     drain = p.n_dies.astype(dt) * p.unit_bytes / t_unit
     admit = h_end
@@ -617,7 +723,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
                    dram_free=jnp.where(dram_on, dram_new, s.dram_free),
                    link_rx=rx_new, link_tx=jnp.where(p.duplex, s.link_tx, rx_new),
                    wptr=wptr, wpartial=wpartial, die_units=die_units, ds=ds, dn=dn, draw=draw, pe=pe,
-                   **_latest_map_read(s, miss, look.tpage, m_in)),
+                   merge=merge, **_latest_map_read(s, miss, look.tpage, m_in)),
         add=dict(busy=busy + p_dur, prog_pages=prog_pages, erases=jnp.sum(n_erase, axis=0),
                  programs=jnp.sum(jnp.where(p.mask, ops, 0.0), axis=0),
                  map_misses=miss.astype(dt), mode_bytes=mode_bytes, suspensions=sus_m))

@@ -126,10 +126,6 @@ def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None =
             bind(pf[:1])(first(s), first(req), lay, keep_latency)
 
         return Runner(fn, backend, warm), p, state, n
-    if lay.merge_rows:
-        raise ConfigError("engine.plane_merge", True,
-                          "runs on the per-configuration loop only: set engine.backend to cpu (or cuda on a "
-                          "GPU)")
     devs = list(jax.local_devices() if devices is None else devices)[:n]
     mesh = Mesh(np.array(devs), ("c",)) if len(devs) > 1 else None
     plan_f, init_f, run_f = compiled(lay, keep_latency, mesh)
