@@ -493,12 +493,15 @@ def parse_ftl(path: Path) -> dict[str, float | None]:
 
 def flash_per_request(ftl: dict[str, Any], requests: int, planes: int) -> dict[str, float | None]:
     """MQSim's counters as flash work per host request: pages programmed (a multi-plane program counted
-    as ``planes`` pages, an upper bound), translation pages read and programmed."""
+    as ``planes`` pages, an upper bound), program commands of host data (a multi-plane program counted
+    once), translation pages read and programmed."""
     if not ftl or not requests:
         return {}
     g = lambda k: ftl.get(k) or 0.0  # noqa: E731
     programs = g("Issued_Flash_Program_CMD") + planes * g("Issued_Flash_Multiplane_Program_CMD")
+    commands = g("Issued_Flash_Program_CMD") + g("Issued_Flash_Multiplane_Program_CMD")
     return {"page_programs": (programs - g("Issued_Flash_Program_CMD_For_Mapping")) / requests,
+            "program_commands": (commands - g("Issued_Flash_Program_CMD_For_Mapping")) / requests,
             "translation_reads": g("Issued_Flash_Read_CMD_For_Mapping") / requests,
             "translation_programs": g("Issued_Flash_Program_CMD_For_Mapping") / requests}
 
@@ -908,7 +911,7 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "",
         rows[name] = {
             "flash_per_request": {
                 "mqsim": flash_per_request(rec["mqsim"].get("ftl", {}), n_m, d["Plane_No_Per_Die"]),
-                "ssdx": {k: fl_s[k] / n_s for k in ("page_programs", "translation_reads",
+                "ssdx": {k: fl_s[k] / n_s for k in ("page_programs", "program_commands", "translation_reads",
                                                     "translation_programs") if k in fl_s and n_s}},
             "mqsim": {"iops": m["IOPS"], "mean_us": m_mean, "p99_us": None},
             "ssdx": {"iops": f.get("iops"), "mean_us": f.get("device_response_time_us"),
@@ -1033,16 +1036,16 @@ def table_md(rows: dict[str, Any]) -> str:
             f"{_f(c['ssdx'], '.2f')} | "
             f"{_f(c['ratio_ssdx_over_mqsim'], '.2f')} |")
     lines += ["", "Flash work per host request (MQSim: its `SSDDevice.FTL` counters, a multi-plane program "
-              "counted as one page per plane; ssdx: `summary.json` `flash`):", "",
-              "| case | page programs MQSim | ssdx | translation reads MQSim | ssdx | translation programs "
-              "MQSim | ssdx |", "|---|---:|---:|---:|---:|---:|---:|"]
+              "counted as one page per plane and as one program command; ssdx: `summary.json` `flash`):", "",
+              "| case | page programs MQSim | ssdx | program commands MQSim | ssdx | translation reads MQSim "
+              "| ssdx | translation programs MQSim | ssdx |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for k, r in rows.items():
         fm, fs = (r.get("flash_per_request") or {}).get("mqsim") or {}, \
             (r.get("flash_per_request") or {}).get("ssdx") or {}
         if "error" in r or not (fm or fs):
             continue
         cells = [f"{_f(fm.get(x), '.3f')} | {_f(fs.get(x), '.3f')}"
-                 for x in ("page_programs", "translation_reads", "translation_programs")]
+                 for x in ("page_programs", "program_commands", "translation_reads", "translation_programs")]
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -93,6 +93,7 @@ def test_mqsim_flash_counters_per_request(tmp_path: Path) -> None:
     assert ftl["Issued_Flash_Program_CMD"] == 34952 and ftl["Issued_Flash_Erase_CMD"] is None
     per = xv.flash_per_request(ftl, 37594, planes=2)
     assert per["page_programs"] == pytest.approx(37584 / 37594)
+    assert per["program_commands"] == pytest.approx((34952 + 1316) / 37594)  # a multi-plane program once
     assert per["translation_reads"] == pytest.approx(37575 / 37594) and per["translation_programs"] == 0.0
     assert xv.flash_per_request({}, 10, 2) == {}
 

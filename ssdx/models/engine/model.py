@@ -57,8 +57,15 @@ change to the model must be made in both; ``tests/test_engine_cpu.py`` compares 
    page a write touches is sent to flash at once instead, on the die of its logical address (the pages
    of one die in ``ceil(n_d / planes)`` programs), as MQSim's data cache managers write back data not
    written in the last second (``write_to_destage_buffer``; Tavakkol et al., FAST 2018): a 4 KiB write
-   then costs a whole page program.  Not modelled: the one-second filter under which MQSim keeps a page
-   rewritten within the second in its cache (every write is written back).
+   then costs a whole page program.  With ``engine.rewrite_window_s`` a page written again within the
+   current window is kept in the buffer instead (``Requests.kept``, computed on the host from the
+   arrival times: ``ssdx.models.engine.rewrites``), MQSim's one-second filter.  With
+   ``engine.plane_merge`` each page is a program of its own unless it joins a booked program of another
+   plane of its die (of the ``merge_dies`` the die stands for) that has the same page number and starts
+   no earlier than the page is ready, the later of its channel transfer's end and the back pressure's
+   admission (step 7); a page takes its plane's next page number, a page read before it was ever written
+   too (``Requests.first_read``), as MQSim's scheduler and allocator do (``_merge_programs``, ``State.merge``
+   with the latest ``MERGE_RING`` program starts a plane).
 5. *Dies and channels, two classes* — host reads take priority over programs and erases at every die
    and channel (program/erase suspension, Wu & He, FAST 2012): a read waits only for earlier reads
    (``die_r``, ``chan_r``) and pushes the die's and channel's program backlog (``die_free``,
