@@ -205,18 +205,21 @@ def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready):
     base = (s_ * planes + q_) * (1 + ring)
     a_new = mg[base, pd]
     mg[base, pd] = a_new + 1.0
+    slot_new = base + 1 + int(a_new) % ring
     for q2 in range(planes):
         if q2 == q_:
             continue
         b2 = (s_ * planes + q2) * (1 + ring)
         f2 = mg[b2, pd]
-        a2 = f2 - 1.0 - (f2 - 1.0 - a_new) % ppb  # its latest page of a_new's page number
-        if a2 >= 0 and f2 - a2 <= ring:
-            st = mg[b2 + 1 + int(a2 % ring), pd]
+        back = f2 - 1.0 - a_new  # how far before the plane's latest page lies a_new's page number
+        if back < 0.0 or back >= ppb:
+            back = back % ppb
+        if back < ring and f2 - 1.0 - back >= 0.0:  # among the ring's programs
+            st = mg[b2 + 1 + int(f2 - 1.0 - back) % ring, pd]
             if st >= ready:
-                mg[base + 1 + int(a_new % ring), pd] = st
+                mg[slot_new, pd] = st
                 return 0
-    mg[base + 1 + int(a_new % ring), pd] = start_new
+    mg[slot_new, pd] = start_new
     return 1
 
 
@@ -547,13 +550,14 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     chan[0, c] = max(chan[0, c], h_end) + x_c[c] * t_item
             n_ops = 0.0
             adm = h_end
+            backlog_pre = 0.0  # merge_on: the dies' backlog before this write's programs, then its change
             if merge_on:  # when the back pressure (below) lets the write's pages into the flash queue
-                backlog = 0.0
                 for w in range(n_dies // n_ch):
                     for c in range(n_ch):
-                        backlog += max(die[DIE_FREE, w * C + c] - issue, 0.0)
-                backlog += (n_units - n_kept) * t_unit
-                adm = max(h_end, issue + backlog / n_dies - f[INFLIGHT] * t_unit / (n_dies * sz / n_units))
+                        backlog_pre += max(die[DIE_FREE, w * C + c] - issue, 0.0)
+                own = (n_units - n_kept) * t_unit
+                adm = max(h_end, issue + (backlog_pre + own) / n_dies
+                          - f[INFLIGHT] * t_unit / (n_dies * sz / n_units))
             for j in range(min(n_units, n_dies)):
                 d = _nth_die(start, j, n_dies)
                 u = q + (1 if j < m else 0)
@@ -589,16 +593,19 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                         die[ER_LEN, pd] = n_erase * f[T_ERASE]
                         die[ER_END, pd] = p_start + die[ER_LEN, pd]
                     die[T_OP, pd] = t_unit
+                if merge_on:  # the backlog's change, instead of a second pass over the dies
+                    backlog_pre += p_start + p_dur - issue - max(die[DIE_FREE, pd] - issue, 0.0)
                 die[DIE_FREE, pd] = p_start + p_dur
                 free_max = max(free_max, die[DIE_FREE, pd])
                 busy[pd] += p_dur
                 a[ERASES] += n_erase
             h_ack = h_end
             if eager:  # admitted once the data in flight to flash fits in inflight_bytes (engine._write)
-                backlog = 0.0
-                for w in range(n_dies // n_ch):  # every die in die order, without a division per die
-                    for c in range(n_ch):
-                        backlog += max(die[DIE_FREE, w * C + c] - issue, 0.0)
+                backlog = backlog_pre
+                if not merge_on:
+                    for w in range(n_dies // n_ch):  # every die in die order, without a division per die
+                        for c in range(n_ch):
+                            backlog += max(die[DIE_FREE, w * C + c] - issue, 0.0)
                 written = sz if n_kept == 0 else sz / n_units * max(n_units - n_kept, 1)
                 per_op = written / max(n_ops, 1.0)  # bytes written back per program
                 h_ack = max(h_end, issue + backlog / n_dies - f[INFLIGHT] * t_unit / (n_dies * per_op))
