@@ -54,6 +54,26 @@ def test_trace_replay_takes_the_first_workload_requests_of_the_trace(tmp_path):
         assert ("the first 1000 requests of the trace (workload.requests)" in r.stdout) is cut
 
 
+def test_trace_analyse_takes_the_first_workload_requests_of_the_trace(tmp_path):
+    # the analysis reads the trace's first N requests, as a replay does (it read the whole trace); a count
+    # past the end analyses it whole; a count out of range names the field
+    trace = tmp_path / "hm_0.csv"
+    ch = _msr_file(trace)
+    for n, cut in ((1000, True), (10 * len(ch), False)):
+        out = tmp_path / f"an{n}"
+        r = ssdx("experiment=trace_analyse", f"workload.trace_path={trace}", f"workload.requests={n}",
+                 f"hydra.run.dir={out}")
+        assert r.returncode == 0, r.stderr
+        s = json.loads((out / "summary.json").read_text())
+        assert s["requests"] == min(n, len(ch)) and s["trace_truncated"] is cut
+        first = ch.op[:min(n, len(ch))]
+        assert s["read_fraction"] == pytest.approx(float(np.mean(first == 0)), abs=1e-9)
+        assert ("the first 1000 requests of the trace (workload.requests)" in r.stdout) is cut
+    r = ssdx("experiment=trace_analyse", f"workload.trace_path={trace}", "workload.requests=0",
+             f"hydra.run.dir={tmp_path / 'bad'}")
+    assert r.returncode == 2 and "workload.requests" in r.stderr and "1 <= x" in r.stderr
+
+
 def test_a_request_count_the_boot_log_does_not_read_is_refused(tmp_path):
     r = ssdx("experiment=trace_replay", "workload.synthetic=windows11_boot", "workload.requests=500",
              f"hydra.run.dir={tmp_path}")

@@ -116,6 +116,19 @@ def trace_reader(w: Mapping[str, Any], limit: int | None = None) -> Reader:
     return traces.Reader(Path(path), fmt, on_error=on_error, limit=limit)
 
 
+def trace_limit(w: Mapping[str, Any]) -> int | None:
+    """``workload.requests`` as the number of a trace's first requests to read (None: unset, the whole
+    trace); a value outside ``1 <= x <= fio.MAX_REQUESTS`` raises :class:`~ssdx.params.ConfigError`."""
+    from ssdx.workloads import fio
+
+    n = w.get("requests")
+    if n is None:
+        return None
+    if not 1 <= int(n) <= fio.MAX_REQUESTS:
+        raise ConfigError("workload.requests", n, f"integer 1 <= x <= {fio.MAX_REQUESTS:.0e}")
+    return int(n)
+
+
 def command_line_keys() -> frozenset[str]:
     """The dotted keys set on the command line of the running ``ssdx`` (Hydra's task overrides, ``+``
     stripped); empty outside a Hydra run."""

@@ -208,7 +208,9 @@ def analyse(s: Mapping[str, Any], out: Path) -> list[str]:
                  f'{s["read_fraction"] if s["read_fraction"] is None else round(s["read_fraction"], 4)}, '
                  f'{100 * seq:.2f} % sequential, footprint {s["footprint_bytes"] / 2**30:.2f} GiB'
                  + (f'; {s["skipped_lines"]} malformed lines skipped' if s["skipped_lines"] else "")
-                 + (f'; {s["unsorted_requests"]} out-of-order timestamps' if s["unsorted_requests"] else ""))
+                 + (f'; {s["unsorted_requests"]} out-of-order timestamps' if s["unsorted_requests"] else "")
+                 + (f'; the first {s["requests"]} requests of the trace (workload.requests)'
+                    if s.get("trace_truncated") else ""))
     lines.append(f"outputs: {out / 'summary.json'}")
     return lines
 

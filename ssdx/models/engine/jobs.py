@@ -140,7 +140,7 @@ def stream(cfg: Mapping[str, Any], fio_jobs: fio.FioWorkload | None = None,
         return jobs.stream(cap, _requests(w), seed=int(cfg.get("seed", 0))), None, str(w["fio"])
     open_loop = cfg["engine"].get("loop") == "open"
     if w.get("trace_path"):
-        reader = io.trace_reader(w, None if w.get("requests") is None else _requests(w))
+        reader = io.trace_reader(w, io.trace_limit(w))
         if open_loop and reader.fmt in UNTIMED_FORMATS:
             raise params.ConfigError("engine.loop", "open", f"the trace format {reader.fmt!r} carries no "
                                      "arrival times, so an open loop has none to follow: use "
