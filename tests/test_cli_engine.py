@@ -37,14 +37,15 @@ def test_trace_replay_contract(tmp_path):
     assert "summary.json" in r.stdout
 
 
-def test_trace_replay_takes_the_first_workload_requests_of_the_trace(tmp_path):
-    # workload.requests set: the trace's first N requests (it was silently ignored, the whole trace replayed);
-    # a count past the trace's end replays it whole and says it was not cut
+@pytest.mark.parametrize("experiment", ["trace_replay", "trace_analyse"])
+def test_a_trace_job_takes_the_first_workload_requests_of_the_trace(tmp_path, experiment):
+    # workload.requests set: the trace's first N requests (both jobs silently read the whole trace); a count
+    # past the trace's end reads it whole and says it was not cut; a count out of range names the field
     trace = tmp_path / "hm_0.csv"
     ch = _msr_file(trace)
     for n, cut in ((1000, True), (len(ch), False), (10 * len(ch), False)):
         out = tmp_path / f"run{n}"
-        r = ssdx("experiment=trace_replay", f"workload.trace_path={trace}", f"workload.requests={n}",
+        r = ssdx(f"experiment={experiment}", f"workload.trace_path={trace}", f"workload.requests={n}",
                  f"hydra.run.dir={out}")
         assert r.returncode == 0, r.stderr
         s = json.loads((out / "summary.json").read_text())
@@ -52,24 +53,7 @@ def test_trace_replay_takes_the_first_workload_requests_of_the_trace(tmp_path):
         first = ch.op[:min(n, len(ch))]
         assert s["read_fraction"] == pytest.approx(float(np.mean(first == 0)), abs=1e-9)
         assert ("the first 1000 requests of the trace (workload.requests)" in r.stdout) is cut
-
-
-def test_trace_analyse_takes_the_first_workload_requests_of_the_trace(tmp_path):
-    # the analysis reads the trace's first N requests, as a replay does (it read the whole trace); a count
-    # past the end analyses it whole; a count out of range names the field
-    trace = tmp_path / "hm_0.csv"
-    ch = _msr_file(trace)
-    for n, cut in ((1000, True), (10 * len(ch), False)):
-        out = tmp_path / f"an{n}"
-        r = ssdx("experiment=trace_analyse", f"workload.trace_path={trace}", f"workload.requests={n}",
-                 f"hydra.run.dir={out}")
-        assert r.returncode == 0, r.stderr
-        s = json.loads((out / "summary.json").read_text())
-        assert s["requests"] == min(n, len(ch)) and s["trace_truncated"] is cut
-        first = ch.op[:min(n, len(ch))]
-        assert s["read_fraction"] == pytest.approx(float(np.mean(first == 0)), abs=1e-9)
-        assert ("the first 1000 requests of the trace (workload.requests)" in r.stdout) is cut
-    r = ssdx("experiment=trace_analyse", f"workload.trace_path={trace}", "workload.requests=0",
+    r = ssdx(f"experiment={experiment}", f"workload.trace_path={trace}", "workload.requests=0",
              f"hydra.run.dir={tmp_path / 'bad'}")
     assert r.returncode == 2 and "workload.requests" in r.stderr and "1 <= x" in r.stderr
 

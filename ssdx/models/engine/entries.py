@@ -57,6 +57,15 @@ def _home(lpn, bits):
     return np.int64((np.uint64(lpn) * np.uint64(11400714819323198485)) >> np.uint64(64 - bits))
 
 
+@numba.njit(cache=True, inline="always")
+def page_span(off4k, size, page_4k, cap_4k):
+    """The logical pages (NAND-page sized) a request at ``off4k`` (4 KiB units, wrapped to the capacity
+    ``cap_4k``) of ``size`` bytes touches: its first page and how many (at least one)."""
+    o4 = off4k % cap_4k
+    k = max(((o4 % page_4k) * 4096 + size + page_4k * 4096 - 1) // (page_4k * 4096), 1)
+    return o4 // page_4k, k
+
+
 @numba.njit(cache=True)
 def _find(keys, lpn, bits):
     """The bucket holding ``lpn``, or the empty bucket where it would go, and whether it was found."""
@@ -103,10 +112,7 @@ def _advance(keys, vals, bits, lpn_of, prev, nxt, dirty_at, wb_at, meta, op, off
         wb_count[i] = 0.0
         if not valid[i] or op[i] == TRIM:
             continue
-        o4 = off4k[i] % cap_4k
-        first = o4 // page_4k
-        in_page = (o4 % page_4k) * 4096
-        k = max((in_page + size[i] + page_4k * 4096 - 1) // (page_4k * 4096), 1)
+        first, k = page_span(off4k[i], size[i], page_4k, cap_4k)
         for j in range(k):
             if op[i] == WRITE and j < 31 and (kept[i] >> j) & 1:
                 continue

@@ -28,6 +28,7 @@ import numba
 import numpy as np
 
 from ssdx.core.fields import ConfigError
+from ssdx.models.engine.entries import page_span
 
 WRITE = 1
 #: pages of a request the mask covers (bits of an int32 below the sign bit)
@@ -43,10 +44,7 @@ def _advance(seen, meta, op, off4k, size, valid, t, page_4k, cap_4k, window, kep
         kept[i] = 0
         if not valid[i] or op[i] != WRITE:
             continue
-        o4 = off4k[i] % cap_4k
-        first = o4 // page_4k
-        in_page = (o4 % page_4k) * 4096
-        k = max((in_page + size[i] + page_4k * 4096 - 1) // (page_4k * 4096), 1)
+        first, k = page_span(off4k[i], size[i], page_4k, cap_4k)
         for j in range(k):
             lpn = (first + j) % n_lpn
             if lpn in seen:
@@ -115,10 +113,7 @@ def _first(seen, op, off4k, size, valid, page_4k, cap_4k, out):
         out[i] = 0
         if not valid[i] or op[i] > WRITE:
             continue
-        o4 = off4k[i] % cap_4k
-        first = o4 // page_4k
-        in_page = (o4 % page_4k) * 4096
-        k = max((in_page + size[i] + page_4k * 4096 - 1) // (page_4k * 4096), 1)
+        first, k = page_span(off4k[i], size[i], page_4k, cap_4k)
         for j in range(k):
             lpn = (first + j) % n_lpn
             if lpn not in seen:
