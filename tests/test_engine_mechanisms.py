@@ -627,8 +627,8 @@ def test_pages_kept_in_the_buffer_are_neither_programmed_nor_held_against_the_ba
     with x64():
         p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, lay))
         p = p._replace(t_unit=np.full(np.shape(p.t_unit), T_PROG))
-        kept_w = rewrites.for_batch(np.asarray(e.rewrite_window_s), np.asarray(e.eager),
-                                    np.asarray(e.time_scale), np.asarray(p.cap_4k), np.asarray(p.page_4k))
+        kept_w = rewrites.for_batch(p.rewrites, np.asarray(e.rewrite_window_s), np.asarray(e.time_scale),
+                                    p.cap_4k, p.page_4k)
         req, _ = engine.requests(ops, offs, sizes, times, None, _length(n), np.float64, rewrites=kept_w)
         s0 = engine.init(p, lay)
         _, acc, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, s0, req, lay, True)
@@ -649,12 +649,19 @@ def test_pages_kept_in_the_buffer_are_neither_programmed_nor_held_against_the_ba
     assert lat[300:, 0].max() < 50e-6 < 1e-3 < lat[300:, 1].mean()
 
 
-def test_a_batch_whose_rewrite_windows_differ_is_refused():
+def test_a_batch_whose_rewrite_windows_differ_is_refused_and_a_closed_loop_keeps_nothing():
     with pytest.raises(ConfigError, match="engine.rewrite_window_s"):
-        rewrites.for_batch(np.array([1.0, 2.0]), np.array([1, 1]), np.ones(2), np.full(2, 1 << 20),
+        rewrites.for_batch(np.array([True, True]), np.array([1.0, 2.0]), np.ones(2), np.full(2, 1 << 20),
                            np.full(2, 4))
-    assert rewrites.for_batch(np.array([1.0, 2.0]), np.array([0, 0]), np.ones(2), np.full(2, 1 << 20),
-                              np.full(2, 4)) is None  # gathered writes keep nothing: no window
+    assert rewrites.for_batch(np.array([False, False]), np.array([1.0, 2.0]), np.ones(2),
+                              np.full(2, 1 << 20), np.full(2, 4)) is None
+    # kept pages follow arrival times, which a closed loop does not: gathered writes and a closed loop
+    # keep nothing, even over a trace that has times
+    eager = {"write_back": "eager"}
+    cases = (({"loop": "open"} | eager, True), ({"loop": "closed"} | eager, False), ({"loop": "open"}, False))
+    for eng, on in cases:
+        p, lay = _plan(rewrite_window_s=1.0, **eng)
+        assert lay.rewrites is on and bool(np.asarray(p.rewrites).ravel()[0]) is on
 
 
 # ------------------------------------------------------------------------------ multi-plane programs
@@ -696,6 +703,11 @@ def test_a_page_read_before_it_was_written_takes_its_planes_next_page_number():
     ops = np.array([0, 0, 1, 0, 0])
     off4k = np.array([32, 32, 64, 64, 200]) * 4
     np.testing.assert_array_equal(w.first(ops, off4k, np.full(5, 16384), np.ones(5, bool)), [1, 0, 0, 0, 1])
+    # a read of 40 pages marks its first 31 (the mask's width); the pages past them stay unread, so a
+    # later read of one of them reads it first
+    got = w.first(np.array([0, 0]), np.array([1000, 1035]) * 4, np.array([40 * 16384, 16384]),
+                  np.ones(2, bool))
+    assert got.tolist() == [(1 << 31) - 1, 1]
     # through the engine: write page 0 at 1 us (it starts at once), page 128 (plane 0, page number 1) at
     # 200 us (queued behind it); page 160 (plane 1) at 300 us joins that queued program where a read of
     # page 32 first moved plane 1 to page number 1, and without that read (number 0) it has no partner
@@ -734,8 +746,8 @@ def test_both_back_ends_merge_planes_and_keep_rewrites_alike():
     d, w, e, lay = engine_params.build(params.concat_columns(rows), dtype=np.float64)
     with x64():
         p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, lay))
-        kept = rewrites.for_batch(np.asarray(e.rewrite_window_s), np.asarray(e.eager),
-                                  np.asarray(e.time_scale), p.cap_4k, p.page_4k)
+        kept = rewrites.for_batch(p.rewrites, np.asarray(e.rewrite_window_s), np.asarray(e.time_scale),
+                                  p.cap_4k, p.page_4k)
         first = rewrites.first_reads_for_batch(p.plane_merge, p.cap_4k, p.page_4k)
         req, _ = engine.requests(ops, offs, sizes, times, None, _length(n), np.float64, rewrites=kept,
                                  first_reads=first)
@@ -752,3 +764,85 @@ def test_both_back_ends_merge_planes_and_keep_rewrites_alike():
     programs, pages = np.asarray(acc.programs), np.asarray(acc.prog_pages)
     assert programs[0] < pages[0] < pages[1]  # joined programs, kept rewrites
     assert np.asarray(req.first_read)[:n].any()  # pages read before written moved the planes
+
+
+def _both_chunked(p, lay, e, ops, offs, sizes, times, chunk):
+    """The stream through the JAX step and the CPU loop in chunks of ``chunk`` (the state handed on),
+    with the batch's rewrite window and first reads; per back end the summed accumulators, the
+    latencies and the final state."""
+    n = len(ops)
+    kept = (rewrites.for_batch(p.rewrites, np.asarray(e.rewrite_window_s), np.asarray(e.time_scale),
+                               p.cap_4k, p.page_4k) if lay.rewrites else None)
+    first = rewrites.first_reads_for_batch(p.plane_merge, p.cap_4k, p.page_4k) if lay.merge_rows else None
+    np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+    out = {}
+    with x64():
+        s_j = engine.init(p, lay)
+        s_c = np_tree(s_j)
+        f = jax.jit(engine.run_chunk, static_argnums=(3, 4))
+        prev, sums_j, sums_c, lat_j, lat_c = None, None, None, [], []
+        def add(a, b):
+            return {k: np.asarray(v) + (0 if a is None else a[k]) for k, v in b._asdict().items()}
+        for lo in range(0, n, chunk):
+            sl = slice(lo, lo + chunk)
+            m = len(np.asarray(ops)[sl])
+            req, prev = engine.requests(np.asarray(ops)[sl], np.asarray(offs)[sl], np.asarray(sizes)[sl],
+                                        np.asarray(times)[sl], prev, chunk, np.float64, rewrites=kept,
+                                        first_reads=first)
+            s_j, a, lat = f(p, s_j, req, lay, True)
+            sums_j, lat_j = add(sums_j, a), lat_j + [np.asarray(lat)[:m]]
+            s_c, a, lat = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), s_c, np_tree(req), lay,
+                                               True)
+            sums_c, lat_c = add(sums_c, a), lat_c + [lat[:m]]
+        out["jax"] = (sums_j, np.concatenate(lat_j), np_tree(s_j))
+        out["cpu"] = (sums_c, np.concatenate(lat_c), s_c)
+    return out
+
+
+def test_back_ends_agree_over_chunks_on_drives_of_different_die_counts():
+    # an 8-die drive that merges planes beside a 32-die one that does not (the layout is the larger's):
+    # reads of 512 KiB of unwritten pages deal 32 pages over 8 dies, four rounds, every one moving a
+    # plane's page number; the state (page counts and program starts) is handed on between chunks
+    rng = np.random.default_rng(23)
+    n = 600
+    ops = (rng.random(n) < 0.5).astype(np.int64)
+    offs = rng.integers(0, 4000, n) * 16384
+    sizes = rng.choice([16384, 65536, 512 * 1024], n, p=[0.5, 0.3, 0.2])
+    times = np.cumsum(rng.exponential(30e-6, n))
+    small = dict(presets.drive("aldrin_pro_2tb")) | {"dies_per_channel": 1, "user_capacity_gb": 500.0}
+    mqsim = {"write_back": "eager", "inflight_kib": 512, "plane_merge": True, "rewrite_window_s": 1.0}
+    rows = [params.columns_from_config(small, WORK) | engine_params.columns(ENGINE | mqsim),
+            params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
+            | engine_params.columns(ENGINE | {"write_back": "eager"})]
+    d, w, e, lay = engine_params.build(params.concat_columns(rows), dtype=np.float64)
+    with x64():
+        p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, lay))
+    assert np.asarray(p.n_dies).tolist() == [8, 32] and lay.ways * lay.channels == 32
+    got = _both_chunked(p, lay, e, ops, offs, sizes, times, chunk=128)
+    (sj, lj, stj), (sc, lc, stc) = got["jax"], got["cpu"]
+    np.testing.assert_allclose(lc, lj, rtol=1e-12, atol=1e-15)
+    for k in ("programs", "prog_pages", "busy", "lat_sum"):
+        np.testing.assert_allclose(sc[k], sj[k], rtol=1e-12, atol=1e-15, err_msg=k)
+    np.testing.assert_allclose(stc.merge, stj.merge, rtol=1e-12, atol=1e-12)
+    assert sj["programs"][0] < sj["prog_pages"][0]
+
+
+def test_a_page_read_first_holds_no_program_a_later_page_could_join():
+    # die 0 of 32 (4 planes, page 32 n on plane n mod 4): plane 0's pages 0-7 (the first starts at once,
+    # the others queue), then plane 1's pages 0-7 (page number 0 finds plane 0's started, 1-7 join plane
+    # 0's queued ones: 9 programs), then a read of a never-written plane-1 page takes plane 1's page number
+    # 8, then plane 0's page number 8 is written: no program of page number 8 exists on plane 1 (the
+    # ring slot the read's page number reuses held page number 0's program), so it is a program of its
+    # own, with or without the read: 10 programs for 17 pages
+    for with_read in (False, True):
+        ops = [1] * 16 + ([0] if with_read else []) + [1]
+        offs = [32 * 4 * i * 16384 for i in range(8)] + [32 * (4 * i + 1) * 16384 for i in range(8)]
+        offs += ([32 * (4 * 8 + 1) * 16384] if with_read else []) + [32 * 4 * 8 * 16384]
+        times = np.arange(len(ops)) * 1e-6
+        p, lay = _plan(write_back="eager", inflight_kib=1e6, plane_merge=True)
+        mqsim = {"write_back": "eager", "plane_merge": True}
+        e = engine_params.build(params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
+                                | engine_params.columns(ENGINE | mqsim), dtype=np.float64)[2]
+        got = _both_chunked(p, lay, e, ops, offs, [16384] * len(ops), times, chunk=_length(len(ops)))
+        for sums, _, _ in got.values():
+            assert float(sums["programs"][0]) == 10 and float(sums["prog_pages"][0]) == 17

@@ -226,8 +226,12 @@ def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready):
 @numba.njit(cache=True, inline="always")
 def _allocate(mg, pd, n, sub, planes):
     """engine.plane_merge: the ``n``-th page dealt to the die at position ``pd`` read before it was ever
-    written takes its plane's next page number, as MQSim places it (:func:`_merge_page` for the plane)."""
-    mg[((n % sub) * planes + (n // sub) % planes) * (1 + MERGE_RING), pd] += 1.0
+    written takes its plane's next page number, as MQSim places it, no program holding it (its slot of the
+    ring cleared; :func:`_merge_page` for the plane)."""
+    base = ((n % sub) * planes + (n // sub) % planes) * (1 + MERGE_RING)
+    a = mg[base, pd]
+    mg[base + 1 + int(a) % MERGE_RING, pd] = -math.inf
+    mg[base, pd] = a + 1.0
 
 
 @numba.njit(cache=True, inline="always")

@@ -236,7 +236,8 @@ def _plane_slot(p: Plan, n: jax.Array) -> jax.Array:
 def _allocate_reads(p: Plan, lay: Layout, merge: jax.Array, off4k: jax.Array, k: jax.Array,
                     first: jax.Array) -> jax.Array:
     """``engine.plane_merge``: a read's pages read before they were ever written (``Requests.first_read``)
-    each take their plane's next page number, as MQSim places them (``cpu._allocate``)."""
+    each take their plane's next page number, as MQSim places them, no program holding it
+    (``cpu._allocate``)."""
     page0 = off4k // p.page_4k
     place = _deal_place(p, jnp.mod(page0, p.n_dies))
     bits = jnp.where(p.plane_merge, first, 0)
@@ -246,11 +247,13 @@ def _allocate_reads(p: Plan, lay: Layout, merge: jax.Array, off4k: jax.Array, k:
         t = place + i * p.n_dies[None]
         on = p.mask & (t < lim[None]) & (((bits[None] >> jnp.minimum(t, MASK_PAGES - 1)) & 1) > 0)
         row = _plane_slot(p, (page0[None] + t) // p.n_dies[None])
-        return _set_row(m, row, _row(m, row) + 1.0, on)
+        a = _row(m, row)
+        m = _set_row(m, row + 1 + jnp.mod(a, MERGE_RING).astype(jnp.int32), jnp.full_like(a, -jnp.inf), on)
+        return _set_row(m, row, a + 1.0, on)
 
-    rounds = (MASK_PAGES + lay.ways * lay.channels - 1) // (lay.ways * lay.channels)
-    rounds = jnp.minimum(rounds, jnp.max((lim + p.n_dies - 1) // p.n_dies))
-    return jax.lax.fori_loop(0, rounds, body, merge)
+    # as many rounds as the configuration with the fewest dies needs (each deals its pages over its own)
+    return jax.lax.fori_loop(0, jnp.max(jnp.where(p.plane_merge, (lim + p.n_dies - 1) // p.n_dies, 0)), body,
+                             merge)
 
 
 def _merge_programs(p: Plan, lay: Layout, merge: jax.Array, off4k: jax.Array, k: jax.Array,
@@ -658,7 +661,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         n_written = k
         kept = jnp.zeros_like(r.kept)
         if lay.rewrites:  # the pages kept in the buffer (engine.rewrite_window_s) are not written back
-            kept = jnp.where(p.rewrites, r.kept, 0)
+            kept = jnp.where(p.rewrites, r.kept, 0)  # (p.rewrites: open loops only)
             kept_d = _kept_per_die(p, jnp.mod(look.off4k // p.page_4k, p.n_dies), k, kept)
             n_d = n_d - kept_d
             n_written = k - jnp.sum(kept_d, axis=0)

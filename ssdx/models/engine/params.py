@@ -77,12 +77,12 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   new writes wait, KiB; 0 (default): one page per plane of the drive, MQSim's
   ``back_pressure_buffer_max_depth``.
 * ``rewrite_window_s`` — ``eager``: a logical page written again within the current window of this many
-  seconds is not written back again; its data stay dirty in the buffer, neither programmed nor looked up
-  in the mapping table (MQSim's hot/cold separation: the ``bloom_filter`` of ``write_to_destage_buffer``,
-  emptied at the first write past each window, ``bloom_filter_reset_step`` = 1 s; Tavakkol et al., FAST
-  2018).  Computed on the host from the writes' arrival times (``ssdx.models.engine.rewrites``), so a
-  closed loop, whose arrival times come out of the simulation, keeps nothing.  0 (default): every page
-  written back.
+  seconds is not written back again; its data stay dirty in the buffer, not programmed, and with
+  ``map_cache = entries`` not looked up in the mapping table (MQSim's hot/cold separation: the
+  ``bloom_filter`` of ``write_to_destage_buffer``, emptied at the first write past each window,
+  ``bloom_filter_reset_step`` = 1 s; Tavakkol et al., FAST 2018).  Computed on the host from the writes'
+  arrival times (``ssdx.models.engine.rewrites``), so only in an open loop: a closed loop, whose arrival
+  times come out of the simulation, keeps nothing.  0 (default): every page written back.
 * ``plane_merge`` — ``eager``: a page program joins a program of another plane of the same die that is
   booked and not yet started and has the same page number in its block, as one multi-plane program of
   ``t_PROG`` (MQSim's transaction scheduler: ``TSU_Base::issue_command_to_chip`` gathers the queue's
@@ -459,7 +459,8 @@ def layout(cols: Mapping) -> Layout:
         eager=bool(np.any(eager(cols) > 0)),
         map_entries=bool(np.any(policy == 3)),
         hold_read=bool(np.any(hold_read(cols) > 0)),
-        rewrites=bool(np.any((eager(cols) > 0) & (_opt(cols, "engine.rewrite_window_s") > 0))),
+        rewrites=bool(np.any((eager(cols) > 0) & (_opt(cols, "engine.rewrite_window_s") > 0)
+                             & (np.asarray(cols["engine.loop"]).astype(str) == "open"))),
         merge_rows=merge_rows(cols),
         read_gaps=READ_GAPS if out_of_order else 1,
     )

@@ -165,7 +165,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
         fresh = rewrites.first_reads_for_batch(host(p.plane_merge), host(p.cap_4k), host(p.page_4k))
     if lay.rewrites:  # engine.rewrite_window_s: one host window for the batch (engine.rewrites)
         host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
-        kept = rewrites.for_batch(host(eng.rewrite_window_s), host(eng.eager), host(eng.time_scale),
+        kept = rewrites.for_batch(host(p.rewrites), host(eng.rewrite_window_s), host(eng.time_scale),
                                   host(p.cap_4k), host(p.page_4k))
         if cache is not None and np.any((host(eng.map_entries) > 0) & ~np.asarray(host(p.rewrites), bool)):
             raise ConfigError("engine.rewrite_window_s", 0.0,

@@ -8,8 +8,9 @@ window is not written back again; its data stay dirty in the buffer (``write_to_
 Studies of Modern Multi-Queue SSD Devices", USENIX FAST 2018).  The set is emptied at the end of a write
 whose time is past the window's end, and the next window ends ``rewrite_window_s`` after that write
 (MQSim: ``bloom_filter_reset_step``, 1 s; the first window ends at time 0, so the first write empties
-it).  A page kept in the buffer is neither programmed nor looked up in the mapping table (MQSim
-translates only the pages it writes back), and counts nothing against the data in flight.
+it).  A page kept in the buffer is not programmed, counts nothing against the data in flight and, with
+the entry cache (``engine.map_cache = entries``), is not looked up in the mapping table (MQSim
+translates only the pages it writes back).
 
 Which pages are kept depends only on the sequence of logical pages the writes touch and on their
 arrival times, the same for every configuration of a batch that shares the window, the time scale and
@@ -83,13 +84,13 @@ class Rewrites:
         return out
 
 
-def for_batch(window: np.ndarray, eager: np.ndarray, time_scale: np.ndarray, cap_4k: np.ndarray,
+def for_batch(on: np.ndarray, window: np.ndarray, time_scale: np.ndarray, cap_4k: np.ndarray,
               page_4k: np.ndarray) -> Rewrites | None:
-    """The rewrite window shared by the configurations of a batch that keep rewrites (``window`` > 0 with
-    the eager write-back; the arguments per configuration, as the plan has them), or None where none
-    does.  Refuses a batch whose such configurations differ in window, time scale or logical geometry:
-    they would keep different pages."""
-    on = (np.asarray(window) > 0) & (np.asarray(eager) > 0.5)
+    """The rewrite window shared by the configurations of a batch that keep rewrites (``on``: the plan's
+    ``rewrites``, a window with the eager write-back in an open loop; the other arguments per
+    configuration), or None where none does.  Refuses a batch whose such configurations differ in window,
+    time scale or logical geometry: they would keep different pages."""
+    on = np.asarray(on, bool)
     if not on.any():
         return None
     keys = {(float(a), float(b), int(c), int(d)) for a, b, c, d in
@@ -115,10 +116,12 @@ def _first(seen, op, off4k, size, valid, page_4k, cap_4k, out):
             continue
         first, k = page_span(off4k[i], size[i], page_4k, cap_4k)
         for j in range(k):
+            if op[i] != WRITE and j >= MASK_PAGES:  # past the mask: not placed, so not yet touched
+                break
             lpn = (first + j) % n_lpn
             if lpn not in seen:
                 seen[lpn] = 1
-                if op[i] != WRITE and j < MASK_PAGES:
+                if op[i] != WRITE:
                     out[i] |= np.int32(1) << np.int32(j)
 
 

@@ -243,7 +243,8 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         dram_tcl=eng.dram_tcl, dram_trp=eng.dram_trp, eager=eng.eager > 0.5,
         inflight_bytes=jnp.where(eng.inflight_bytes > 0, eng.inflight_bytes,
                                  drive.dies * drive.planes_per_die * nand.page_bytes),
-        rewrites=(eng.eager > 0.5) & (eng.rewrite_window_s > 0),
+        # kept by arrival time: an open loop only (a closed loop's times come out of the simulation)
+        rewrites=(eng.eager > 0.5) & (eng.rewrite_window_s > 0) & (eng.open_loop > 0.5),
         plane_merge=eng.plane_merge > 0.5, merge_dies=eng.merge_dies,
     )
 
