@@ -46,7 +46,7 @@ from ssdx.models.engine.model import (
     State,
     to_host,
 )
-from ssdx.models.engine.params import MAP_UNIT_BYTES, MERGE_RING, Layout
+from ssdx.models.engine.params import MAP_UNIT_BYTES, MASK_PAGES, MERGE_RING, Layout
 
 # ---------------------------------------------------------------------------------------------- packing
 #: per-configuration constants, columns of the (B, len(PLAN)) float64 matrix the loop reads
@@ -58,7 +58,8 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
         "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
         "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries",
-        "t_map_xfer", "hold_read", "rewrites", "plane_merge", "merge_dies")
+        "t_map_xfer", "hold_read", "rewrites", "plane_merge", "merge_dies",
+        "merge_ring")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
@@ -75,7 +76,8 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
- DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ, REWRITES, MERGE, MERGE_DIES) = range(len(PLAN))
+ DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ, REWRITES, MERGE, MERGE_DIES,
+ RING) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE, MAP_TP, MAP_END) = range(len(SCALARS))
 DIE_FREE, R_END, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -94,6 +96,8 @@ def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
     t_unit = to_host(p.t_unit, None)  # (B, 3)
     cols = {
         "n_ch": mask.any(1).sum(1), **{f"t_unit{i}": t_unit[:, i] for i in range(3)},
+        # read at run time, so a compiled (cached) loop never holds a stale ring size
+        "merge_ring": np.full(t_unit.shape[0], float(MERGE_RING)),
         **{k: to_host(getattr(p.coef, k), None) for k in ("slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw",
                                                             "fold", "cap_cs")},
     }
@@ -182,34 +186,41 @@ def _pos(d, n_ch, C):
 @numba.njit(cache=True, inline="always")
 def _kept_on(kept, j, k, n_dies):
     """How many of a write's pages dealt to its ``j``-th die (pages ``j``, ``j + n_dies``, ... below ``k``)
-    are kept in the buffer (bits of ``kept``, :data:`ssdx.models.engine.rewrites.MASK_PAGES` of them)."""
+    are kept in the buffer (bits of ``kept``, :data:`~ssdx.models.engine.params.MASK_PAGES` of them)."""
     n = 0
     t = j
-    while t < min(k, 31):
+    while t < min(k, MASK_PAGES):
         n += (kept >> t) & 1
         t += n_dies
     return n
 
 
 @numba.njit(cache=True, inline="always")
-def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready):
+def _plane_row(n, sub, planes, ring):
+    """The first ``State.merge`` row of the plane the ``n``-th page dealt to a die lies on: plane
+    ``(n div sub) mod planes`` of the die's ``n mod sub``-th die (MQSim's CWDP), and that plane; ``ring``
+    program starts a plane (the plan's ``merge_ring``)."""
+    q_ = (n // sub) % planes
+    return ((n % sub) * planes + q_) * (1 + ring), q_
+
+
+@numba.njit(cache=True, inline="always")
+def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready, ring):
     """engine.plane_merge: program the ``n``-th page dealt to the die at position ``pd`` (logical page
     ``die + n·dies``), on plane ``(n div sub) mod planes`` of the die's ``n mod sub``-th die, taking that
     plane's next page number.  Where another plane of that die holds a program of the same page number,
     booked and starting at ``ready`` or later, the page joins it (returns 0: no die time of its own);
     else it is a program of its own starting at ``start_new`` (returns 1).  ``mg`` rows: per plane, pages
-    programmed, then the start of its latest MERGE_RING programs by page count (``State.merge``)."""
-    ring = MERGE_RING
-    s_ = n % sub
-    q_ = (n // sub) % planes
-    base = (s_ * planes + q_) * (1 + ring)
+    programmed, then the start of its latest ``ring`` programs by page count (``State.merge``)."""
+    base, q_ = _plane_row(n, sub, planes, ring)
+    first = base - q_ * (1 + ring)  # the row of the die's first plane
     a_new = mg[base, pd]
     mg[base, pd] = a_new + 1.0
     slot_new = base + 1 + int(a_new) % ring
     for q2 in range(planes):
         if q2 == q_:
             continue
-        b2 = (s_ * planes + q2) * (1 + ring)
+        b2 = first + q2 * (1 + ring)
         f2 = mg[b2, pd]
         back = f2 - 1.0 - a_new  # how far before the plane's latest page lies a_new's page number
         if back < 0.0 or back >= ppb:
@@ -224,13 +235,13 @@ def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready):
 
 
 @numba.njit(cache=True, inline="always")
-def _allocate(mg, pd, n, sub, planes):
+def _allocate(mg, pd, n, sub, planes, ring):
     """engine.plane_merge: the ``n``-th page dealt to the die at position ``pd`` read before it was ever
     written takes its plane's next page number, as MQSim places it, no program holding it (its slot of the
     ring cleared; :func:`_merge_page` for the plane)."""
-    base = ((n % sub) * planes + (n // sub) % planes) * (1 + MERGE_RING)
+    base, _ = _plane_row(n, sub, planes, ring)
     a = mg[base, pd]
-    mg[base + 1 + int(a) % MERGE_RING, pd] = -math.inf
+    mg[base + 1 + int(a) % ring, pd] = -math.inf
     mg[base, pd] = a + 1.0
 
 
@@ -327,6 +338,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     map_ent = f[MAP_ENT] > 0.5  # engine.map_cache = entries: misses and write-backs come with the requests
     t_map_xfer = f[T_MAP_XFER]
     hold_on = f[HOLD_READ] > 0.5  # engine.cache_read false: a read keeps its die until its data is out
+    ring = int(f[RING])  # engine.plane_merge: program starts a plane remembers (params.MERGE_RING)
     ctrl_free, link_rx, link_tx = sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX]
     free_max, last_arrival, last_done = sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE]
     wptr, wpartial = int(sc[WPTR]), sc[WPARTIAL]
@@ -466,9 +478,9 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 pd = _pos(d, n_ch, C)
                 if fr_i != 0:  # engine.plane_merge: pages read first take their planes' next pages
                     t = j
-                    while t < min(k, 31):
+                    while t < min(k, MASK_PAGES):
                         if (fr_i >> t) & 1:
-                            _allocate(mg, pd, (first + t) // n_dies, int(f[MERGE_DIES]), int(planes))
+                            _allocate(mg, pd, (first + t) // n_dies, int(f[MERGE_DIES]), int(planes), ring)
                         t += n_dies
                 dur = math.ceil(n / planes) * t_read
                 xfer = n * per_page
@@ -580,10 +592,10 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     t0 = p_start + n_erase * f[T_ERASE]  # the erases first
                     t = j
                     while t < n_units:
-                        if not (t < 31 and (kept_i >> t) & 1):
+                        if not (t < MASK_PAGES and (kept_i >> t) & 1):
                             g = o4 // page_4k + t
                             ops += _merge_page(mg, pd, g // n_dies, int(f[MERGE_DIES]), int(planes), upb,
-                                               t0 + ops * t_unit, max(chan[0, d % n_ch], adm))
+                                               t0 + ops * t_unit, max(chan[0, d % n_ch], adm), ring)
                         t += n_dies
                 n_ops += ops
                 p_dur = ops * t_unit + n_erase * f[T_ERASE]
@@ -677,7 +689,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     sc[DRAM_FREE] = dram_free - now
     sc[MAP_TP], sc[MAP_END] = map_tp, map_end - now
     for r in range(mg.shape[0]):  # the multi-plane state's start times
-        if r % (1 + MERGE_RING) != 0:
+        if r % (1 + ring) != 0:
             for d in range(mg.shape[1]):
                 mg[r, d] -= now
 

@@ -31,6 +31,7 @@ import numba
 import numpy as np
 
 from ssdx.core.fields import ConfigError
+from ssdx.models.engine.params import MASK_PAGES
 
 WRITE = 1
 TRIM = 2
@@ -114,7 +115,7 @@ def _advance(keys, vals, bits, lpn_of, prev, nxt, dirty_at, wb_at, meta, op, off
             continue
         first, k = page_span(off4k[i], size[i], page_4k, cap_4k)
         for j in range(k):
-            if op[i] == WRITE and j < 31 and (kept[i] >> j) & 1:
+            if op[i] == WRITE and j < MASK_PAGES and (kept[i] >> j) & 1:
                 continue
             lpn = (first + j) % n_lpn
             clock += 1
@@ -211,15 +212,20 @@ def for_batch(entries: np.ndarray, cap_4k: np.ndarray, page_4k: np.ndarray,
     capacity in entries; the other arguments per configuration, as the plan has them), or None where
     none does.  Refuses a batch whose entry-cache configurations differ in capacity or logical geometry:
     their caches would see different events."""
-    on = np.asarray(entries) > 0
+    key = shared(np.asarray(entries) > 0, (entries, cap_4k, page_4k, tpage_4k), "engine.map_cache", "entries",
+                 "the configurations of one batch that cache mapping entries must share the cache size, user "
+                 "capacity and page size (the cache is computed once for the batch)")
+    return None if key is None else EntryCache(*(int(x) for x in key))
+
+
+def shared(on: np.ndarray, columns: tuple, field: str, value, rule: str) -> tuple | None:
+    """The one row of ``columns`` (per-configuration arrays) that the configurations where ``on`` share,
+    or None where none is on; :class:`ConfigError` (``field``, ``value``, ``rule``) where they differ: the
+    host-side state of a batch (this cache, ``ssdx.models.engine.rewrites``) is computed once for all."""
+    on = np.asarray(on, bool)
     if not on.any():
         return None
-    keys = {(int(a), int(b), int(c), int(d))
-            for a, b, c, d in zip(np.asarray(entries)[on], np.asarray(cap_4k)[on], np.asarray(page_4k)[on],
-                                  np.asarray(tpage_4k)[on])}
+    keys = set(zip(*(np.asarray(c, np.float64)[on].tolist() for c in columns)))
     if len(keys) > 1:
-        raise ConfigError("engine.map_cache", "entries",
-                          "the configurations of one batch that cache mapping entries must share the cache "
-                          "size, user capacity and page size (the cache is computed once for the batch)")
-    (cap, c4k, p4k, t4k), = keys
-    return EntryCache(cap, c4k, p4k, t4k)
+        raise ConfigError(field, value, rule)
+    return keys.pop()

@@ -151,8 +151,7 @@ import jax.numpy as jnp
 from ssdx.core.stats import kahan_add, latency_bin
 from ssdx.models.booking import fluid_book
 from ssdx.models.engine.book import FIT_SLACK, book, pe_push, pick, shift, suspend
-from ssdx.models.engine.params import MAP_UNIT_BYTES, MERGE_RING, Layout
-from ssdx.models.engine.rewrites import MASK_PAGES
+from ssdx.models.engine.params import MAP_UNIT_BYTES, MASK_PAGES, MERGE_RING, Layout
 from ssdx.models.engine.state import (
     OPS,
     PE,
@@ -198,13 +197,11 @@ def _pages(p: Plan, off4k: jax.Array, size: jax.Array) -> tuple[jax.Array, jax.A
 
 def _kept_per_die(p: Plan, start: jax.Array, k: jax.Array, kept: jax.Array) -> jax.Array:
     """Of a write's ``k`` pages dealt round-robin from die ``start``, how many each die position keeps in
-    the buffer, ``(D, B)`` int32: page ``j`` (below ``k`` and :data:`~ssdx.models.engine.rewrites.MASK_PAGES`)
+    the buffer, ``(D, B)`` int32: page ``j`` (below ``k`` and :data:`~ssdx.models.engine.params.MASK_PAGES`)
     is kept where bit ``j`` of ``kept`` is set (``Requests.kept``)."""
     j = jnp.arange(MASK_PAGES, dtype=jnp.int32)[:, None]  # (J, 1)
     bit = ((kept >> j) & 1) * (j < k[None])  # (J, B)
-    r = p.die_id - start[None]
-    r = jnp.where(r < 0, r + p.n_dies[None], r)  # (D, B): the die's place in the deal
-    on = jnp.mod(j, p.n_dies[None])[:, None] == r[None]  # (J, D, B)
+    on = jnp.mod(j, p.n_dies[None])[:, None] == _deal_place(p, start)[None]  # (J, D, B)
     return jnp.where(p.mask, jnp.sum(jnp.where(on, bit[:, None], 0), axis=0), 0)
 
 
@@ -233,8 +230,7 @@ def _plane_slot(p: Plan, n: jax.Array) -> jax.Array:
     return (jnp.mod(n, sub) * planes + jnp.mod(n // sub, planes)) * (1 + MERGE_RING)
 
 
-def _allocate_reads(p: Plan, lay: Layout, merge: jax.Array, off4k: jax.Array, k: jax.Array,
-                    first: jax.Array) -> jax.Array:
+def _allocate_reads(p: Plan, merge: jax.Array, off4k: jax.Array, k: jax.Array, first: jax.Array) -> jax.Array:
     """``engine.plane_merge``: a read's pages read before they were ever written (``Requests.first_read``)
     each take their plane's next page number, as MQSim places them, no program holding it
     (``cpu._allocate``)."""
@@ -581,7 +577,7 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look, die
     q_map = jnp.where(miss, m_start - f.t_cmd, jnp.where(inflight, s.map_end - f.t_cmd, 0.0))
 
     k, n_d = _pages(p, off4k, size)
-    merge = _allocate_reads(p, lay, s.merge, off4k, k, r.first_read) if lay.merge_rows else s.merge
+    merge = _allocate_reads(p, s.merge, off4k, k, r.first_read) if lay.merge_rows else s.merge
     active = n_d > 0
     n_f = n_d.astype(dt)
     dur = jnp.ceil(n_f / p.planes[None]) * p.t_read[None]

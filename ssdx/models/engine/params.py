@@ -350,8 +350,13 @@ def _flag(cols: Mapping, name: str) -> np.ndarray:
     return np.broadcast_to(np.asarray(cols.get(f"engine.{name}", OPTIONAL[name]), object), (n,))
 
 
+#: pages of a request the host-side page masks cover (``Requests.kept``, ``first_read``: bits of an int32
+#: below the sign bit); a write's later pages are always written back, a read's take no page number
+MASK_PAGES = 31
 #: program start times a modelled die remembers per plane for :func:`plane_merge` (its ring of the latest
-#: programs; a page finds a partner among the last this many programs of the other plane)
+#: programs; a page finds a partner among the last this many programs of the other plane).  MQSim searches
+#: its whole queue; a partner further back than this is rare, and the figures hardly move past it (the
+#: ring's sensitivity is measured in docs/mqsim.md)
 MERGE_RING = 8
 
 

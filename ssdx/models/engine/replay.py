@@ -154,24 +154,20 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     drive, workload, eng, lay = trees
     dtype = np.asarray(drive.user_bytes).dtype
     run_f, p, state, n_cfg = prepare(trees, keep_latency, backend=backend)
-    cache = None
-    if lay.map_entries:  # engine.map_cache = entries: one host cache for the batch (engine.entries)
-        host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
-        cache = entries.for_batch(host(eng.map_entries), host(p.cap_4k), host(p.page_4k),
-                                  host(p.tpage_4k))
-    kept = fresh = None
-    if lay.merge_rows:  # engine.plane_merge: the pages each read reads first (engine.rewrites)
-        host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
-        fresh = rewrites.first_reads_for_batch(host(p.plane_merge), host(p.cap_4k), host(p.page_4k))
-    if lay.rewrites:  # engine.rewrite_window_s: one host window for the batch (engine.rewrites)
-        host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
-        kept = rewrites.for_batch(host(p.rewrites), host(eng.rewrite_window_s), host(eng.time_scale),
-                                  host(p.cap_4k), host(p.page_4k))
-        if cache is not None and np.any((host(eng.map_entries) > 0) & ~np.asarray(host(p.rewrites), bool)):
-            raise ConfigError("engine.rewrite_window_s", 0.0,
-                              "in a batch where some configurations keep rewrites in the buffer, every one "
-                              "that caches mapping entries must keep them too (the entry cache, computed "
-                              "once for the batch, skips the kept pages)")
+    # the batch's host-side state, computed once for all its configurations (each None where none uses it):
+    # the entry cache (engine.map_cache = entries), the pages each read reads first (engine.plane_merge)
+    # and the rewrite window (engine.rewrite_window_s)
+    host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
+    cache = entries.for_batch(host(eng.map_entries), host(p.cap_4k), host(p.page_4k), host(p.tpage_4k))
+    fresh = rewrites.first_reads_for_batch(host(p.plane_merge), host(p.cap_4k), host(p.page_4k))
+    kept = rewrites.for_batch(host(p.rewrites), host(eng.rewrite_window_s), host(eng.time_scale),
+                              host(p.cap_4k), host(p.page_4k))
+    if kept is not None and cache is not None and np.any((host(eng.map_entries) > 0)
+                                                         & ~np.asarray(host(p.rewrites), bool)):
+        raise ConfigError("engine.rewrite_window_s", 0.0,
+                          "in a batch where some configurations keep rewrites in the buffer, every one that "
+                          "caches mapping entries must keep them too (the entry cache, computed once for the "
+                          "batch, skips the kept pages)")
     sums: dict[str, np.ndarray] = {}
     elapsed = None
     lats, ops = [], []

@@ -28,12 +28,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ssdx.core.fields import ConfigError
-from ssdx.models.engine.entries import page_span
+from ssdx.models.engine.entries import page_span, shared
+from ssdx.models.engine.params import MASK_PAGES
 
 WRITE = 1
-#: pages of a request the mask covers (bits of an int32 below the sign bit)
-MASK_PAGES = 31
 
 
 @numba.njit(cache=True)
@@ -90,19 +88,12 @@ def for_batch(on: np.ndarray, window: np.ndarray, time_scale: np.ndarray, cap_4k
     ``rewrites``, a window with the eager write-back in an open loop; the other arguments per
     configuration), or None where none does.  Refuses a batch whose such configurations differ in window,
     time scale or logical geometry: they would keep different pages."""
-    on = np.asarray(on, bool)
-    if not on.any():
-        return None
-    keys = {(float(a), float(b), int(c), int(d)) for a, b, c, d in
-            zip(np.asarray(window)[on], np.asarray(time_scale)[on], np.asarray(cap_4k)[on],
-                np.asarray(page_4k)[on])}
-    if len(keys) > 1:
-        raise ConfigError("engine.rewrite_window_s", sorted({k[0] for k in keys}),
-                          "the configurations of one batch that keep rewrites in the buffer must share the "
-                          "window, engine.time_scale, the user capacity and the page size (the kept pages "
-                          "are computed once for the batch)")
-    (w, ts, c4k, p4k), = keys
-    return Rewrites(w, ts, c4k, p4k)
+    key = shared(on, (window, time_scale, cap_4k, page_4k), "engine.rewrite_window_s",
+                 sorted(set(np.asarray(window, np.float64)[np.asarray(on, bool)].tolist())),
+                 "the configurations of one batch that keep rewrites in the buffer must share the window, "
+                 "engine.time_scale, the user capacity and the page size (the kept pages are computed once "
+                 "for the batch)")
+    return None if key is None else Rewrites(key[0], key[1], int(key[2]), int(key[3]))
 
 
 @numba.njit(cache=True)
@@ -150,13 +141,7 @@ class FirstReads:
 def first_reads_for_batch(merge: np.ndarray, cap_4k: np.ndarray, page_4k: np.ndarray) -> FirstReads | None:
     """The touched pages shared by the configurations of a batch that merge programs (``merge`` > 0), or
     None where none does; refuses a batch whose such configurations differ in logical geometry."""
-    on = np.asarray(merge) > 0.5
-    if not on.any():
-        return None
-    keys = {(int(c), int(p)) for c, p in zip(np.asarray(cap_4k)[on], np.asarray(page_4k)[on])}
-    if len(keys) > 1:
-        raise ConfigError("engine.plane_merge", True,
-                          "the configurations of one batch that merge programs must share the user capacity "
-                          "and the page size (the pages read first are computed once for the batch)")
-    (c4k, p4k), = keys
-    return FirstReads(c4k, p4k)
+    key = shared(np.asarray(merge) > 0.5, (cap_4k, page_4k), "engine.plane_merge", True,
+                 "the configurations of one batch that merge programs must share the user capacity and the "
+                 "page size (the pages read first are computed once for the batch)")
+    return None if key is None else FirstReads(int(key[0]), int(key[1]))
