@@ -178,9 +178,37 @@ def _heap_replace_min(h, v, n):
 
 
 @numba.njit(cache=True, inline="always")
-def _pos(d, n_ch, C):
-    """Layout position of die ``d`` (channel ``d mod n_ch``, way ``d div n_ch``)."""
-    return (d // n_ch) * C + d % n_ch
+def _shift(n):
+    """``log2 n`` where the integer ``n`` is a power of two, else -1 (the ``s`` of :func:`_div` and
+    :func:`_mod`)."""
+    if n <= 0 or (n & (n - 1)) != 0:
+        return -1
+    s = 0
+    while (1 << s) < n:
+        s += 1
+    return s
+
+
+@numba.njit(cache=True, inline="always")
+def _div(x, d, s):
+    """``x // d`` (floor) for integers, by a shift where ``d = 2**s`` (``s`` from :func:`_shift`): an integer
+    division is the longest step on a request's dependency chain, a shift one cycle; exact for negative
+    ``x`` too (an arithmetic shift floors)."""
+    return x >> s if s >= 0 else x // d
+
+
+@numba.njit(cache=True, inline="always")
+def _mod(x, d, s):
+    """``x % d`` (floor, so in ``[0, d)``) for integers, by a mask where ``d = 2**s``; exact for negative
+    ``x`` too (two's complement)."""
+    return x & (d - 1) if s >= 0 else x % d
+
+
+@numba.njit(cache=True, inline="always")
+def _pos(d, n_ch, C, s_ch):
+    """Layout position of die ``d`` (channel ``d mod n_ch``, way ``d div n_ch``; ``s_ch`` =
+    :func:`_shift` of ``n_ch``)."""
+    return _div(d, n_ch, s_ch) * C + _mod(d, n_ch, s_ch)
 
 
 @numba.njit(cache=True, inline="always")
@@ -339,6 +367,10 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     t_map_xfer = f[T_MAP_XFER]
     hold_on = f[HOLD_READ] > 0.5  # engine.cache_read false: a read keeps its die until its data is out
     ring = int(f[RING])  # engine.plane_merge: program starts a plane remembers (params.MERGE_RING)
+    sub, n_pl = int(f[MERGE_DIES]), int(planes)  # engine.plane_merge: dies a page's die stands for, planes
+    # shifts and masks for the divisors that are powers of two (every MQSim and preset drive's)
+    s_dies, s_ch, s_p4, s_tp, s_cap = (_shift(n_dies), _shift(n_ch), _shift(page_4k), _shift(tpage_4k),
+                                       _shift(cap_4k))
     ctrl_free, link_rx, link_tx = sc[CTRL_FREE], sc[LINK_RX], sc[LINK_TX]
     free_max, last_arrival, last_done = sc[FREE_MAX], sc[LAST_ARRIVAL], sc[LAST_DONE]
     wptr, wpartial = int(sc[WPTR]), sc[WPARTIAL]
@@ -360,11 +392,11 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         miss = False
         tpage = 0
         m_start = 0.0
-        o4 = off4k[i] % cap_4k
+        o4 = _mod(off4k[i], cap_4k, s_cap)
         wb_page = -1
         wb_n = 1.0
         if o != TRIM:
-            tpage = o4 // tpage_4k
+            tpage = _div(o4, tpage_4k, s_tp)
             if map_ent:
                 miss = map_miss[i]
                 wb_page = wb_tpage[i]
@@ -424,7 +456,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         if inflight:
             miss = False
         if miss:  # 3. translation page read from die tpage mod dies, read priority
-            pm = _pos(tpage % n_dies, n_ch, C)
+            pm = _pos(_mod(tpage, n_dies, s_dies), n_ch, C, s_ch)
             m_start, m_dur = _read_on_die(f, sus_on, die, busy, a, pm, t_cmd,
                                           t_map + (t_map_xfer if hold_on else 0.0))
             free_max = max(free_max, die[DIE_FREE, pm])
@@ -439,17 +471,17 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 queue += map_end - t_cmd
             else:
                 ready = t_cmd + f[MAP_HIT_S]
-            first = o4 // page_4k
-            in_page = (o4 % page_4k) * MAP_UNIT_BYTES
+            first = _div(o4, page_4k, s_p4)
+            in_page = _mod(o4, page_4k, s_p4) * MAP_UNIT_BYTES
             k = max(int(math.ceil((in_page + sz) / page_bytes)), 1)
-            q, m = k // n_dies, k % n_dies
+            q, m = _div(k, n_dies, s_dies), _mod(k, n_dies, s_dies)
             per_page = sz / k / chan_rate
-            start = first % n_dies
+            start = _mod(first, n_dies, s_dies)
             # the channels the request uses: those of its first n_tc dies (dies are dealt channel by
             # channel and the die count is a multiple of the channel count), so only these are visited
             n_tc = min(k, n_ch)
             for j in range(n_tc):
-                c = (start + j) % n_ch
+                c = _mod(start + j, n_ch, s_ch)
                 x_c[c] = 0.0
                 first_c[c] = math.inf
                 last_c[c] = -math.inf
@@ -460,14 +492,14 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 for j in range(min(k, n_dies)):
                     d = _nth_die(start, j, n_dies)
                     n = q + (1 if j < m else 0)
-                    pd = _pos(d, n_ch, C)
+                    pd = _pos(d, n_ch, C, s_ch)
                     dur = math.ceil(n / planes) * t_read
                     est = _book(die, pd, ready, dur, False)
-                    c = d % n_ch
+                    c = _mod(d, n_ch, s_ch)
                     x_c[c] += n * per_page
                     first_c[c] = min(first_c[c], est + dur)
                 for j in range(n_tc):
-                    c = (start + j) % n_ch
+                    c = _mod(start + j, n_ch, s_ch)
                     end_c[c] = max(first_c[c], chan[1, c]) + 0.5 * x_c[c]  # + half the die's own transfer
                     x_c[c] = 0.0
                     first_c[c] = math.inf
@@ -475,16 +507,16 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             for j in range(min(k, n_dies)):
                 d = _nth_die(start, j, n_dies)
                 n = q + (1 if j < m else 0)
-                pd = _pos(d, n_ch, C)
+                pd = _pos(d, n_ch, C, s_ch)
                 if fr_i != 0:  # engine.plane_merge: pages read first take their planes' next pages
                     t = j
                     while t < min(k, MASK_PAGES):
                         if (fr_i >> t) & 1:
-                            _allocate(mg, pd, (first + t) // n_dies, int(f[MERGE_DIES]), int(planes), ring)
+                            _allocate(mg, pd, _div(first + t, n_dies, s_dies), sub, n_pl, ring)
                         t += n_dies
                 dur = math.ceil(n / planes) * t_read
                 xfer = n * per_page
-                c = d % n_ch
+                c = _mod(d, n_ch, s_ch)
                 hold = 0.0
                 if hold_on:
                     est = _book(die, pd, ready, dur, False)
@@ -501,7 +533,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             data_last = -math.inf
             q_chan = 0.0
             for j in range(n_tc):
-                c = (start + j) % n_ch
+                c = _mod(start + j, n_ch, s_ch)
                 if x_c[c] > 0:
                     c_start = max(first_c[c], chan[1, c])
                     chan[1, c] = max(chan[1, c], issue) + x_c[c]
@@ -546,22 +578,22 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             kept_i = kept[i] if eager and f[REWRITES] > 0.5 else 0
             merge_on = eager and f[MERGE] > 0.5
             if eager:  # engine._write, eager: the pages the write touches, on the dies of their addresses
-                k = max(int(math.ceil(((o4 % page_4k) * MAP_UNIT_BYTES + sz) / page_bytes)), 1)
-                n_units, start, t_item = k, (o4 // page_4k) % n_dies, sz / k / chan_rate
+                k = max(int(math.ceil((_mod(o4, page_4k, s_p4) * MAP_UNIT_BYTES + sz) / page_bytes)), 1)
+                n_units, start, t_item = k, _mod(_div(o4, page_4k, s_p4), n_dies, s_dies), sz / k / chan_rate
             else:  # full program units, round-robin from the frontier
                 n_units = int(math.floor(total / unit))
                 start, t_item = wptr, unit / chan_rate
-            q, m = n_units // n_dies, n_units % n_dies
+            q, m = _div(n_units, n_dies, s_dies), _mod(n_units, n_dies, s_dies)
             n_tc = min(n_units, n_ch)  # the channels the units cross, as for a read
             for j in range(n_tc):
-                x_c[(start + j) % n_ch] = 0.0
+                x_c[_mod(start + j, n_ch, s_ch)] = 0.0
             n_kept = 0
             for j in range(min(n_units, n_dies)):
                 u_k = _kept_on(kept_i, j, n_units, n_dies) if kept_i != 0 else 0
                 n_kept += u_k
-                x_c[_nth_die(start, j, n_dies) % n_ch] += q + (1 if j < m else 0) - u_k
+                x_c[_mod(_nth_die(start, j, n_dies), n_ch, s_ch)] += q + (1 if j < m else 0) - u_k
             for j in range(n_tc):  # channel transfer of the units, after the host data is in
-                c = (start + j) % n_ch
+                c = _mod(start + j, n_ch, s_ch)
                 if x_c[c] > 0:
                     chan[0, c] = max(chan[0, c], h_end) + x_c[c] * t_item
             n_ops = 0.0
@@ -582,20 +614,21 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     if u == 0:  # every page of this die kept: no program
                         continue
                 ops, used = (float(math.ceil(u / planes)), u / planes) if eager else (float(u), float(u))
-                pd = _pos(d, n_ch, C)
+                pd = _pos(d, n_ch, C, s_ch)
                 old = die[DIE_UNITS, pd]
                 die[DIE_UNITS, pd] = old + used
                 n_erase = math.floor((old + used) / upb) - math.floor(old / upb)
-                p_start = max(die[DIE_FREE, pd], chan[0, d % n_ch])
+                c_d = _mod(d, n_ch, s_ch)
+                p_start = max(die[DIE_FREE, pd], chan[0, c_d])
                 if merge_on:  # page by page: each joins a queued program of another plane or is its own
                     ops = 0.0
                     t0 = p_start + n_erase * f[T_ERASE]  # the erases first
                     t = j
                     while t < n_units:
                         if not (t < MASK_PAGES and (kept_i >> t) & 1):
-                            g = o4 // page_4k + t
-                            ops += _merge_page(mg, pd, g // n_dies, int(f[MERGE_DIES]), int(planes), upb,
-                                               t0 + ops * t_unit, max(chan[0, d % n_ch], adm), ring)
+                            g = _div(o4, page_4k, s_p4) + t
+                            ops += _merge_page(mg, pd, _div(g, n_dies, s_dies), sub, n_pl, upb,
+                                               t0 + ops * t_unit, max(chan[0, c_d], adm), ring)
                         t += n_dies
                 n_ops += ops
                 p_dur = ops * t_unit + n_erase * f[T_ERASE]
@@ -637,12 +670,12 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 a[PROG_PAGES] += n_units - n_kept
             else:
                 done = max(h_ack, free_max - f[BUFFER_BYTES] / (n_dies * unit / t_unit))
-                wptr = (wptr + n_units) % n_dies
+                wptr = _mod(wptr + n_units, n_dies, s_dies)
                 wpartial = total - n_units * unit
                 a[PROG_PAGES] += n_units * planes
             queue += (h_start - t_cmd) + (done - h_end)
         if wb_page >= 0:  # 3. the evicted dirty translation page written back behind the die's backlog
-            pw = _pos(wb_page % n_dies, n_ch, C)
+            pw = _pos(_mod(wb_page, n_dies, s_dies), n_ch, C, s_ch)
             t_wb = t_map + f[T_UNIT0]
             if map_ent:
                 t_wb = t_wb * wb_n
