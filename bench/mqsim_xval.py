@@ -654,9 +654,9 @@ def closed_form(case: Case, flow: dict[str, Any], wall_stop_s: int | None = None
 def run_ssdx(workdir: Path, overrides: list[str] | None = None) -> dict[str, Any] | None:
     """ssdx's figures on the case's XML files, run as a user runs them (``ssdx experiment=mqsim ...``).
 
-    ``overrides`` are further Hydra overrides.  Returns the first flow of the first scenario, the wall
-    time and the child's CPU time (which includes starting Python and JAX and compiling), or None where
-    ssdx is not installed.
+    ``overrides`` are further Hydra overrides.  Returns the first flow of the first scenario, the requests
+    of all its flows (the drive-wide counters' denominator, as MQSim's), the wall time and the child's CPU
+    time (which includes starting Python and JAX and compiling), or None where ssdx is not installed.
     """
     if importlib.util.find_spec("ssdx") is None:
         return None
@@ -674,8 +674,9 @@ def run_ssdx(workdir: Path, overrides: list[str] | None = None) -> dict[str, Any
     if proc.returncode != 0:
         raise RuntimeError(f"ssdx exit {proc.returncode}: {(proc.stdout + proc.stderr)[-600:]}")
     summary = json.loads((out_dir / "summary.json").read_text())
-    flow = summary["scenarios"][0]["flows"][0]
-    return {"flow": flow, "flash": summary["scenarios"][0].get("flash", {}), "wall_s": wall,
+    flows = summary["scenarios"][0]["flows"]
+    return {"flow": flows[0], "requests": sum(int(f.get("requests") or 0) for f in flows),
+            "flash": summary["scenarios"][0].get("flash", {}), "wall_s": wall,
             "summary_warnings": len(summary.get("warnings", [])),
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
 
@@ -901,7 +902,7 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "",
         f = s["flow"]
         n_m = rec["mqsim"]["requests"]
         cpu_m = rec["mqsim"]["cpu_us_per_request"]
-        n_s = f.get("requests") or n_m
+        n_s = s.get("requests") or f.get("requests") or n_m  # every flow's, as MQSim's n_m
         cpu_s = 1e6 * s["cpu_s"] / n_s if n_s else None
         checks_ok = all(v.get("pass") in (True, None) for k, v in rec["checks"].items() if k != "bounds")
         case = Case(**rec["case"])

@@ -165,3 +165,21 @@ def test_ssdx_figures_unchanged(name: str, tmp_path: Path) -> None:
     got, want = s["flow"], committed[name]["ssdx"]
     assert got.get("iops") == pytest.approx(want["iops"], rel=1e-9)
     assert got.get("device_response_time_us") == pytest.approx(want["mean_us"], rel=1e-9)
+
+
+def test_drive_wide_counters_per_request_count_every_flow(tmp_path: Path) -> None:
+    """A scenario of two flows: the drive-wide flash counters are divided by both flows' requests, as
+    MQSim's are.  4 KiB random reads read at most one translation page each, so the ratio is at most 1
+    (divided by the first flow's requests alone it was 1.12)."""
+    ref = json.loads(REFERENCE.read_text())
+    case = xv.Case(**ref["cases"]["pair_qd16_qd2_count"]["case"])
+    (tmp_path / "ssdconfig.xml").write_text(xv.ssdconfig_xml(case.drive_params()))
+    (tmp_path / "workload.xml").write_text(xv.workload_xml(case))
+    s = xv.run_ssdx(tmp_path, ["mqsim.requests_per_flow=3000"])
+    assert s is not None
+    summary = json.loads((tmp_path / "ssdx" / "summary.json").read_text())
+    flows = summary["scenarios"][0]["flows"]
+    assert len(flows) == 2
+    assert s["requests"] == sum(f["requests"] for f in flows) > flows[0]["requests"]
+    reads = s["flash"]["translation_reads"]
+    assert 0.5 < reads / s["requests"] <= 1.0
