@@ -1,0 +1,50 @@
+"""The cross-validation figure (``bench.mqsim_plot``): which cases it counts outside the goal, which it
+shows as shared-channel cases, and that it draws from the committed results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import mqsim_plot as mp
+
+RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results" / "mqsim_xval"
+
+
+def _row(rel_mean, rel_iops, ok=True):
+    return {"rel_mean": rel_mean, "rel_iops": rel_iops, "mqsim_checks_pass": ok,
+            "mqsim": {"mean_us": 100.0}, "ssdx": {"mean_us": 100.0 * (1 + (rel_mean or 0))}}
+
+
+def test_outside_takes_either_figure_and_skips_missing_ones() -> None:
+    rows = {"a": _row(0.05, 0.02), "b": _row(0.02, -0.12), "c": _row(-0.11, None), "d": _row(None, None),
+            "e": _row(0.10, -0.10)}
+    assert mp.outside(rows) == ["b", "c"]
+
+
+def test_families_by_prefix() -> None:
+    assert mp.family("openread_90pct")[0] == "open-loop reads"
+    assert mp.family("randread_qd64")[0] == "closed-loop reads"
+    assert mp.family("seqwrite128k_qd8")[0] == "128 KiB sequential"
+    assert mp.family("tpcc")[0] == "MQSim's traces"
+
+
+def test_shared_channel_cases_from_the_committed_simulations() -> None:
+    rows = json.loads((RESULTS / "xval.json").read_text())
+    des = json.loads((RESULTS / "des.json").read_text())
+    cases = dict(mp.shared_channel_rows(des, rows))
+    # chips on channels of their own and the sequential reads are not shared-channel cases
+    assert not [n for n in cases if "32ch_1chip" in n or n.startswith("seq")]
+    assert {"randread_qd64", "randread_qd64_ideal_map", "openread_90pct"} <= set(cases)
+    qd64 = cases["randread_qd64"]
+    assert qd64["MQSim"] == rows["randread_qd64"]["mqsim"]["mean_us"]
+    assert qd64["ssdx"] == rows["randread_qd64"]["ssdx"]["mean_us"]
+    # the arbitration is what separates MQSim from ssdx there: with it the simulation is near MQSim
+    assert abs(qd64["event-ordered, MQSim's arbitration"] / qd64["MQSim"] - 1) < 0.02
+    assert qd64["event-ordered, commands at once"] < qd64["MQSim"]
+
+
+def test_figure_drawn_from_the_results(tmp_path: Path) -> None:
+    out = tmp_path / "fig.png"
+    assert mp.main(["--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
