@@ -20,6 +20,10 @@ to an idle chip, and ``TSU_Base::issue_command_to_chip`` to one die of it).
   (``TSU_Base::handle_channel_idle_signal``).  Without it a command goes to an idle chip at once.
   :func:`closed_loop_channels` is its closed loop of random reads without translation reads.
 
+:func:`reads_on_channels` gives the 99th percentile beside the mean; the last table of :func:`main`
+compares the tails of reads on chips that each own a channel with translation reads served first
+(MQSim's rule) and in one queue.
+
 ``python -m bench.mqsim_des --json PATH`` runs them against MQSim's committed figures
 (``bench/results/mqsim_xval/mqsim_reference.json``) and prints a table.  Times in µs.
 """
@@ -46,6 +50,7 @@ T_DATA = T_R + 4096 / CHANNEL_B_PER_US  # a 4 KiB data read
 T_CMD = (20 + 6 * 25 + 100 + 20) / 1e3
 REFERENCE = Path(__file__).resolve().parent / "results" / "mqsim_xval" / "mqsim_reference.json"
 XVAL = REFERENCE.with_name("xval.json")  # ssdx's figures for the same cases (bench.mqsim_xval)
+P99 = REFERENCE.with_name("mqsim_p99.json")  # MQSim's p99 from its response-time log (bench.mqsim_xval --p99)
 #: B/µs, MQSim's host link each way: its lanes' rate, 128 payload bytes in every packet of 156
 HOST_B_PER_US = 1e3 * pcie_payload_gb_s(DEFAULT_DRIVE["PCIe_Lane_Bandwidth"],
                                         DEFAULT_DRIVE["PCIe_Lane_Count"])
@@ -132,8 +137,8 @@ def reads_on_channels(channels: int, chips_per_channel: int, request, arbitratio
                       map_first: bool = True, seed: int = 1) -> dict[str, float]:
     """Reads that may first need a translation read, on ``channels × chips_per_channel`` chips (chip ``c``
     on channel ``c mod channels``), closed loop at queue depth ``qd`` or open loop (Poisson arrivals at
-    ``rate_per_us``), until ``n`` complete: IOPS (closed loop), the mean latency (µs) of all but the first
-    ``warmup`` of them, and the translation reads per request.
+    ``rate_per_us``), until ``n`` complete: IOPS (closed loop), the mean and the 99th percentile of the
+    latency (µs) of all but the first ``warmup`` of them, and the translation reads per request.
 
     ``request(rnd, i)`` gives request ``i`` as ``(tpage, map_chip, pages)``: the translation page it needs
     (``None``: none), the chip that holds it, and its page reads as ``(chip, bytes out)``.  A translation
@@ -276,7 +281,9 @@ def reads_on_channels(channels: int, chips_per_channel: int, request, arbitratio
             channel_free(ch, now)
     skip = int(n * warmup)
     mean = sum(lat[skip:n]) / (n - skip)
-    out = {"mean_us": mean, "translation_reads_per_request": map_reads / made}
+    kept = sorted(lat[skip:n])
+    p99 = kept[min(int(0.99 * len(kept)), len(kept) - 1)] if kept else float("nan")
+    out = {"mean_us": mean, "p99_us": p99, "translation_reads_per_request": map_reads / made}
     if qd is not None:
         out["iops"] = qd / mean * 1e6
     return out
@@ -391,6 +398,22 @@ def main(argv: list[str] | None = None) -> int:
                  for r in (runs[col] for col in cols)]
         print(f"{case:<28}{m['mean_us']:>8.0f}" + "".join(f"{v:>26}" for v in means)
               + (f"{ssdx['mean_us']:>8.0f}" if ssdx else f"{'—':>8}"))
+    print("\n4 KiB reads on 32 chips with a channel each, translation reads first or in one queue: p99 µs")
+    print(f"{'case':<30}{'MQSim p99':>10}{'translation first':>19}{'one queue':>11}{'ssdx':>8}")
+    p99_ref = json.loads(P99.read_text())["cases"] if P99.is_file() else {}
+    for case, qd in (("randread_qd64_32ch_1chip", 64), ("openread_90pct_32ch_1chip", None),
+                     ("openread_110pct_32ch_1chip", None), ("openread_120pct_32ch_1chip", None)):
+        m = _mqsim(ref, case)
+        kw = {"qd": qd} if qd else {"rate_per_us": m["offered_iops"] / 1e6, "warmup": 0.0}
+        n = args.requests // 2 if qd else int(m["requests"])
+        runs = {col: reads_on_channels(32, 1, random_4k(32), False, n, map_first=first,
+                                       host_b_per_us=HOST_B_PER_US, **kw)
+                for col, first in (("translation_first", True), ("one_queue", False))}
+        m["p99_us"] = (p99_ref.get(case) or {}).get("p99_us")
+        ssdx = (xval.get(case) or {}).get("ssdx")
+        out.setdefault("tails_own_channels", {})[case] = {"mqsim": m, **runs, "ssdx": ssdx}
+        print(f"{case:<30}{m['p99_us'] or float('nan'):>10.0f}{runs['translation_first']['p99_us']:>19.0f}"
+              f"{runs['one_queue']['p99_us']:>11.0f}" + (f"{ssdx['p99_us']:>8.0f}" if ssdx else f"{'—':>8}"))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
         print(f"wrote {args.json}")

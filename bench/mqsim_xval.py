@@ -43,6 +43,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 # ----------------------------------------------------------------------------------------------------
 # The drive: MQSim's default ssdconfig.xml (repository CMU-SAFARI/MQSim), parameter for parameter.
 # ----------------------------------------------------------------------------------------------------
@@ -98,9 +100,14 @@ DEFAULT_DRIVE: dict[str, Any] = {
 SMALL_BLOCKS_PER_PLANE = 256
 
 
-def ssdconfig_xml(drive: dict[str, Any]) -> str:
-    """MQSim's ``Execution_Parameter_Set`` for ``drive`` (the keys of ``DEFAULT_DRIVE``)."""
+def ssdconfig_xml(drive: dict[str, Any], log_period_ns: int | None = None) -> str:
+    """MQSim's ``Execution_Parameter_Set`` for ``drive`` (the keys of ``DEFAULT_DRIVE``); with
+    ``log_period_ns``, MQSim logs each flow's response time every that many ns (``Enable_ResponseTime_
+    Logging``: the mean of the requests completed since the previous line, so with 1 ns one line a request
+    unless two complete in the same ns)."""
     d = drive
+    log = "true" if log_period_ns else "false"
+    period = int(log_period_ns or 1_000_000)
 
     def b(x: bool) -> str:
         return "true" if x else "false"
@@ -112,8 +119,8 @@ def ssdconfig_xml(drive: dict[str, Any]) -> str:
 		<PCIe_Lane_Bandwidth>{d['PCIe_Lane_Bandwidth']:.5f}</PCIe_Lane_Bandwidth>
 		<PCIe_Lane_Count>{d['PCIe_Lane_Count']}</PCIe_Lane_Count>
 		<SATA_Processing_Delay>400000</SATA_Processing_Delay>
-		<Enable_ResponseTime_Logging>false</Enable_ResponseTime_Logging>
-		<ResponseTime_Logging_Period_Length>1000000</ResponseTime_Logging_Period_Length>
+		<Enable_ResponseTime_Logging>{log}</Enable_ResponseTime_Logging>
+		<ResponseTime_Logging_Period_Length>{period}</ResponseTime_Logging_Period_Length>
 	</Host_Parameter_Set>
 	<Device_Parameter_Set>
 		<Seed>{d['Seed']}</Seed>
@@ -506,8 +513,10 @@ def flash_per_request(ftl: dict[str, Any], requests: int, planes: int) -> dict[s
             "translation_programs": g("Issued_Flash_Program_CMD_For_Mapping") / requests}
 
 
-def write_case_files(case: Case, workdir: Path, mqsim_src: Path | None) -> tuple[Path, Path]:
-    """Write the case's ``ssdconfig.xml`` and ``workload.xml`` (and copy its trace) into ``workdir``."""
+def write_case_files(case: Case, workdir: Path, mqsim_src: Path | None,
+                     log_period_ns: int | None = None) -> tuple[Path, Path]:
+    """Write the case's ``ssdconfig.xml`` (MQSim's response-time log on with ``log_period_ns``) and
+    ``workload.xml`` (and copy its trace) into ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     trace_path = ""
     if case.kind == "trace":
@@ -517,14 +526,17 @@ def write_case_files(case: Case, workdir: Path, mqsim_src: Path | None) -> tuple
         trace_path = case.trace
     ssd = workdir / "ssdconfig.xml"
     wl = workdir / "workload.xml"
-    ssd.write_text(ssdconfig_xml(case.drive_params()))
+    ssd.write_text(ssdconfig_xml(case.drive_params(), log_period_ns))
     wl.write_text(workload_xml(case, trace_path))
     return ssd, wl
 
 
-def run_mqsim(binary: Path, case: Case, workdir: Path, mqsim_src: Path | None) -> dict[str, Any]:
-    """Write the case's XML files in ``workdir``, run MQSim, return its flows and CPU/wall time."""
-    ssd, wl = write_case_files(case, workdir, mqsim_src)
+def run_mqsim(binary: Path, case: Case, workdir: Path, mqsim_src: Path | None,
+              log_period_ns: int | None = None) -> dict[str, Any]:
+    """Write the case's XML files in ``workdir``, run MQSim, return its flows and CPU/wall time; with
+    ``log_period_ns`` also its first flow's response-time log (``response_log``, µs, one value a line:
+    :func:`parse_response_log`)."""
+    ssd, wl = write_case_files(case, workdir, mqsim_src, log_period_ns)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([str(binary), "-i", ssd.name, "-w", wl.name], cwd=workdir,
@@ -538,8 +550,36 @@ def run_mqsim(binary: Path, case: Case, workdir: Path, mqsim_src: Path | None) -
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     flows = parse_result(out)
     n = sum(int(f["Request_Count"] or 0) for f in flows)
-    return {"flows": flows, "ftl": parse_ftl(out), "wall_s": wall, "cpu_s": cpu, "requests": n,
-            "cpu_us_per_request": 1e6 * cpu / n if n else None}
+    res = {"flows": flows, "ftl": parse_ftl(out), "wall_s": wall, "cpu_s": cpu, "requests": n,
+           "cpu_us_per_request": 1e6 * cpu / n if n else None}
+    if log_period_ns:  # named after the workload file: <workload less its extension>.IO_Flow.No_0.log
+        column = 2 if case.response_field() == "End_to_End_Request_Delay" else 1
+        res["response_log"] = parse_response_log(workdir / f"{wl.stem}.IO_Flow.No_0.log", column)
+    return res
+
+
+def parse_response_log(path: Path, column: int) -> np.ndarray:
+    """One column of MQSim's response-time log (``IO_Flow_Base``: a header, then per line the simulated
+    time, the mean device response time and the mean end-to-end delay, in whole µs, of the requests
+    completed since the previous line): column 1 the device response, 2 the end-to-end delay.  A line
+    that is not three integers names the file and the line."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read MQSim's response-time log: {exc}") from exc
+    if not lines or not lines[0].startswith("SimulationTime"):
+        raise ValueError(f"{path}: line 1: not MQSim's response-time log header")
+    out = np.empty(len(lines) - 1)
+    for i, line in enumerate(lines[1:]):
+        parts = line.split("\t")
+        try:
+            if len(parts) != 3:
+                raise ValueError(f"{len(parts)} fields")
+            out[i] = float(int(parts[column]))
+        except ValueError as exc:
+            raise ValueError(f"{path}: line {i + 2}: expected three integers separated by tabs: "
+                             f"{line[:80]!r} ({exc})") from exc
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -776,9 +816,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --ssdx-only: run ssdx with mqsim.chip_as_die=false, every die of a chip "
                          "independent (experiment=mqsim serialises a chip's dies as MQSim does); writes "
                          "xval_independent_dies.json and its table")
+    ap.add_argument("--p99", action="store_true",
+                    help="run MQSim again on every case of the existing mqsim_reference.json (with --only, "
+                         "on those) with its response-time log on, one line a request, and write "
+                         "mqsim_p99.json (MQSim's p99, which --ssdx-only then compares)")
     args = ap.parse_args(argv)
     binary = args.mqsim.resolve()
     ref_path = args.out / "mqsim_reference.json"
+    if args.p99:
+        if not ref_path.is_file() or not binary.is_file():
+            ap.error(f"--p99 needs an existing {ref_path} and the MQSim binary")
+        write_mqsim_p99(json.loads(ref_path.read_text()), binary, args.out,
+                        [x for x in args.only.split(",") if x])
+        return 0
     if args.speed:
         if not ref_path.is_file():
             ap.error(f"--speed needs an existing {ref_path}")
@@ -878,13 +928,49 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+#: MQSim's response-time log period for the p99 runs (ns): one line a request (:func:`ssdconfig_xml`)
+LOG_PERIOD_NS = 1
+
+
+def write_mqsim_p99(ref: dict[str, Any], binary: Path, out: Path, only: Sequence[str] = ()) -> None:
+    """Run MQSim again on every case of ``ref`` with its response-time log on (:data:`LOG_PERIOD_NS`) and
+    write ``mqsim_p99.json``: per case, the 99th percentile of its first flow's logged response times (the
+    figure the case compares, device response or end-to-end delay; numpy's linear interpolation between
+    the logged values), the lines logged against the requests (fewer where several completed in one ns
+    and were logged as their mean), and whether the run's figures equal the reference run's (the log
+    changes nothing MQSim simulates).  With ``only``, those cases merged into the existing file."""
+    path = out / "mqsim_p99.json"
+    cases = json.loads(path.read_text())["cases"] if only and path.is_file() else {}
+    tmp = Path(tempfile.mkdtemp(prefix="mqsim_p99_"))
+    for name, rec in ref["cases"].items():
+        if "error" in rec or (only and name not in only):
+            continue
+        case = Case(**rec["case"])
+        r = run_mqsim(binary, case, tmp / name, binary.parent, LOG_PERIOD_NS)
+        v, f0, f_ref = r.pop("response_log"), r["flows"][0], rec["mqsim"]["flows"][0]
+        same = all(f0.get(k) == f_ref.get(k) for k in ("IOPS", "Request_Count", case.response_field()))
+        cases[name] = {"p99_us": float(np.percentile(v, 99)) if v.size else None, "lines": int(v.size),
+                       "requests": int(f0["Request_Count"] or 0), "log_mean_us": float(v.mean()) if v.size
+                       else None, "mean_us": f0[case.response_field()], "same_as_reference": same}
+        print(f"{name:36s} p99 {cases[name]['p99_us']!s:>8} us  lines {v.size:>8} of "
+              f"{cases[name]['requests']:>8}  same figures {same}", flush=True)
+    doc = {"mqsim": {"repository": "CMU-SAFARI/MQSim", "commit": mqsim_commit(binary)},
+           "log_period_ns": LOG_PERIOD_NS, "percentile": "numpy.percentile(logged values, 99), linear",
+           "command": "python -m bench.mqsim_xval --mqsim PATH --p99", "cases": dict(sorted(cases.items()))}
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {path}")
+
+
 def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "",
                overrides: Sequence[str] = (), only: Sequence[str] = ()) -> None:
     """Run ssdx on every case's XML files (with the further Hydra ``overrides``) and write
     ``xval{suffix}.json`` and ``table{suffix}.md``; with ``only``, on those cases, their rows merged into
-    the existing ``xval{suffix}.json``."""
+    the existing ``xval{suffix}.json``.  MQSim's p99 comes from ``mqsim_p99.json`` where it is recorded
+    (:func:`write_mqsim_p99`)."""
     path = out / f"xval{suffix}.json"
     rows = json.loads(path.read_text()) if only and path.is_file() else {}
+    p99_path = out / "mqsim_p99.json"
+    p99_ref = json.loads(p99_path.read_text())["cases"] if p99_path.is_file() else {}
     for name, rec in ref["cases"].items():
         if "error" in rec or (only and name not in only):
             continue
@@ -908,18 +994,19 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "",
         case = Case(**rec["case"])
         d = case.drive_params()
         m_mean = m[case.response_field()]
+        p99_m = (p99_ref.get(name) or {}).get("p99_us")
         fl_s = s.get("flash") or {}
         rows[name] = {
             "flash_per_request": {
                 "mqsim": flash_per_request(rec["mqsim"].get("ftl", {}), n_m, d["Plane_No_Per_Die"]),
                 "ssdx": {k: fl_s[k] / n_s for k in ("page_programs", "program_commands", "translation_reads",
                                                     "translation_programs") if k in fl_s and n_s}},
-            "mqsim": {"iops": m["IOPS"], "mean_us": m_mean, "p99_us": None},
+            "mqsim": {"iops": m["IOPS"], "mean_us": m_mean, "p99_us": p99_m},
             "ssdx": {"iops": f.get("iops"), "mean_us": f.get("device_response_time_us"),
                      "p99_us": f.get("p99_response_time_us")},
             "rel_iops": rel(f.get("iops"), m["IOPS"]),
             "rel_mean": rel(f.get("device_response_time_us"), m_mean),
-            "rel_p99": None,
+            "rel_p99": rel(f.get("p99_response_time_us"), p99_m),
             "mqsim_checks_pass": checks_ok,
             "cpu_us_per_request": {"mqsim": cpu_m, "ssdx": cpu_s,
                                    "ratio_ssdx_over_mqsim": (cpu_s / cpu_m) if cpu_s and cpu_m else None},
@@ -1017,22 +1104,24 @@ def _f(x: float | None, fmt: str) -> str:
 
 
 def table_md(rows: dict[str, Any]) -> str:
-    """The side-by-side table in Markdown (MQSim logs no percentile, so p99 is ssdx's only).  CPU time
-    per request: MQSim's process; ssdx's whole ``ssdx`` process, Python, JAX start-up and compilation
-    included (about two seconds, so it dominates at these request counts)."""
-    lines = ["| case | MQSim IOPS | ssdx IOPS | Δ IOPS | MQSim mean µs | ssdx mean µs | Δ mean | ssdx p99 µs "
-             "| MQSim checks | CPU µs/req MQSim | ssdx (with start-up) | ratio |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|---:|"]
+    """The side-by-side table in Markdown (MQSim's p99 from its response-time log, ``mqsim_p99.json``,
+    where recorded).  CPU time per request: MQSim's process; ssdx's whole ``ssdx`` process, Python, JAX
+    start-up and compilation included (about two seconds, so it dominates at these request counts)."""
+    lines = ["| case | MQSim IOPS | ssdx IOPS | Δ IOPS | MQSim mean µs | ssdx mean µs | Δ mean "
+             "| MQSim p99 µs | ssdx p99 µs | Δ p99 | MQSim checks | CPU µs/req MQSim | ssdx (with start-up) "
+             "| ratio |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|---:|"]
     for k, r in rows.items():
         if "error" in r:
-            lines.append(f"| {k} | ssdx failed: {r['error'][:80]} |" + " |" * 10)
+            lines.append(f"| {k} | ssdx failed: {r['error'][:80]} |" + " |" * 12)
             continue
         c = r["cpu_us_per_request"]
         lines.append(
             f"| {k} | {_f(r['mqsim']['iops'], ',.0f')} | {_f(r['ssdx']['iops'], ',.0f')} | "
             f"{_f(r['rel_iops'], '+.1%')} | {_f(r['mqsim']['mean_us'], '.0f')} | "
             f"{_f(r['ssdx']['mean_us'], '.1f')} | "
-            f"{_f(r['rel_mean'], '+.1%')} | {_f(r['ssdx']['p99_us'], '.1f')} | "
+            f"{_f(r['rel_mean'], '+.1%')} | {_f(r['mqsim'].get('p99_us'), '.0f')} | "
+            f"{_f(r['ssdx']['p99_us'], '.1f')} | {_f(r.get('rel_p99'), '+.1%')} | "
             f"{'pass' if r['mqsim_checks_pass'] else 'FAIL'} | {_f(c['mqsim'], '.2f')} | "
             f"{_f(c['ssdx'], '.2f')} | "
             f"{_f(c['ratio_ssdx_over_mqsim'], '.2f')} |")

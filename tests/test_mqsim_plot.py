@@ -22,6 +22,11 @@ def test_outside_takes_either_figure_and_skips_missing_ones() -> None:
     assert mp.outside(rows) == ["b", "c"]
 
 
+def test_p99_outside_its_own_band_where_mqsim_logged_one() -> None:
+    rows = {"a": {"rel_p99": 0.19}, "b": {"rel_p99": -0.21}, "c": {"rel_p99": None}, "d": {}}
+    assert mp.outside_p99(rows) == ["b"]
+
+
 def test_families_by_prefix() -> None:
     assert mp.family("openread_90pct")[0] == "open-loop reads"
     assert mp.family("randread_qd64")[0] == "closed-loop reads"

@@ -212,3 +212,39 @@ def test_sequential_writes_follow_mqsims_dram_formula(tmp_path: Path) -> None:
     # at the DRAM's own rate the same files give half the rate (the committed comparison)
     committed = json.loads(XVAL.read_text())["seqwrite128k_qd8"]
     assert committed["ssdx"]["iops"] < 0.55 * m["IOPS"]
+
+
+def test_response_log_parsed_and_a_bad_line_named(tmp_path: Path) -> None:
+    """MQSim's response-time log: a header, then time, device response and end-to-end delay in whole µs."""
+    log = tmp_path / "workload.IO_Flow.No_0.log"
+    log.write_text("SimulationTime(us)\tReponseTime(us)\tEndToEndDelay(us)\n165\t165\t170\n300\t90\t95\n")
+    assert xv.parse_response_log(log, 1).tolist() == [165.0, 90.0]
+    assert xv.parse_response_log(log, 2).tolist() == [170.0, 95.0]
+    log.write_text("SimulationTime(us)\tReponseTime(us)\tEndToEndDelay(us)\n165\t165\t170\n300\t9x\t95\n")
+    with pytest.raises(ValueError, match=r"No_0\.log: line 3"):
+        xv.parse_response_log(log, 1)
+    log.write_text("165\t165\t170\n")
+    with pytest.raises(ValueError, match="line 1"):
+        xv.parse_response_log(log, 1)
+
+
+def test_ssdconfig_turns_mqsims_log_on_only_when_asked() -> None:
+    d = xv.DEFAULT_DRIVE
+    assert "<Enable_ResponseTime_Logging>false" in xv.ssdconfig_xml(d)
+    on = xv.ssdconfig_xml(d, 1)
+    assert "<Enable_ResponseTime_Logging>true" in on
+    assert "<ResponseTime_Logging_Period_Length>1</ResponseTime_Logging_Period_Length>" in on
+
+
+def test_committed_p99_runs_logged_every_request_and_changed_nothing() -> None:
+    """The p99 reference: MQSim run again with its log on gave the reference run's figures, one log line a
+    request; the table's p99 differences are taken against it."""
+    p99 = json.loads((RESULTS / "mqsim_p99.json").read_text())["cases"]
+    rows = json.loads(XVAL.read_text())
+    assert set(p99) == set(rows)
+    for name, r in p99.items():
+        assert r["same_as_reference"], name
+        assert r["lines"] == r["requests"] > 0, name
+        assert r["p99_us"] >= r["log_mean_us"], name
+        assert rows[name]["mqsim"]["p99_us"] == r["p99_us"]
+        assert rows[name]["rel_p99"] == pytest.approx(rows[name]["ssdx"]["p99_us"] / r["p99_us"] - 1.0)
