@@ -15,6 +15,7 @@ simulations of ``bench.mqsim_des``) and writes ``docs/img/mqsim_xval.png``:
   ssdx, case by case.
 
 Nothing is computed here that the two result files do not hold; the figure is a view of them.
+``bench.mqsim_xval`` draws it again whenever it writes the committed ``xval.json``.
 """
 
 from __future__ import annotations
