@@ -57,7 +57,8 @@ HOST_B_PER_US = 1e3 * pcie_payload_gb_s(DEFAULT_DRIVE["PCIe_Lane_Bandwidth"],
 #: the cases where chips share a channel and reads need translation reads: (case, channels, chips per
 #: channel, closed loop at QD64 / QD8 or open loop at MQSim's offered rate)
 _SHARED = (("randread_qd64", 8, 4, {"qd": 64}), ("randread_qd64_8chips_1die", 8, 8, {"qd": 64}),
-           ("openread_90pct", 8, 4, {"rate": True}), ("openread_110pct", 8, 4, {"rate": True}),
+           ("openread_70pct", 8, 4, {"rate": True}), ("openread_90pct", 8, 4, {"rate": True}),
+           ("openread_110pct", 8, 4, {"rate": True}),
            ("openread_120pct", 8, 4, {"rate": True}), ("seqread128k_qd8", 8, 4, {"qd": 8}),
            ("seqread128k_qd8_ideal_map", 8, 4, {"qd": 8}))
 #: the sequential case's request: 16 pages of 8 KiB (128 KiB on MQSim's default drive)
