@@ -17,11 +17,14 @@ MQSim is the multi-queue SSD simulator of Tavakkol, Gómez-Luna, Sadrosadati, Gh
 side-by-side
    table (``table.md``, ``xval.json``).
 
-MQSim writes figures only as the XML elements listed in ``MQSIM_FIELDS``; it logs no percentiles.
+MQSim writes figures only as the XML elements listed in ``MQSIM_FIELDS``, no percentile; its
+response-time log gives one (``--p99``).
 
 Usage::
 
     python bench/mqsim_xval.py --mqsim PATH_TO_MQSIM [--out bench/results/mqsim_xval] [--quick]
+    python bench/mqsim_xval.py --mqsim PATH_TO_MQSIM --p99          # MQSim's p99, mqsim_p99.json
+    python bench/mqsim_xval.py --mqsim PATH_TO_MQSIM --ssdx-only    # ssdx again, the table
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ def ssdconfig_xml(drive: dict[str, Any], log_period_ns: int | None = None) -> st
     Logging``: the mean of the requests completed since the previous line, so with 1 ns one line a request
     unless two complete in the same ns)."""
     d = drive
+    if log_period_ns is not None and log_period_ns <= 0:
+        raise ValueError(f"log_period_ns = {log_period_ns}: MQSim's log period must be positive (ns)")
     log = "true" if log_period_ns else "false"
     period = int(log_period_ns or 1_000_000)
 
@@ -941,24 +946,31 @@ def write_mqsim_p99(ref: dict[str, Any], binary: Path, out: Path, only: Sequence
     changes nothing MQSim simulates).  With ``only``, those cases merged into the existing file."""
     path = out / "mqsim_p99.json"
     cases = json.loads(path.read_text())["cases"] if only and path.is_file() else {}
-    tmp = Path(tempfile.mkdtemp(prefix="mqsim_p99_"))
-    for name, rec in ref["cases"].items():
-        if "error" in rec or (only and name not in only):
-            continue
-        case = Case(**rec["case"])
-        r = run_mqsim(binary, case, tmp / name, binary.parent, LOG_PERIOD_NS)
-        v, f0, f_ref = r.pop("response_log"), r["flows"][0], rec["mqsim"]["flows"][0]
-        same = all(f0.get(k) == f_ref.get(k) for k in ("IOPS", "Request_Count", case.response_field()))
-        cases[name] = {"p99_us": float(np.percentile(v, 99)) if v.size else None, "lines": int(v.size),
-                       "requests": int(f0["Request_Count"] or 0), "log_mean_us": float(v.mean()) if v.size
-                       else None, "mean_us": f0[case.response_field()], "same_as_reference": same}
-        print(f"{name:36s} p99 {cases[name]['p99_us']!s:>8} us  lines {v.size:>8} of "
-              f"{cases[name]['requests']:>8}  same figures {same}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="mqsim_p99_") as tmp_dir:
+        for name, rec in ref["cases"].items():
+            if "error" not in rec and (not only or name in only):
+                cases[name] = _p99_case(binary, Case(**rec["case"]), rec, Path(tmp_dir) / name)
+                print(f"{name:36s} p99 {cases[name]['p99_us']!s:>8} us  lines {cases[name]['lines']:>8} of "
+                      f"{cases[name]['requests']:>8}  same figures {cases[name]['same_as_reference']}",
+                      flush=True)
     doc = {"mqsim": {"repository": "CMU-SAFARI/MQSim", "commit": mqsim_commit(binary)},
-           "log_period_ns": LOG_PERIOD_NS, "percentile": "numpy.percentile(logged values, 99), linear",
+           "log_period_ns": LOG_PERIOD_NS,
+           "percentile": "numpy.percentile(logged values, 99), linear; MQSim logs whole µs, truncated, so "
+                         "up to 1 µs low",
            "command": "python -m bench.mqsim_xval --mqsim PATH --p99", "cases": dict(sorted(cases.items()))}
     path.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"wrote {path}")
+
+
+def _p99_case(binary: Path, case: Case, rec: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """One case of :func:`write_mqsim_p99`: MQSim run in ``workdir`` with its log on, its first flow's p99
+    (µs), lines and requests, the log's mean and whether the figures equal the reference run's ``rec``."""
+    r = run_mqsim(binary, case, workdir, binary.parent, LOG_PERIOD_NS)
+    v, f0, f_ref = r["response_log"], r["flows"][0], rec["mqsim"]["flows"][0]
+    same = all(f0.get(k) == f_ref.get(k) for k in ("IOPS", "Request_Count", case.response_field()))
+    return {"p99_us": float(np.percentile(v, 99)) if v.size else None, "lines": int(v.size),
+            "requests": int(f0["Request_Count"] or 0), "log_mean_us": float(v.mean()) if v.size else None,
+            "mean_us": f0[case.response_field()], "same_as_reference": same}
 
 
 def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "",

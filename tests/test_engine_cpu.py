@@ -267,3 +267,30 @@ def test_backend_is_checked_and_resolved():
     s2, acc, _ = run(p, s, req)
     assert s2.die_free.shape == s.die_free.shape and acc.count.sum() == 4 * 64
     assert np.array_equal(s.slots, engine.init(p, engine_params.layout(batch(qds=(2,)))).slots)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 6, 8, 12, 64, 1 << 20, (1 << 20) + 1])
+def test_shift_and_mask_divisions_are_floor_division(d):
+    # the loop divides by powers of two with shifts and masks (engine_cpu._div/_mod) and by anything else
+    # with // and %: both must be Python's floor division and modulo, negative values included
+    s = engine_cpu._shift(d)
+    assert (s >= 0) == (d & (d - 1) == 0)
+    assert s < 0 or 1 << s == d
+    xs = list(range(-300, 301)) + [(1 << 40) + 7, -(1 << 40) - 7]
+    for f in (engine_cpu._div, engine_cpu._mod):
+        want = [x // d if f is engine_cpu._div else x % d for x in xs]
+        assert [f.py_func(x, d, s) for x in xs] == want
+        assert [f(x, d, s) for x in xs] == want  # compiled
+    assert engine_cpu._shift(0) == -1 and engine_cpu._shift(-4) == -1
+
+
+def test_a_drive_of_no_power_of_two_geometry_matches_between_backends():
+    # 6 channels of 3 dies (18 dies): every division of the loop takes the // and % path
+    d = presets.drive("generic_tlc_1tb") | {"channels": 6, "dies_per_channel": 3}
+    w = {"pattern": "random", "block_kib": 4, "queue_depth": 8, "prefill_fraction": 0.5, "fill_fraction": 1.0,
+         "burst_gb": 0.0, "idle_s": 0.0}
+    cols = params.columns_from_config(d, w) | engine_params.columns(ENGINE)
+    with x64():
+        ref, cpu = both(params.concat_columns([cols]), mixed(1200), chunk_len=500)
+    np.testing.assert_allclose(cpu.latencies, ref.latencies, rtol=1e-9, atol=1e-15)
+    assert ref.metrics["die_utilisation_mean"][0] > 0

@@ -234,6 +234,8 @@ def test_ssdconfig_turns_mqsims_log_on_only_when_asked() -> None:
     on = xv.ssdconfig_xml(d, 1)
     assert "<Enable_ResponseTime_Logging>true" in on
     assert "<ResponseTime_Logging_Period_Length>1</ResponseTime_Logging_Period_Length>" in on
+    with pytest.raises(ValueError, match="positive"):
+        xv.ssdconfig_xml(d, 0)
 
 
 def test_committed_p99_runs_logged_every_request_and_changed_nothing() -> None:
