@@ -125,9 +125,10 @@ def _scatter(ax, rows: dict[str, Any], key: str, band: float, out: set[str], sha
     return seen
 
 
-def plot(rows: dict[str, Any], des: dict[str, Any], path: Path) -> None:
+def plot(rows: dict[str, Any], des: dict[str, Any], path: Path) -> dict[str, int]:
     """Draw the figure (module docstring) from the cross-validation ``rows`` (``xval.json``) and the
-    event-ordered simulations ``des`` (``des.json``) into ``path``."""
+    event-ordered simulations ``des`` (``des.json``) into ``path``; returns the counts its titles give
+    (cases MQSim's checks pass, within the mean/IOPS band, with a p99, within the p99 band)."""
     import numpy as np
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -181,6 +182,7 @@ def plot(rows: dict[str, Any], des: dict[str, Any], path: Path) -> None:
     bx.legend(fontsize=7)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
+    return {"checked": len(checked), "mean_within": n_in, "p99_checked": len(with99), "p99_within": n99}
 
 
 def main(argv: list[str] | None = None) -> int:

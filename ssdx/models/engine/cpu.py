@@ -274,6 +274,14 @@ def _allocate(mg, pd, n, sub, planes, ring):
 
 
 @numba.njit(cache=True, inline="always")
+def _admit(h_end, issue, backlog, n_dies, inflight, t_unit, per_op):
+    """engine._admission: when the eager write-back's back pressure lets a write in, ``backlog`` s of
+    program work on ``n_dies`` dies from ``issue`` on, ``per_op`` bytes a program of ``t_unit`` s, up to
+    ``inflight`` bytes in flight; never before its host data is in at ``h_end``."""
+    return max(h_end, issue + backlog / n_dies - inflight * t_unit / (n_dies * per_op))
+
+
+@numba.njit(cache=True, inline="always")
 def _nth_die(start, j, n_dies):
     """The ``j``-th die (``j < n_dies``) of a round-robin deal starting at die ``start``."""
     d = start + j
@@ -604,8 +612,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     for c in range(n_ch):
                         backlog_pre += max(die[DIE_FREE, w * C + c] - issue, 0.0)
                 own = (n_units - n_kept) * t_unit
-                adm = max(h_end, issue + (backlog_pre + own) / n_dies
-                          - f[INFLIGHT] * t_unit / (n_dies * sz / n_units))
+                adm = _admit(h_end, issue, backlog_pre + own, n_dies, f[INFLIGHT], t_unit, sz / n_units)
             for j in range(min(n_units, n_dies)):
                 d = _nth_die(start, j, n_dies)
                 u = q + (1 if j < m else 0)
@@ -657,7 +664,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                             backlog += max(die[DIE_FREE, w * C + c] - issue, 0.0)
                 written = sz if n_kept == 0 else sz / n_units * max(n_units - n_kept, 1)
                 per_op = written / max(n_ops, 1.0)  # bytes written back per program
-                h_ack = max(h_end, issue + backlog / n_dies - f[INFLIGHT] * t_unit / (n_dies * per_op))
+                h_ack = _admit(h_end, issue, backlog, n_dies, f[INFLIGHT], t_unit, per_op)
             if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (engine._dram_time)
                 rows = max(math.ceil(sz / f[DRAM_ROW]), 1.0)
                 t_dram = (rows * (f[DRAM_TRCD] + f[DRAM_TCL]) + (rows - 1.0) * f[DRAM_TRP]

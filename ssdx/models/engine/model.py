@@ -298,6 +298,15 @@ def _merge_programs(p: Plan, lay: Layout, merge: jax.Array, off4k: jax.Array, k:
     return ops, merge
 
 
+def _admission(h_end: jax.Array, backlog: jax.Array, n_dies: jax.Array, inflight: jax.Array,
+               t_unit: jax.Array, per_op: jax.Array) -> jax.Array:
+    """When the eager write-back's back pressure lets a write in (s from its issue): once ``backlog`` s of
+    program work summed over ``n_dies`` dies has drained to what ``inflight`` bytes in flight allow at
+    ``per_op`` bytes a program of ``t_unit`` s (MQSim's ``back_pressure_buffer_max_depth``, a fluid
+    backlog); never before its host data is in at ``h_end``."""
+    return jnp.maximum(h_end, backlog / n_dies - inflight * t_unit / (n_dies * per_op))
+
+
 def _page_count(p: Plan, off4k: jax.Array, size: jax.Array) -> jax.Array:
     """The NAND pages (int32, at least 1) a request at ``off4k`` of ``size`` bytes touches."""
     in_page = (jnp.mod(off4k, p.page_4k) * MAP_UNIT_BYTES).astype(size.dtype)
@@ -679,8 +688,8 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         # (below) lets it into the flash queue (the backlog before this write's programs, plus them)
         n_dies_f = p.n_dies.astype(dt)
         backlog0 = jnp.sum(jnp.where(p.mask, jnp.maximum(die_free, 0.0), 0.0), axis=0)
-        adm = jnp.maximum(h_end, (backlog0 + n_written.astype(dt) * t_unit) / n_dies_f
-                          - p.inflight_bytes * t_unit / (n_dies_f * size / k.astype(dt)))
+        adm = _admission(h_end, backlog0 + n_written.astype(dt) * t_unit, n_dies_f, p.inflight_bytes, t_unit,
+                         size / k.astype(dt))
         w_cend_d = jnp.broadcast_to(w_cend[None], (lay.ways,) + w_cend.shape).reshape(die_free.shape)
         m_ops, merge = _merge_programs(p, lay, s.merge, look.off4k, k, kept,
                                        p_start + n_erase * p.t_erase[None], t_unit,
@@ -706,13 +715,13 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         # inflight_bytes; in flight = the dies' program backlogs (summed: the pages land on the dies
         # their addresses give, not evenly) at this write's bytes per program
         n_dies = p.n_dies.astype(dt)
-        mean_b = jnp.sum(jnp.where(p.mask, jnp.maximum(die_free, 0.0), 0.0), axis=0) / n_dies
+        backlog = jnp.sum(jnp.where(p.mask, jnp.maximum(die_free, 0.0), 0.0), axis=0)
         written = size
         if lay.rewrites:  # the bytes a program writes back: the write's pages less those kept
             page = size / k.astype(dt)
             written = jnp.where(n_written < k, page * jnp.maximum(n_written, 1).astype(dt), size)
         per_op = written / jnp.maximum(jnp.sum(jnp.where(p.mask, ops, 0.0), axis=0), 1.0)
-        admit = jnp.where(p.eager, jnp.maximum(h_end, mean_b - p.inflight_bytes * t_unit / (n_dies * per_op)),
+        admit = jnp.where(p.eager, _admission(h_end, backlog, n_dies, p.inflight_bytes, t_unit, per_op),
                           h_end)
     # the data written into the buffer's DRAM before the ack: one memory channel, writes in order
     dram_on = p.dram_rate > 0
