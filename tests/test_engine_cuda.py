@@ -81,11 +81,14 @@ def test_kernel_takes_the_entry_caches_events_like_the_cpu_loop(simulated):
 
 
 def test_kernel_keeps_rewrites_and_merges_planes_like_the_cpu_loop(simulated):
-    # engine.rewrite_window_s and engine.plane_merge (MQSim's write-back) on 4,000 pages, open loop
+    # engine.rewrite_window_s and engine.plane_merge (MQSim's write-back) on 4,000 pages, open loop, the
+    # back pressure fluid and counted in programs
     pairs = _pairs(simulated, "merge/")
     assert len(pairs) == 5
     pages, programs = simulated["cpu/merge/prog_pages"], simulated["cpu/merge/programs"]
     assert (programs < pages).all()  # programs of two planes joined
+    lat = simulated["cpu/merge/latencies"]
+    assert not np.allclose(lat[:, 0], lat[:, 1])  # the two back pressures differ
     for k, a, b in pairs:
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
 

@@ -163,6 +163,7 @@ class EngineConf:
     rewrite_window_s: float = 0.0
     plane_merge: bool = False
     merge_dies: int = 1
+    back_pressure: str = "fluid"
     map_entry_bytes: float = 8.0
     map_read_bytes: float = 4096.0
     cache_read: bool = True

@@ -200,6 +200,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "engine.rewrite_window_s": ("Caching_Mechanism",),
     "engine.plane_merge": ("Plane_No_Per_Die", "Page_No_Per_Block"),
     "engine.merge_dies": ("Die_No_Per_Chip",),
+    "engine.back_pressure": ("Caching_Mechanism",),
     "engine.inflight_kib": ("Flash_Channel_Count", "Chip_No_Per_Channel", "Die_No_Per_Chip",
                             "Plane_No_Per_Die", "Page_Capacity"),
     "engine.cmd_us": ("SATA_Processing_Delay", *_PCIE),
@@ -335,8 +336,9 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False,
     :data:`REWRITE_WINDOW_S` (a page written again within the current second stays in their cache),
     ``engine.plane_merge`` = true (its scheduler joins queued page programs of one die's planes with equal
     page numbers; ``engine.merge_dies``: the chip's dies where ``chip_as_die`` makes a chip one die) and
-    ``engine.inflight_kib`` (their back pressure: new
-    writes wait while more than one page per plane of the drive is in flight to flash),
+    ``engine.inflight_kib`` and ``engine.back_pressure`` = ``programs`` (their back pressure: a new
+    write waits while one page per plane of the drive or more is in flight to flash, until a write
+    transaction ends),
     ``engine.map_read_bytes`` = 512 (a translation read moves one sector) and ``engine.cache_read`` = false
     (a chip holds a read until its data is out); for an NVMe drive ``engine.cmd_us``
     (:func:`nvme_command_us`: MQSim's command costs its PCIe messages only), ``engine.host_gb_s``
@@ -485,6 +487,9 @@ def _ssdconfig(p: Path, chip_as_die: bool,
         # into multi-plane programs (TSU_Base::issue_command_to_chip)
         "engine.plane_merge": True,
         "engine.merge_dies": chip_dies,
+        # a write waits until a write transaction in flight ends (write_to_destage_buffer), counted in
+        # programs, not as a fluid backlog
+        "engine.back_pressure": "programs",
     }
     # MQSim's front end takes no time of its own: a command costs its PCIe messages (nvme_command_us), the
     # controller serves commands at any rate (the fastest ctrl_kiops allows, 1 ns each) and a cached

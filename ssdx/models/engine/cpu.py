@@ -34,6 +34,7 @@ import numpy as np
 
 from ssdx.core.stats import BIN_NUDGE, BINS_PER_DECADE, LOG_MIN, N_BINS
 from ssdx.models.engine.model import (
+    END_SLACK,
     FIT_SLACK,
     PE,
     READ,
@@ -59,7 +60,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
         "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries",
         "t_map_xfer", "hold_read", "rewrites", "plane_merge", "merge_dies",
-        "merge_ring")
+        "merge_ring", "bp_programs")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
@@ -77,7 +78,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
  DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ, REWRITES, MERGE, MERGE_DIES,
- RING) = range(len(PLAN))
+ RING, BP_PROG) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE, MAP_TP, MAP_END) = range(len(SCALARS))
 DIE_FREE, R_END, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -281,6 +282,91 @@ def _admit(h_end, issue, backlog, n_dies, inflight, t_unit, per_op):
     return max(h_end, issue + backlog / n_dies - inflight * t_unit / (n_dies * per_op))
 
 
+@numba.njit(cache=True)
+def _select(v, n, k):
+    """The ``k``-th smallest (from 0) of ``v[0, :n]``, which it reorders (Hoare's quickselect)."""
+    lo, hi = 0, n - 1
+    while lo < hi:
+        pivot = v[0, (lo + hi) >> 1]
+        i, j = lo, hi
+        while i <= j:
+            while v[0, i] < pivot:
+                i += 1
+            while v[0, j] > pivot:
+                j -= 1
+            if i <= j:
+                v[0, i], v[0, j] = v[0, j], v[0, i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return v[0, k]
+    return v[0, k]
+
+
+@numba.njit(cache=True)
+def _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk):
+    """engine._admission_programs: the first instant from ``h_end`` on at which at most ``limit`` programs
+    are still queued or running on the dies, each die's backlog (``DIE_FREE``) taken as back-to-back
+    programs of ``t_unit`` s ending where it ends.  ``wk`` is scratch of (2, dies).
+
+    The program ends after ``h_end`` fall in rounds: a die whose backlog holds ``n`` programs from
+    ``h_end`` on ends its first at its phase ``x - (n - 1) t_unit`` (``x`` its backlog past ``h_end``) and
+    one every ``t_unit`` after.  The instant sought is the ``m``-th end, ``m`` the programs above
+    ``limit``: its round ``r`` is the least with ``sum(min(n, r + 1)) >= m``, found from below in steps
+    that cannot overshoot, and within the round it is the ``k``-th smallest phase of the dies that still
+    have a program then."""
+    nb = 0
+    n_tot = 0.0
+    for w in range(n_dies // n_ch):
+        for c in range(n_ch):
+            x = die[DIE_FREE, w * C + c] - h_end
+            n = math.ceil(x / t_unit - END_SLACK)
+            if n > 0.0:
+                wk[0, nb] = n
+                wk[1, nb] = x - (n - 1.0) * t_unit
+                nb += 1
+                n_tot += n
+    m = n_tot - limit  # the program ends to wait for
+    if m <= 0.0:
+        return h_end
+    r = math.ceil(m / nb) - 1.0  # at most nb ends a round: a lower bound
+    while True:
+        s1, above = 0.0, 0  # ends in rounds 0..r, dies with programs left after round r
+        for j in range(nb):
+            n = wk[0, j]
+            if n > r + 1.0:
+                s1 += r + 1.0
+                above += 1
+            else:
+                s1 += n
+        if s1 >= m:
+            break
+        r += math.ceil((m - s1) / above)  # each round ends at most `above` more
+    s0, cnt = 0.0, 0  # ends before round r; the phases of the dies with a program in round r, packed
+    for j in range(nb):
+        n = wk[0, j]
+        if n > r:
+            s0 += r
+            wk[0, cnt] = wk[1, j]
+            cnt += 1
+        else:
+            s0 += n
+    return h_end + r * t_unit + _select(wk, cnt, int(m - s0) - 1)
+
+
+@numba.njit(cache=True, inline="always")
+def _bp_limit(inflight, b_page, n_pages):
+    """engine._bp_limit: the most programs of ``b_page`` bytes that may still be in flight when a write
+    of ``n_pages`` pages written back is let in: they and the write's pages but its first carry less than
+    ``inflight`` bytes."""
+    extra = max(n_pages - 1.0, 0.0) * b_page
+    return max(math.ceil((inflight - extra) / b_page) - 1.0, 0.0)
+
+
 @numba.njit(cache=True, inline="always")
 def _nth_die(start, j, n_dies):
     """The ``j``-th die (``j < n_dies``) of a round-robin deal starting at die ``start``."""
@@ -342,13 +428,13 @@ def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
 
 @numba.njit(cache=True)
 def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, end_c, op, off4k, size, gap_s,
-            valid, map_miss, wb_tpage, wb_count, kept, first_read, lat, keep, b, C, mg):
+            valid, map_miss, wb_tpage, wb_count, kept, first_read, lat, keep, b, C, mg, wk):
     """Run one configuration through the chunk (``engine.step`` request by request).
 
     Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die``
     (len(DIES) + 2 K, D), ``chan`` (2, C), ``slots``, ``tags`` (3, M), accumulators ``a``,
     ``hist`` (3, N_BINS), ``busy`` (D,)), written in place; ``x_c``, ``first_c``, ``last_c``, ``end_c``
-    are scratch of at least ``C`` entries;
+    are scratch of at least ``C`` entries, ``wk`` of (2, dies);
     ``lat[i, b]`` gets request ``i``'s latency when ``keep``.  No allocation and no numpy calls: the
     same source is compiled as a CUDA device function by :mod:`ssdx.models.engine.cuda`."""
     n_dies = int(f[N_DIES])
@@ -600,14 +686,18 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 u_k = _kept_on(kept_i, j, n_units, n_dies) if kept_i != 0 else 0
                 n_kept += u_k
                 x_c[_mod(_nth_die(start, j, n_dies), n_ch, s_ch)] += q + (1 if j < m else 0) - u_k
+            adm = h_end
+            bp_prog = eager and f[BP_PROG] > 0.5
+            if bp_prog:  # engine.back_pressure = programs: let in once few enough programs are in flight
+                adm = _admit_programs(h_end, die, n_dies, n_ch, C, t_unit,
+                                      _bp_limit(f[INFLIGHT], sz / n_units, float(n_units - n_kept)), wk)
             for j in range(n_tc):  # channel transfer of the units, after the host data is in
                 c = _mod(start + j, n_ch, s_ch)
                 if x_c[c] > 0:
                     chan[0, c] = max(chan[0, c], h_end) + x_c[c] * t_item
             n_ops = 0.0
-            adm = h_end
             backlog_pre = 0.0  # merge_on: the dies' backlog before this write's programs, then its change
-            if merge_on:  # when the back pressure (below) lets the write's pages into the flash queue
+            if merge_on and not bp_prog:  # when the back pressure (below) lets the pages into the flash queue
                 for w in range(n_dies // n_ch):
                     for c in range(n_ch):
                         backlog_pre += max(die[DIE_FREE, w * C + c] - issue, 0.0)
@@ -629,13 +719,14 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 p_start = max(die[DIE_FREE, pd], chan[0, c_d])
                 if merge_on:  # page by page: each joins a queued program of another plane or is its own
                     ops = 0.0
+                    slack = END_SLACK * t_unit  # a program starting as the page is ready takes it
                     t0 = p_start + n_erase * f[T_ERASE]  # the erases first
                     t = j
                     while t < n_units:
                         if not (t < MASK_PAGES and (kept_i >> t) & 1):
                             g = _div(o4, page_4k, s_p4) + t
                             ops += _merge_page(mg, pd, _div(g, n_dies, s_dies), sub, n_pl, upb,
-                                               t0 + ops * t_unit, max(chan[0, c_d], adm), ring)
+                                               t0 + ops * t_unit, max(chan[0, c_d], adm) - slack, ring)
                         t += n_dies
                 n_ops += ops
                 p_dur = ops * t_unit + n_erase * f[T_ERASE]
@@ -655,8 +746,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 free_max = max(free_max, die[DIE_FREE, pd])
                 busy[pd] += p_dur
                 a[ERASES] += n_erase
-            h_ack = h_end
-            if eager:  # admitted once the data in flight to flash fits in inflight_bytes (engine._write)
+            h_ack = adm
+            if eager and not bp_prog:  # let in once the data in flight fits in inflight_bytes (engine._write)
                 backlog = backlog_pre
                 if not merge_on:
                     for w in range(n_dies // n_ch):  # every die in die order, without a division per die
@@ -739,11 +830,12 @@ def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, 
          wb_count, kept, first_read, lat, keep, C, mg):
     for b in numba.prange(pf.shape[0]):
         x_c, first_c, last_c, end_c = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
+        wk = np.empty((2, die.shape[2]))
         # the index as int64: Numba types a prange index int64 while it infers types and uint64 in the
         # parallel loop it lowers, and would compile _config, nearly all of the code, once for each
         _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,
                 last_c, end_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, kept, first_read,
-                lat, keep, np.int64(b), C, mg[b])
+                lat, keep, np.int64(b), C, mg[b], wk)
 
 
 # ------------------------------------------------------------------------------------------- host side

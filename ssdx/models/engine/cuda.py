@@ -41,7 +41,7 @@ def _namespace() -> dict:
     CUDA device functions compiled from their Python code, every call resolved to the device version."""
     ns = dict(vars(engine_cpu)) | {"cuda": cuda, "float64": float64, "MAX_CH": MAX_CH}
     for name in ("_book", "_heap_replace_min", "_shift", "_div", "_mod", "_pos", "_kept_on", "_plane_row",
-                 "_merge_page", "_allocate", "_admit", "_nth_die",
+                 "_merge_page", "_allocate", "_admit", "_select", "_admit_programs", "_bp_limit", "_nth_die",
                  "_suspend", "_read_on_die", "_config"):
         py = getattr(engine_cpu, name).py_func
         ns[name] = cuda.jit(device=True)(types.FunctionType(py.__code__, ns, name, py.__defaults__))
@@ -49,8 +49,9 @@ def _namespace() -> dict:
 
 
 def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, map_miss, wb_tpage,
-            wb_count, kept, first_read, lat, keep, C, mg):
-    """Kernel body: thread ``b`` runs configuration ``b`` through the chunk (arrays configurations last)."""
+            wb_count, kept, first_read, lat, keep, C, mg, wk):
+    """Kernel body: thread ``b`` runs configuration ``b`` through the chunk (arrays configurations last;
+    ``wk`` (2, D, B) is the threads' scratch over the dies)."""
     b = cuda.grid(1)
     if b < pf.shape[1]:
         x_c = cuda.local.array(MAX_CH, float64)
@@ -59,7 +60,7 @@ def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_
         end_c = cuda.local.array(MAX_CH, float64)
         _config(pf[:, b], sc[:, b], die[:, :, b], chan[:, :, b], slots[:, b], tags[:, :, b], a[:, b],  # noqa: F821
                 hist[:, :, b], busy[:, b], x_c, first_c, last_c, end_c, op, off4k, size, gap_s, valid,
-                map_miss, wb_tpage, wb_count, kept, first_read, lat, keep, b, C, mg[:, :, b])
+                map_miss, wb_tpage, wb_count, kept, first_read, lat, keep, b, C, mg[:, :, b], wk[:, :, b])
 
 
 def _kernel_function(ns: dict) -> types.FunctionType:
@@ -116,8 +117,9 @@ def run_chunk(pf_dev, s: State, req: Requests, lay: Layout, keep_latency: bool =
     reqs = [cuda.to_device(x) for x in engine_cpu.request_arrays(req)]
     n_req = np.shape(req.op)[0]
     lat = cuda.device_array((n_req, b) if keep_latency else (1, 1), np.float64)
+    wk = cuda.device_array((2, lay.ways * lay.channels, b), np.float64)
     _kernel[(b + threads - 1) // threads, threads](pf_dev, *dev[:-1], *reqs, lat, keep_latency, lay.channels,
-                                                   dev[-1])
+                                                   dev[-1], wk)
     state, acc = engine_cpu.unpack(*(x.copy_to_host() for x in dev), dt)
     return state, acc, (lat.copy_to_host().astype(dt) if keep_latency else None)
 
@@ -135,7 +137,7 @@ def ptx(cc: tuple[int, int] = (9, 0)) -> str:
     f2, f3 = nt.float64[:, ::1], nt.float64[:, :, ::1]
     sig = (f2, f2, f3, f3, f2, nt.int64[:, :, ::1], f2, nt.int32[:, :, ::1], f2, nt.int64[::1], nt.int64[::1],
            nt.float64[::1], nt.float64[::1], nt.boolean[::1], nt.boolean[::1], nt.int64[::1], nt.float64[::1],
-           nt.int64[::1], nt.int64[::1], f2, nt.boolean, nt.int64, f3)
+           nt.int64[::1], nt.int64[::1], f2, nt.boolean, nt.int64, f3, f3)
     told = SimpleNamespace(compute_capability=cc)
     with mock.patch("numba.cuda.dispatcher.get_current_device", lambda: told):
         code, _ = cuda.compile_ptx(_kernel_function(_namespace()), nt.void(*sig), cc=cc)

@@ -172,8 +172,9 @@ from ssdx.models.engine.state import (
     zero_acc,
 )
 
-__all__ = ["FIT_SLACK", "OPS", "PE", "READ", "TRIM", "WRITE", "Acc", "Plan", "Requests", "Server", "State",
-           "init", "metrics", "plan", "plan_batch", "requests", "run_chunk", "step", "to_host", "zero_acc"]
+__all__ = ["END_SLACK", "FIT_SLACK", "OPS", "PE", "READ", "TRIM", "WRITE", "Acc", "Plan", "Requests",
+           "Server", "State", "init", "metrics", "plan", "plan_batch", "requests", "run_chunk", "step",
+           "to_host", "zero_acc"]
 
 
 def _per_die(p: Plan, start: jax.Array, count: jax.Array) -> jax.Array:
@@ -305,6 +306,50 @@ def _admission(h_end: jax.Array, backlog: jax.Array, n_dies: jax.Array, inflight
     ``per_op`` bytes a program of ``t_unit`` s (MQSim's ``back_pressure_buffer_max_depth``, a fluid
     backlog); never before its host data is in at ``h_end``."""
     return jnp.maximum(h_end, backlog / n_dies - inflight * t_unit / (n_dies * per_op))
+
+
+#: a die's backlog ending within this share of a program past an instant counts that program as ended
+#: then (so rounding in times kept two ways, absolute on the CPU and from the issue here, does not split
+#: a program's end between the back ends)
+END_SLACK = 1e-9
+
+
+def _bp_limit(inflight: jax.Array, b_page: jax.Array, n_pages: jax.Array) -> jax.Array:
+    """``engine.back_pressure = programs``: the most programs of ``b_page`` bytes that may still be in
+    flight when a write of ``n_pages`` pages written back is let in, so that they and the write's pages
+    but its first carry less than ``inflight`` bytes (MQSim's ``write_to_destage_buffer`` sends a
+    request's transaction to flash while the sectors in flight, those of the request sent before it
+    included, are below its ``back_pressure_buffer_max_depth``)."""
+    extra = jnp.maximum(n_pages - 1.0, 0.0) * b_page
+    return jnp.maximum(jnp.ceil((inflight - extra) / b_page) - 1.0, 0.0)
+
+
+def _admission_programs(h_end: jax.Array, die_free: jax.Array, mask: jax.Array, t_unit: jax.Array,
+                        limit: jax.Array) -> jax.Array:
+    """``engine.back_pressure = programs``: the first instant from ``h_end`` on (s from the issue) at
+    which at most ``limit`` programs are still queued or running, each die's backlog ``die_free`` (D, B)
+    taken as back-to-back programs of ``t_unit`` s ending where it ends.
+
+    A die with ``n`` programs left at ``h_end`` ends its first at its phase ``x - (n - 1) t_unit`` (``x``
+    its backlog past ``h_end``) and one each ``t_unit`` after, so the ends fall in rounds.  The instant is
+    the ``m``-th end, ``m`` the programs above ``limit``.  Its round ``r`` is the least with ``S(r + 1) >=
+    m``, ``S(R) = sum(min(n, R))``: with the ``n`` sorted, ``S`` is linear between consecutive ones, so
+    the first sorted ``n_j`` with ``S(n_j) >= m`` gives ``r + 1 = ceil((m - sum_{i<j} n_i) / (D - j))``.
+    Within the round it is the ``(m - S(r))``-th smallest phase of the dies with programs left."""
+    dt = die_free.dtype
+    x = jnp.where(mask, die_free - h_end[None], 0.0)
+    n = jnp.maximum(jnp.ceil(x / t_unit[None] - END_SLACK), 0.0)
+    phase = jnp.where(n > 0, x - (n - 1.0) * t_unit[None], jnp.inf)
+    m = jnp.sum(n, axis=0) - limit
+    d = n.shape[0]
+    ns = jnp.sort(n, axis=0)
+    before = jnp.cumsum(ns, axis=0) - ns  # sum of the smaller n
+    j = jnp.argmax(before + ns * (d - jnp.arange(d, dtype=dt))[:, None] >= m[None], axis=0)
+    r = jnp.ceil((m - jnp.take_along_axis(before, j[None], 0)[0]) / (d - j).astype(dt)) - 1.0
+    k = (m - jnp.sum(jnp.minimum(n, r[None]), axis=0)).astype(jnp.int32) - 1
+    left = jnp.sort(jnp.where(n > r[None], phase, jnp.inf), axis=0)
+    sel = jnp.take_along_axis(left, jnp.clip(k, 0, d - 1)[None], 0)[0]
+    return jnp.where(m > 0, h_end + r * t_unit + sel, h_end)
 
 
 def _page_count(p: Plan, off4k: jax.Array, size: jax.Array) -> jax.Array:
@@ -677,6 +722,10 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         wx_c = jnp.where(e[None], x_e, wx_c)
         prog_pages = jnp.where(e, n_written.astype(dt), prog_pages)
         wptr, wpartial = jnp.where(e, s.wptr, wptr), jnp.where(e, s.wpartial, wpartial)
+    adm_p = h_end  # engine.back_pressure = programs: let in once few enough programs are in flight
+    if lay.bp_programs:
+        limit = _bp_limit(p.inflight_bytes, size / k.astype(dt), n_written.astype(dt))
+        adm_p = jnp.where(p.bp_programs, _admission_programs(h_end, die_free, p.mask, t_unit, limit), h_end)
     w_cend = jnp.where(wx_c > 0, jnp.maximum(s.chan_free, h_end[None]) + wx_c, s.chan_free)
     die_units = s.die_units + used
     upb = p.units_per_block[None]
@@ -690,10 +739,12 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         backlog0 = jnp.sum(jnp.where(p.mask, jnp.maximum(die_free, 0.0), 0.0), axis=0)
         adm = _admission(h_end, backlog0 + n_written.astype(dt) * t_unit, n_dies_f, p.inflight_bytes, t_unit,
                          size / k.astype(dt))
+        adm = jnp.where(p.bp_programs, adm_p, adm)
         w_cend_d = jnp.broadcast_to(w_cend[None], (lay.ways,) + w_cend.shape).reshape(die_free.shape)
+        # a program starting as the page is ready (within rounding) takes it
         m_ops, merge = _merge_programs(p, lay, s.merge, look.off4k, k, kept,
                                        p_start + n_erase * p.t_erase[None], t_unit,
-                                       jnp.maximum(w_cend_d, adm[None]))
+                                       jnp.maximum(w_cend_d, adm[None]) - END_SLACK * t_unit[None])
         ops = jnp.where(p.plane_merge[None], m_ops, ops)
     p_dur = ops * t_unit[None] + n_erase * p.t_erase[None]
     # the program/erase run (suspend): the erases first (they free the block the units go to), then the
@@ -721,8 +772,9 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
             page = size / k.astype(dt)
             written = jnp.where(n_written < k, page * jnp.maximum(n_written, 1).astype(dt), size)
         per_op = written / jnp.maximum(jnp.sum(jnp.where(p.mask, ops, 0.0), axis=0), 1.0)
-        admit = jnp.where(p.eager, _admission(h_end, backlog, n_dies, p.inflight_bytes, t_unit, per_op),
-                          h_end)
+        admit = jnp.where(p.bp_programs, adm_p,
+                          jnp.where(p.eager, _admission(h_end, backlog, n_dies, p.inflight_bytes, t_unit,
+                                                        per_op), h_end))
     # the data written into the buffer's DRAM before the ack: one memory channel, writes in order
     dram_on = p.dram_rate > 0
     d_start = jnp.maximum(admit, s.dram_free)

@@ -76,6 +76,20 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
 * ``inflight_kib`` — ``eager``: written-back data in flight (sent to flash, not yet programmed) above which
   new writes wait, KiB; 0 (default): one page per plane of the drive, MQSim's
   ``back_pressure_buffer_max_depth``.
+* ``back_pressure`` — ``eager``: how the data in flight is counted when a write waits for room.
+  ``fluid`` (default) takes the dies' summed program backlog as draining evenly at ``inflight_kib`` worth
+  of programs: a write is let in once the backlog, its own programs included, has drained to what the
+  limit holds.  That gives the mean wait, not its spread.  ``programs`` counts programs instead, each
+  die's backlog taken as back-to-back programs of ``t_PROG`` ending where the backlog ends, each
+  carrying one page of the write's size.  A write is let in at the first instant the programs still
+  queued or running carry less than ``inflight_kib``, its own pages but the first added.  That is MQSim's
+  rule (``Data_Cache_Manager_Flash_Advanced::write_to_destage_buffer``: a transaction goes to flash
+  while the sectors in flight, those of the request let in before it included, are below
+  ``back_pressure_buffer_max_depth``; a write that does not fit waits until a write transaction ends).
+  The wait delays the write's acknowledgement, not its programs: they are booked from its host transfer
+  on, as with ``fluid``.  MQSim sends a held write to flash only once it is let in, but a die's backlog
+  here is one end time, read as back-to-back programs, and a program booked after an idle gap would be
+  counted as the gap's worth of programs (measured in docs/mqsim.md).
 * ``rewrite_window_s`` — ``eager``: a logical page written again within the current window of this many
   seconds is not written back again; its data stay dirty in the buffer, not programmed, and with
   ``map_cache = entries`` not looked up in the mapping table (MQSim's hot/cold separation: the
@@ -130,6 +144,8 @@ MAP_CACHES = {"auto": 0, "direct": 1, "lru": 2, "entries": 3}
 SUSPENSIONS = {"program_erase": (1, 1), "program": (1, 0), "erase": (0, 1), "none": (0, 0)}
 #: engine.write_back -> the numeric leaf ``eager``
 WRITE_BACKS = {"gather": 0, "eager": 1}
+#: engine.back_pressure -> the numeric leaf ``bp_programs``
+BACK_PRESSURES = {"fluid": 0, "programs": 1}
 BACKENDS = ("auto", "jax", "cpu", "cuda")
 FIELDS = ("loop", "write_buffer_mib", "map_cache_mib", "map_hit_us", "ctrl_kiops", "time_scale")
 #: fields a config may leave out, with the defaults that keep the engine's original behaviour
@@ -140,7 +156,7 @@ OPTIONAL: dict[str, Any] = {
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
     "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0, "map_read_bytes": 4096.0,
     "cache_read": True, "cmd_us": None, "host_gb_s": None, "rewrite_window_s": 0.0, "plane_merge": False,
-    "merge_dies": 1}
+    "merge_dies": 1, "back_pressure": "fluid"}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -224,6 +240,7 @@ class EngineParams:
     rewrite_window_s: Any  # eager: a page written again within this window is not written back (0: off)
     plane_merge: Any  # eager: 1 where a page program joins a queued one of another plane (same page number)
     merge_dies: Any  # plane_merge: the chip's dies one modelled die stands for
+    bp_programs: Any  # eager, engine.back_pressure = programs: 1, the programs in flight counted; else 0
     map_entries: Any  # engine.map_cache = entries: the cache's capacity in entries (int32), else 0
     map_read_bytes: Any  # bytes a translation read moves over the channel
     hold_read: Any  # engine.cache_read false: 1, a read keeps its die until its data is out; else 0
@@ -239,7 +256,8 @@ READ_GAPS = 8
 class Layout(NamedTuple):
     """Static array sizes of a batch: die positions are ``ways x channels``.  Whether any configuration of
     the batch tracks read suspension (:func:`suspend_on`), uses the LRU mapping cache (``map_lru``) or
-    writes dirty translation pages back (``map_writeback``) or writes back eagerly (``eager``): where none
+    writes dirty translation pages back (``map_writeback``) or writes back eagerly (``eager``), and whether
+    any counts the programs in flight for its back pressure (``bp_programs``): where none
     does, the batched step leaves that mechanism out of its arithmetic, and the results are the same.
     ``read_gaps``: the idle gaps a die's read booking keeps, :data:`READ_GAPS` where a read of some
     configuration can become ready out of issue order, else 1 (the same bookings, a smaller state)."""
@@ -257,6 +275,7 @@ class Layout(NamedTuple):
     rewrites: bool = True
     merge_rows: int = 0
     read_gaps: int = READ_GAPS
+    bp_programs: bool = True
 
 
 def columns(engine: Mapping) -> dict[str, np.ndarray]:
@@ -295,6 +314,9 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     wb = _categorical(cols, "write_back")
     check_rule(cols, "engine.write_back", np.isin(wb, list(WRITE_BACKS)),
                f"must be one of {list(WRITE_BACKS)}", wb, report)
+    bp = _categorical(cols, "back_pressure")
+    check_rule(cols, "engine.back_pressure", np.isin(bp, list(BACK_PRESSURES)),
+               f"must be one of {list(BACK_PRESSURES)}", bp, report)
     cr = _cache_read(cols)
     check_rule(cols, "engine.cache_read", np.isin(cr, [True, False, 0, 1]), "must be true or false", cr,
                report)
@@ -364,6 +386,13 @@ def plane_merge(cols: Mapping) -> np.ndarray:
     """1 where a page program joins a queued program of another plane (``engine.plane_merge``, with the
     eager write-back), else 0."""
     return (_flag(cols, "plane_merge").astype(bool) & (eager(cols) > 0)).astype(np.int32)
+
+
+def bp_programs(cols: Mapping) -> np.ndarray:
+    """1 where the eager write-back's back pressure counts the programs in flight
+    (``engine.back_pressure = programs``, with ``engine.write_back = eager``), else 0."""
+    bp = _categorical(cols, "back_pressure")
+    return np.array([BACK_PRESSURES.get(v, 0) for v in bp], np.int32) * (eager(cols) > 0)
 
 
 def merge_rows(cols: Mapping) -> int:
@@ -467,6 +496,7 @@ def layout(cols: Mapping) -> Layout:
         rewrites=bool(np.any((eager(cols) > 0) & (_opt(cols, "engine.rewrite_window_s") > 0)
                              & (np.asarray(cols["engine.loop"]).astype(str) == "open"))),
         merge_rows=merge_rows(cols),
+        bp_programs=bool(np.any(bp_programs(cols) > 0)),
         read_gaps=READ_GAPS if out_of_order else 1,
     )
 
@@ -503,6 +533,7 @@ def build(cols: Mapping, dtype=np.float32,
         rewrite_window_s=c(_opt(cols, "engine.rewrite_window_s")),
         plane_merge=c(plane_merge(cols)),
         merge_dies=c(_opt(cols, "engine.merge_dies")),
+        bp_programs=c(bp_programs(cols)),
         map_entries=np.where(map_policy(cols) == 3, np.floor(num(cols, "engine.map_cache_mib") * MIB
                                                              / _opt(cols, "engine.map_entry_bytes")),
                              0).astype(np.int32),

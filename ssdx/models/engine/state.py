@@ -112,6 +112,7 @@ class Plan(NamedTuple):
     rewrites: jax.Array  # eager, rewrite_window_s > 0: a write's kept pages (Requests.kept) stay buffered
     plane_merge: jax.Array  # eager, engine.plane_merge: page programs join queued ones of other planes
     merge_dies: jax.Array  # plane_merge: dies a modelled die stands for (engine.merge_dies)
+    bp_programs: jax.Array  # eager, engine.back_pressure = programs: the programs in flight counted
     map_entries: jax.Array  # engine.map_cache = entries: misses and write-backs come with the requests
     t_map_xfer: jax.Array  # channel time of a translation read's bytes (engine.map_read_bytes)
     hold_read: jax.Array  # engine.cache_read false: a read keeps its die until its data is out
@@ -245,7 +246,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
                                  drive.dies * drive.planes_per_die * nand.page_bytes),
         # kept by arrival time: an open loop only (a closed loop's times come out of the simulation)
         rewrites=(eng.eager > 0.5) & (eng.rewrite_window_s > 0) & (eng.open_loop > 0.5),
-        plane_merge=eng.plane_merge > 0.5, merge_dies=eng.merge_dies,
+        plane_merge=eng.plane_merge > 0.5, merge_dies=eng.merge_dies, bp_programs=eng.bp_programs > 0.5,
     )
 
 
