@@ -68,6 +68,22 @@ def test_the_batched_step_lets_a_write_in_at_the_program_end_a_walk_finds():
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("n", [1, 2, 7, 24, 25, 64])
+def test_every_selection_finds_the_kth_smallest(n):
+    # ties included (values rounded to a coarse grid), windows that miss (values bunched), every k
+    rng = np.random.default_rng(n)
+    for values in (rng.uniform(0, 1e-3, n), np.round(rng.uniform(0, 1e-3, n), 4),
+                   rng.uniform(0.9e-3, 1e-3, n)):
+        want = np.sort(values)
+        for k in range(n):
+            wk = np.stack([np.zeros(n), values])
+            assert engine_cpu._kth(wk, 1, n, k) == want[k]
+            wk = np.stack([np.zeros(n), values])
+            assert engine_cpu._select(wk, 1, n, k) == want[k]
+            wk = np.stack([np.zeros(n), values])
+            assert engine_cpu._first_round(wk, n, k, 1e-3) == want[k]
+
+
 def test_a_write_is_let_in_at_once_below_the_limit_and_after_everything_above_it():
     free = np.array([1.0 + 3.5e-3, 1.0 + 2.2e-3, 0.0, 1.0 + 1e-3])
     tau = 1e-3

@@ -282,20 +282,20 @@ def _admit(h_end, issue, backlog, n_dies, inflight, t_unit, per_op):
     return max(h_end, issue + backlog / n_dies - inflight * t_unit / (n_dies * per_op))
 
 
-@numba.njit(cache=True)
-def _select(v, n, k):
-    """The ``k``-th smallest (from 0) of ``v[0, :n]``, which it reorders (Hoare's quickselect)."""
+@numba.njit(cache=True, inline="always")
+def _select(v, row, n, k):
+    """The ``k``-th smallest (from 0) of ``v[row, :n]``, which it reorders (Hoare's quickselect)."""
     lo, hi = 0, n - 1
     while lo < hi:
-        pivot = v[0, (lo + hi) >> 1]
+        pivot = v[row, (lo + hi) >> 1]
         i, j = lo, hi
         while i <= j:
-            while v[0, i] < pivot:
+            while v[row, i] < pivot:
                 i += 1
-            while v[0, j] > pivot:
+            while v[row, j] > pivot:
                 j -= 1
             if i <= j:
-                v[0, i], v[0, j] = v[0, j], v[0, i]
+                v[row, i], v[row, j] = v[row, j], v[row, i]
                 i += 1
                 j -= 1
         if k <= j:
@@ -303,11 +303,53 @@ def _select(v, n, k):
         elif k >= i:
             lo = i
         else:
-            return v[0, k]
-    return v[0, k]
+            return v[row, k]
+    return v[row, k]
 
 
-@numba.njit(cache=True)
+#: at most this many values are selected from by counting ranks (branch-free), more by quickselect
+RANK_SELECT = 24
+
+
+@numba.njit(cache=True, inline="always")
+def _kth(v, row, n, k):
+    """The ``k``-th smallest (from 0) of ``v[row, :n]``: a few by counting each one's rank, with no branch
+    on the values (quickselect mispredicts about every other comparison on values in random order); more
+    by :func:`_select`, which reorders them."""
+    if n > RANK_SELECT:
+        return _select(v, row, n, k)
+    for i in range(n):
+        vi = v[row, i]
+        rank = 0
+        for j in range(n):
+            vj = v[row, j]
+            rank += int(vj < vi) + (int(vj == vi) & int(j < i))
+        if rank == k:
+            return vi
+    return v[row, k]
+
+
+@numba.njit(cache=True, inline="always")
+def _first_round(wk, nb, k, t_unit):
+    """The ``k``-th smallest (from 0) of the ``nb`` phases ``wk[1, :nb]``, which lie in (0, ``t_unit``]:
+    first among those in a window about where the ``k``-th of ``nb`` even phases would lie, gathered in one
+    pass without a data-dependent branch (most often the window holds it, as the phases of programs
+    booked at random instants spread evenly); else by quickselect over them all."""
+    half = math.sqrt(k + 1.0) + 2.0  # about two standard deviations of the k-th of nb even phases
+    lo = (k + 1.0 - half) * t_unit / nb
+    hi = (k + 1.0 + half) * t_unit / nb
+    below, cnt = 0, 0
+    for j in range(nb):
+        ph = wk[1, j]
+        below += int(ph <= lo)
+        wk[0, cnt] = ph
+        cnt += int(ph > lo) & int(ph <= hi)
+    if below <= k < below + cnt:
+        return _kth(wk, 0, cnt, k - below)
+    return _select(wk, 1, nb, k)
+
+
+@numba.njit(cache=True, inline="always")
 def _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk):
     """engine._admission_programs: the first instant from ``h_end`` on at which at most ``limit`` programs
     are still queued or running on the dies, each die's backlog (``DIE_FREE``) taken as back-to-back
@@ -316,23 +358,29 @@ def _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk):
     The program ends after ``h_end`` fall in rounds: a die whose backlog holds ``n`` programs from
     ``h_end`` on ends its first at its phase ``x - (n - 1) t_unit`` (``x`` its backlog past ``h_end``) and
     one every ``t_unit`` after.  The instant sought is the ``m``-th end, ``m`` the programs above
-    ``limit``: its round ``r`` is the least with ``sum(min(n, r + 1)) >= m``, found from below in steps
-    that cannot overshoot, and within the round it is the ``k``-th smallest phase of the dies that still
-    have a program then."""
+    ``limit``: its round ``r`` is the least with ``sum(min(n, r + 1)) >= m`` (0 where ``m`` is at most
+    the busy dies), found from below in steps that cannot overshoot, and within the round it is the
+    ``k``-th smallest phase of the dies that still have a program then."""
+    inv = 1.0 / t_unit
     nb = 0
     n_tot = 0.0
+    first = math.inf  # the earliest end
     for w in range(n_dies // n_ch):
         for c in range(n_ch):
             x = die[DIE_FREE, w * C + c] - h_end
-            n = math.ceil(x / t_unit - END_SLACK)
+            n = math.ceil(x * inv - END_SLACK)
             if n > 0.0:
+                ph = x - (n - 1.0) * t_unit
                 wk[0, nb] = n
-                wk[1, nb] = x - (n - 1.0) * t_unit
+                wk[1, nb] = ph
+                first = min(first, ph)
                 nb += 1
                 n_tot += n
     m = n_tot - limit  # the program ends to wait for
     if m <= 0.0:
         return h_end
+    if m <= nb:  # in the first round: the m-th earliest of the dies' first ends
+        return h_end + (first if m == 1.0 else _first_round(wk, nb, int(m) - 1, t_unit))
     r = math.ceil(m / nb) - 1.0  # at most nb ends a round: a lower bound
     while True:
         s1, above = 0.0, 0  # ends in rounds 0..r, dies with programs left after round r
@@ -355,7 +403,7 @@ def _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk):
             cnt += 1
         else:
             s0 += n
-    return h_end + r * t_unit + _select(wk, cnt, int(m - s0) - 1)
+    return h_end + r * t_unit + _kth(wk, 0, cnt, int(m - s0) - 1)
 
 
 @numba.njit(cache=True, inline="always")

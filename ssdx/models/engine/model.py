@@ -338,7 +338,7 @@ def _admission_programs(h_end: jax.Array, die_free: jax.Array, mask: jax.Array, 
     Within the round it is the ``(m - S(r))``-th smallest phase of the dies with programs left."""
     dt = die_free.dtype
     x = jnp.where(mask, die_free - h_end[None], 0.0)
-    n = jnp.maximum(jnp.ceil(x / t_unit[None] - END_SLACK), 0.0)
+    n = jnp.maximum(jnp.ceil(x * (1.0 / t_unit)[None] - END_SLACK), 0.0)
     phase = jnp.where(n > 0, x - (n - 1.0) * t_unit[None], jnp.inf)
     m = jnp.sum(n, axis=0) - limit
     d = n.shape[0]
