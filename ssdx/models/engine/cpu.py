@@ -331,7 +331,8 @@ def _kth(v, row, n, k):
 
 @numba.njit(cache=True, inline="always")
 def _first_round(wk, nb, k, t_unit):
-    """The ``k``-th smallest (from 0) of the ``nb`` phases ``wk[1, :nb]``, which lie in (0, ``t_unit``]:
+    """The ``k``-th smallest (from 0) of the ``nb`` phases ``wk[1, :nb]``, which lie in (0, ``t_unit``]
+    (within ``END_SLACK``):
     first among those in a window about where the ``k``-th of ``nb`` even phases would lie, gathered in one
     pass without a data-dependent branch (most often the window holds it, as the phases of programs
     booked at random instants spread evenly); else by quickselect over them all."""
@@ -407,12 +408,11 @@ def _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk):
 
 
 @numba.njit(cache=True, inline="always")
-def _bp_limit(inflight, b_page, n_pages):
-    """engine._bp_limit: the most programs of ``b_page`` bytes that may still be in flight when a write
-    of ``n_pages`` pages written back is let in: they and the write's pages but its first carry less than
-    ``inflight`` bytes."""
-    extra = max(n_pages - 1.0, 0.0) * b_page
-    return max(math.ceil((inflight - extra) / b_page) - 1.0, 0.0)
+def _bp_limit(inflight, size, pages, n_pages):
+    """engine._bp_limit: the most programs of one page of a write (``size`` bytes over ``pages`` pages)
+    that may still be in flight when the write, ``n_pages`` of its pages written back, is let in."""
+    room = inflight * pages / size - max(n_pages - 1.0, 0.0)
+    return max(math.ceil(room) - 1.0, 0.0)
 
 
 @numba.njit(cache=True, inline="always")
@@ -738,7 +738,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             bp_prog = eager and f[BP_PROG] > 0.5
             if bp_prog:  # engine.back_pressure = programs: let in once few enough programs are in flight
                 adm = _admit_programs(h_end, die, n_dies, n_ch, C, t_unit,
-                                      _bp_limit(f[INFLIGHT], sz / n_units, float(n_units - n_kept)), wk)
+                                      _bp_limit(f[INFLIGHT], sz, float(n_units), float(n_units - n_kept)), wk)
             for j in range(n_tc):  # channel transfer of the units, after the host data is in
                 c = _mod(start + j, n_ch, s_ch)
                 if x_c[c] > 0:

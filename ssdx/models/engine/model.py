@@ -309,19 +309,23 @@ def _admission(h_end: jax.Array, backlog: jax.Array, n_dies: jax.Array, inflight
 
 
 #: a die's backlog ending within this share of a program past an instant counts that program as ended
-#: then (so rounding in times kept two ways, absolute on the CPU and from the issue here, does not split
-#: a program's end between the back ends)
-END_SLACK = 1e-9
+#: then, and a program starting within it before a page is ready takes the page (``engine.plane_merge``):
+#: so rounding in times kept two ways (absolute in float64 on the CPU, from the issue in the batch's dtype
+#: here, float32 by default: about 1e-7 of the few ms a backlog spans) does not split a program's end
+#: between the back ends.  7.5 ns of a 750 us program
+END_SLACK = 1e-5
 
 
-def _bp_limit(inflight: jax.Array, b_page: jax.Array, n_pages: jax.Array) -> jax.Array:
-    """``engine.back_pressure = programs``: the most programs of ``b_page`` bytes that may still be in
-    flight when a write of ``n_pages`` pages written back is let in, so that they and the write's pages
-    but its first carry less than ``inflight`` bytes (MQSim's ``write_to_destage_buffer`` sends a
-    request's transaction to flash while the sectors in flight, those of the request sent before it
-    included, are below its ``back_pressure_buffer_max_depth``)."""
-    extra = jnp.maximum(n_pages - 1.0, 0.0) * b_page
-    return jnp.maximum(jnp.ceil((inflight - extra) / b_page) - 1.0, 0.0)
+def _bp_limit(inflight: jax.Array, size: jax.Array, pages: jax.Array, n_pages: jax.Array) -> jax.Array:
+    """``engine.back_pressure = programs``: the most programs of one page of a write (``size`` bytes over
+    ``pages`` pages) that may still be in flight when the write, ``n_pages`` of its pages written back,
+    is let in: ``N`` with ``(N + n_pages - 1) · size / pages < inflight`` (MQSim's
+    ``write_to_destage_buffer`` sends a request's transaction to flash while the sectors in flight, those
+    of the request sent before it included, are below its ``back_pressure_buffer_max_depth``).  Written
+    as ``inflight · pages / size``, exact where that is a whole number.  A write whose own pages fill the
+    limit waits for every program in flight (MQSim lets it in page by page)."""
+    room = inflight * pages / size - jnp.maximum(n_pages - 1.0, 0.0)
+    return jnp.maximum(jnp.ceil(room) - 1.0, 0.0)
 
 
 def _admission_programs(h_end: jax.Array, die_free: jax.Array, mask: jax.Array, t_unit: jax.Array,
@@ -724,7 +728,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         wptr, wpartial = jnp.where(e, s.wptr, wptr), jnp.where(e, s.wpartial, wpartial)
     adm_p = h_end  # engine.back_pressure = programs: let in once few enough programs are in flight
     if lay.bp_programs:
-        limit = _bp_limit(p.inflight_bytes, size / k.astype(dt), n_written.astype(dt))
+        limit = _bp_limit(p.inflight_bytes, size, k.astype(dt), n_written.astype(dt))
         adm_p = jnp.where(p.bp_programs, _admission_programs(h_end, die_free, p.mask, t_unit, limit), h_end)
     w_cend = jnp.where(wx_c > 0, jnp.maximum(s.chan_free, h_end[None]) + wx_c, s.chan_free)
     die_units = s.die_units + used

@@ -82,10 +82,13 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   limit holds.  That gives the mean wait, not its spread.  ``programs`` counts programs instead, each
   die's backlog taken as back-to-back programs of ``t_PROG`` ending where the backlog ends, each
   carrying one page of the write's size.  A write is let in at the first instant the programs still
-  queued or running carry less than ``inflight_kib``, its own pages but the first added.  That is MQSim's
-  rule (``Data_Cache_Manager_Flash_Advanced::write_to_destage_buffer``: a transaction goes to flash
-  while the sectors in flight, those of the request let in before it included, are below
-  ``back_pressure_buffer_max_depth``; a write that does not fit waits until a write transaction ends).
+  queued or running carry less than ``inflight_kib``, its own pages but the first added (at once where
+  they already do).  That is MQSim's rule (``Data_Cache_Manager_Flash_Advanced::write_to_destage_buffer``:
+  a transaction goes to flash while the sectors in flight, those of the request let in before it
+  included, are below ``back_pressure_buffer_max_depth``; a write that does not fit waits until a write
+  transaction ends), with two approximations: a program joined across planes carries more than one page
+  (``plane_merge``), so the data in flight is undercounted by the share of joined pages; and a write whose
+  own pages fill the limit waits for every program in flight, where MQSim lets it in page by page.
   The wait delays the write's acknowledgement, not its programs: they are booked from its host transfer
   on, as with ``fluid``.  MQSim sends a held write to flash only once it is let in, but a die's backlog
   here is one end time, read as back-to-back programs, and a program booked after an idle gap would be
