@@ -736,23 +736,15 @@ def ssdx_requests(rec: dict[str, Any]) -> int:
 SPEED_CASES = ("randread_qd16", "mix70_qd16", "randwrite_qd16", "tpcc")
 
 
-def ssdx_speed(workdir: Path, requests: int, batches: tuple[int, ...],
-               backend: str = "auto") -> list[dict[str, Any]]:
-    """ssdx's engine on a case's XML files with ``B`` configurations per batch, each ``B`` of ``batches``.
-
-    The configuration is composed as the ``ssdx`` command composes it (``experiment=mqsim`` and the two
-    files), read with ``ssdx.models.engine.mqsim_job.load``; the first scenario's stream (one flow) is
-    replayed once
-    through ``B`` copies of the drive (every copy costs the engine the same as a different drive would:
-    its work does not depend on the values).  Compile time apart; ``run_s`` is the replay's own time.
-    """
+def ssdx_stream(workdir: Path, requests: int, backend: str = "auto") -> tuple[dict[str, Any], Any]:
+    """The configuration ``ssdx experiment=mqsim`` composes for a case's XML files in ``workdir`` (read
+    with ``ssdx.models.engine.mqsim_job.load``) and its first scenario's request stream (one flow), at
+    most ``requests`` requests: ``(config, chunk)``."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from ssdx.cli import main as cli_main
     from ssdx.cli import schema
-    from ssdx.models.engine import params as engine_params
-    from ssdx.models.engine import replay
     from ssdx.models.engine.mqsim_job import load, scenario_streams
     from ssdx.paths import conf_dir
 
@@ -765,7 +757,23 @@ def ssdx_speed(workdir: Path, requests: int, batches: tuple[int, ...],
         cfg = OmegaConf.to_container(compose("config", overrides), resolve=True)
     run_cfg, scenarios, _, _ = load(cfg)
     run_cfg_s, chunks, _ = scenario_streams(run_cfg, scenarios[0], 0, [])
-    stream = chunks[0]
+    return run_cfg_s, chunks[0]
+
+
+def ssdx_speed(workdir: Path, requests: int, batches: tuple[int, ...],
+               backend: str = "auto") -> list[dict[str, Any]]:
+    """ssdx's engine on a case's XML files with ``B`` configurations per batch, each ``B`` of ``batches``.
+
+    The configuration is composed as the ``ssdx`` command composes it (``experiment=mqsim`` and the two
+    files), read with ``ssdx.models.engine.mqsim_job.load``; the first scenario's stream (one flow) is
+    replayed once
+    through ``B`` copies of the drive (every copy costs the engine the same as a different drive would:
+    its work does not depend on the values).  Compile time apart; ``run_s`` is the replay's own time.
+    """
+    from ssdx.models.engine import params as engine_params
+    from ssdx.models.engine import replay
+
+    run_cfg_s, stream = ssdx_stream(workdir, requests, backend)
     rows = []
     for b in batches:
         _, trees = engine_params.build_from_config(run_cfg_s, n=b)
