@@ -96,7 +96,7 @@ def test_every_selection_finds_the_kth_smallest(n):
             wk = np.stack([np.zeros(n), values])
             assert engine_cpu._select(wk, 1, n, k) == want[k]
             wk = np.stack([np.zeros(n), values])
-            assert engine_cpu._first_round(wk, n, k, 1e-3) == want[k]
+            assert engine_cpu._kth_phase(wk, n, k, 1e-3) == want[k]
 
 
 def test_a_write_is_let_in_at_once_below_the_limit_and_after_everything_above_it():

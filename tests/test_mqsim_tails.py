@@ -57,6 +57,12 @@ def test_percentiles_refuse_what_has_none():
         mqsim_tails.at({"mqsim": {"percentiles_us": p}}, "mqsim", 99.9)
 
 
-def test_the_figure_draws_a_panel_a_case(tails, tmp_path):
-    assert mqsim_tails.plot(tails, tmp_path / "t.png") == len(tails["cases"]) == len(mqsim_tails.CASES)
+def test_the_figures_titles_give_mqsims_logged_and_the_cross_validations_p99(tails, tmp_path):
+    titled = mqsim_tails.plot(tails, tmp_path / "t.png")
+    assert list(titled) == list(mqsim_tails.CASES)
+    p99 = json.loads((RESULTS / "mqsim_p99.json").read_text())["cases"]
+    xval = json.loads((RESULTS / "xval.json").read_text())
+    for name, got in titled.items():
+        assert got["mqsim"] == pytest.approx(p99[name]["p99_us"], rel=1e-12)
+        assert got["programs"] == pytest.approx(xval[name]["ssdx"]["p99_us"], rel=1e-5)
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

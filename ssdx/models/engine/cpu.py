@@ -330,24 +330,24 @@ def _kth(v, row, n, k):
 
 
 @numba.njit(cache=True, inline="always")
-def _first_round(wk, nb, k, t_unit):
-    """The ``k``-th smallest (from 0) of the ``nb`` phases ``wk[1, :nb]``, which lie in (0, ``t_unit``]
-    (within ``END_SLACK``):
-    first among those in a window about where the ``k``-th of ``nb`` even phases would lie, gathered in one
-    pass without a data-dependent branch (most often the window holds it, as the phases of programs
-    booked at random instants spread evenly); else by quickselect over them all."""
-    half = math.sqrt(k + 1.0) + 2.0  # about two standard deviations of the k-th of nb even phases
-    lo = (k + 1.0 - half) * t_unit / nb
-    hi = (k + 1.0 + half) * t_unit / nb
+def _kth_phase(wk, n, k, t_unit):
+    """The ``k``-th smallest (from 0) of the ``n`` phases ``wk[1, :n]``, which lie in (0, ``t_unit``]
+    (within ``END_SLACK``): first among those in a window about where the ``k``-th of ``n`` even phases
+    would lie, gathered into ``wk[0]`` in one pass without a data-dependent branch (most often the window
+    holds it, as the phases of programs booked at random instants spread evenly); else by quickselect
+    over them all."""
+    half = math.sqrt(k + 1.0) + 2.0  # about two standard deviations of the k-th of n even phases
+    lo = (k + 1.0 - half) * t_unit / n
+    hi = (k + 1.0 + half) * t_unit / n
     below, cnt = 0, 0
-    for j in range(nb):
+    for j in range(n):
         ph = wk[1, j]
         below += int(ph <= lo)
         wk[0, cnt] = ph
         cnt += int(ph > lo) & int(ph <= hi)
     if below <= k < below + cnt:
         return _kth(wk, 0, cnt, k - below)
-    return _select(wk, 1, nb, k)
+    return _select(wk, 1, n, k)
 
 
 @numba.njit(cache=True, inline="always")
@@ -381,7 +381,7 @@ def _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk):
     if m <= 0.0:
         return h_end
     if m <= nb:  # in the first round: the m-th earliest of the dies' first ends
-        return h_end + (first if m == 1.0 else _first_round(wk, nb, int(m) - 1, t_unit))
+        return h_end + (first if m == 1.0 else _kth_phase(wk, nb, int(m) - 1, t_unit))
     r = math.ceil(m / nb) - 1.0  # at most nb ends a round: a lower bound
     while True:
         s1, above = 0.0, 0  # ends in rounds 0..r, dies with programs left after round r
@@ -400,11 +400,11 @@ def _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk):
         n = wk[0, j]
         if n > r:
             s0 += r
-            wk[0, cnt] = wk[1, j]
+            wk[1, cnt] = wk[1, j]
             cnt += 1
         else:
             s0 += n
-    return h_end + r * t_unit + _kth(wk, 0, cnt, int(m - s0) - 1)
+    return h_end + r * t_unit + _kth_phase(wk, cnt, int(m - s0) - 1, t_unit)
 
 
 @numba.njit(cache=True, inline="always")
@@ -788,7 +788,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                         die[ER_LEN, pd] = n_erase * f[T_ERASE]
                         die[ER_END, pd] = p_start + die[ER_LEN, pd]
                     die[T_OP, pd] = t_unit
-                if merge_on:  # the backlog's change, instead of a second pass over the dies
+                if merge_on and not bp_prog:  # the backlog's change, instead of a second pass over the dies
                     backlog_pre += p_start + p_dur - issue - max(die[DIE_FREE, pd] - issue, 0.0)
                 die[DIE_FREE, pd] = p_start + p_dur
                 free_max = max(free_max, die[DIE_FREE, pd])

@@ -41,7 +41,7 @@ def _namespace() -> dict:
     CUDA device functions compiled from their Python code, every call resolved to the device version."""
     ns = dict(vars(engine_cpu)) | {"cuda": cuda, "float64": float64, "MAX_CH": MAX_CH}
     for name in ("_book", "_heap_replace_min", "_shift", "_div", "_mod", "_pos", "_kept_on", "_plane_row",
-                 "_merge_page", "_allocate", "_admit", "_select", "_kth", "_first_round", "_admit_programs",
+                 "_merge_page", "_allocate", "_admit", "_select", "_kth", "_kth_phase", "_admit_programs",
                  "_bp_limit", "_nth_die", "_suspend", "_read_on_die", "_config"):
         py = getattr(engine_cpu, name).py_func
         ns[name] = cuda.jit(device=True)(types.FunctionType(py.__code__, ns, name, py.__defaults__))

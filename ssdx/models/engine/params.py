@@ -395,7 +395,7 @@ def bp_programs(cols: Mapping) -> np.ndarray:
     """1 where the eager write-back's back pressure counts the programs in flight
     (``engine.back_pressure = programs``, with ``engine.write_back = eager``), else 0."""
     bp = _categorical(cols, "back_pressure")
-    return np.array([BACK_PRESSURES.get(v, 0) for v in bp], np.int32) * (eager(cols) > 0)
+    return np.array([BACK_PRESSURES[v] for v in bp], np.int32) * (eager(cols) > 0)
 
 
 def merge_rows(cols: Mapping) -> int:
