@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import jax
-import numpy as np
-import pytest
+#: Numba's cache of the tests and of the ``ssdx`` processes they start, beside JAX's compilation cache in
+#: pytest's cache directory (``.pytest_cache``), so that a later run on the same checkout loads every compiled
+#: kernel instead of compiling it.  Set before anything imports Numba; a directory set by the user wins.
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".pytest_cache" / "d" / "numba-cache"))
 
-from ssdx import params, presets
-from ssdx.models.fluid import model as fluid
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from ssdx import params, presets  # noqa: E402
+from ssdx.models.fluid import model as fluid  # noqa: E402
 
 #: XLA's CPU fusion emitters (MLIR, XLA's default) generate faster code than its older loop emitters but
 #: take longer to compile ssdx's kernels, and the suite is compile-bound: most tests compile a scan to run
@@ -41,6 +48,47 @@ def _compile_for_tests() -> None:
 def pytest_configure(config):
     _compile_for_tests()
     _persistent_compilation_cache(config)
+    _warm_numba(config)
+
+
+#: the variable that tells the test processes where the Numba warm-up's lock is
+NUMBA_LOCK_ENV = "SSDX_TEST_NUMBA_LOCK"
+#: words in a test file's source that say it may run a Numba kernel (the engine's CPU loop, the workload
+#: readers) in its process or in an ``ssdx`` subprocess: its first test waits for the warm-up.  A file the
+#: words miss compiles a kernel the warm-up has not cached yet itself (slower, the same results).
+NUMBA_WORDS = ("engine_cpu", "replay", "mqsim", "test_cli import ssdx", "msr", "lru", "fio", "boot_qd1")
+
+
+def _warm_numba(config) -> None:
+    """On the pytest-xdist controller, compile the Numba kernels once in a subprocess (``numba_warm.py``)
+    while the workers start: it holds an exclusive lock on a file until it is done, and a worker's first
+    test of a file that may run a kernel takes that lock (shared) first, so that the workers load the
+    kernels from Numba's cache instead of each compiling them at once.  Not with ``-n 0``."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None) \
+            or os.environ.get(NUMBA_LOCK_ENV):
+        return
+    lock = Path(os.environ["NUMBA_CACHE_DIR"]) / "warm.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # held by the child (the same open file) until it exits
+    subprocess.Popen([sys.executable, str(Path(__file__).with_name("numba_warm.py"))], pass_fds=(fd,),
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(fd)
+    os.environ[NUMBA_LOCK_ENV] = str(lock)  # the workers inherit it
+
+
+_numba_ready: list[bool] = []
+
+
+def pytest_runtest_setup(item):
+    lock = os.environ.get(NUMBA_LOCK_ENV)
+    if _numba_ready or not lock or not hasattr(item.config, "workerinput"):
+        return
+    if not any(w in item.path.read_text(encoding="utf-8") for w in NUMBA_WORDS):
+        return
+    with open(lock) as f:
+        fcntl.flock(f, fcntl.LOCK_SH)  # returns once the warm-up has exited
+    _numba_ready.append(True)
 
 
 # (``ssdx ...``, which inherit the environment) compile many of the same kernels; a kernel compiled once
@@ -134,16 +182,17 @@ def mixed_sweep_cols(dies=(2, 4)):
     return cols
 
 
-#: the test files that take longest, longest first (measured on the 2-core machine: mostly compiles).  The
-#: suite runs them first, so that the pytest-xdist workers, which take whole files in collection order
-#: (``--dist loadfile --no-loadscope-reorder``), are not left waiting on one long file at the end; the
-#: other files follow in their usual order.  A name that is no longer a test file is ignored.
-LONGEST_FIRST = ("test_engine_mechanisms.py", "test_sweep_device.py", "test_notebooks.py",
-                 "test_engine_cpu.py", "test_cli_hybrid.py", "test_gc.py", "test_executors.py",
-                 "test_cli.py", "test_hybrid.py", "test_fit_fill.py", "test_cli_thermal.py",
-                 "test_sweep_keep.py", "test_bench_scale_device.py", "test_model_contract.py",
-                 "test_engine.py", "test_bench_thermal.py", "test_mqsim.py", "test_cli_gc.py",
-                 "test_fluid_policies.py", "test_resume.py", "test_heap.py")
+#: the test files of the fast tier that take longest, longest first (measured on the 2-core machine: mostly
+#: compiles; bench/results/test_durations.json), those that run no Numba kernel ahead of those that wait for
+#: the warm-up (:func:`_warm_numba`).  The suite runs them first, so that the pytest-xdist workers, which
+#: take whole files in collection order (``--dist loadfile --no-loadscope-reorder``), are not left waiting on
+#: one long file at the end; the other files follow in their usual order.  A name that is no longer a test
+#: file is ignored.
+LONGEST_FIRST = ("test_sweep_device.py", "test_heap.py", "test_engine_mechanisms.py", "test_engine_cpu.py",
+                 "test_fit_fill.py", "test_cli_hybrid.py", "test_cli_thermal.py", "test_gc.py", "test_cli.py",
+                 "test_cli_engine.py", "test_hybrid.py", "test_back_pressure.py", "test_sweep_keep.py",
+                 "test_resume.py", "test_model_contract.py", "test_cli_gc.py", "test_mqsim.py",
+                 "test_sweep_file.py", "test_wandb.py", "test_input_errors.py")
 
 
 def pytest_collection_modifyitems(session, config, items):

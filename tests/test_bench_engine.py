@@ -2,9 +2,12 @@
 
 import json
 
+import pytest
+
 from bench import engine as bench_engine
 
 
+@pytest.mark.validation
 def test_bench_engine_rows_and_json(tmp_path):
     out = tmp_path / "engine.json"
     bench = bench_engine

@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "scale.py"
 
 
+@pytest.mark.validation
 def test_scale_bench_small(tmp_path):
     out = tmp_path / "scale.json"
     r = subprocess.run([sys.executable, str(BENCH), "--configs", "480", "--chunk", "100", "--steps", "16",

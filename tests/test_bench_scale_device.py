@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.validation
 def test_scale_device_bench_small(tmp_path):
     out = tmp_path / "scale_device.json"
     r = subprocess.run([sys.executable, "-m", "bench.scale_device", "--configs", "600", "--steps", "8",
@@ -36,6 +39,7 @@ def test_scale_device_bench_small(tmp_path):
     assert "device states identical to the host path's: True" in r.stdout
 
 
+@pytest.mark.validation
 def test_trivial_each_times_the_chunk_with_each_reduction_left_out(tmp_path):
     out = tmp_path / "each.json"
     r = subprocess.run([sys.executable, "-m", "bench.scale_device", "--runs", "trivial_each", "--trivial",

@@ -37,6 +37,7 @@ def _positive(x: float) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
 
 
+@pytest.mark.validation
 def test_json_fields(result: dict) -> None:
     assert result["sizes"] == {"configs": N_CONFIGS, "steps": STEPS, "dt_s": 1.0, "chunk": 40, "chunks": 2,
                                "loop_configs": 6, "step_loop_configs": 2, "numpy_configs": N_CONFIGS,
@@ -81,6 +82,7 @@ def test_sizes_list(result: dict) -> None:
     assert sw["largest_ran"]["configs"] == 32
 
 
+@pytest.mark.validation
 def test_sizes_double_stops_at_the_limit(bench: ModuleType, tmp_path: Path) -> None:
     path = tmp_path / "sizes.json"
     out = bench.main(["--sizes-only", "--sizes", "double", "--size-start", "8", "--max-configs", "32",

@@ -14,10 +14,83 @@ from ssdx.params import ConfigError
 REVIEW = [("pslc", 691.0, 6579.0), ("direct_native", 868.0, 2159.0), ("folding", 2000.0, 863.0)]
 
 
-def ssdx(*args, cwd=None, env_extra=None):
-    cmd = [sys.executable, "-m", "ssdx.cli.main", *args]
-    env = dict(os.environ, TQDM_DISABLE="1", **(env_extra or {}))
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+#: environment variables read as a process starts (XLA's devices and flags, the platform): a run that sets
+#: one needs a process of its own
+STARTUP_ENV = ("SSDX_HOST_DEVICES", "XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64")
+
+
+def ssdx(*args, cwd=None, env_extra=None, fresh: bool = False) -> subprocess.CompletedProcess:
+    """``ssdx ARGS`` as a user runs it: exit status, standard output and error.  Run in this process
+    (:func:`ssdx_here`) unless ``fresh`` or ``env_extra`` sets a variable read at start-up
+    (:data:`STARTUP_ENV`); then in a subprocess, as the console script."""
+    if fresh or any(k in STARTUP_ENV for k in env_extra or {}):
+        cmd = [sys.executable, "-m", "ssdx.cli.main", *args]
+        env = dict(os.environ, TQDM_DISABLE="1", **(env_extra or {}))
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    return ssdx_here(*args, cwd=cwd, env_extra=env_extra)
+
+
+def ssdx_here(*args, cwd=None, env_extra=None) -> subprocess.CompletedProcess:
+    """``ssdx ARGS`` run by calling the console script's ``main()`` in this process, with its output
+    captured: the exit status ``main`` leaves (0, 2 for a refusal, 1 for an uncaught error, whose traceback
+    goes to the captured error output as Python's would), without a new interpreter's start-up (importing
+    JAX and the models, about 2 s of CPU a run) and with this process's compiled kernels.  What a run
+    changes in the process is put back: the working directory, the environment, ``sys.argv``, JAX's 64-bit
+    mode (``precision=float64`` turns it on for the rest of a process) and the root logger's handlers (which
+    Hydra's logging set-up would close)."""
+    import contextlib
+    import io
+    import logging
+    import traceback
+    import warnings
+
+    import jax
+
+    from ssdx.cli import main as cli
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_argv, saved_cwd = dict(os.environ), list(sys.argv), os.getcwd()
+    x64 = bool(jax.config.jax_enable_x64)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    # Hydra configures logging for each run (logging.config.dictConfig), which closes every handler the
+    # process has, pytest's capturing ones included: hide them from it, and give them back after
+    known = logging._handlerList[:]  # noqa: SLF001 - weak references to every handler made
+    del logging._handlerList[:]
+    code = 0
+    try:
+        os.environ.update({"TQDM_DISABLE": "1", **(env_extra or {})})
+        sys.argv = ["ssdx", *args]
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            # warnings printed to the captured error output, once per place, as a fresh interpreter does
+            warnings.resetwarnings()
+            warnings.simplefilter("default")
+            for quiet in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", quiet)
+            warnings.showwarning = lambda m, c, f, n, file=None, line=None: sys.stderr.write(
+                warnings.formatwarning(m, c, f, n, line))
+            try:
+                cli.main()
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if not isinstance(e.code, int | None):
+                    print(e.code, file=sys.stderr)
+            except Exception:  # noqa: BLE001 - what the interpreter would print, and its status
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.argv = saved_argv
+        jax.config.update("jax_enable_x64", x64)
+        root.handlers[:], root.level = handlers, level
+        logging._handlerList[:0] = known
+        from hydra.core.global_hydra import GlobalHydra
+        GlobalHydra.instance().clear()
+    return subprocess.CompletedProcess(["ssdx", *args], code, out.getvalue(), err.getvalue())
 
 
 def test_aldrin_fill_contract(tmp_path):

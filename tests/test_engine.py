@@ -277,6 +277,7 @@ def split_case() -> np.ndarray:
                            r.metrics["map_misses"]])
 
 
+@pytest.mark.validation
 def test_configurations_split_over_two_host_devices_give_the_same_results(tmp_path):
     import os
     import subprocess

@@ -93,6 +93,7 @@ def test_kernel_keeps_rewrites_and_merges_planes_like_the_cpu_loop(simulated):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
 
 
+@pytest.mark.validation
 def test_kernel_compiles_to_ptx_for_the_h100():
     # no GPU needed: the dev extra installs numba-cuda with CUDA 13's NVVM, so a change to the loop shared
     # with the CPU back end that CUDA cannot compile fails here

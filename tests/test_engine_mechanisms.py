@@ -36,12 +36,33 @@ T_ERASE = 3000e-6
 US = 1e-6
 
 
+#: the scan compiled once for this file's timelines (a module-level jit: every call of one layout and stream
+#: length reuses its program)
+RUN_CHUNK = jax.jit(engine.run_chunk, static_argnums=(3, 4))
+
+
+def padded(lay: engine_params.Layout) -> engine_params.Layout:
+    """``lay`` widened to one layout that serves every timeline of this file: the suspension, LRU,
+    write-back, eager, held-read and program-counting mechanisms on, every read gap kept, and at least
+    the queue and mapping-cache sizes of the largest test.  A configuration that does not use a mechanism
+    gets the same results with it on (``test_a_mechanism_no_configuration_uses_is_left_out_exactly``), so
+    the expectations hold, and the scan is compiled once for the file instead of once per layout."""
+    return lay._replace(slots=max(lay.slots, 32), map_sets=max(lay.map_sets, 64), suspension=True,
+                        map_lru=True, map_writeback=True, eager=True, hold_read=True, bp_programs=True,
+                        read_gaps=engine_params.READ_GAPS)
+
+
+def _cols(**eng) -> dict:
+    """The columns of the file's drive and workload with the engine options ``eng``."""
+    cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
+    return cols | engine_params.columns(ENGINE | eng)
+
+
 def _plan(erase_every_unit: bool = False, **eng):
     """The float64 batched plan of one configuration with the program time set to :data:`T_PROG` (and an
-    erase of :data:`T_ERASE` with every unit), and its layout."""
-    cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
-    cols |= engine_params.columns(ENGINE | eng)
-    drive, workload, e, lay = engine_params.build(cols, dtype=np.float64)
+    erase of :data:`T_ERASE` with every unit), and its layout, :func:`padded`."""
+    drive, workload, e, lay = engine_params.build(_cols(**eng), dtype=np.float64)
+    lay = padded(lay)
     with x64():
         p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(drive, workload, e, lay))
     p = p._replace(t_unit=np.full(np.shape(p.t_unit), T_PROG))
@@ -66,9 +87,9 @@ def _times(p) -> tuple[float, float, float]:
 
 
 def _length(n: int) -> int:
-    """The padded length of a stream of ``n`` requests: a power of two of at least 16, so the tests' short
+    """The padded length of a stream of ``n`` requests: a power of two of at least 64, so the tests' short
     streams share the scan's compiled shapes (padding requests are not valid: they change nothing)."""
-    return max(16, 1 << (n - 1).bit_length())
+    return max(64, 1 << (n - 1).bit_length())
 
 
 def _run(p, lay, ops, offsets, sizes, times):
@@ -77,7 +98,7 @@ def _run(p, lay, ops, offsets, sizes, times):
         req, _ = engine.requests(np.asarray(ops), np.asarray(offsets, np.int64), np.asarray(sizes, np.int64),
                                  np.asarray(times, np.float64), None, _length(len(ops)), np.float64)
         s0 = engine.init(p, lay)
-        _, acc, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, s0, req, lay, True)
+        _, acc, lat = RUN_CHUNK(p, s0, req, lay, True)
         np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
         _, acc_c, lat_c = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
                                                np_tree(req), lay, True)
@@ -240,7 +261,7 @@ def test_policies_side_by_side_in_one_batch():
     with x64():
         req, _ = engine.requests(np.array([1, 0]), np.array([1 << 30, 0]), np.array([65536, 4096]),
                                  np.array([0.0, p_start + 100 * US - to_die]), None, _length(2), np.float64)
-        _, _, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, engine.init(p, lay), req, lay, True)
+        _, _, lat = RUN_CHUNK(p, engine.init(p, lay), req, lay, True)
     want = [l_idle, l_idle, l_idle + 650 * US, l_idle + 650 * US]
     np.testing.assert_allclose(np.asarray(lat)[1], want, rtol=1e-9)
 
@@ -283,7 +304,7 @@ def _map_stream(policy: str, ops, tpages, pages: int = 4, apart_s: float = 10e-3
         req, _ = engine.requests(np.asarray(ops), at, np.full(n, 4096),
                                  np.arange(n) * apart_s, None, _length(n), np.float64, cache)
         s0 = engine.init(p, lay)
-        _, acc, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, s0, req, lay, True)
+        _, acc, lat = RUN_CHUNK(p, s0, req, lay, True)
         np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
         _, acc_c, lat_c = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
                                                np_tree(req), lay, True)
@@ -403,7 +424,7 @@ def test_eager_write_back_programs_each_write_at_once_on_the_die_of_its_address(
         with x64():
             req, _ = engine.requests(np.array([1]), np.array([5 * 16384]), np.array([4096]), np.array([0.0]),
                                      None, _length(1), np.float64)
-            _, acc, lat = jax.jit(engine.run_chunk, static_argnums=(3, 4))(p, engine.init(p, lay), req, lay,
+            _, acc, lat = RUN_CHUNK(p, engine.init(p, lay), req, lay,
                                                                           True)
         busy = np.asarray(acc.busy)[:, 0]
         assert float(np.asarray(acc.prog_pages)[0]) == pages
@@ -453,7 +474,7 @@ def test_a_mechanism_no_configuration_uses_is_left_out_exactly(mechanism):
         with x64():
             p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, lay))
             req, _ = engine.requests(ops, offs, sizes, times, None, _length(n), np.float64)
-            run_chunk = jax.jit(engine.run_chunk, static_argnums=(3, 4))
+            run_chunk = RUN_CHUNK
             _, acc, lat = run_chunk(p, engine.init(p, lay), req, lay, True)
         return lay, np.asarray(lat)[:n], jax.tree_util.tree_map(np.asarray, acc)
 
@@ -476,7 +497,7 @@ def test_without_cache_read_a_die_serves_one_read_per_read_time_plus_its_transfe
     n = 400
     for cache_read in (True, False):
         p, lay = _plan(cache_read=cache_read)
-        assert lay.hold_read is not cache_read
+        assert engine_params.layout(_cols(cache_read=cache_read)).hold_read is not cache_read  # unpadded
         lat, _ = _run(p, lay, [0] * n, np.arange(n) * 32 * 16384, [4096] * n, [0.0] * n)
         per_read = _const(p, "t_read") + (0.0 if cache_read else 4096 / _const(p, "chan_rate"))
         np.testing.assert_allclose(np.diff(lat[100:]).mean(), per_read, rtol=1e-9)
@@ -516,7 +537,7 @@ def test_reads_ready_in_issue_order_book_alike_with_one_gap_or_many():
         req, _ = engine.requests(ops, offs, sizes, times, None, _length(n), np.float64)
         for layout in (lay, many):
             p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, layout))
-            run_chunk = jax.jit(engine.run_chunk, static_argnums=(3, 4))
+            run_chunk = RUN_CHUNK
             _, _, lat = run_chunk(p, engine.init(p, layout), req, layout, True)
             _, _, lat_cpu = engine_cpu.run_chunk(engine_cpu.pack_plan(p, layout), engine.init(p, layout), req,
                                                  layout, True)
@@ -624,7 +645,7 @@ def _both(p, lay, ops, offs, sizes, times, chunk=None, e=None):
     with x64():
         s_j = engine.init(p, lay)
         s_c = np_tree(s_j)
-        f = jax.jit(engine.run_chunk, static_argnums=(3, 4))
+        f = RUN_CHUNK
         prev, sums_j, sums_c, lat_j, lat_c = None, None, None, [], []
         for lo in range(0, n, chunk):
             sl = slice(lo, lo + chunk)

@@ -135,6 +135,24 @@ def test_runner_fields_are_checked():
 
 
 # ----------------------------------------------------------------------------- Ray
+def test_ray_on_one_local_node_gives_the_local_runners_rows(tmp_path):
+    """The Ray executor end to end on a Ray it starts itself (one node of one CPU, as ``runner=ray`` with no
+    address does): the tasks are sent, run and gathered into the local runner's rows, and the Ray it
+    started is shut down on close.  The two-node cluster's tests below run in the validation tier."""
+    import ray
+
+    cols = _cols()
+    ref = runner.run(cols, registry.fluid_model(64), 5, progress=False).to_pandas()
+    ex = executors.RayExecutor(num_cpus=1)
+    try:
+        table = runner.run(cols, registry.fluid_model(64), 5, out_dir=tmp_path, progress=False, executor=ex)
+        assert ex.started and ray.is_initialized()
+    finally:
+        ex.close()
+    pd.testing.assert_frame_equal(table.to_pandas(), ref)
+    assert _workers(tmp_path) and not ray.is_initialized()
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """Two Ray nodes of one CPU each on this machine (ray.cluster_utils.Cluster)."""
@@ -150,6 +168,7 @@ def cluster():
     c.shutdown()
 
 
+@pytest.mark.validation
 def test_ray_two_nodes_identical_values_and_both_nodes_used(cluster, tmp_path):
     cols = _cols()
     ref = runner.run(cols, registry.fluid_model(64), 5, progress=False).to_pandas()
@@ -161,6 +180,7 @@ def test_ray_two_nodes_identical_values_and_both_nodes_used(cluster, tmp_path):
     assert len(nodes) == 2, nodes
 
 
+@pytest.mark.validation
 def test_ray_retries_a_failed_task_then_reports_what_still_fails(cluster, tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -187,6 +207,7 @@ def test_ray_retries_a_failed_task_then_reports_what_still_fails(cluster, tmp_pa
     assert "transient failure of job 2" in msg
 
 
+@pytest.mark.validation
 def test_ray_sweep_with_a_failing_group_keeps_the_rest_and_resumes(cluster, tmp_path):
     broken = tmp_path / "broken"
     broken.write_text("the idle-gap kernel fails while this file exists")
@@ -213,6 +234,7 @@ def test_ray_sweep_with_a_failing_group_keeps_the_rest_and_resumes(cluster, tmp_
     pd.testing.assert_frame_equal(table.to_pandas(), ref)
 
 
+@pytest.mark.validation
 def test_cli_runner_ray_writes_the_local_runners_rows(cluster, tmp_path):
     env = dict(os.environ, TQDM_DISABLE="1")
     base = [sys.executable, "-m", "ssdx.cli.main", "sweep.chunk_size=16"]
@@ -260,6 +282,7 @@ def test_chunks_in_flight_follow_the_device_and_the_cores():
     assert executors._in_flight([Dev("cpu"), Dev("cpu")], cores=2) == 1
 
 
+@pytest.mark.validation
 def test_ray_runs_index_ranges_of_a_device_sweep_as_the_local_runner_does(cluster, tmp_path):
     """10^5 configurations generated on the device: Ray tasks receive a part and an index range (never
     columns) and return reduction states; the outputs equal the local runner's, both nodes work."""

@@ -177,6 +177,7 @@ def uniform_runs():
     return cases, m
 
 
+@pytest.mark.validation
 def test_uniform_wa_matches_closed_forms_within_3_percent(uniform_runs):
     cases, m = uniform_runs
     assert m["complete"].all()

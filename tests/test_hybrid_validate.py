@@ -59,6 +59,7 @@ def small(tmp_path_factory):
     return tasks_hybrid.run_validate(cfg, tmp_path_factory.mktemp("validate"), progress=False)
 
 
+@pytest.mark.validation
 def test_the_model_reproduces_the_papers_findings_where_the_dies_limit(small):
     """proj_0 and hm_0 (write-intensive) and proj_3 (read-intensive) keep the dies busy: 3D CT TLC wins
     the write-intensive two, 2D FG TLC loses everywhere, 3D FG TLC loses less than ~54 %, latency moves IOPS
@@ -74,6 +75,7 @@ def test_the_model_reproduces_the_papers_findings_where_the_dies_limit(small):
     assert small["nand_read_write_ratio"]["proj_3"] > tasks_hybrid.balance_ratio(hybrid_params.defaults())
 
 
+@pytest.mark.validation
 def test_a_disagreement_with_table_2_names_its_cause(small):
     """proj_3's preset (95 % reads: an assumption) reads NAND more per page programmed than the die-time
     balance of 3D CT TLC against 2D FG MLC, so MLC's faster read wins where the paper has +1.9 %; the

@@ -151,6 +151,7 @@ def test_a_sata_drive_runs_at_mqsims_host_bus_adapter_rate(reference: dict, tmp_
 REGRESSION_CASES = ("randread_qd1", "randwrite_qd1", "mix70_qd1")
 
 
+@pytest.mark.validation
 @pytest.mark.parametrize("name", REGRESSION_CASES)
 def test_ssdx_figures_unchanged(name: str, tmp_path: Path) -> None:
     """ssdx re-run now on a cheap case's XML files gives the committed figures (a regression check)."""

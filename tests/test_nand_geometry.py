@@ -6,15 +6,13 @@ refused naming the field; results record the effective NAND values instead of Na
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import jax
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from conftest import x64
+from test_cli import ssdx
 
 from ssdx import catalog, params, presets
 from ssdx.models.engine import model as engine
@@ -58,10 +56,6 @@ def fluid_metrics(d, w, n_steps: int = 128) -> dict[str, float]:
     return {k: float(v) for k, v in out.items()}
 
 
-def ssdx(*args):
-    env = dict(os.environ, TQDM_DISABLE="1")
-    return subprocess.run([sys.executable, "-m", "ssdx.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=300)
 
 
 # ----------------------------------------------------------------------------- the helper and the record

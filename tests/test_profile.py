@@ -1,9 +1,6 @@
 """A stream fitted to an analysed profile has, analysed again, the same profile."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -78,9 +75,7 @@ def test_cli_replays_a_stream_fitted_to_an_analysed_trace(tmp_path):
              for t, o, off, sz in zip(chunk.time_s, chunk.op, chunk.offset, chunk.size)]
     trace = tmp_path / "hm_0.csv"
     trace.write_text("\n".join(lines) + "\n")
-    env = dict(os.environ, TQDM_DISABLE="1")
-    run = lambda *a: subprocess.run([sys.executable, "-m", "ssdx.cli.main", *a], capture_output=True,  # noqa: E731
-                                    text=True, env=env, timeout=300)
+    from test_cli import ssdx as run
     r = run("experiment=trace_analyse", f"workload.trace_path={trace}", "workload.format=msr",
             f"hydra.run.dir={tmp_path / 'a'}")
     assert r.returncode == 0, r.stderr

@@ -208,6 +208,7 @@ def test_merge_is_associative_and_histograms_keep_out_of_range_values():
         reduce.parse({"pareto": {"x": "a", "y": "b", "x_better": "least"}})
 
 
+@pytest.mark.validation
 def test_sigkill_mid_reduced_sweep_then_rerun_gives_the_uninterrupted_reductions(tmp_path):
     """kill -9 a reduction-only sweep through the CLI, run it again: the same files as an uninterrupted
     run, and the full run's keep: all table gives the same top-k."""
