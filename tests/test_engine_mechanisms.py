@@ -560,6 +560,7 @@ def test_only_null_means_the_catalog_value_of_an_engine_override(field):
         engine_params.columns(ENGINE | {field: float("nan")})
 
 
+@pytest.mark.validation
 def test_a_read_on_few_dies_books_only_those_dies_with_the_same_results(monkeypatch):
     # the batched step books a translation read on its die alone, and a read whose pages lie on at most 1,
     # 2, 4 or 8 dies in every configuration on those dies alone: the same arithmetic as booking every die and
