@@ -92,21 +92,44 @@ def _length(n: int) -> int:
     return max(64, 1 << (n - 1).bit_length())
 
 
+#: whether :func:`_run` replays the timelines in the batched JAX scan too (set by :func:`back_ends`)
+JAX_STEP = [True]
+
+
+@pytest.fixture(autouse=True, params=["cpu", pytest.param("cpu_and_jax", marks=pytest.mark.validation)])
+def back_ends(request):
+    """The fast tier checks the timelines in the CPU loop; the validation tier runs the file again with the
+    batched JAX scan beside it, asserted equal request by request (one compile of the scan per layout and
+    stream length).  The two back ends are held to each other in the fast tier by ``test_engine_cpu`` and
+    ``test_back_pressure`` for every mechanism, and by this file's tests that compare them directly."""
+    JAX_STEP[0] = request.param == "cpu_and_jax"
+    yield request.param
+    JAX_STEP[0] = True
+
+
+def _replay(p, lay, req, fields=("suspensions",)):
+    """Latencies ``(n, 1)`` (s) and accumulators of the requests ``req`` in the CPU loop and, with
+    :data:`JAX_STEP`, in the batched JAX scan too (latencies and the accumulators ``fields`` asserted
+    equal).  Call under :func:`conftest.x64`."""
+    s0 = engine.init(p, lay)
+    np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
+    _, acc, lat = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0), np_tree(req), lay,
+                                       True)
+    if JAX_STEP[0]:
+        _, acc_j, lat_j = RUN_CHUNK(p, s0, req, lay, True)
+        np.testing.assert_allclose(lat, np.asarray(lat_j), rtol=1e-12, atol=1e-15)
+        for k in fields:
+            np.testing.assert_allclose(getattr(acc, k), np.asarray(getattr(acc_j, k)), rtol=1e-12, err_msg=k)
+    return lat, acc
+
+
 def _run(p, lay, ops, offsets, sizes, times):
-    """Latencies (s) and accumulators of the stream in both back ends (asserted equal)."""
+    """Latencies (s) and suspensions of the stream (:func:`_replay`)."""
     with x64():
         req, _ = engine.requests(np.asarray(ops), np.asarray(offsets, np.int64), np.asarray(sizes, np.int64),
                                  np.asarray(times, np.float64), None, _length(len(ops)), np.float64)
-        s0 = engine.init(p, lay)
-        _, acc, lat = RUN_CHUNK(p, s0, req, lay, True)
-        np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
-        _, acc_c, lat_c = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
-                                               np_tree(req), lay, True)
-    lat = np.asarray(lat)[:len(ops), 0]
-    np.testing.assert_allclose(lat_c[:len(ops), 0], lat, rtol=1e-12, atol=1e-15)
-    sus = np.asarray(acc.suspensions)[:, 0]
-    np.testing.assert_array_equal(acc_c.suspensions[:, 0], sus)
-    return lat, sus
+        lat, acc = _replay(p, lay, req)
+    return lat[:len(ops), 0], np.asarray(acc.suspensions)[:, 0]
 
 
 def _read_into_program(into: float, units: int = 1, erase_every_unit: bool = False, **eng):
@@ -289,8 +312,7 @@ def _map_stream(policy: str, ops, tpages, pages: int = 4, apart_s: float = 10e-3
     """4 KiB requests ``ops`` to the translation pages ``tpages`` (at the NAND page ``page_of`` of each,
     default the first; consecutive pages lie on dies of different channels), ``apart_s`` apart (by
     default nothing overlaps), on the drive with ``engine.map_cache = policy`` and a cache of ``pages``
-    translation pages; returns the latencies, the accumulators of the JAX scan and the plan (both back
-    ends asserted equal)."""
+    translation pages; returns the latencies, the accumulators and the plan (:func:`_replay`)."""
     p, lay = _plan(map_cache=policy, map_cache_mib=pages * 16 / 1024)
     n = len(ops)
     at = np.asarray(tpages, np.int64) * TPAGE
@@ -303,14 +325,7 @@ def _map_stream(policy: str, ops, tpages, pages: int = 4, apart_s: float = 10e-3
     with x64():
         req, _ = engine.requests(np.asarray(ops), at, np.full(n, 4096),
                                  np.arange(n) * apart_s, None, _length(n), np.float64, cache)
-        s0 = engine.init(p, lay)
-        _, acc, lat = RUN_CHUNK(p, s0, req, lay, True)
-        np_tree = lambda t: jax.tree_util.tree_map(np.asarray, t)  # noqa: E731
-        _, acc_c, lat_c = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), np_tree(s0),
-                                               np_tree(req), lay, True)
-    np.testing.assert_allclose(lat_c, np.asarray(lat), rtol=1e-12, atol=1e-15)
-    for k in ("map_misses", "map_writebacks", "busy", "read_pages"):
-        np.testing.assert_allclose(getattr(acc_c, k), np.asarray(getattr(acc, k)), rtol=1e-12, err_msg=k)
+        lat, acc = _replay(p, lay, req, ("map_misses", "map_writebacks", "busy", "read_pages"))
     return np.asarray(lat)[:n, 0], jax.tree_util.tree_map(lambda x: np.asarray(x)[..., 0], acc), p
 
 
@@ -424,8 +439,7 @@ def test_eager_write_back_programs_each_write_at_once_on_the_die_of_its_address(
         with x64():
             req, _ = engine.requests(np.array([1]), np.array([5 * 16384]), np.array([4096]), np.array([0.0]),
                                      None, _length(1), np.float64)
-            _, acc, lat = RUN_CHUNK(p, engine.init(p, lay), req, lay,
-                                                                          True)
+            lat, acc = _replay(p, lay, req, ("busy", "prog_pages"))
         busy = np.asarray(acc.busy)[:, 0]
         assert float(np.asarray(acc.prog_pages)[0]) == pages
         if busy_die is None:
