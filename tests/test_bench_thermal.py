@@ -62,6 +62,7 @@ def test_json_fields(result: dict) -> None:
     assert any("python_loop" in note for note in result["notes"])
 
 
+@pytest.mark.validation
 def test_ports_agree_in_the_run(result: dict) -> None:
     ag = result["agreement"]
     assert ag["tolerance"] == {"written_rel": 1e-3, "temp_abs_k": 0.05,
@@ -74,6 +75,7 @@ def test_ports_agree_in_the_run(result: dict) -> None:
     assert ag["x64_port_check"]["numpy_vectorised"] <= 1e-9 and ag["x64_port_check"]["python_loop"] <= 1e-9
 
 
+@pytest.mark.validation
 def test_sizes_list(result: dict) -> None:
     sw = result["sizes_sweep"]
     assert sw["mode"] == "list" and [r["configs"] for r in sw["rows"]] == [16, 32]

@@ -255,8 +255,10 @@ def test_float32_edges_bin_as_the_float64_edges_do():
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("n, front", [(5000, False), (40000, False), (6000, True), (20000, True),
-                                      (300000, False)])
+# the larger chunks run in the validation tier: the same screening, more points
+@pytest.mark.parametrize("n, front", [(5000, False), pytest.param(40000, False, marks=pytest.mark.validation),
+                                      (6000, True), pytest.param(20000, True, marks=pytest.mark.validation),
+                                      pytest.param(300000, False, marks=pytest.mark.validation)])
 def test_the_screened_pareto_front_is_exact(n, front):
     """Pivot screening then a sort of the candidates (512 or 16,384 entries) or, past SCREENED candidates
     that a second screen leaves too, of the whole chunk gives exactly the non-dominated points, ties and
