@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import xml.etree.ElementTree as ET
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     reports, walls = _pairs(args.report, "report"), _pairs(args.wall, "wall")
     if not reports:
         ap.error("give at least one --report NAME=JUNIT.xml")
-    result = {"machine": {"cpus": __import__("os").cpu_count(), "platform": platform.platform(),
+    result = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": sys.version.split()[0]}, "note": args.note, "top": args.top,
               "reports": {}}
     text = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import subprocess
 import sys
@@ -77,18 +78,23 @@ def _warm_numba(config) -> None:
     os.environ[NUMBA_LOCK_ENV] = str(lock)  # the workers inherit it
 
 
-_numba_ready: list[bool] = []
+@functools.cache
+def _may_run_numba(path: Path) -> bool:
+    """Whether the test file ``path`` names any of :data:`NUMBA_WORDS` (read once a file)."""
+    return any(w in path.read_text(encoding="utf-8") for w in NUMBA_WORDS)
+
+
+@functools.cache
+def _wait_for_numba_warm_up(lock: str) -> None:
+    """Block until the warm-up process has exited (its exclusive lock taken shared); once a process."""
+    with open(lock) as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
 
 
 def pytest_runtest_setup(item):
     lock = os.environ.get(NUMBA_LOCK_ENV)
-    if _numba_ready or not lock or not hasattr(item.config, "workerinput"):
-        return
-    if not any(w in item.path.read_text(encoding="utf-8") for w in NUMBA_WORDS):
-        return
-    with open(lock) as f:
-        fcntl.flock(f, fcntl.LOCK_SH)  # returns once the warm-up has exited
-    _numba_ready.append(True)
+    if lock and hasattr(item.config, "workerinput") and _may_run_numba(item.path):
+        _wait_for_numba_warm_up(lock)
 
 
 # (``ssdx ...``, which inherit the environment) compile many of the same kernels; a kernel compiled once
