@@ -117,7 +117,9 @@ def ssdconfig_xml(drive: dict[str, Any], log_period_ns: int | None = None) -> st
     def b(x: bool) -> str:
         return "true" if x else "false"
 
-    lat = {k: d[k] for k in ("Page_Read_Latency", "Page_Program_Latency")}
+    # one latency for every page type unless the drive gives one per type (``Page_Read_Latency_LSB`` ...)
+    lat = {f"{k}_{t}": d.get(f"{k}_{t}", d[k]) for k in ("Page_Read_Latency", "Page_Program_Latency")
+           for t in ("LSB", "CSB", "MSB")}
     return f"""<?xml version="1.0" encoding="us-ascii"?>
 <Execution_Parameter_Set>
 	<Host_Parameter_Set>
@@ -167,14 +169,14 @@ def ssdconfig_xml(drive: dict[str, Any], log_period_ns: int | None = None) -> st
 		<Chip_No_Per_Channel>{d['Chip_No_Per_Channel']}</Chip_No_Per_Channel>
 		<Flash_Comm_Protocol>NVDDR2</Flash_Comm_Protocol>
 		<Flash_Parameter_Set>
-			<Flash_Technology>MLC</Flash_Technology>
+			<Flash_Technology>{d.get('Flash_Technology', 'MLC')}</Flash_Technology>
 			<CMD_Suspension_Support>{d['CMD_Suspension_Support']}</CMD_Suspension_Support>
-			<Page_Read_Latency_LSB>{lat['Page_Read_Latency']}</Page_Read_Latency_LSB>
-			<Page_Read_Latency_CSB>{lat['Page_Read_Latency']}</Page_Read_Latency_CSB>
-			<Page_Read_Latency_MSB>{lat['Page_Read_Latency']}</Page_Read_Latency_MSB>
-			<Page_Program_Latency_LSB>{lat['Page_Program_Latency']}</Page_Program_Latency_LSB>
-			<Page_Program_Latency_CSB>{lat['Page_Program_Latency']}</Page_Program_Latency_CSB>
-			<Page_Program_Latency_MSB>{lat['Page_Program_Latency']}</Page_Program_Latency_MSB>
+			<Page_Read_Latency_LSB>{lat['Page_Read_Latency_LSB']}</Page_Read_Latency_LSB>
+			<Page_Read_Latency_CSB>{lat['Page_Read_Latency_CSB']}</Page_Read_Latency_CSB>
+			<Page_Read_Latency_MSB>{lat['Page_Read_Latency_MSB']}</Page_Read_Latency_MSB>
+			<Page_Program_Latency_LSB>{lat['Page_Program_Latency_LSB']}</Page_Program_Latency_LSB>
+			<Page_Program_Latency_CSB>{lat['Page_Program_Latency_CSB']}</Page_Program_Latency_CSB>
+			<Page_Program_Latency_MSB>{lat['Page_Program_Latency_MSB']}</Page_Program_Latency_MSB>
 			<Block_Erase_Latency>{d['Block_Erase_Latency']}</Block_Erase_Latency>
 			<Block_PE_Cycles_Limit>10000</Block_PE_Cycles_Limit>
 			<Suspend_Erase_Time>{d['Suspend_Erase_Time']}</Suspend_Erase_Time>
@@ -732,6 +734,12 @@ def ssdx_requests(rec: dict[str, Any]) -> int:
     return max(max(int(f["Request_Count"] or 0) for f in rec["mqsim"]["flows"]), 1000)
 
 
+def count_overrides(n: int) -> list[str]:
+    """The Hydra overrides that run ``n`` requests per flow: every flow capped there, and a closed loop
+    stopped by ``Stop_Time`` (which has no count of its own) given that count."""
+    return [f"mqsim.requests_per_flow={n}", f"mqsim.timed_requests={n}"]
+
+
 #: cases timed by ``--speed``: a closed-loop read, a mixed load, a write load and MQSim's bursty trace
 SPEED_CASES = ("randread_qd16", "mix70_qd16", "randwrite_qd16", "tpcc")
 
@@ -751,7 +759,7 @@ def ssdx_stream(workdir: Path, requests: int, backend: str = "auto") -> tuple[di
     schema.register()
     cli_main.register_sweeps()
     overrides = ["experiment=mqsim", f"mqsim.ssdconfig={workdir / 'ssdconfig.xml'}",
-                 f"mqsim.workload={workdir / 'workload.xml'}", f"mqsim.requests_per_flow={requests}",
+                 f"mqsim.workload={workdir / 'workload.xml'}", *count_overrides(requests),
                  f"engine.backend={backend}"]
     with initialize_config_dir(str(conf_dir()), version_base="1.3"):
         cfg = OmegaConf.to_container(compose("config", overrides), resolve=True)
@@ -996,7 +1004,7 @@ def write_xval(ref: dict[str, Any], tmp: Path, out: Path, suffix: str = "",
             continue
         t0 = time.perf_counter()
         try:
-            s = run_ssdx(tmp / name, [f"mqsim.requests_per_flow={ssdx_requests(rec)}", *overrides])
+            s = run_ssdx(tmp / name, [*count_overrides(ssdx_requests(rec)), *overrides])
         except Exception as exc:  # noqa: BLE001 - one case's failure is recorded, the others still run
             rows[name] = {"error": f"{type(exc).__name__}: {exc}"[-600:]}
             print(f"{name}: ssdx failed: {rows[name]['error']}", flush=True)

@@ -441,3 +441,41 @@ def test_chip_as_die_serialises_loaded_reads(tmp_path: Path) -> None:
     assert c["iops"] < 0.85 * d["iops"]
     for f in (d, c):
         assert f["iops"] * f["device_response_time_us"] * 1e-6 == pytest.approx(64, rel=0.05)
+
+
+def _trace_workload(trace: Path, relays: int) -> str:
+    return ('<?xml version="1.0"?>\n<MQSim_IO_Scenarios><IO_Scenario>\n<IO_Flow_Parameter_Set_Trace_Based>\n'
+            f"<File_Path>{trace}</File_Path>\n<Percentage_To_Be_Executed>100</Percentage_To_Be_Executed>\n"
+            f"<Relay_Count>{relays}</Relay_Count>\n<Time_Unit>NANOSECOND</Time_Unit>\n"
+            "</IO_Flow_Parameter_Set_Trace_Based>\n</IO_Scenario></MQSim_IO_Scenarios>\n")
+
+
+def test_a_trace_runs_whole_with_its_relays_unless_a_cap_is_given(tmp_path: Path) -> None:
+    """MQSim replays a trace flow whole, ``Relay_Count`` times: 12,000 lines twice are 24,000 requests,
+    more than the 20,000 a timed closed loop gets, with no warning; ``mqsim.requests_per_flow`` cuts the
+    flow and says so."""
+    trace = tmp_path / "t.trace"
+    trace.write_text("".join(f"{200_000 * i} 0 {8 * (i % 5000)} 8 {i % 2}\n" for i in range(12_000)))
+    rc, err, s = _run(tmp_path, _trace_workload(trace, 2))
+    assert rc == 0, err
+    assert s["scenarios"][0]["flows"][0]["requests"] == 24_000
+    assert not any("capped" in w for w in s["warnings"])
+    rc, err, s = _run(tmp_path, _trace_workload(trace, 2), "mqsim.requests_per_flow=5000")
+    assert rc == 0, err
+    assert s["scenarios"][0]["flows"][0]["requests"] == 5000
+    assert any("24000 requests capped at mqsim.requests_per_flow = 5000" in w for w in s["warnings"])
+
+
+def test_a_timed_closed_loop_takes_timed_requests(tmp_path: Path) -> None:
+    """A QUEUE_DEPTH flow stopped by ``Stop_Time`` has no count of its own: it runs
+    ``mqsim.timed_requests``, named in a warning; a BANDWIDTH flow with ``Stop_Time`` runs every arrival
+    before it (about rate x time)."""
+    timed = _flow(qd=4, n=0).replace("<Stop_Time>0</Stop_Time>", "<Stop_Time>1000000000</Stop_Time>")
+    rate = 3000
+    opened = _flow("BANDWIDTH", qd=0, n=0, bandwidth=rate * 8 * 512).replace(
+        "<Stop_Time>0</Stop_Time>", "<Stop_Time>1000000000</Stop_Time>")
+    rc, err, s = _run(tmp_path, _workload([timed], [opened]), "mqsim.timed_requests=1500")
+    assert rc == 0, err
+    assert s["scenarios"][0]["flows"][0]["requests"] == 1500
+    assert any("its count is mqsim.timed_requests = 1500" in w for w in s["warnings"])
+    assert s["scenarios"][1]["flows"][0]["requests"] == pytest.approx(rate, abs=5 * math.sqrt(rate))

@@ -134,7 +134,7 @@ def test_a_seed_is_what_mqsims_int_holds(tmp_path: Path, seed: int) -> None:
     w = _workload(tmp_path, [_flow(Seed=seed)], [_flow(Seed=798)])
     (a,), (b,) = (sc.flows for sc in mqsim_xml.parse_workload(w))
     assert a.seed == seed
-    draw = [mqsim_job._synthetic(f, 0, 10**9, 50, [], "flow").offset for f in (a, b)]
+    draw = [mqsim_job._synthetic(f, 0, 10**9, 50, 50, [], "flow").offset for f in (a, b)]
     assert (draw[0] != draw[1]).any()
     for beyond in (STOI_MAX + 1, -(2**31) - 1):
         w = _workload(tmp_path, [_flow(Seed=beyond)])
@@ -150,7 +150,7 @@ def test_normal_sizes_are_bounded_as_mqsims_command_carries_them(tmp_path: Path)
     w = _workload(tmp_path, [_flow(Request_Size_Distribution="NORMAL", Variance_Request_Size=STOI_MAX)])
     fl = mqsim_xml.parse_workload(w)[0].flows[0]
     warnings: list[str] = []
-    c = mqsim_job._synthetic(fl, 0, 10**9, 200, warnings, "flow")
+    c = mqsim_job._synthetic(fl, 0, 10**9, 200, 200, warnings, "flow")
     assert len(c) == 200
     assert c.size.min() >= 512 and c.size.max() <= MAX_REQUEST_SECTORS * 512
     assert (c.size == 512).any() and (c.size == MAX_REQUEST_SECTORS * 512).any()  # both bounds reached
@@ -187,7 +187,7 @@ def test_a_trace_flow_too_large_for_the_drive_is_refused_naming_its_largest_requ
                  "</IO_Flow_Parameter_Set_Trace_Based>\n</IO_Scenario></MQSim_IO_Scenarios>\n")
     (sc,) = mqsim_xml.parse_workload(w)
     fl = sc.flows[0]
-    c = mqsim_job._trace(fl, 0, 10**6, 100, [], "flow")
+    c = mqsim_job._trace(fl, 0, 10**6, 100, 100, [], "flow")
     mqsim_job._fits(fl, c.size, c.line, 100 * 512.0)  # every request fits
     with pytest.raises(MqsimXmlError) as e:
         mqsim_job._fits(fl, c.size, c.line, 64 * 512.0)

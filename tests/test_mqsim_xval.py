@@ -141,7 +141,7 @@ def test_a_sata_drive_runs_at_mqsims_host_bus_adapter_rate(reference: dict, tmp_
     assert case.response_field() == "End_to_End_Request_Delay"
     (tmp_path / "ssdconfig.xml").write_text(xv.ssdconfig_xml(case.drive_params()))
     (tmp_path / "workload.xml").write_text(xv.workload_xml(case))
-    s = xv.run_ssdx(tmp_path, [f"mqsim.requests_per_flow={xv.ssdx_requests(rec)}"])
+    s = xv.run_ssdx(tmp_path, xv.count_overrides(xv.ssdx_requests(rec)))
     assert s is not None
     assert s["flow"]["iops"] == pytest.approx(m["IOPS"], rel=0.02)
     assert s["flow"]["device_response_time_us"] == pytest.approx(m["End_to_End_Request_Delay"], rel=0.02)
@@ -161,7 +161,7 @@ def test_ssdx_figures_unchanged(name: str, tmp_path: Path) -> None:
     case = xv.Case(**rec["case"])
     (tmp_path / "ssdconfig.xml").write_text(xv.ssdconfig_xml(case.drive_params()))
     (tmp_path / "workload.xml").write_text(xv.workload_xml(case))
-    s = xv.run_ssdx(tmp_path, [f"mqsim.requests_per_flow={xv.ssdx_requests(rec)}"])
+    s = xv.run_ssdx(tmp_path, xv.count_overrides(xv.ssdx_requests(rec)))
     assert s is not None
     got, want = s["flow"], committed[name]["ssdx"]
     assert got.get("iops") == pytest.approx(want["iops"], rel=1e-9)
@@ -200,7 +200,7 @@ def test_sequential_writes_follow_mqsims_dram_formula(tmp_path: Path) -> None:
     (tmp_path / "ssdconfig.xml").write_text(xv.ssdconfig_xml(case.drive_params()))
     (tmp_path / "workload.xml").write_text(xv.workload_xml(case))
     rate = 2 * float(case.drive_params()["Data_Cache_DRAM_Data_Rate"])
-    s = xv.run_ssdx(tmp_path, [f"mqsim.requests_per_flow={xv.ssdx_requests(rec)}",
+    s = xv.run_ssdx(tmp_path, [*xv.count_overrides(xv.ssdx_requests(rec)),
                                f"engine.buffer_dram_mts={rate}"])
     assert s is not None
     assert s["flow"]["iops"] == pytest.approx(m["IOPS"], rel=0.02)

@@ -311,13 +311,15 @@ class MqsimConf:
     workload: Optional[str] = None  # noqa: UP045 (MQSim's workload.xml; None: examples/mqsim)
     # the numeric fields' ranges are in their metadata ("lo"/"hi", inclusive; "doc" says what the value is),
     # checked before anything is read or run (ssdx.models.engine.mqsim_job.check_conf).
-    # requests_per_flow's 10^8 is a cap of this project's choosing (the same as fio.MAX_REQUESTS and the
-    # hybrid model's requests), not an MQSim or format limit: each flow is built whole in memory as a
-    # traces.Chunk (float64 times, int8 ops, int64 offsets, sizes and lines: 33 bytes a request, about
-    # 3.3 GB at 10^8) before the replay, and a flow's count stays far below the 2^31 - 1 its int32 latency
-    # histogram counters hold
-    requests_per_flow: int = field(default=20_000, metadata={
-        "lo": 1, "hi": 10**8, "doc": "cap on each flow's requests; the count of a timed QUEUE_DEPTH flow"})
+    # requests_per_flow's and timed_requests' 10^8 is a cap of this project's choosing (the same as
+    # fio.MAX_REQUESTS and the hybrid model's requests), not an MQSim or format limit: each flow is
+    # built whole in memory as a traces.Chunk (float64 times, int8 ops, int64 offsets, sizes and lines:
+    # 33 bytes a request, about 3.3 GB at 10^8) before the replay, and a flow's count stays far below
+    # the 2^31 - 1 its int32 latency histogram counters hold
+    requests_per_flow: Optional[int] = field(default=None, metadata={  # noqa: UP045
+        "lo": 1, "hi": 10**8, "doc": "cap on each flow's requests (null: every flow as MQSim runs it)"})
+    timed_requests: int = field(default=20_000, metadata={
+        "lo": 1, "hi": 10**8, "doc": "the count of a QUEUE_DEPTH flow given by Stop_Time"})
     closed_loop_passes: int = field(default=6, metadata={
         "lo": 1, "hi": None, "doc": "closed-loop scenarios of several flows: rate re-weighting passes; "
                                     "1 runs the queue-depth interleave once"})

@@ -22,11 +22,15 @@ drawn as MQSim's generator draws them (``IO_Flow_Synthetic::Generate_next_reques
   ``Generated_Aligned_Addresses``.
 * count: ``Total_Requests_To_Generate``; with ``Stop_Time`` instead, a BANDWIDTH flow's arrivals before
   ``Stop_Time`` ns; a QUEUE_DEPTH flow cannot know its count before the simulation, so it gets
-  ``mqsim.requests_per_flow`` (a warning says so).  Every flow is capped at ``mqsim.requests_per_flow``.
+  ``mqsim.timed_requests`` (a warning says so).
 
 A trace flow reads MQSim's ASCII trace (``ssdx.workloads.traces``, format ``mqsim``) with its
 ``Time_Unit``, keeps the first ``Percentage_To_Be_Executed`` percent of its requests and replays them
 ``Relay_Count`` times, each replay after the previous one's last arrival (MQSim's relay).
+
+Every flow runs what MQSim runs of it — a trace whole, a BANDWIDTH flow every arrival before its
+``Stop_Time`` — unless ``mqsim.requests_per_flow`` caps it (a warning names each flow it cut).  A flow of
+more than :data:`MAX_REQUESTS` requests is refused unless capped (it is built whole in memory).
 
 **Sharing the drive.**  ssdx's engine serves one stream in one loop.  A scenario whose flows are all
 QUEUE_DEPTH runs closed loop with the sum of their queue depths outstanding; the flows' requests are
@@ -80,7 +84,10 @@ from ssdx.workloads.mqsim_xml import (
 from ssdx.workloads.traces import READ, WRITE, Chunk
 
 EXAMPLES = paths.examples_dir() / "mqsim"
-DEFAULT_REQUESTS = 20_000
+#: the count of a QUEUE_DEPTH flow given by ``Stop_Time`` (``mqsim.timed_requests``'s default)
+DEFAULT_TIMED_REQUESTS = 20_000
+#: the most requests of one flow (``mqsim.requests_per_flow``'s upper bound, ``ssdx.cli.schema.MqsimConf``)
+MAX_REQUESTS = 10**8
 SECTION = {"drive", "nand", "engine", "workload"}
 
 
@@ -103,9 +110,12 @@ def apply_overrides(cfg: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
     return out
 
 
-def _synthetic(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag: str) -> Chunk:
-    """Requests of one synthetic flow over sectors ``[lo, hi)`` (module docstring); times are the
-    arrival times (s) of a BANDWIDTH flow, NaN for a QUEUE_DEPTH flow."""
+def _synthetic(fl: Flow, lo: int, hi: int, cap: int | None, timed: int, warnings: list[str],
+               tag: str) -> Chunk:
+    """Requests of one synthetic flow over sectors ``[lo, hi)`` (module docstring), at most ``cap`` (None:
+    all of them), ``timed`` for a QUEUE_DEPTH flow given by ``Stop_Time``; times are the arrival times
+    (s) of a BANDWIDTH flow, NaN for a QUEUE_DEPTH flow."""
+    n_max = MAX_REQUESTS if cap is None else cap
     rng = np.random.default_rng(fl.seed % 2**32)  # MQSim's int seed (a negative one too) as unsigned
     end = lo + max(int((hi - lo) * fl.working_set_pct / 100.0), 1)  # exclusive
     if fl.generator == "BANDWIDTH":
@@ -119,14 +129,12 @@ def _synthetic(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag:
         n = len(t)
     else:
         t = None
-        n = fl.total_requests if fl.stop_time_ns == 0 else n_max
+        n = fl.total_requests if fl.stop_time_ns == 0 else timed
         if fl.stop_time_ns > 0:
-            warnings.append(f"{tag}: QUEUE_DEPTH flow with Stop_Time: its count is mqsim.requests_per_flow "
-                            f"= {n_max} (ssdx cannot stop a closed loop at a time)")
-    if n > n_max:
-        warnings.append(f"{tag}: {n} requests capped at mqsim.requests_per_flow = {n_max}")
-        n = n_max
-        t = t[:n] if t is not None else None
+            warnings.append(f"{tag}: QUEUE_DEPTH flow with Stop_Time: its count is mqsim.timed_requests "
+                            f"= {timed} (ssdx cannot stop a closed loop at a time)")
+    n = _capped(n, cap, warnings, tag)
+    t = t[:n] if t is not None else None
     is_read = rng.uniform(0.0, 1.0, n) <= fl.read_pct / 100.0
     if fl.size_distribution == "FIXED":
         size = np.full(n, fl.mean_size_sectors, np.int64)
@@ -173,9 +181,26 @@ def _synthetic(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag:
                  line=np.zeros(n, np.int64))
 
 
-def _trace(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag: str) -> Chunk:
-    """Requests of one trace flow: its unit, percentage and relays (module docstring); sectors shifted
-    into the flow's slice ``[lo, hi)`` modulo its size."""
+def _capped(n: int, cap: int | None, warnings: list[str], tag: str) -> int:
+    """A flow's count ``n`` under ``mqsim.requests_per_flow`` = ``cap`` (None: no cap, and a flow of more
+    than :data:`MAX_REQUESTS` refused), a warning where it cuts the flow."""
+    if cap is None:
+        if n > MAX_REQUESTS:
+            raise params.ConfigError("mqsim.requests_per_flow", None,
+                                     f"{tag} has {n} requests, more than the {MAX_REQUESTS} a flow may run "
+                                     "whole: set mqsim.requests_per_flow to run its first ones")
+        return n
+    if n > cap:
+        warnings.append(f"{tag}: {n} requests capped at mqsim.requests_per_flow = {cap}")
+        return cap
+    return n
+
+
+def _trace(fl: Flow, lo: int, hi: int, cap: int | None, timed: int, warnings: list[str],
+           tag: str) -> Chunk:
+    """Requests of one trace flow: its unit, percentage and relays (module docstring), at most ``cap``
+    (None: all of them; ``timed`` is not used); sectors shifted into the flow's slice ``[lo, hi)`` modulo
+    its size."""
     path = Path(fl.file_path or "")
     if not path.is_file():
         raise params.ConfigError("mqsim.workload", str(path),
@@ -196,10 +221,7 @@ def _trace(fl: Flow, lo: int, hi: int, n_max: int, warnings: list[str], tag: str
     tile = lambda a: np.tile(a[:keep], fl.relay_count)  # noqa: E731
     sectors = tile(c.offset) // SECTOR_BYTES
     sectors = lo + sectors % max(hi - lo, 1)
-    n = len(time_s)
-    if n > n_max:
-        warnings.append(f"{tag}: {n} requests capped at mqsim.requests_per_flow = {n_max}")
-    sl = slice(0, min(n, n_max))
+    sl = slice(0, _capped(len(time_s), cap, warnings, tag))
     return Chunk(time_s=time_s[sl], op=tile(c.op)[sl], offset=(sectors * SECTOR_BYTES)[sl],
                  size=tile(c.size)[sl], line=tile(c.line)[sl])
 
@@ -254,7 +276,9 @@ def scenario_streams(cfg: Mapping[str, Any], sc: Scenario, index: int,
     """
     closed = _closed(sc)
     check_conf(cfg)
-    n_max = int(_conf(cfg, "requests_per_flow", DEFAULT_REQUESTS))
+    cap_given = (cfg.get("mqsim") or {}).get("requests_per_flow")
+    cap = None if cap_given is None else int(cap_given)
+    timed = int(_conf(cfg, "timed_requests", DEFAULT_TIMED_REQUESTS))
     capacity = capacity_bytes(cfg)
     sectors = int(capacity // SECTOR_BYTES)
     per = sectors // len(sc.flows)
@@ -262,7 +286,7 @@ def scenario_streams(cfg: Mapping[str, Any], sc: Scenario, index: int,
     for i, fl in enumerate(sc.flows):
         tag = f"scenario {index} flow {i} (line {fl.line})"
         make = _synthetic if fl.kind == "synthetic" else _trace
-        chunks.append(make(fl, i * per, (i + 1) * per, n_max, warnings, tag))
+        chunks.append(make(fl, i * per, (i + 1) * per, cap, timed, warnings, tag))
         _fits(fl, chunks[-1].size, chunks[-1].line, capacity)
         warnings.extend(f"{tag}: {w}" for w in fl.warnings)
     run_cfg = apply_overrides(cfg, {
@@ -322,7 +346,7 @@ def conf_fields() -> list[Field]:
         if "lo" not in f.metadata:
             continue
         lo, hi, doc = f.metadata["lo"], f.metadata["hi"], f.metadata.get("doc", "")
-        integer = f.type in (int, "int")
+        integer = f.type in (int, "int", "Optional[int]")
         unbounded = f"{'integer ' if integer else ''}x >= {lo:g} ({doc})"
         out.append(Field(f"mqsim.{f.name}", "", lo, math.inf if hi is None else hi, integer=integer, doc=doc,
                          optional=True, rule=unbounded if hi is None else None))
