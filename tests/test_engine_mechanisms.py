@@ -423,6 +423,14 @@ def test_writes_go_through_the_buffers_dram_one_at_a_time():
     # a 64 KiB write opens 8 rows: 8 (tRCD + tCL) + 7 tRP + 32768 transfers
     lat, _ = _run(p, lay, [1], [0], [65536], [0.0])
     assert lat[0] == pytest.approx(cmd + 65536 / host + 8 * 26e-9 + 7 * 13e-9 + 32768 * 10e-9, rel=1e-9)
+    # engine.buffer_dram_formula = mqsim: MQSim's estimate_dram_access_time past one row, floor(bytes / row
+    # / 2) rows of tRCD + tCL + 4096 transfers + tRP, then tRCD + tCL and the bytes past the last row over
+    # the transfer time (4096 B / 10 ns read as 409.6 ns); up to a row, the same as above
+    p, lay = _plan(**MQSIM_DRAM, buffer_dram_formula="mqsim")
+    row = 26e-9 + 4096 * 10e-9 + 13e-9
+    for size, t in ((65536, 4 * row + 26e-9), (20480, row + 26e-9 + 409.6e-9), (4096, t_dram)):
+        lat, _ = _run(p, lay, [1], [0], [size], [0.0])
+        assert lat[0] == pytest.approx(cmd + size / host + t, rel=1e-9), size
     # without DRAM timing (the default) the write is acknowledged when its data is in
     p, lay = _plan()
     lat, _ = _run(p, lay, [1], [0], [4096], [0.0])

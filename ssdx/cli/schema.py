@@ -158,6 +158,7 @@ class EngineConf:
     buffer_dram_trcd_ns: float = 13.0
     buffer_dram_tcl_ns: float = 13.0
     buffer_dram_trp_ns: float = 13.0
+    buffer_dram_formula: str = "rows"  # rows | mqsim (MQSim's estimate_dram_access_time arithmetic)
     write_back: str = "gather"
     inflight_kib: float = 0.0
     rewrite_window_s: float = 0.0

@@ -60,7 +60,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
         "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries",
         "t_map_xfer", "hold_read", "rewrites", "plane_merge", "merge_dies",
-        "merge_ring", "bp_programs")
+        "merge_ring", "bp_programs", "dram_mqsim")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
@@ -78,7 +78,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
  DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ, REWRITES, MERGE, MERGE_DIES,
- RING, BP_PROG) = range(len(PLAN))
+ RING, BP_PROG, DRAM_MQSIM) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE, MAP_TP, MAP_END) = range(len(SCALARS))
 DIE_FREE, R_END, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -805,9 +805,15 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 per_op = written / max(n_ops, 1.0)  # bytes written back per program
                 h_ack = _admit(h_end, issue, backlog, n_dies, f[INFLIGHT], t_unit, per_op)
             if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (engine._dram_time)
-                rows = max(math.ceil(sz / f[DRAM_ROW]), 1.0)
-                t_dram = (rows * (f[DRAM_TRCD] + f[DRAM_TCL]) + (rows - 1.0) * f[DRAM_TRP]
-                          + math.floor(sz / f[DRAM_BURST] / 2.0) / f[DRAM_RATE])
+                if f[DRAM_MQSIM] > 0.5 and sz > f[DRAM_ROW]:  # MQSim's arithmetic (engine._dram_time)
+                    t_dram = ((f[DRAM_TRCD] + f[DRAM_TCL] + math.floor(f[DRAM_ROW] / f[DRAM_BURST] / 2.0)
+                               / f[DRAM_RATE] + f[DRAM_TRP]) * math.floor(sz / f[DRAM_ROW] / 2.0)
+                              + f[DRAM_TRCD] + f[DRAM_TCL]
+                              + (sz % f[DRAM_ROW]) * f[DRAM_RATE] / f[DRAM_BURST] * 1e-18)
+                else:
+                    rows = max(math.ceil(sz / f[DRAM_ROW]), 1.0)
+                    t_dram = (rows * (f[DRAM_TRCD] + f[DRAM_TCL]) + (rows - 1.0) * f[DRAM_TRP]
+                              + math.floor(sz / f[DRAM_BURST] / 2.0) / f[DRAM_RATE])
                 dram_free = max(h_ack, dram_free) + t_dram
                 h_ack = dram_free
             a[PROGRAMS] += n_ops

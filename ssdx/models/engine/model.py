@@ -680,11 +680,19 @@ def _dram_time(p: Plan, size: jax.Array) -> jax.Array:
     for each row opened, ``tRP`` between rows, and ``floor(size / burst / 2)`` transfers of ``1 / rate``.
     One row is MQSim's ``estimate_dram_access_time`` exactly (Data_Cache_Manager_Base); for more, MQSim
     multiplies by half the row count and divides the remainder by the transfer time, which this does not
-    follow: each row is opened, read out and precharged once."""
+    follow unless ``engine.buffer_dram_formula = mqsim`` asks for it: each row is opened, read out and
+    precharged once.  (MQSim's remainder term is bytes / (bytes x ns) read as ns: ``rem * rate / burst``
+    in units of 10^-18 s here.)"""
     rows = jnp.maximum(jnp.ceil(size / p.dram_row), 1.0)
     rate = jnp.where(p.dram_rate > 0, p.dram_rate, 1.0)
-    return (rows * (p.dram_trcd + p.dram_tcl) + (rows - 1.0) * p.dram_trp
-            + jnp.floor(size / p.dram_burst / 2.0) / rate)
+    each_row = (rows * (p.dram_trcd + p.dram_tcl) + (rows - 1.0) * p.dram_trp
+                + jnp.floor(size / p.dram_burst / 2.0) / rate)
+    # engine.buffer_dram_formula = mqsim: MQSim's arithmetic past one row (params: buffer_dram_formula)
+    open_row = p.dram_trcd + p.dram_tcl
+    mqsim = ((open_row + jnp.floor(p.dram_row / p.dram_burst / 2.0) / rate + p.dram_trp)
+             * jnp.floor(size / p.dram_row / 2.0) + open_row
+             + jnp.mod(size, p.dram_row) * rate / p.dram_burst * 1e-18)
+    return jnp.where(p.dram_mqsim & (size > p.dram_row), mqsim, each_row)
 
 
 def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):

@@ -66,6 +66,12 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   fields; Tavakkol et al., FAST 2018).  ``buffer_dram_row_bytes``, ``buffer_dram_burst_bytes``,
   ``buffer_dram_trcd_ns``, ``buffer_dram_tcl_ns``, ``buffer_dram_trp_ns``: the other fields, MQSim's
   defaults (8192 B, 4 B, 13 ns each).
+* ``buffer_dram_formula`` — ``rows`` (default): the time above, each row of a write opened, read out and
+  precharged once.  ``mqsim``: MQSim's ``estimate_dram_access_time`` term for term (``Data_Cache_Manager_
+  Base.h``, commit ``7ec40e3``), which agrees with ``rows`` up to one row and, for a longer access, counts
+  ``floor(bytes / row / 2)`` rows of ``tRCD + tCL + row transfer + tRP`` plus ``tRCD + tCL`` and the bytes
+  past the last row divided by (not multiplied by) the transfer time: about half the time of ``rows``.  A
+  reproduction of MQSim's arithmetic for cross-validation against it, not a DRAM model.
 * ``write_back`` — when buffered write data goes to flash (step 4 of ``ssdx.models.engine.model``):
   ``gather`` (default) gathers writes into full multi-plane program units dealt round-robin over the dies
   (a log-structured FTL's write frontier); ``eager`` sends every logical page a write touches to flash at
@@ -147,6 +153,8 @@ MAP_CACHES = {"auto": 0, "direct": 1, "lru": 2, "entries": 3}
 SUSPENSIONS = {"program_erase": (1, 1), "program": (1, 0), "erase": (0, 1), "none": (0, 0)}
 #: engine.write_back -> the numeric leaf ``eager``
 WRITE_BACKS = {"gather": 0, "eager": 1}
+#: engine.buffer_dram_formula -> the numeric leaf ``dram_mqsim``
+DRAM_FORMULAS = {"rows": 0, "mqsim": 1}
 #: engine.back_pressure -> the numeric leaf ``bp_programs``
 BACK_PRESSURES = {"fluid": 0, "programs": 1}
 BACKENDS = ("auto", "jax", "cpu", "cuda")
@@ -159,7 +167,7 @@ OPTIONAL: dict[str, Any] = {
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
     "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0, "map_read_bytes": 4096.0,
     "cache_read": True, "cmd_us": None, "host_gb_s": None, "rewrite_window_s": 0.0, "plane_merge": False,
-    "merge_dies": 1, "back_pressure": "fluid"}
+    "merge_dies": 1, "back_pressure": "fluid", "buffer_dram_formula": "rows"}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -238,6 +246,7 @@ class EngineParams:
     dram_trcd: Any  # s
     dram_tcl: Any
     dram_trp: Any
+    dram_mqsim: Any  # engine.buffer_dram_formula: 0 rows, 1 MQSim's estimate_dram_access_time
     eager: Any  # engine.write_back: 0 gather, 1 eager (WRITE_BACKS)
     inflight_bytes: Any  # eager: written-back bytes in flight before writes wait (0: a page per plane)
     rewrite_window_s: Any  # eager: a page written again within this window is not written back (0: off)
@@ -320,6 +329,9 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     bp = _categorical(cols, "back_pressure")
     check_rule(cols, "engine.back_pressure", np.isin(bp, list(BACK_PRESSURES)),
                f"must be one of {list(BACK_PRESSURES)}", bp, report)
+    df = _categorical(cols, "buffer_dram_formula")
+    check_rule(cols, "engine.buffer_dram_formula", np.isin(df, list(DRAM_FORMULAS)),
+               f"must be one of {list(DRAM_FORMULAS)}", df, report)
     cr = _cache_read(cols)
     check_rule(cols, "engine.cache_read", np.isin(cr, [True, False, 0, 1]), "must be true or false", cr,
                report)
@@ -531,6 +543,7 @@ def build(cols: Mapping, dtype=np.float32,
         dram_trcd=c(_opt(cols, "engine.buffer_dram_trcd_ns") * 1e-9),
         dram_tcl=c(_opt(cols, "engine.buffer_dram_tcl_ns") * 1e-9),
         dram_trp=c(_opt(cols, "engine.buffer_dram_trp_ns") * 1e-9),
+        dram_mqsim=c(np.array([DRAM_FORMULAS[v] for v in _categorical(cols, "buffer_dram_formula")])),
         eager=c(eager(cols)),
         inflight_bytes=c(_opt(cols, "engine.inflight_kib") * 1024.0),
         rewrite_window_s=c(_opt(cols, "engine.rewrite_window_s")),

@@ -107,6 +107,7 @@ class Plan(NamedTuple):
     dram_trcd: jax.Array
     dram_tcl: jax.Array
     dram_trp: jax.Array
+    dram_mqsim: jax.Array  # engine.buffer_dram_formula = mqsim: MQSim's arithmetic, see _dram_time
     eager: jax.Array  # engine.write_back = eager: each logical page programmed at once on its die
     inflight_bytes: jax.Array  # eager: written-back bytes in flight before a write waits
     rewrites: jax.Array  # eager, rewrite_window_s > 0: a write's kept pages (Requests.kept) stay buffered
@@ -241,7 +242,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         t_map_xfer=eng.map_read_bytes / (drive.bus_bytes_per_s / drive.channels),
         hold_read=eng.hold_read > 0.5,
         dram_rate=eng.dram_rate, dram_row=eng.dram_row, dram_burst=eng.dram_burst, dram_trcd=eng.dram_trcd,
-        dram_tcl=eng.dram_tcl, dram_trp=eng.dram_trp, eager=eng.eager > 0.5,
+        dram_tcl=eng.dram_tcl, dram_trp=eng.dram_trp, dram_mqsim=eng.dram_mqsim > 0.5, eager=eng.eager > 0.5,
         inflight_bytes=jnp.where(eng.inflight_bytes > 0, eng.inflight_bytes,
                                  drive.dies * drive.planes_per_die * nand.page_bytes),
         # kept by arrival time: an open loop only (a closed loop's times come out of the simulation)
