@@ -539,15 +539,19 @@ def write_case_files(case: Case, workdir: Path, mqsim_src: Path | None,
 
 
 def run_mqsim(binary: Path, case: Case, workdir: Path, mqsim_src: Path | None,
-              log_period_ns: int | None = None) -> dict[str, Any]:
-    """Write the case's XML files in ``workdir``, run MQSim, return its flows and CPU/wall time; with
-    ``log_period_ns`` also its first flow's response-time log (``response_log``, µs, one value a line:
-    :func:`parse_response_log`)."""
+              log_period_ns: int | None = None, timeout_s: float | None = None) -> dict[str, Any]:
+    """Write the case's XML files in ``workdir``, run MQSim (stopped after ``timeout_s`` s of wall time,
+    a ``RuntimeError``), return its flows and CPU/wall time; with ``log_period_ns`` also its first flow's
+    response-time log (``response_log``, µs, one value a line: :func:`parse_response_log`)."""
     ssd, wl = write_case_files(case, workdir, mqsim_src, log_period_ns)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([str(binary), "-i", ssd.name, "-w", wl.name], cwd=workdir,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run([str(binary), "-i", ssd.name, "-w", wl.name], cwd=workdir,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+                              timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"MQSim stopped on {case.name} after {timeout_s:g} s of wall time") from None
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = workdir / "workload_scenario_1.xml"
