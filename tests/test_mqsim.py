@@ -443,6 +443,36 @@ def test_chip_as_die_serialises_loaded_reads(tmp_path: Path) -> None:
         assert f["iops"] * f["device_response_time_us"] * 1e-6 == pytest.approx(64, rel=0.05)
 
 
+@pytest.mark.parametrize(("rate", "runs_at"), [(333, 1000 / 3), (200, 200), (400, 500), (533, 1000),
+                                               (667, 1000), (800, 1000)])
+def test_mqsims_channel_runs_at_its_whole_ns_period(rate: float, runs_at: float) -> None:
+    """MQSim times two transfers as ``(sim_time_type)(1000 / rate) * 2`` ns: the period truncated to whole
+    ns, so its 533-800 MT/s channels all run at 1000 MT/s."""
+    assert mqsim_xml.mqsim_channel_mts(rate) == pytest.approx(runs_at, rel=1e-12)
+    assert math.isinf(mqsim_xml.mqsim_channel_mts(1200))
+
+
+def test_mqsim_arithmetic_is_an_option_named_in_the_warnings(tmp_path: Path) -> None:
+    """``physical`` (default) reads 533 MT/s as 533 and times long DRAM accesses row by row; ``mqsim`` takes
+    MQSim's channel period and DRAM formula, and says so; any other value is refused naming the field."""
+    text = SSDCONFIG.read_text()
+    start = text.index("<Channel_Transfer_Rate>")
+    end = text.index("</Channel_Transfer_Rate>")
+    p = tmp_path / "ssdconfig.xml"
+    p.write_text(text[:start] + "<Channel_Transfer_Rate>533" + text[end:])
+    o, w = mqsim_xml.parse_ssdconfig(p)
+    assert o["drive.bus_mts"] == 533.0 and "engine.buffer_dram_formula" not in o
+    assert not any("mqsim.arithmetic" in x for x in w)
+    o, w = mqsim_xml.parse_ssdconfig(p, arithmetic="mqsim")
+    assert o["drive.bus_mts"] == 1000.0 and o["engine.buffer_dram_formula"] == "mqsim"
+    assert any("533 MT/s runs at 1000 MT/s" in x for x in w)
+    from ssdx.models.engine import mqsim_job
+
+    with pytest.raises(ConfigError) as e:
+        mqsim_job.load({"mqsim": {"ssdconfig": str(p), "arithmetic": "exact"}})
+    assert (e.value.field, e.value.value) == ("mqsim.arithmetic", "exact")
+
+
 def _trace_workload(trace: Path, relays: int) -> str:
     return ('<?xml version="1.0"?>\n<MQSim_IO_Scenarios><IO_Scenario>\n<IO_Flow_Parameter_Set_Trace_Based>\n'
             f"<File_Path>{trace}</File_Path>\n<Percentage_To_Be_Executed>100</Percentage_To_Be_Executed>\n"

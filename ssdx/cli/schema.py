@@ -325,6 +325,7 @@ class MqsimConf:
         "lo": 1, "hi": None, "doc": "closed-loop scenarios of several flows: rate re-weighting passes; "
                                     "1 runs the queue-depth interleave once"})
     chip_as_die: bool = True  # each MQSim chip as one die: MQSim's one busy status per chip
+    arithmetic: str = "physical"  # physical | mqsim: MQSim's integer arithmetic (channel period, DRAM time)
 
 
 #: Every schema as ``(group, name) -> dataclass``, stored under that group and name: the groups of

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ssdx.models.engine.params import MAP_UNIT_BYTES, MAX_SLOTS
-from ssdx.params import NAND_RANGES
+from ssdx.params import NAND_RANGES, RANGES
 from ssdx.units import KIB
 from ssdx.workloads.mqsim_xml_read import (
     MAX_BYTES,
@@ -206,6 +206,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "engine.cmd_us": ("SATA_Processing_Delay", *_PCIE),
     "engine.host_gb_s": _PCIE,
     "engine.ctrl_kiops": ("SATA_Processing_Delay",),
+    "engine.buffer_dram_formula": ("Data_Cache_DRAM_Row_Size",),
 }
 
 
@@ -304,9 +305,30 @@ def _interface(lane_gb_s: float, lanes: int, kind: str, warnings: list[str]) -> 
     return gen
 
 
+#: ``mqsim.arithmetic``: ``physical`` reads the file's values as the drive they describe; ``mqsim`` as MQSim
+#: (commit ``7ec40e3``) computes with them: :func:`mqsim_channel_mts` and ``engine.buffer_dram_formula``
+ARITHMETICS = ("physical", "mqsim")
+
+
+def mqsim_channel_mts(rate_mts: float) -> float:
+    """The channel rate (MT/s) MQSim simulates for a ``Channel_Transfer_Rate`` of ``rate_mts``: it times a
+    pair of transfers as ``(sim_time_type)(1000 / rate) * 2`` ns (``SSD_Device``'s ``ONFI_Channel_NVDDR2``
+    arguments), the period truncated to whole ns, so 533, 667 and 800 MT/s all run at 1000 and 400 at
+    500; from 1000 MT/s up the period is 0 ns and a transfer takes no time (returned as ``inf``)."""
+    period_ns = math.floor(1000.0 / rate_mts)
+    return math.inf if period_ns == 0 else 1000.0 / period_ns
+
+
 def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False,
-                    sources: dict[str, list[Source]] | None = None) -> tuple[dict[str, Any], list[str]]:
+                    sources: dict[str, list[Source]] | None = None,
+                    arithmetic: str = "physical") -> tuple[dict[str, Any], list[str]]:
     """ssdx overrides from MQSim's ``ssdconfig.xml`` and the warnings for fields not modelled.
+
+    ``arithmetic`` (:data:`ARITHMETICS`): ``physical`` (default) takes the channel rate and the DRAM's
+    timings as the drive they describe; ``mqsim`` as MQSim computes with them, two slips of its integer
+    arithmetic included, each named in a warning: the channel's transfer period truncated to whole ns
+    (:func:`mqsim_channel_mts`) and its DRAM access time past one row (``engine.buffer_dram_formula =
+    mqsim``).  For cross-validation against MQSim itself.
 
     ``chip_as_die``: each chip becomes one die of the chip's capacity (its blocks per plane times its
     dies), so ssdx's dies serialise as MQSim's chips do: MQSim's transaction scheduler keeps one busy
@@ -355,13 +377,13 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False,
     (``ssdx.models.engine.mqsim_job.load``).  Every :class:`MqsimXmlError` names ``mqsim.ssdconfig``.
     """
     try:
-        return _ssdconfig(Path(path), chip_as_die, sources)
+        return _ssdconfig(Path(path), chip_as_die, sources, arithmetic)
     except MqsimXmlError as e:
         raise e.named(SSDCONFIG_FIELD) from None
 
 
-def _ssdconfig(p: Path, chip_as_die: bool,
-               sources: dict[str, list[Source]] | None) -> tuple[dict[str, Any], list[str]]:
+def _ssdconfig(p: Path, chip_as_die: bool, sources: dict[str, list[Source]] | None,
+               arithmetic: str = "physical") -> tuple[dict[str, Any], list[str]]:
     """:func:`parse_ssdconfig` of the file ``p``."""
     root = read(p, SSDCONFIG_FIELD)
     warnings: list[str] = []
@@ -491,6 +513,19 @@ def _ssdconfig(p: Path, chip_as_die: bool,
         # programs, not as a fluid backlog
         "engine.back_pressure": "programs",
     }
+    if arithmetic == "mqsim":  # MQSim's integer arithmetic (parse_ssdconfig)
+        width = int_value(p, get(d, "Flash_Channel_Width"), 1, 64)
+        given = float_value(p, get(d, "Channel_Transfer_Rate"), 1.0)
+        rate = mqsim_channel_mts(given)
+        top = RANGES["drive.bus_mts"].hi
+        overrides["drive.bus_mts"] = min(rate * width, top)
+        capped = f" (0 ns: taken as ssdx's fastest bus, {top:g} MT/s)" if rate * width > top else ""
+        warnings.append(f"mqsim.arithmetic = mqsim: Channel_Transfer_Rate {given:g} MT/s runs at "
+                        f"{min(rate, top / width):g} MT/s, MQSim's transfer period truncated to whole ns"
+                        + capped)
+        overrides["engine.buffer_dram_formula"] = "mqsim"
+        warnings.append("mqsim.arithmetic = mqsim: DRAM accesses longer than a row timed by MQSim's "
+                        "estimate_dram_access_time (engine.buffer_dram_formula = mqsim)")
     # MQSim's front end takes no time of its own: a command costs its PCIe messages (nvme_command_us), the
     # controller serves commands at any rate (the fastest ctrl_kiops allows, 1 ns each) and a cached
     # mapping entry is found in no time (Address_Mapping_Unit_Page_Level); a SATA drive adds its HBA

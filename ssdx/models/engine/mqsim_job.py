@@ -434,7 +434,11 @@ def load(cfg: Mapping[str, Any], given: frozenset[str] = frozenset(),
     check_conf(cfg)
     ssdconfig, workload = _paths(cfg)
     chip_as_die = bool((cfg.get("mqsim") or {}).get("chip_as_die", True))
-    overrides, warnings = mqsim_xml.parse_ssdconfig(ssdconfig, chip_as_die, sources)
+    arithmetic = str(_conf(cfg, "arithmetic", "physical"))
+    if arithmetic not in mqsim_xml.ARITHMETICS:
+        raise params.ConfigError("mqsim.arithmetic", arithmetic,
+                                 f"must be one of {list(mqsim_xml.ARITHMETICS)}")
+    overrides, warnings = mqsim_xml.parse_ssdconfig(ssdconfig, chip_as_die, sources, arithmetic)
     page_only = {"nand.page_kib", "nand.write_unit_kib"} & given == {"nand.page_kib"}
     if page_only and "nand.write_unit_kib" in overrides:
         # the file's write unit is its page: with the page from the command line, so is the write unit
