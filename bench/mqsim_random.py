@@ -486,8 +486,43 @@ def compare(cases: list[dict[str, Any]], mq: Mapping[str, Any],
                      "rel_mean": rel(s["mean_us"], m["mean_us"]), "mqsim_p99_us": m["p99_us"],
                      "ssdx_p99_us": s["p99_us"], "rel_p99": rel(s["p99_us"], m["p99_us"]),
                      "utilisation": util, "flash": {"mqsim": m["flash_per_request"],
-                                                                "ssdx": s["flash_per_request"]}})
+                                                     "ssdx": s["flash_per_request"]}})
+        rows[-1]["cause"] = cause(rec, m, rows[-1])
     return rows
+
+
+def cause(rec: Mapping[str, Any], m: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    """The cause a disagreement's counters point to, first match (each with the counter that shows it):
+
+    * ``GC in MQSim``: MQSim collected garbage (``Total_GC_Executions`` > 0: its preconditioning leaves the
+      drive at its GC threshold), moving valid pages ssdx's request engine does not move;
+    * ``multi-plane programs``: the program commands per request differ by more than 25 % (the same pages
+      joined into multi-plane programs differently);
+    * ``translation reads``: the translation reads per request differ by more than 25 % (and 0.1): the
+      mapping cache's state (MQSim's preconditioning fills its CMT) or its misses on long writes;
+    * ``channel arbitration``: channel transfers dominate MQSim's run and ssdx is faster (MQSim's channel
+      serves waiting read data before new commands, ``bench.mqsim_des``);
+    * ``TLC page types``: a TLC drive not preconditioned, where MQSim's fresh blocks are written and read
+      from their first pages, which its page-type rule makes LSB pages (``Flash_Chip.h``), and ssdx times
+      every page at the mean of the three types;
+    * ``DRAM writes``: the data cache's DRAM dominates MQSim's run;
+    * ``unexplained`` otherwise."""
+    fm, fs = row["flash"]["mqsim"], row["flash"]["ssdx"]
+    if (m["ftl"].get("Total_GC_Executions") or 0) > 0:
+        return "GC in MQSim"
+    pm, ps = fm.get("program_commands") or 0.0, fs.get("program_commands") or 0.0
+    if max(pm, ps) > 0.05 and abs(ps - pm) > 0.25 * max(pm, ps):
+        return "multi-plane programs"
+    tm, ts = fm.get("translation_reads") or 0.0, fs.get("translation_reads") or 0.0
+    if abs(ts - tm) > max(0.1, 0.25 * max(tm, ts)):
+        return "translation reads"
+    if row["dominant"] == "channel transfers" and row["rel_mean"] < 0:
+        return "channel arbitration"
+    if rec["drive_overrides"]["Flash_Technology"] == "TLC" and not rec["precondition"]:
+        return "TLC page types"
+    if row["dominant"] == "DRAM writes":
+        return "DRAM writes"
+    return "unexplained"
 
 
 def distribution(rows: list[dict[str, Any]], key: str = "rel_mean") -> dict[str, Any]:
@@ -529,14 +564,19 @@ def report(cases: list[dict[str, Any]], mq: Mapping[str, Any], sx: Mapping[str, 
     out = sorted((r for r in valid if abs(r["rel_mean"]) > 0.25), key=lambda r: -abs(r["rel_mean"]))
     lines += ["", f"Valid cases outside 25 % ({len(out)}):", "",
               "| case | drive and load | dominant | MQSim mean µs | ssdx mean µs | Δ | program cmds/req "
-              "MQSim / ssdx | translation reads/req MQSim / ssdx |", "|---|---|---|---:|---:|---:|---:|---:|"]
+              "MQSim / ssdx | translation reads/req MQSim / ssdx | cause (counters) |",
+              "|---|---|---|---:|---:|---:|---:|---:|---|"]
     for r in out:
         fm, fs = r["flash"]["mqsim"], r["flash"]["ssdx"]
         lines.append(f"| {r['name']} | {r['label']} | {r['dominant']} | {r['mqsim_mean_us']:.0f} | "
                      f"{r['ssdx_mean_us']:.1f} | {r['rel_mean']:+.0%} | "
                      f"{fm.get('program_commands', 0):.2f} / {fs.get('program_commands', 0):.2f} | "
-                     f"{fm.get('translation_reads', 0):.2f} / {fs.get('translation_reads', 0):.2f} |")
-    doc["outside_25"] = [r["name"] for r in out]
+                     f"{fm.get('translation_reads', 0):.2f} / {fs.get('translation_reads', 0):.2f} | "
+                     f"{r['cause']} |")
+    doc["outside_25"] = {r["name"]: r["cause"] for r in out}
+    causes = sorted({r["cause"] for r in out})
+    lines += ["", "Causes of the cases outside 25 %: " + ", ".join(
+        f"{c} {sum(r['cause'] == c for r in out)}" for c in causes) + "."]
     lines += ["", f"Flagged: MQSim's run fails a closed-form check ({len(flagged)}):", "",
               "| case | drive and load | failed |", "|---|---|---|"]
     lines += [f"| {r['name']} | {r['label']} | {', '.join(r['failed'])} |" for r in flagged]
@@ -545,6 +585,63 @@ def report(cases: list[dict[str, Any]], mq: Mapping[str, Any], sx: Mapping[str, 
     lines += [f"| {r['name']} | {r['label']} | {_last_words(r['error'])} |" for r in errors]
     doc["flagged"] = {r["name"]: r["failed"] for r in flagged}
     return "\n".join(lines) + "\n", doc
+
+
+FIGURE = Path(__file__).resolve().parents[1] / "docs" / "img" / "mqsim_random.png"
+#: colour of each dominant mechanism in the figure
+COLOURS = {"DRAM writes": "tab:red", "programs": "tab:orange", "channel transfers": "tab:blue",
+           "flash reads": "tab:green", "translation reads": "tab:purple", "erases (GC)": "tab:brown",
+           "unloaded": "0.55"}
+
+
+def plot(cases: list[dict[str, Any]], mq: Mapping[str, Any], runs: list[tuple[str, Mapping[str, Any]]],
+         path: Path) -> None:
+    """ssdx's mean response against MQSim's over every case that passes MQSim's checks, one panel per ssdx
+    run of ``runs`` (title, results), the ±10 % band shaded, each case coloured by the mechanism that
+    dominates MQSim's run; and the cumulative share of cases within each error, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(runs) + 1, figsize=(5.2 * (len(runs) + 1), 5.0))
+    for ax, (title, sx) in zip(axes, runs):
+        rows = [r for r in compare(cases, mq, sx) if r.get("checks_pass")]
+        x = np.array([r["mqsim_mean_us"] for r in rows])
+        y = np.array([r["ssdx_mean_us"] for r in rows])
+        lo, hi = 0.7 * min(x.min(), y.min()), 1.4 * max(x.max(), y.max())
+        g = np.geomspace(lo, hi, 50)
+        ax.fill_between(g, 0.9 * g, 1.1 * g, color="0.85", lw=0)
+        ax.plot(g, g, color="0.4", lw=0.8)
+        for mech, col in COLOURS.items():
+            k = [i for i, r in enumerate(rows) if r["dominant"] == mech]
+            if k:
+                ax.scatter(x[k], y[k], s=12, color=col, label=f"{mech} ({len(k)})")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        d = distribution(rows)
+        ax.set_title(f"{title}\n{d['within_10']:.0%} within 10 %, {d['within_25']:.0%} within 25 % "
+                     f"of {d['cases']} cases", fontsize=9)
+        ax.set_xlabel("MQSim mean response (µs)")
+        ax.set_ylabel("ssdx mean response (µs)")
+        ax.legend(fontsize=7, loc="upper left", title="dominant in MQSim's run", title_fontsize=7)
+    cx = axes[-1]
+    for title, sx in runs:
+        e = np.sort([abs(r["rel_mean"]) for r in compare(cases, mq, sx) if r.get("checks_pass")])
+        cx.step(100 * e, np.arange(1, len(e) + 1) / len(e), where="post", label=title.split("\n")[0])
+    cx.axvline(10, color="0.6", lw=0.8, ls="--")
+    cx.axvline(25, color="0.6", lw=0.8, ls=":")
+    cx.set_xscale("symlog", linthresh=10)
+    cx.set_xlabel("|ssdx − MQSim| / MQSim, mean response (%)")
+    cx.set_ylabel("share of cases")
+    cx.set_title("Cumulative share of cases within each error", fontsize=9)
+    cx.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def _last_words(error: str) -> str:
@@ -565,6 +662,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true", help="write the report from the results only")
     ap.add_argument("--only", default="", help="comma-separated case names")
     ap.add_argument("--override", action="append", default=[], help="a Hydra override for ssdx")
+    ap.add_argument("--plot", default="", help="draw the figure from ssdx's results: comma-separated "
+                    "suffix=title pairs (an empty suffix for ssdx.json)")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     cases_path = args.out / "cases.json"
@@ -574,6 +673,15 @@ def main(argv: list[str] | None = None) -> int:
         cases = draw_cases()
         _write(cases_path, {"seed": SEED, "n": N_CASES, "generator": "bench.mqsim_random.draw_cases",
                             "cases": cases})
+    if args.plot:
+        mq = json.loads((args.out / "mqsim.json").read_text())
+        runs = []
+        for item in args.plot.split(","):
+            suffix, title = item.split("=", 1)
+            runs.append((title, json.loads((args.out / f"ssdx{suffix}.json").read_text())))
+        plot(cases, mq, runs, FIGURE)
+        print(f"wrote {FIGURE}")
+        return 0
     only = set(filter(None, args.only.split(",")))
     todo = [c for c in cases if not only or c["name"] in only]
     mq_path = args.out / "mqsim.json"

@@ -837,6 +837,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speed", default="", help="comma-separated batch sizes: time ssdx's engine on the "
                     f"cases {', '.join(SPEED_CASES)} with that many configurations per batch against MQSim's "
                     "CPU time per request (from the existing mqsim_reference.json); writes speed.json")
+    ap.add_argument("--mqsim-arithmetic", action="store_true",
+                    help="with --ssdx-only: run ssdx with mqsim.arithmetic=mqsim (MQSim's channel period and "
+                         "DRAM formula), into xval_mqsim_arithmetic.json and table_mqsim_arithmetic.md")
     ap.add_argument("--independent-dies", action="store_true",
                     help="with --ssdx-only: run ssdx with mqsim.chip_as_die=false, every die of a chip "
                          "independent (experiment=mqsim serialises a chip's dies as MQSim does); writes "
@@ -873,7 +876,10 @@ def main(argv: list[str] | None = None) -> int:
             if "error" not in rec and (not only or name in only):
                 case = Case(**rec["case"])
                 write_case_files(case, tmp / name, binary.parent)
-        if args.independent_dies:
+        if args.mqsim_arithmetic:
+            write_xval(ref, tmp, args.out, suffix="_mqsim_arithmetic", overrides=["mqsim.arithmetic=mqsim"],
+                       only=only)
+        elif args.independent_dies:
             write_xval(ref, tmp, args.out, suffix="_independent_dies", overrides=["mqsim.chip_as_die=false"],
                        only=only)
         else:
