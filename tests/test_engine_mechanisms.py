@@ -14,6 +14,7 @@ the timeline adds."""
 from __future__ import annotations
 
 import json
+import types
 
 import jax
 import numpy as np
@@ -840,3 +841,37 @@ def test_a_page_read_first_holds_no_program_a_later_page_could_join():
         offs += ([32 * (4 * 8 + 1) * 16384] if with_read else []) + [32 * 4 * 8 * 16384]
         sums, _, _ = _both(p, lay, ops, offs, [16384] * len(ops), np.arange(len(ops)) * 1e-6)
         assert float(sums["programs"][0]) == 10 and float(sums["prog_pages"][0]) == 17
+
+
+def test_page_types_time_each_program_by_its_pages_index_in_its_block():
+    # engine.page_types = mqsim on the file's TLC drive: 14 pages programmed one by one on plane 0 of die
+    # 0 (no partner plane) take MQSim's page types by their index in the block: 0-5 LSB, 6-7 CSB, 8-9 LSB,
+    # 10-11 CSB, 12-13 MSB; with factors 0.5, 1 and 2 that is 6 x 0.5 + 2 + 1 + 2 + 4 = 12 programs' time
+    # against 14 at the mean, in both back ends (_both asserts they agree)
+    n = 14
+    offs = [32 * 4 * i * 16384 for i in range(n)]
+    busy = {}
+    for rule in ("mean", "mqsim"):
+        p, lay = _plan(write_back="eager", inflight_kib=1e6, plane_merge=True, page_types=rule,
+                       prog_lsb_factor=0.5, prog_csb_factor=1.0, prog_msb_factor=2.0)
+        sums, _, _ = _both(p, lay, [1] * n, offs, [16384] * n, np.arange(n) * 1e-6)
+        assert float(sums["programs"][0]) == n
+        busy[rule] = float(np.asarray(sums["busy"])[:, 0].sum())
+    assert busy["mqsim"] == pytest.approx(busy["mean"] * 12 / 14, rel=1e-9)
+
+
+def test_a_read_lands_in_a_longer_program_than_the_mean_one():
+    # renewal theory: a read arriving at random during back-to-back programs of lengths f x t lands in one
+    # of mean length E[f^2] / E[f] x t; the plan's op_bias: TLC (0.25 + 1 + 4) / 3.5 = 1.5, MLC (LSB and
+    # MSB) (0.25 + 4) / 2.5 = 1.7, 1 with the rule off (page_types = mean, or without plane_merge)
+    from ssdx.models.engine.state import _op_bias
+
+    def bias(rule: float) -> float:
+        e = types.SimpleNamespace(prog_f0=np.float64(0.5), prog_f1=np.float64(1.0), prog_f2=np.float64(2.0),
+                                  page_rule=np.float64(rule))
+        return float(_op_bias(e))
+
+    assert bias(3) == pytest.approx(1.5) and bias(2) == pytest.approx(1.7) and bias(0) == 1.0
+    assert float(np.asarray(_plan(write_back="eager", page_types="mqsim")[0].page_rule).ravel()[0]) == 0
+    assert float(np.asarray(_plan(write_back="eager", plane_merge=True, page_types="mqsim")[0].page_rule)
+                 .ravel()[0]) == 3

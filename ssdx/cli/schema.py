@@ -159,6 +159,10 @@ class EngineConf:
     buffer_dram_tcl_ns: float = 13.0
     buffer_dram_trp_ns: float = 13.0
     buffer_dram_formula: str = "rows"  # rows | mqsim (MQSim's estimate_dram_access_time arithmetic)
+    page_types: str = "mean"  # mean | mqsim: a program takes its page type's time (with plane_merge)
+    prog_lsb_factor: float = 1.0  # page_types = mqsim: the LSB page's program time over nand.t_prog_us
+    prog_csb_factor: float = 1.0
+    prog_msb_factor: float = 1.0
     write_back: str = "gather"
     inflight_kib: float = 0.0
     rewrite_window_s: float = 0.0

@@ -207,6 +207,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "engine.host_gb_s": _PCIE,
     "engine.ctrl_kiops": ("SATA_Processing_Delay",),
     "engine.buffer_dram_formula": ("Data_Cache_DRAM_Row_Size",),
+    "engine.page_types": ("Flash_Technology",),
+    **{f"engine.prog_{t.lower()}_factor": _PROG for t in ("LSB", "CSB", "MSB")},
 }
 
 
@@ -418,7 +420,8 @@ def _ssdconfig(p: Path, chip_as_die: bool, sources: dict[str, list[Source]] | No
     tech = choice_value(p, get(f, "Flash_Technology"), tuple(_TECH))
     bits, types = _TECH[tech]
     t_read = sum(float_value(p, get(f, f"Page_Read_Latency_{t}"), 1.0) for t in types) / len(types) / 1e3
-    t_prog = sum(float_value(p, get(f, f"Page_Program_Latency_{t}"), 1.0) for t in types) / len(types) / 1e3
+    progs = {t: float_value(p, get(f, f"Page_Program_Latency_{t}"), 1.0) / 1e3 for t in types}
+    t_prog = sum(progs.values()) / len(types)
     t_erase = float_value(p, get(f, "Block_Erase_Latency"), 1.0) / 1e3
     channels = int_value(p, get(d, "Flash_Channel_Count"), 1, 4096)
     chips = int_value(p, get(d, "Chip_No_Per_Channel"), 1, 4096)
@@ -508,6 +511,10 @@ def _ssdconfig(p: Path, chip_as_die: bool, sources: dict[str, list[Source]] | No
         # its transaction scheduler joins queued page programs of one die's planes with equal page numbers
         # into multi-plane programs (TSU_Base::issue_command_to_chip)
         "engine.plane_merge": True,
+        # a program takes its page type's time, the type by the page's index in its block
+        # (Flash_Chip::Get_command_execution_latency)
+        "engine.page_types": "mqsim",
+        **{f"engine.prog_{t.lower()}_factor": progs[t] / t_prog for t in types},
         "engine.merge_dies": chip_dies,
         # a write waits until a write transaction in flight ends (write_to_destage_buffer), counted in
         # programs, not as a fluid backlog

@@ -60,7 +60,7 @@ PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k
         "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
         "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries",
         "t_map_xfer", "hold_read", "rewrites", "plane_merge", "merge_dies",
-        "merge_ring", "bp_programs", "dram_mqsim")
+        "merge_ring", "bp_programs", "dram_mqsim", "page_rule", "prog_f0", "prog_f1", "prog_f2", "op_bias")
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
@@ -78,7 +78,7 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
  OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
  SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
  DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ, REWRITES, MERGE, MERGE_DIES,
- RING, BP_PROG, DRAM_MQSIM) = range(len(PLAN))
+ RING, BP_PROG, DRAM_MQSIM, PAGE_RULE, PROG_F0, PROG_F1, PROG_F2, OP_BIAS) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE, MAP_TP, MAP_END) = range(len(SCALARS))
 DIE_FREE, R_END, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -234,13 +234,17 @@ def _plane_row(n, sub, planes, ring):
 
 
 @numba.njit(cache=True, inline="always")
-def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready, ring):
+def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready, ring, rule, fac0, fac1, fac2):
     """engine.plane_merge: program the ``n``-th page dealt to the die at position ``pd`` (logical page
     ``die + n·dies``), on plane ``(n div sub) mod planes`` of the die's ``n mod sub``-th die, taking that
     plane's next page number.  Where another plane of that die holds a program of the same page number,
     booked and starting at ``ready`` or later, the page joins it (returns 0: no die time of its own);
-    else it is a program of its own starting at ``start_new`` (returns 1).  ``mg`` rows: per plane, pages
-    programmed, then the start of its latest ``ring`` programs by page count (``State.merge``)."""
+    else it is a program of its own starting at ``start_new``: returns its time over the mean program's,
+    1 unless ``rule`` (engine.page_types = mqsim: bits per cell) gives its page type's factor ``fac0``,
+    ``fac1`` or ``fac2`` by the page number's index in its block (MQSim's Flash_Chip::Get_command_execution_
+    latency: MLC alternates; TLC pages 0-5 LSB, 6-7 CSB, then pairs of LSB, CSB, MSB).  ``mg`` rows: per
+    plane, pages programmed, then the start of its latest ``ring`` programs by page count
+    (``State.merge``)."""
     base, q_ = _plane_row(n, sub, planes, ring)
     first = base - q_ * (1 + ring)  # the row of the die's first plane
     a_new = mg[base, pd]
@@ -258,9 +262,20 @@ def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready, ring):
             st = mg[b2 + 1 + int(f2 - 1.0 - back) % ring, pd]
             if st >= ready:
                 mg[slot_new, pd] = st
-                return 0
+                return 0.0
     mg[slot_new, pd] = start_new
-    return 1
+    if rule < 1.5:
+        return 1.0
+    idx = a_new % ppb
+    if rule < 2.5:
+        typ = 2.0 * (idx % 2.0)  # MLC: LSB, MSB
+    elif idx <= 5.0:
+        typ = 0.0
+    elif idx <= 7.0:
+        typ = 1.0
+    else:
+        typ = math.floor((idx - 8.0) / 2.0) % 3.0
+    return fac0 if typ == 0.0 else (fac1 if typ == 1.0 else fac2)
 
 
 @numba.njit(cache=True, inline="always")
@@ -765,19 +780,25 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 n_erase = math.floor((old + used) / upb) - math.floor(old / upb)
                 c_d = _mod(d, n_ch, s_ch)
                 p_start = max(die[DIE_FREE, pd], chan[0, c_d])
+                durf = ops  # the programs' time in units of t_unit
                 if merge_on:  # page by page: each joins a queued program of another plane or is its own
                     ops = 0.0
+                    durf = 0.0
                     slack = END_SLACK * t_unit  # a program starting as the page is ready takes it
                     t0 = p_start + n_erase * f[T_ERASE]  # the erases first
                     t = j
                     while t < n_units:
                         if not (t < MASK_PAGES and (kept_i >> t) & 1):
                             g = _div(o4, page_4k, s_p4) + t
-                            ops += _merge_page(mg, pd, _div(g, n_dies, s_dies), sub, n_pl, upb,
-                                               t0 + ops * t_unit, max(chan[0, c_d], adm) - slack, ring)
+                            w = _merge_page(mg, pd, _div(g, n_dies, s_dies), sub, n_pl, upb,
+                                            t0 + durf * t_unit, max(chan[0, c_d], adm) - slack, ring,
+                                            f[PAGE_RULE], f[PROG_F0], f[PROG_F1], f[PROG_F2])
+                            if w > 0.0:
+                                ops += 1.0
+                                durf += w
                         t += n_dies
                 n_ops += ops
-                p_dur = ops * t_unit + n_erase * f[T_ERASE]
+                p_dur = durf * t_unit + n_erase * f[T_ERASE]
                 if p_dur == 0.0:  # every page joined a queued program: no die time
                     continue
                 if sus_on:  # the program/erase run (engine._write): erases first, then the units
@@ -787,7 +808,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     if n_erase > 0:
                         die[ER_LEN, pd] = n_erase * f[T_ERASE]
                         die[ER_END, pd] = p_start + die[ER_LEN, pd]
-                    die[T_OP, pd] = t_unit
+                    die[T_OP, pd] = t_unit * f[OP_BIAS]  # the op a read lands in (engine._write)
                 if merge_on and not bp_prog:  # the backlog's change, instead of a second pass over the dies
                     backlog_pre += p_start + p_dur - issue - max(die[DIE_FREE, pd] - issue, 0.0)
                 die[DIE_FREE, pd] = p_start + p_dur

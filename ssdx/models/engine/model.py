@@ -266,7 +266,7 @@ def _merge_programs(p: Plan, lay: Layout, merge: jax.Array, off4k: jax.Array, k:
     ppb = p.units_per_block[None]
 
     def body(carry):
-        i, m, ops = carry
+        i, m, ops, durf = carry
         t = place + i * p.n_dies[None]
         kept_t = (t < MASK_PAGES) & (((kept[None] >> jnp.minimum(t, MASK_PAGES - 1)) & 1) > 0)
         on = p.mask & p.plane_merge[None] & (t < k[None]) & ~kept_t
@@ -288,15 +288,28 @@ def _merge_programs(p: Plan, lay: Layout, merge: jax.Array, off4k: jax.Array, k:
             hit = ok & ~found & (st >= ready)
             st_found = jnp.where(hit, st, st_found)
             found = found | hit
-        start = jnp.where(found, st_found, t0 + ops * t_unit[None])
+        start = jnp.where(found, st_found, t0 + durf * t_unit[None])
         m = _set_row(m, base + 1 + jnp.mod(a_new, ring).astype(jnp.int32), start, on)
-        return i + 1, m, ops + (on & ~found).astype(ops.dtype)
+        own = on & ~found
+        return (i + 1, m, ops + own.astype(ops.dtype),
+                durf + jnp.where(own, _page_factor(p, jnp.mod(a_new, ppb)), 0.0))
 
     def more(carry):
         return jnp.any(carry[0] * p.n_dies < k)
 
-    _, merge, ops = jax.lax.while_loop(more, body, (jnp.int32(0), merge, jnp.zeros_like(t0)))
-    return ops, merge
+    zero = jnp.zeros_like(t0)
+    _, merge, ops, durf = jax.lax.while_loop(more, body, (jnp.int32(0), merge, zero, zero))
+    return ops, durf, merge
+
+
+def _page_factor(p: Plan, idx: jax.Array) -> jax.Array:
+    """``engine.page_types = mqsim``: the program time of the page at index ``idx`` of its block over the
+    mean (``prog_f0/1/2`` by MQSim's page type, ``cpu._merge_page``); 1 where the rule is off."""
+    rule = p.page_rule[None]
+    tlc = jnp.where(idx <= 5.0, 0.0, jnp.where(idx <= 7.0, 1.0, jnp.mod(jnp.floor((idx - 8.0) / 2.0), 3.0)))
+    typ = jnp.where(rule == 2, 2.0 * jnp.mod(idx, 2.0), jnp.where(rule == 3, tlc, 0.0))  # MLC: LSB, MSB
+    f = jnp.where(typ == 0.0, p.prog_f0[None], jnp.where(typ == 1.0, p.prog_f1[None], p.prog_f2[None]))
+    return jnp.where(rule > 0, f, 1.0)
 
 
 def _admission(h_end: jax.Array, backlog: jax.Array, n_dies: jax.Array, inflight: jax.Array,
@@ -754,11 +767,14 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         adm = jnp.where(p.bp_programs, adm_p, adm)
         w_cend_d = jnp.broadcast_to(w_cend[None], (lay.ways,) + w_cend.shape).reshape(die_free.shape)
         # a program starting as the page is ready (within rounding) takes it
-        m_ops, merge = _merge_programs(p, lay, s.merge, look.off4k, k, kept,
-                                       p_start + n_erase * p.t_erase[None], t_unit,
-                                       jnp.maximum(w_cend_d, adm[None]) - END_SLACK * t_unit[None])
+        m_ops, m_dur, merge = _merge_programs(p, lay, s.merge, look.off4k, k, kept,
+                                              p_start + n_erase * p.t_erase[None], t_unit,
+                                              jnp.maximum(w_cend_d, adm[None]) - END_SLACK * t_unit[None])
+        durf = jnp.where(p.plane_merge[None], m_dur, ops)  # programs in units of t_unit (page types)
         ops = jnp.where(p.plane_merge[None], m_ops, ops)
-    p_dur = ops * t_unit[None] + n_erase * p.t_erase[None]
+    else:
+        durf = ops
+    p_dur = durf * t_unit[None] + n_erase * p.t_erase[None]
     # the program/erase run (suspend): the erases first (they free the block the units go to), then the
     # units; a run that starts after the die's backlog has ended (by more than rounding) starts a new run
     if lay.suspension:
@@ -768,7 +784,8 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
                 end=jnp.where(on, p_start + p_dur, pe.end),
                 er_end=jnp.where(on & (n_erase > 0), p_start + er_len, pe.er_end),
                 er_len=jnp.where(on & (n_erase > 0), er_len, pe.er_len),
-                t_op=jnp.where(on, jnp.broadcast_to(t_unit[None], on.shape), pe.t_op))
+                # the op a read lands in: with page types, longer on average than the mean op (op_bias)
+                t_op=jnp.where(on, jnp.broadcast_to((t_unit * p.op_bias)[None], on.shape), pe.t_op))
     die_free = jnp.where(p_dur > 0, p_start + p_dur, die_free)
     backlog_end = _max_free(p, die_free)
     drain = p.n_dies.astype(dt) * p.unit_bytes / t_unit

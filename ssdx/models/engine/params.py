@@ -99,6 +99,13 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   on, as with ``fluid``.  MQSim sends a held write to flash only once it is let in, but a die's backlog
   here is one end time, read as back-to-back programs, and a program booked after an idle gap would be
   counted as the gap's worth of programs (measured in docs/mqsim.md).
+* ``page_types`` — ``plane_merge``: ``mean`` (default) times every program at ``nand.t_prog_us``;
+  ``mqsim`` at its page type's time, ``nand.t_prog_us`` times ``prog_lsb_factor``, ``prog_csb_factor`` or
+  ``prog_msb_factor``, the page type given by the page's index in its block (the plane's count of pages
+  programmed) as MQSim gives it (``Flash_Chip::Get_command_execution_latency``, after Yaakobi et al.,
+  ICNC 2012): MLC pages alternate LSB, MSB; TLC pages 0-5 are LSB, 6-7 CSB, then pairs of LSB, CSB, MSB
+  in turn.  A multi-plane program takes its page number's time.  Reads and the back pressure's estimate of
+  the programs in flight keep the mean.
 * ``rewrite_window_s`` — ``eager``: a logical page written again within the current window of this many
   seconds is not written back again; its data stay dirty in the buffer, not programmed, and with
   ``map_cache = entries`` not looked up in the mapping table (MQSim's hot/cold separation: the
@@ -155,6 +162,8 @@ SUSPENSIONS = {"program_erase": (1, 1), "program": (1, 0), "erase": (0, 1), "non
 WRITE_BACKS = {"gather": 0, "eager": 1}
 #: engine.buffer_dram_formula -> the numeric leaf ``dram_mqsim``
 DRAM_FORMULAS = {"rows": 0, "mqsim": 1}
+#: engine.page_types -> whether a program's time follows its page type (the numeric leaf ``page_rule``)
+PAGE_TYPES = {"mean": 0, "mqsim": 1}
 #: engine.back_pressure -> the numeric leaf ``bp_programs``
 BACK_PRESSURES = {"fluid": 0, "programs": 1}
 BACKENDS = ("auto", "jax", "cpu", "cuda")
@@ -167,7 +176,8 @@ OPTIONAL: dict[str, Any] = {
     "buffer_dram_trcd_ns": 13.0, "buffer_dram_tcl_ns": 13.0, "buffer_dram_trp_ns": 13.0,
     "write_back": "gather", "inflight_kib": 0.0, "map_entry_bytes": 8.0, "map_read_bytes": 4096.0,
     "cache_read": True, "cmd_us": None, "host_gb_s": None, "rewrite_window_s": 0.0, "plane_merge": False,
-    "merge_dies": 1, "back_pressure": "fluid", "buffer_dram_formula": "rows"}
+    "merge_dies": 1, "back_pressure": "fluid", "buffer_dram_formula": "rows", "page_types": "mean",
+    "prog_lsb_factor": 1.0, "prog_csb_factor": 1.0, "prog_msb_factor": 1.0}
 #: the numeric fields, their ranges and meanings (those of :data:`OPTIONAL` may be absent from a batch)
 RANGES: dict[str, Field] = table(
     Field("engine.write_buffer_mib", "MiB", 0.0, 65536.0, doc="write-back buffer, MiB"),
@@ -196,6 +206,9 @@ RANGES: dict[str, Field] = table(
           default=OPTIONAL["buffer_dram_tcl_ns"], doc="write-buffer DRAM tCL, ns"),
     Field("engine.buffer_dram_trp_ns", "ns", 0.0, 1e4, optional=True,
           default=OPTIONAL["buffer_dram_trp_ns"], doc="write-buffer DRAM tRP, ns"),
+    *(Field(f"engine.prog_{t}_factor", "", 0.01, 100.0, optional=True, default=OPTIONAL[f"prog_{t}_factor"],
+            doc=f"engine.page_types = mqsim: the {t.upper()} page's program time over nand.t_prog_us")
+      for t in ("lsb", "csb", "msb")),
     Field("engine.inflight_kib", "KiB", 0.0, 1e8, optional=True, default=OPTIONAL["inflight_kib"],
           doc="eager write-back: data in flight to flash before writes wait, KiB (0: a page per plane)"),
     Field("engine.rewrite_window_s", "s", 0.0, 1e6, optional=True, default=OPTIONAL["rewrite_window_s"],
@@ -253,6 +266,10 @@ class EngineParams:
     plane_merge: Any  # eager: 1 where a page program joins a queued one of another plane (same page number)
     merge_dies: Any  # plane_merge: the chip's dies one modelled die stands for
     bp_programs: Any  # eager, engine.back_pressure = programs: 1, the programs in flight counted; else 0
+    page_rule: Any  # plane_merge, engine.page_types = mqsim: bits per cell (MQSim's page-type rule); else 0
+    prog_f0: Any  # the LSB page's program time over nand.t_prog_us (engine.prog_lsb_factor)
+    prog_f1: Any  # the CSB page's
+    prog_f2: Any  # the MSB page's
     map_entries: Any  # engine.map_cache = entries: the cache's capacity in entries (int32), else 0
     map_read_bytes: Any  # bytes a translation read moves over the channel
     hold_read: Any  # engine.cache_read false: 1, a read keeps its die until its data is out; else 0
@@ -329,6 +346,9 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     bp = _categorical(cols, "back_pressure")
     check_rule(cols, "engine.back_pressure", np.isin(bp, list(BACK_PRESSURES)),
                f"must be one of {list(BACK_PRESSURES)}", bp, report)
+    pt = _categorical(cols, "page_types")
+    check_rule(cols, "engine.page_types", np.isin(pt, list(PAGE_TYPES)), f"must be one of {list(PAGE_TYPES)}",
+               pt, report)
     df = _categorical(cols, "buffer_dram_formula")
     check_rule(cols, "engine.buffer_dram_formula", np.isin(df, list(DRAM_FORMULAS)),
                f"must be one of {list(DRAM_FORMULAS)}", df, report)
@@ -401,6 +421,14 @@ def plane_merge(cols: Mapping) -> np.ndarray:
     """1 where a page program joins a queued program of another plane (``engine.plane_merge``, with the
     eager write-back), else 0."""
     return (_flag(cols, "plane_merge").astype(bool) & (eager(cols) > 0)).astype(np.int32)
+
+
+def page_rule(cols: Mapping, bits: Any) -> np.ndarray:
+    """MQSim's page-type rule for each configuration's programs (``engine.page_types = mqsim`` with
+    ``engine.plane_merge``): its bits per cell ``bits`` (1 SLC, 2 MLC, 3 TLC), else 0 (every page at
+    ``nand.t_prog_us``)."""
+    on = np.array([PAGE_TYPES[v] for v in _categorical(cols, "page_types")]) * (plane_merge(cols) > 0)
+    return np.where(on > 0, np.round(np.nan_to_num(np.asarray(bits, np.float64))), 0.0)
 
 
 def bp_programs(cols: Mapping) -> np.ndarray:
@@ -550,6 +578,9 @@ def build(cols: Mapping, dtype=np.float32,
         plane_merge=c(plane_merge(cols)),
         merge_dies=c(_opt(cols, "engine.merge_dies")),
         bp_programs=c(bp_programs(cols)),
+        page_rule=c(page_rule(cols, drive.nand.bits_per_cell)),
+        prog_f0=c(_opt(cols, "engine.prog_lsb_factor")), prog_f1=c(_opt(cols, "engine.prog_csb_factor")),
+        prog_f2=c(_opt(cols, "engine.prog_msb_factor")),
         map_entries=np.where(map_policy(cols) == 3, np.floor(num(cols, "engine.map_cache_mib") * MIB
                                                              / _opt(cols, "engine.map_entry_bytes")),
                              0).astype(np.int32),

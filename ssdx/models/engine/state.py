@@ -114,6 +114,11 @@ class Plan(NamedTuple):
     plane_merge: jax.Array  # eager, engine.plane_merge: page programs join queued ones of other planes
     merge_dies: jax.Array  # plane_merge: dies a modelled die stands for (engine.merge_dies)
     bp_programs: jax.Array  # eager, engine.back_pressure = programs: the programs in flight counted
+    page_rule: jax.Array  # engine.page_types = mqsim: bits per cell (MQSim's page types), else 0
+    prog_f0: jax.Array  # LSB, CSB, MSB page's program time over the mean (engine.prog_*_factor)
+    prog_f1: jax.Array
+    prog_f2: jax.Array
+    op_bias: jax.Array  # page types: the mean length of the program a read lands in over the mean program
     map_entries: jax.Array  # engine.map_cache = entries: misses and write-backs come with the requests
     t_map_xfer: jax.Array  # channel time of a translation read's bytes (engine.map_read_bytes)
     hold_read: jax.Array  # engine.cache_read false: a read keeps its die until its data is out
@@ -196,6 +201,17 @@ class Acc(NamedTuple):
     programs: jax.Array  # program commands of host data (a multi-plane program counted once)
 
 
+def _op_bias(eng: EngineParams) -> jax.Array:
+    """``engine.page_types = mqsim``: the mean length of the program a read arriving at random lands in,
+    over the mean program: ``E[f²] / E[f]`` over the page types a block holds equally (MLC: LSB, MSB; TLC:
+    LSB, CSB, MSB; ``f`` each type's factor), the length-biased mean of renewal theory (a read is likelier
+    to arrive during a long program); 1 where the rule is off."""
+    f0, f1, f2, rule = eng.prog_f0, eng.prog_f1, eng.prog_f2, eng.page_rule
+    mlc = (f0 * f0 + f2 * f2) / (f0 + f2)
+    tlc = (f0 * f0 + f1 * f1 + f2 * f2) / (f0 + f1 + f2)
+    return jnp.where(rule > 2.5, tlc, jnp.where(rule > 1.5, mlc, jnp.where(rule > 0.5, f0, 1.0)))
+
+
 def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Plan:
     """Constants of one configuration for the static layout ``lay``."""
     nand = drive.nand
@@ -248,6 +264,8 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         # kept by arrival time: an open loop only (a closed loop's times come out of the simulation)
         rewrites=(eng.eager > 0.5) & (eng.rewrite_window_s > 0) & (eng.open_loop > 0.5),
         plane_merge=eng.plane_merge > 0.5, merge_dies=eng.merge_dies, bp_programs=eng.bp_programs > 0.5,
+        page_rule=eng.page_rule, prog_f0=eng.prog_f0, prog_f1=eng.prog_f1, prog_f2=eng.prog_f2,
+        op_bias=_op_bias(eng),
     )
 
 
