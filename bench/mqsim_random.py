@@ -604,7 +604,12 @@ def plot(cases: list[dict[str, Any]], mq: Mapping[str, Any], runs: list[tuple[st
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(runs) + 1, figsize=(5.2 * (len(runs) + 1), 5.0))
+    cols = 2
+    rows_n = (len(runs) + 2) // cols
+    fig, grid = plt.subplots(rows_n, cols, figsize=(5.6 * cols, 5.0 * rows_n), squeeze=False)
+    axes = list(grid.ravel())
+    for ax in axes[len(runs) + 1:]:
+        ax.set_visible(False)
     for ax, (title, sx) in zip(axes, runs):
         rows = [r for r in compare(cases, mq, sx) if r.get("checks_pass")]
         x = np.array([r["mqsim_mean_us"] for r in rows])
@@ -627,13 +632,16 @@ def plot(cases: list[dict[str, Any]], mq: Mapping[str, Any], runs: list[tuple[st
         ax.set_xlabel("MQSim mean response (µs)")
         ax.set_ylabel("ssdx mean response (µs)")
         ax.legend(fontsize=7, loc="upper left", title="dominant in MQSim's run", title_fontsize=7)
-    cx = axes[-1]
+    cx = axes[len(runs)]
+    worst = 0.0
     for title, sx in runs:
         e = np.sort([abs(r["rel_mean"]) for r in compare(cases, mq, sx) if r.get("checks_pass")])
         cx.step(100 * e, np.arange(1, len(e) + 1) / len(e), where="post", label=title.split("\n")[0])
+        worst = max(worst, 100 * float(e[-1]))
     cx.axvline(10, color="0.6", lw=0.8, ls="--")
     cx.axvline(25, color="0.6", lw=0.8, ls=":")
     cx.set_xscale("symlog", linthresh=10)
+    cx.set_xlim(0, 1.2 * worst)
     cx.set_xlabel("|ssdx − MQSim| / MQSim, mean response (%)")
     cx.set_ylabel("share of cases")
     cx.set_title("Cumulative share of cases within each error", fontsize=9)
