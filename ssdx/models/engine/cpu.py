@@ -734,6 +734,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             # the write's pages kept in the buffer, not written back (engine._write: Requests.kept)
             kept_i = kept[i] if eager and f[REWRITES] > 0.5 else 0
             merge_on = eager and f[MERGE] > 0.5
+            rule, fac0, fac1, fac2 = f[PAGE_RULE], f[PROG_F0], f[PROG_F1], f[PROG_F2]  # engine.page_types
             if eager:  # engine._write, eager: the pages the write touches, on the dies of their addresses
                 k = max(int(math.ceil((_mod(o4, page_4k, s_p4) * MAP_UNIT_BYTES + sz) / page_bytes)), 1)
                 n_units, start, t_item = k, _mod(_div(o4, page_4k, s_p4), n_dies, s_dies), sz / k / chan_rate
@@ -792,10 +793,9 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                             g = _div(o4, page_4k, s_p4) + t
                             w = _merge_page(mg, pd, _div(g, n_dies, s_dies), sub, n_pl, upb,
                                             t0 + durf * t_unit, max(chan[0, c_d], adm) - slack, ring,
-                                            f[PAGE_RULE], f[PROG_F0], f[PROG_F1], f[PROG_F2])
-                            if w > 0.0:
-                                ops += 1.0
-                                durf += w
+                                            rule, fac0, fac1, fac2)
+                            ops += 1.0 if w > 0.0 else 0.0  # (a select, not a branch)
+                            durf += w
                         t += n_dies
                 n_ops += ops
                 p_dur = durf * t_unit + n_erase * f[T_ERASE]
