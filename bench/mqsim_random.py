@@ -694,9 +694,9 @@ def main(argv: list[str] | None = None) -> int:
     todo = [c for c in cases if not only or c["name"] in only]
     mq_path = args.out / "mqsim.json"
     mq = json.loads(mq_path.read_text()) if mq_path.is_file() else {}
-    if only:
+    if only and not (args.ssdx_only or args.report):  # the named cases run again
         for k in only:
-            mq.pop(k, None) if not (args.ssdx_only or args.report) else None
+            mq.pop(k, None)
     if not (args.ssdx_only or args.report):
         if args.mqsim is None or not args.mqsim.is_file():
             ap.error("--mqsim PATH: MQSim's binary is needed (or --ssdx-only / --report)")
@@ -704,8 +704,9 @@ def main(argv: list[str] | None = None) -> int:
                 args.workers, "MQSim")
     sx_path = args.out / f"ssdx{args.suffix}.json"
     sx = json.loads(sx_path.read_text()) if sx_path.is_file() else {}
-    for k in only:
-        sx.pop(k, None) if not args.report else None
+    if not args.report:
+        for k in only:
+            sx.pop(k, None)
     if not args.report:
         # ssdx runs as many requests as MQSim served
         ok = [{**c, "mqsim_requests": int(mq[c["name"]]["flow"]["Request_Count"] or c["total_requests"])}
