@@ -234,16 +234,6 @@ def load_class(rec: Mapping[str, Any]) -> str:
 # ----------------------------------------------------------------------------------------------------
 
 
-def _log_times(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """MQSim's response-time log (one line a request with a 1 ns period): completion times (µs) and the
-    device response times (µs) of its lines."""
-    lines = path.read_text().splitlines()
-    if not lines or not lines[0].startswith("SimulationTime"):
-        raise ValueError(f"{path}: line 1: not MQSim's response-time log header")
-    a = np.loadtxt(lines[1:], dtype=np.float64, ndmin=2) if len(lines) > 1 else np.zeros((0, 3))
-    return a[:, 0], a[:, 1]
-
-
 def mqsim_dram_s(drive: Mapping[str, Any], size_bytes: int) -> float:
     """Seconds MQSim's data cache takes to write ``size_bytes`` into its DRAM: its
     ``estimate_dram_access_time`` (``Data_Cache_Manager_Base.h``, commit ``7ec40e3``) term for term — for
@@ -355,7 +345,8 @@ def run_mqsim_case(binary: str, rec: Mapping[str, Any], work: str) -> dict[str, 
     case = case_of(rec)
     wd = Path(work) / case.name
     r = xv.run_mqsim(Path(binary), case, wd, None, log_period_ns=1, timeout_s=MQSIM_TIMEOUT_S)
-    times, resp = _log_times(wd / "workload.IO_Flow.No_0.log")
+    # MQSim's log, one line a request (a 1 ns period): completion times, and the responses run_mqsim read
+    times, resp = xv.parse_response_log(wd / "workload.IO_Flow.No_0.log", 0), r["response_log"]
     flow = r["flows"][0]
     drive = case.drive_params()
     return {"flow": flow, "mean_us": flow[case.response_field()],
@@ -384,23 +375,12 @@ def run_ssdx_case(rec: Mapping[str, Any], work: str, requests: int,
     """ssdx on one case's XML files, composed as ``ssdx experiment=mqsim`` composes them (with the further
     Hydra ``overrides``), at most ``requests`` per flow: its first flow's figures and its flash work per
     request."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    from ssdx.cli import main as cli_main
-    from ssdx.cli import schema
     from ssdx.models.engine import mqsim_job
-    from ssdx.paths import conf_dir
 
     case = case_of(rec)
     wd = Path(work) / case.name
     xv.write_case_files(case, wd, None)
-    schema.register()
-    cli_main.register_sweeps()
-    ov = ["experiment=mqsim", f"mqsim.ssdconfig={wd / 'ssdconfig.xml'}",
-          f"mqsim.workload={wd / 'workload.xml'}", f"mqsim.requests_per_flow={requests}", *overrides]
-    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-        cfg = OmegaConf.to_container(compose("config", ov), resolve=True)
+    cfg = xv.compose_mqsim(wd, [*xv.count_overrides(requests), *overrides])
     t0 = time.perf_counter()
     sources: dict[str, Any] = {}
     given = frozenset(o.split("=", 1)[0].lstrip("+") for o in overrides)  # they win over the files' values

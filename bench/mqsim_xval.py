@@ -748,25 +748,31 @@ def count_overrides(n: int) -> list[str]:
 SPEED_CASES = ("randread_qd16", "mix70_qd16", "randwrite_qd16", "tpcc")
 
 
-def ssdx_stream(workdir: Path, requests: int, backend: str = "auto") -> tuple[dict[str, Any], Any]:
-    """The configuration ``ssdx experiment=mqsim`` composes for a case's XML files in ``workdir`` (read
-    with ``ssdx.models.engine.mqsim_job.load``) and its first scenario's request stream (one flow), at
-    most ``requests`` requests: ``(config, chunk)``."""
+def compose_mqsim(workdir: Path, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The configuration ``ssdx experiment=mqsim`` composes, in this process, for a case's XML files in
+    ``workdir`` with the further Hydra ``overrides`` (a plain dict, interpolations resolved)."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from ssdx.cli import main as cli_main
     from ssdx.cli import schema
-    from ssdx.models.engine.mqsim_job import load, scenario_streams
     from ssdx.paths import conf_dir
 
     schema.register()
     cli_main.register_sweeps()
-    overrides = ["experiment=mqsim", f"mqsim.ssdconfig={workdir / 'ssdconfig.xml'}",
-                 f"mqsim.workload={workdir / 'workload.xml'}", *count_overrides(requests),
-                 f"engine.backend={backend}"]
+    ov = ["experiment=mqsim", f"mqsim.ssdconfig={workdir / 'ssdconfig.xml'}",
+          f"mqsim.workload={workdir / 'workload.xml'}", *overrides]
     with initialize_config_dir(str(conf_dir()), version_base="1.3"):
-        cfg = OmegaConf.to_container(compose("config", overrides), resolve=True)
+        return OmegaConf.to_container(compose("config", ov), resolve=True)
+
+
+def ssdx_stream(workdir: Path, requests: int, backend: str = "auto") -> tuple[dict[str, Any], Any]:
+    """The configuration ``ssdx experiment=mqsim`` composes for a case's XML files in ``workdir`` (read
+    with ``ssdx.models.engine.mqsim_job.load``) and its first scenario's request stream (one flow), at
+    most ``requests`` requests: ``(config, chunk)``."""
+    from ssdx.models.engine.mqsim_job import load, scenario_streams
+
+    cfg = compose_mqsim(workdir, [*count_overrides(requests), f"engine.backend={backend}"])
     run_cfg, scenarios, _, _ = load(cfg)
     run_cfg_s, chunks, _ = scenario_streams(run_cfg, scenarios[0], 0, [])
     return run_cfg_s, chunks[0]

@@ -67,8 +67,9 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   ``buffer_dram_trcd_ns``, ``buffer_dram_tcl_ns``, ``buffer_dram_trp_ns``: the other fields, MQSim's
   defaults (8192 B, 4 B, 13 ns each).
 * ``buffer_dram_formula`` — ``rows`` (default): the time above, each row of a write opened, read out and
-  precharged once.  ``mqsim``: MQSim's ``estimate_dram_access_time`` term for term (``Data_Cache_Manager_
-  Base.h``, commit ``7ec40e3``), which agrees with ``rows`` up to one row and, for a longer access, counts
+  precharged once.  ``mqsim``: MQSim's ``estimate_dram_access_time`` term for term, less its truncation
+  to whole nanoseconds (``Data_Cache_Manager_Base.h``, commit ``7ec40e3``), which agrees with ``rows``
+  up to one row and, for a longer access, counts
   ``floor(bytes / row / 2)`` rows of ``tRCD + tCL + row transfer + tRP`` plus ``tRCD + tCL`` and the bytes
   past the last row divided by (not multiplied by) the transfer time: about half the time of ``rows``.  A
   reproduction of MQSim's arithmetic for cross-validation against it, not a DRAM model.
@@ -340,18 +341,11 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     mc = _categorical(cols, "map_cache")
     check_rule(cols, "engine.map_cache", np.isin(mc, list(MAP_CACHES)), f"must be one of {list(MAP_CACHES)}",
                mc, report)
-    wb = _categorical(cols, "write_back")
-    check_rule(cols, "engine.write_back", np.isin(wb, list(WRITE_BACKS)),
-               f"must be one of {list(WRITE_BACKS)}", wb, report)
-    bp = _categorical(cols, "back_pressure")
-    check_rule(cols, "engine.back_pressure", np.isin(bp, list(BACK_PRESSURES)),
-               f"must be one of {list(BACK_PRESSURES)}", bp, report)
-    pt = _categorical(cols, "page_types")
-    check_rule(cols, "engine.page_types", np.isin(pt, list(PAGE_TYPES)), f"must be one of {list(PAGE_TYPES)}",
-               pt, report)
-    df = _categorical(cols, "buffer_dram_formula")
-    check_rule(cols, "engine.buffer_dram_formula", np.isin(df, list(DRAM_FORMULAS)),
-               f"must be one of {list(DRAM_FORMULAS)}", df, report)
+    for name, choices in (("write_back", WRITE_BACKS), ("back_pressure", BACK_PRESSURES),
+                          ("page_types", PAGE_TYPES), ("buffer_dram_formula", DRAM_FORMULAS)):
+        v = _categorical(cols, name)
+        check_rule(cols, f"engine.{name}", np.isin(v, list(choices)), f"must be one of {list(choices)}", v,
+                   report)
     cr = _cache_read(cols)
     check_rule(cols, "engine.cache_read", np.isin(cr, [True, False, 0, 1]), "must be true or false", cr,
                report)
