@@ -67,3 +67,33 @@ def test_uniform_irm_has_the_closed_form_miss_ratio():
     assert (d >= 0).all()
     for c in (100, 250, 500, 900):
         assert lru.miss_ratio_from_distances(d, [c])[0] == pytest.approx(1 - c / n_keys, abs=0.005)
+
+
+def _write_back_reference(keys, is_write, capacity):
+    """A write-back LRU cache as an ordered dict: the flags of the requests that push a dirty key out."""
+    cache: OrderedDict = OrderedDict()
+    out = []
+    for k, w in zip(keys.tolist(), is_write.tolist(), strict=True):
+        flag = False
+        if k in cache:
+            cache[k] = cache.pop(k) or w
+        else:
+            if len(cache) >= capacity:
+                _, flag = cache.popitem(last=False)
+            cache[k] = w
+        out.append(bool(flag))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("capacity", [1, 7, 50, 400])
+def test_dirty_evictions_match_a_write_back_cache(capacity):
+    """Each flag is a dirty object pushed out: equal to an ordered-dict write-back LRU on skewed keys, and
+    a read-only stream never flushes."""
+    rng = np.random.default_rng(capacity)
+    keys = (1000 * rng.random(20_000) ** 3).astype(np.int64)
+    w = rng.random(20_000) < 0.3
+    np.testing.assert_array_equal(lru.dirty_evictions(keys, w, capacity),
+                                  _write_back_reference(keys, w, capacity))
+    assert not lru.dirty_evictions(keys, np.zeros_like(w), capacity).any()
+    with pytest.raises(ValueError, match="capacity"):
+        lru.dirty_evictions(keys, w, 0)

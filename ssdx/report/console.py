@@ -69,10 +69,14 @@ def hybrid_validate(s: Mapping[str, Any], out: Path) -> list[str]:
                  f'({s["requests"]} measured requests per run, SCM = {s["scm_ratio"]:g} x {s["scm_basis"]})')
     for f in s["findings"]:
         lines.append(f'  [{"holds" if f["holds"] else "FAILS"}] {f["name"]}: {f["detail"]}')
+    for w, why in (s.get("excluded") or {}).items():
+        lines.append(f'  {w} carries no finding: {why}')
     if not s["steady_state"]["all_steady"]:
         lines.append(f'  {len(s["steady_state"]["not_steady"])} runs not steady (halves differ > '
-                     f'{100 * s["steady_state"]["tolerance"]:g} %): see summary.json steady_state')
-    lines.append(f"outputs: {out / 'summary.json'}, {out / 'validation.png'}")
+                     f'{100 * s["steady_state"]["tolerance"]:g} % or a resource booked above '
+                     f'{s["steady_state"]["max_utilisation"]:g} of the window): see summary.json '
+                     'steady_state')
+    lines.append(f"outputs: {out / 'summary.json'}, {out / 'results.parquet'}, {out / 'validation.png'}")
     return lines
 
 

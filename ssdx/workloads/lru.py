@@ -124,3 +124,70 @@ def miss_ratio(keys: np.ndarray, cache_objects: Sequence[int]) -> np.ndarray:
     """Miss ratio (misses / requests, cold misses included) of an LRU cache holding ``C`` objects, for
     every ``C`` in ``cache_objects``, replaying ``keys`` from an empty cache."""
     return miss_ratio_from_distances(stack_distances(keys), cache_objects)
+
+
+@numba.njit(cache=True)
+def _write_back(dense: np.ndarray, is_write: np.ndarray, n_keys: int, capacity: int
+                ) -> np.ndarray:  # pragma: no cover - compiled
+    """Dirty evictions of a write-back LRU cache of ``capacity`` objects, one flag per request: a doubly
+    linked recency list over the dense keys (``O(1)`` per request)."""
+    n = dense.shape[0]
+    prev = np.full(n_keys, -1, np.int64)
+    nxt = np.full(n_keys, -1, np.int64)
+    inside = np.zeros(n_keys, np.bool_)
+    dirty = np.zeros(n_keys, np.bool_)
+    out = np.zeros(n, np.bool_)
+    head, tail, size = -1, -1, 0  # head: most recent; tail: least recent
+    for t in range(n):
+        k = dense[t]
+        if inside[k]:  # hit: unlink, then push to the head below
+            p, q = prev[k], nxt[k]
+            if p >= 0:
+                nxt[p] = q
+            else:
+                head = q
+            if q >= 0:
+                prev[q] = p
+            else:
+                tail = p
+            dirty[k] = dirty[k] or is_write[t]
+        else:
+            if size >= capacity and tail >= 0:  # the least recent object leaves
+                v = tail
+                out[t] = dirty[v]
+                tail = prev[v]
+                if tail >= 0:
+                    nxt[tail] = -1
+                else:
+                    head = -1
+                inside[v] = False
+                dirty[v] = False
+                size -= 1
+            inside[k] = True
+            dirty[k] = is_write[t]
+            size += 1
+        prev[k] = -1
+        nxt[k] = head
+        if head >= 0:
+            prev[head] = k
+        head = k
+        if tail < 0:
+            tail = k
+    return out
+
+
+def dirty_evictions(keys: np.ndarray, is_write: np.ndarray, capacity: int) -> np.ndarray:
+    """Which requests push a dirty object out of a write-back LRU cache of ``capacity`` objects (a write
+    inserts or marks its object dirty, a read miss inserts it clean): bool, one per request.  Each flag is
+    one object of write-back work (a flush) created at that request."""
+    keys = np.asarray(keys)
+    w = np.asarray(is_write, bool)
+    if keys.shape != w.shape or keys.ndim != 1:
+        raise ValueError(f"keys and is_write must be one-dimensional of one length, got {keys.shape} and "
+                         f"{w.shape}")
+    if capacity < 1:
+        raise ValueError(f"capacity must be >= 1 object, got {capacity}")
+    if len(keys) == 0:
+        return np.zeros(0, bool)
+    dense, uniq = pd.factorize(keys)
+    return _write_back(dense.astype(np.int64), w, len(uniq), int(capacity))

@@ -9,12 +9,16 @@ Cambridge volume preset (``ssdx.workloads.msr``) or, when ``workload.trace_path`
 
 **Warm-up.**  The SCM starts empty and the dies idle.  Metrics count only after (1) the stream has touched
 ``hybrid.warmup_fills`` × the group's largest SCM capacity in distinct lines (capped at 90 % of the
-footprint, which a larger SCM never fills; :func:`warmup_requests`) and (2) an LRU SCM of that capacity has
-then taken ``hybrid.settle_fills`` × its threshold space of new lines (at most ``MAX_SETTLE`` × the measured
-requests), during which the flush backlog on the dies builds up to its steady level
-(:func:`settle_requests`).
-Each configuration then reports the IOPS of the two halves of its measured window; ``steady`` is false
-where they differ by more than ``ssdx.models.hybrid.model.STEADY_TOLERANCE`` (summaries list those runs).
+footprint, which a larger SCM never fills; :func:`warmup_requests`) and (2) the SCM has then created
+``hybrid.settle_fills`` × its threshold space of flush work — insertions that push a dirty line out, on a
+write-back LRU of that capacity (at most ``MAX_SETTLE`` × the measured requests), during which the flushed
+data waiting for the dies builds up to its steady level (:func:`settle_requests`).  A synthetic stream is
+generated longer until both fit (at most ``max(MAX_GROWTH × measured, MAX_STREAM)`` requests).  A stream is
+``warmed`` when the SCM filled and its threshold space cycled at least once before the window.
+Each configuration then reports the IOPS of the two halves of its measured window and the utilisation of
+every resource; ``steady`` is false where the halves differ by more than
+``ssdx.models.hybrid.model.STEADY_TOLERANCE`` or a resource was booked above
+``ssdx.models.hybrid.model.MAX_UTILISATION`` of the window (summaries list those runs and why).
 """
 
 from __future__ import annotations
@@ -38,22 +42,27 @@ from ssdx.models.hybrid.findings import (
     TIE_PERCENT,
     WRITE_INTENSIVE,
     balance_ratio,
+    excluded,
+    fg_tlc_loss_bound,
     findings,
     relative,
     steady_state,
     utilisation,
     validation_findings,
+    volume_statistics,
 )
 from ssdx.sweep import space
+from ssdx.workloads.traces import WRITE
 
 #: a synthetic stream grows to at most max(MAX_GROWTH × measured requests, MAX_STREAM) requests to warm up
 MAX_GROWTH, MAX_STREAM = 10, 200_000
 MAX_SETTLE = 4  # the settling part of the warm-up lasts at most this many times the measured requests
 
 __all__ = [
-    "BASELINE", "PAPER_TABLE2", "TABLE1", "TIE_PERCENT", "WRITE_INTENSIVE", "balance_ratio", "findings",
-    "relative", "run_sensitivity", "run_sweep", "run_table", "run_validate", "sensitivity_cases",
-    "steady_state", "sweep_columns", "utilisation", "validation_findings",
+    "BASELINE", "PAPER_TABLE2", "TABLE1", "TIE_PERCENT", "WRITE_INTENSIVE", "balance_ratio", "excluded",
+    "fg_tlc_loss_bound", "findings", "relative", "run_sensitivity", "run_sweep", "run_table", "run_validate",
+    "sensitivity_cases", "steady_state", "sweep_columns", "utilisation", "validation_findings",
+    "volume_statistics",
 ]
 
 
@@ -111,29 +120,38 @@ def _fill_target(fills: float, capacity_lines: int, footprint_bytes: float) -> f
     return fills * min(float(capacity_lines), 0.9 * footprint_bytes / hybrid_params.UNIT_BYTES)
 
 
-def settle_requests(line: np.ndarray, first: np.ndarray, start: int, capacity_lines: int, room_lines: float,
-                    settle: float, cap: int) -> int | None:
-    """Requests after request ``start`` until an LRU SCM of ``capacity_lines`` (fully associative) has taken
-    ``settle × room_lines`` new lines (misses), ``room_lines`` being its threshold space.  Each insertion
-    pushes a line out, and the flushed data not yet programmed, which the threshold space holds, grows by at
-    most one line per insertion: by then the flush backlog on the dies has reached its level however slowly
-    they drain it.  At most ``cap`` requests: a workload that misses that rarely sends the dies too little
-    to build a backlog (the halves check of the measured window says whether it settled).  None if the
-    stream ends before either."""
+def settle_requests(line: np.ndarray, op: np.ndarray, start: int, first: np.ndarray, capacity_lines: int,
+                    room_lines: float, settle: float, cap: int) -> tuple[int | None, bool]:
+    """Requests after request ``start`` until the SCM has created ``settle × room_lines`` lines of flush work,
+    and whether it created at least ``room_lines`` of it (its threshold space cycled once: *warmed*).
+
+    Flush work is counted on a fully associative write-back LRU cache of ``capacity_lines`` (the lines the
+    SCM holds before NV-WB moves data out; ``ssdx.workloads.lru.dirty_evictions``): only an insertion that
+    pushes a dirty line out creates a program, so a read miss that replaces a clean line does not count.
+    While the dies drain flushed data more slowly than it arrives, the data waiting for them grows by at
+    most one line per such insertion until it fills the threshold space ``room_lines``; ``settle`` of a few
+    threshold spaces lets it reach that level (the measured window's halves and utilisations check it).
+    At most ``cap`` requests.  ``(None, False)`` if the stream ends before either."""
     from ssdx.workloads import lru
 
-    if settle <= 0:
-        return 0
     req = np.cumsum(first) - 1
     at = np.flatnonzero(req >= start)
     if len(at) == 0:
-        return None
-    d = lru.stack_distances(line)[at[0]:]  # distances over the whole stream: the warm-up's content counts
-    cum = np.cumsum((d < 0) | (d >= capacity_lines))
+        return None, False
+    flushes = lru.dirty_evictions(line, op == WRITE, max(int(capacity_lines), 1))[at[0]:]
+    cum = np.cumsum(flushes)
     need = int(np.ceil(settle * room_lines))
+    if need <= 0:
+        return 0, True
     if cum[-1] >= need:
-        return min(int(req[at[0] + int(np.searchsorted(cum, need))]) - start + 1, cap)
-    return cap if int(req[-1]) - start + 1 >= cap else None
+        n = min(int(req[at[0] + int(np.searchsorted(cum, need))]) - start + 1, cap)
+    elif int(req[-1]) - start + 1 >= cap:
+        n = cap
+    else:
+        return None, False
+    done = np.flatnonzero(req[at] < start + n)
+    made = int(cum[done[-1]]) if len(done) else 0
+    return n, made >= int(np.ceil(room_lines))
 
 
 def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Callable[[float], int],
@@ -141,16 +159,21 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
     """The line stream of workload ``name`` with its warm-up: ``measure`` requests counted after it.
 
     ``capacity(footprint_bytes)`` is the largest SCM capacity (lines) the stream serves; the warm-up fills
-    it (``fills``), then lets it take ``settle`` times its threshold space (``threshold`` × capacity) of
-    new lines (:func:`settle_requests`; module docstring)."""
+    it (``fills``), then lets it create ``settle`` times its threshold space (``threshold`` × capacity) of
+    flush work (:func:`settle_requests`; module docstring)."""
     from ssdx.workloads import msr
+
+    cycled_at = [False]
 
     def warmup(raw: Mapping[str, np.ndarray], cap: int, target: float) -> tuple[int | None, int | None]:
         warm = warmup_requests(raw["line"], raw["first"], target)
         if warm is None:
             return None, None
-        return warm, settle_requests(raw["line"], raw["first"], warm, cap, threshold * cap, settle,
-                                     MAX_SETTLE * measure)
+        limit = int(np.floor((1.0 - threshold) * cap))
+        extra, cycled = settle_requests(raw["line"], raw["op"], warm, raw["first"], limit, threshold * cap,
+                                        settle, MAX_SETTLE * measure)
+        cycled_at[0] = cycled
+        return warm, extra
 
     path = trace_file(workload, name)
     if path is not None:
@@ -180,7 +203,7 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
         op, off, size = ch.op, ch.offset, ch.size
         source = f"msr:{name} (synthetic, ssdx.workloads.msr)"
     n = len(op)
-    warmed = extra is not None and warm + extra + measure <= n
+    warmed = extra is not None and cycled_at[0] and warm + extra + measure <= n
     start = warm + extra if warmed else max(n - measure, 0)
     stop = min(n, start + measure)
     req_of_line = np.cumsum(raw["first"]) - 1
@@ -478,16 +501,39 @@ def sensitivity_cases() -> dict[str, dict[str, float]]:
             "write_unit": {"write_unit_kib": mlc.write_unit_bytes / 1024}}
 
 
+#: the Table 1 types with a block write unit, also run with whole-block staging by ``hybrid_validate``
+BLOCK_UNIT_NANDS = ("2d_fg_tlc", "3d_fg_tlc")
+
+
+def _staging_unfit(rows: Sequence[Mapping[str, np.ndarray]], name: str, workload: Mapping[str, Any]) -> str:
+    """Why the other-staging rows of volume ``name`` cannot run (``""`` if they can): a real trace, whose
+    footprint is known only once it is read, or an SCM whose threshold space cannot hold a whole block."""
+    fp = _footprint_hint(name, workload)
+    if fp is None:
+        return "a real trace: its footprint, which sizes the SCM, is not known before it is read"
+    try:
+        for r in rows:
+            hybrid_params.validate(r, np.full(1, fp))
+    except params.ConfigError as e:
+        return f"{e.field}: {e.rule}"
+    return ""
+
+
 def run_validate(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
                  executor=None) -> dict[str, Any]:
-    """Every finding of Fukuchi et al. checked at once: the four Table 1 NAND types and the three Fig. 5
-    sensitivity cases over the volumes of ``validate.workloads``; ``summary.json`` with ``findings: [{name,
-    holds, detail}]``, ``relative_iops``, ``sensitivity_percent``, ``utilisation`` and ``steady_state``, and
-    ``validation.png``."""
+    """Every finding of Fukuchi et al. checked at once: the four Table 1 NAND types, the three Fig. 5
+    sensitivity cases and the two block-unit types with the other ``block_staging`` over the volumes of
+    ``validate.workloads``; ``summary.json`` with ``findings: [{name, holds, detail}]``, ``relative_iops``,
+    ``sensitivity_percent``, ``staging_percent``, ``volumes`` (what decides each sign), ``excluded`` (volumes
+    carrying no finding, and why), ``utilisation`` and ``steady_state``; ``results.parquet`` (one row per
+    run, ``case`` naming it) and ``validation.png``."""
     workloads, measure = study_settings(cfg, "validate")
     cases = sensitivity_cases()
     base = hybrid_params.columns(cfg["hybrid"])
+    default_staging = str(cfg["hybrid"]["block_staging"])
+    other = next(x for x in hybrid_params.STAGING if x != default_staging)
     rows, keys = [], []
+    skipped: dict[str, str] = {}
     for w in workloads:
         for nand in TABLE1:
             rows.append({**base, "workload.msr": np.asarray([w]), "hybrid.nand": np.asarray([nand])})
@@ -497,29 +543,59 @@ def run_validate(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True,
             row.update({f"hybrid.{k}": np.asarray([v], float) for k, v in over.items()})
             rows.append(row)
             keys.append((w, case))
+        extra = [{**base, "workload.msr": np.asarray([w]), "hybrid.nand": np.asarray([nand]),
+                  "hybrid.block_staging": np.asarray([other])} for nand in BLOCK_UNIT_NANDS]
+        why = _staging_unfit(extra, w, dict(cfg.get("workload") or {}))
+        if why:
+            skipped[w] = why
+            continue
+        rows.extend(extra)
+        keys.extend((w, f"{other}:{nand}") for nand in BLOCK_UNIT_NANDS)
     cols = params.concat_columns(rows)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     table, infos = run_table(cols, cfg, measure, None, progress, desc="validate", executor=executor)
     df = table.to_pandas().sort_values("config_id").reset_index(drop=True)
+    df.insert(1, "case", [k[1] for k in keys])
+    df.to_parquet(out_dir / "results.parquet")
     at = {k: df.iloc[i] for i, k in enumerate(keys)}
     rel = {w: {n: float(at[(w, n)]["iops"] / at[(w, BASELINE)]["iops"]) for n in TABLE1} for w in workloads}
     change = {c: {w: float(100 * (at[(w, c)]["iops"] / at[(w, "3d_ct_tlc")]["iops"] - 1)) for w in workloads}
               for c in cases}
+    staging = {w: {n: float(100 * (at[(w, f"{other}:{n}")]["iops"] / at[(w, BASELINE)]["iops"] - 1))
+                   for n in BLOCK_UNIT_NANDS} for w in workloads if w not in skipped}
+    steady_staging = {w: v for w, v in staging.items() if w not in skipped
+                      if all(at[(w, f"{other}:{n}")]["steady"] > 0.5 for n in BLOCK_UNIT_NANDS)}
     rw = {w: float(at[(w, BASELINE)]["nand_read_write_ratio"]) for w in workloads}
     nand_rows = df[[k[1] in TABLE1 for k in keys]]
-    found = validation_findings(rel, change, rw, utilisation(nand_rows))
+    out_of = excluded(nand_rows, infos)
+    bal = balance_ratio(cfg["hybrid"])
+    bound = fg_tlc_loss_bound(cfg["hybrid"])
+    util = utilisation(nand_rows)
+    found = validation_findings(rel, change, rw, util, excluded=out_of,
+                                staging=steady_staging if default_staging == "progressive" else None,
+                                balance=bal, loss_bound=bound)
+    h = cfg["hybrid"]
     summary = {
         "findings": found, "holds": sum(f["holds"] for f in found), "of": len(found),
-        "relative_iops": rel, "sensitivity_percent": change, "nand_read_write_ratio": rw,
+        "relative_iops": rel, "sensitivity_percent": change,
+        "staging_percent": {"staging": other, "vs_2d_fg_mlc": staging, "steady_on": sorted(steady_staging),
+                            "not_run": skipped},
+        "nand_read_write_ratio": rw, "volumes": volume_statistics(nand_rows, bal),
+        "balance_read_write_ratio": bal, "fg_tlc_die_time_loss_bound_percent": bound,
+        "excluded": out_of,
         "paper_table2_percent": {w: PAPER_TABLE2[w] for w in workloads if w in PAPER_TABLE2},
-        "utilisation": utilisation(nand_rows), "steady_state": steady_state(df),
-        "scm_ratio": float(cfg["hybrid"]["scm_ratio"]), "scm_basis": str(cfg["hybrid"]["scm_basis"]),
+        "utilisation": util, "steady_state": steady_state(df),
+        "setup": {k: h.get(k) for k in ("interface", "scm_ratio", "scm_basis", "scm_banks", "channels",
+                                         "dies_per_channel", "bus_mts", "read_priority", "max_suspends",
+                                         "suspend_resume_us", "block_staging", "nand_utilisation",
+                                         "queue_depth")},
+        "scm_ratio": float(h["scm_ratio"]), "scm_basis": str(h["scm_basis"]),
         "requests": measure, "wall_s": time.perf_counter() - t0, "streams": infos,
     }
     io.write_json(out_dir / "summary.json", summary)
     from ssdx.models.hybrid import plots as hybrid_report
     hybrid_report.plot_validation(rel, change, rw, out_dir / "validation.png", paper=PAPER_TABLE2,
-                                  bottleneck={w: d["3d_ct_tlc"]["bottleneck"]
-                                              for w, d in summary["utilisation"].items()})
+                                  bottleneck={w: d["3d_ct_tlc"]["bottleneck"] for w, d in util.items()},
+                                  balance=bal, excluded=out_of)
     return summary

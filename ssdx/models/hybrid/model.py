@@ -90,9 +90,11 @@ from ssdx.models.hybrid.state import (
 )
 from ssdx.workloads.traces import READ, WRITE
 
-__all__ = ["CFLRU", "FIFO", "LRU", "READ", "RESOURCES", "STEADY_TOLERANCE", "WRITE", "Acc", "Lines", "State",
+__all__ = ["CFLRU", "FIFO", "LRU", "MAX_UTILISATION", "READ", "RESOURCES", "SATURATED", "STEADY_TOLERANCE",
+           "WRITE", "Acc", "Lines", "State",
            "build", "compiled", "die_seconds_per_page", "gc_cost", "init", "lines_from_requests", "metrics",
-           "no_scm_pages", "pad_lines", "run_chunk", "set_index", "simulate", "space_time", "step", "trace",
+           "no_scm_pages", "pad_lines", "pending", "read_slot", "run_chunk", "set_index", "simulate",
+           "space_time", "step", "trace",
            "victim_key", "zero_acc"]
 
 
@@ -140,6 +142,59 @@ def build(cols: Mapping[str, np.ndarray], footprint_bytes: np.ndarray | list[flo
     return hybrid_params.build(cols, footprint_bytes, t_page, wa, dtype=dtype, checked=True)
 
 
+def read_slot(p: HybridParams, ready: jax.Array, die_free: jax.Array, die_r: jax.Array, op_end: jax.Array,
+              op_len: jax.Array, susp: jax.Array) -> dict[str, jax.Array]:
+    """When a NAND page read ready at ``ready`` runs on a die, and what it does to the die's programs.
+
+    ``die_free``: end of all work booked on the die; ``die_r``: end of its booked reads; ``op_end``,
+    ``op_len``, ``susp``: end and length of the program in progress (or last started) and its suspensions.
+    FIFO (``read_priority`` off): after everything booked.  Read priority: reads queue only behind reads
+    and go before queued programs; a read that starts a new burst while a program runs suspends it if the
+    program has been suspended fewer than ``max_suspends`` times (-1: once per ISPP step of its length,
+    ``ssdx.models.hybrid.params.ISPP_STEP_US``; the program then ends ``t_read + t_resume`` later), else
+    waits for it to end.  Programs queued behind one another are taken as equal
+    in length (``op_len``: one gathering unit each) to find the one in progress.  Returns ``start``, the
+    die's new ``die_free``, ``op_end`` and ``susp``, ``extra`` (die time added besides the read),
+    ``suspend`` and ``wait`` (bool)."""
+    fifo = p.read_priority < 0.5
+    cand = jnp.maximum(ready, die_r)
+    pend = ~fifo & (die_free > cand)  # program work booked past the read's start
+    late = cand >= op_end  # the program last seen has ended: find the one running at cand
+    k = jnp.floor((cand - op_end) / jnp.maximum(op_len, 1e-12)) + 1.0
+    cur_end = jnp.where(late, jnp.minimum(op_end + k * op_len, die_free), op_end)
+    cur_susp = jnp.where(late, 0, susp)
+    burst = ready >= die_r  # no read booked on the die after ``ready``: this read opens a suspension
+    allowed = jnp.where(p.max_suspends < 0, jnp.ceil(op_len / (hybrid_params.ISPP_STEP_US * 1e-6)),
+                        p.max_suspends.astype(op_len.dtype))
+    suspend = pend & burst & (cur_susp.astype(op_len.dtype) < allowed)
+    wait = pend & burst & ~suspend
+    start = jnp.where(fifo, jnp.maximum(ready, die_free), jnp.where(wait, jnp.maximum(cand, cur_end), cand))
+    extra = jnp.where(suspend, p.t_resume, 0.0)
+    new_free = jnp.where(pend, die_free + p.t_read + extra, jnp.maximum(die_free, start) + p.t_read)
+    after = start + p.t_read
+    new_end = jnp.where(wait, jnp.where(new_free > after, after + op_len, op_end),
+                        jnp.where(pend, cur_end + p.t_read + extra, op_end))
+    new_susp = jnp.where(wait, 0, jnp.where(pend, cur_susp + suspend, susp))
+    return {"start": start, "die_free": new_free, "op_end": new_end, "susp": new_susp.astype(jnp.int32),
+            "extra": extra, "suspend": suspend, "wait": wait}
+
+
+def pending(g_tag: jax.Array, g_unit: jax.Array, unit_id: jax.Array, n_dies: jax.Array, prog_end: jax.Array,
+            op_len: jax.Array) -> jax.Array:
+    """Which gathering slots hold flushed data whose program has not ended (still in SCM, so readable).
+
+    Unit ``u`` was programmed on die ``u mod n_dies`` (flushes go round robin from die 0); of the units a
+    die received, the last ``ceil((prog_end − now) / op_len)`` are still waiting or being programmed,
+    ``prog_end`` being the end of the die's last booked program (reads that went before it included, so a
+    read-heavy die over-counts by at most one unit)."""
+    flushed = (g_tag >= 0) & (g_unit < unit_id) & (g_unit >= 0)
+    d = jnp.mod(jnp.maximum(g_unit, 0), n_dies)
+    last = unit_id - 1 - jnp.mod(unit_id - 1 - d, n_dies)
+    later = (last - g_unit) // n_dies
+    waiting = jnp.ceil(jnp.maximum(prog_end[d], 0.0) / jnp.maximum(op_len[d], 1e-12))
+    return flushed & (later.astype(prog_end.dtype) < waiting)
+
+
 def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax.Array]:
     """Serve one line; returns the new state, accumulators and the request's latency when ``u.last``.
 
@@ -161,6 +216,7 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     j = jnp.argmin(s.slots)
     issue = jnp.where(u.first & v, s.slots[j], 0.0)
     slots, die_free, die_r = s.slots - issue, s.die_free - issue, s.die_r - issue
+    op_end, prog_end, op_len, susp = s.op_end - issue, s.prog_end - issue, s.op_len, s.susp
     chan_free, scm_free, link_free = s.chan_free - issue, s.scm_free - issue, s.link_free - issue
     new_req = u.first & v
     req_slot = jnp.where(new_req, j, s.req_slot)
@@ -174,24 +230,34 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     row_t, row_s, row_d = s.tag[st], s.stamp[st], s.dirty[st]
     g_t, g_u = s.gtag[st], s.gunit[st]
     g_live = (g_t >= 0) & (g_u == s.unit_id)
+    g_pend = pending(g_t, g_u, s.unit_id, p.n_dies, prog_end, op_len)
     hit_way = (row_t == u.line) & v
     hit_r = jnp.any(hit_way)
     hit_g = jnp.any(g_live & (g_t == u.line)) & v
-    hit = hit_r | hit_g
-    ins = io & ~hit
+    at_pend = g_pend & (g_t == u.line) & v
+    hit_p = jnp.any(at_pend) & is_r  # a read of flushed data not yet programmed is served from SCM
+    hit = hit_r | hit_g | hit_p
+    # a line not in the table is inserted, as NV-WB does: a write dirty (the copy being programmed turns
+    # stale), a read clean — from NAND on a miss, from the data in flight on a pending hit (no NAND read)
+    ins = io & ~(hit_r | hit_g)
+    g_t = jnp.where(at_pend & ins, -1, g_t)
+    g_pend = g_pend & ~(at_pend & ins)
 
     # 3. read miss: NAND page read (shared by consecutive missing lines of the request), then the line
     #    crosses its die's channel (die d sits on channel d mod channels)
     miss_r = is_r & ~hit
     new_page = miss_r & (jnp.mod(req_miss, p.page_units) == 0)
     d = jnp.mod(u.line // p.page_units, p.n_dies)
-    base = jnp.where(p.read_priority > 0.5, die_r[d], die_free[d])
-    r_start = jnp.maximum(ready, base)
+    rd = read_slot(p, ready, die_free[d], die_r[d], op_end[d], op_len[d], susp[d])
+    r_start = rd["start"]
     r_end = r_start + p.t_read
     die_r = die_r.at[d].set(jnp.where(new_page, r_end, die_r[d]))
-    pushed = jnp.maximum(die_free[d], r_start) + p.t_read
-    die_free = die_free.at[d].set(jnp.where(new_page, pushed, die_free[d]))
-    busy = acc.busy.at[d].add(jnp.where(new_page & u.measure, p.t_read, 0.0))
+    die_free = die_free.at[d].set(jnp.where(new_page, rd["die_free"], die_free[d]))
+    op_end = op_end.at[d].set(jnp.where(new_page, rd["op_end"], op_end[d]))
+    pushed = new_page & (prog_end[d] > r_start)  # the read runs before programs booked on the die
+    prog_end = prog_end.at[d].add(jnp.where(pushed, p.t_read + rd["extra"], 0.0))
+    susp = susp.at[d].set(jnp.where(new_page, rd["susp"], susp[d]))
+    busy = acc.busy.at[d].add(jnp.where(new_page & u.measure, p.t_read + rd["extra"], 0.0))
     read_end = jnp.where(new_page, r_end, read_end)
     req_miss = req_miss + miss_r
     c = jnp.mod(d, p.n_channels)
@@ -202,8 +268,8 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
 
     # 4. host link and the line's SCM bank (write: link, then SCM; read hit: SCM, then link; miss: die,
     #    channel, then the link to the host and the copy into SCM side by side)
-    xfer = nbytes / p.host_rate
-    w_link, w_link_end = fluid_book(link_free, ready, xfer)
+    xfer = nbytes / p.host_rate  # 0 without a host link (host_rate = inf)
+    w_link, w_link_end = fluid_book(link_free[1], ready, xfer)
     k = jnp.mod(u.line, p.n_banks)
     scm_ready = jnp.where(is_w, w_link + xfer, jnp.where(miss_r, data_at, ready))
     scm_dur = jnp.where(io, jnp.where(miss_r, UNIT_BYTES // SECTOR_BYTES, u.sectors).astype(dt) * p.t_sector,
@@ -211,8 +277,9 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     scm_start, bank_end = fluid_book(scm_free[k], scm_ready, scm_dur)
     scm_free = scm_free.at[k].set(jnp.where(io, bank_end, scm_free[k]))
     scm_end = scm_start + scm_dur
-    r_link, r_link_end = fluid_book(link_free, jnp.where(miss_r, data_at, scm_end), xfer)
-    link_free = jnp.where(is_w, w_link_end, jnp.where(is_r, r_link_end, link_free))
+    r_link, r_link_end = fluid_book(link_free[0], jnp.where(miss_r, data_at, scm_end), xfer)
+    link_free = jnp.stack([jnp.where(is_r, r_link_end, link_free[0]),
+                           jnp.where(is_w, w_link_end, link_free[1])])
     read_done = r_link + xfer
 
     # 5. insertion: a victim leaves when SCM is over its threshold or the set is full
@@ -234,7 +301,9 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     unit_id = s.unit_id + force
     gather = jnp.where(force, 0, s.gather)
     g_free = g_free | force
-    gw = jnp.argmax(g_free)
+    # a free slot that holds no flushed data still readable is taken first, else the oldest such data
+    held = g_pend | (force & g_live)
+    gw = jnp.argmin(jnp.where(g_free, jnp.where(held, g_u, -1), jnp.iinfo(jnp.int32).max))
     g_t = g_t.at[gw].set(jnp.where(v_dirty, v_line, g_t[gw]))
     g_u = g_u.at[gw].set(jnp.where(v_dirty, unit_id, g_u[gw]))
     gather = gather + v_dirty
@@ -258,8 +327,13 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     chan_free = chan_free.at[cw].set(jnp.where(flush, x_end, chan_free[cw]))
     chan_work = chan_work + jnp.where(flush, x_dur, 0.0)
     prog = pages * p.t_page
+    idle = die_free[w] <= x_start + x_dur  # nothing booked ahead: this program starts when its data is there
+    op_end = op_end.at[w].set(jnp.where(flush & idle, x_start + x_dur + prog, op_end[w]))
+    susp = susp.at[w].set(jnp.where(flush & idle, 0, susp[w]))
+    op_len = op_len.at[w].set(jnp.where(flush, prog, op_len[w]))
     die_free = die_free.at[w].set(jnp.where(flush, jnp.maximum(die_free[w], x_start + x_dur) + prog,
                                             die_free[w]))
+    prog_end = prog_end.at[w].set(jnp.where(flush, die_free[w], prog_end[w]))
     busy = busy.at[w].add(jnp.where(flush & u.measure, prog, 0.0))
     wptr = jnp.where(flush, jnp.mod(w + 1, p.n_dies), w)
 
@@ -290,7 +364,8 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
         tag=s.tag.at[st].set(row_t), stamp=s.stamp.at[st].set(row_s), dirty=s.dirty.at[st].set(row_d),
         gtag=s.gtag.at[st].set(g_t), gunit=s.gunit.at[st].set(g_u),
         resident=resident, gather=gather, unit_id=unit_id, clock=clock, wptr=wptr, slots=slots,
-        die_free=die_free, die_r=die_r, chan_free=chan_free, scm_free=scm_free, link_free=link_free,
+        die_free=die_free, die_r=die_r, op_end=op_end, prog_end=prog_end, op_len=op_len, susp=susp,
+        chan_free=chan_free, scm_free=scm_free, link_free=link_free,
         req_slot=req_slot, req_done=req_done, req_miss=req_miss, req_read_end=read_end, req_stall=req_stall,
     )
     m = (v & u.measure).astype(dt)
@@ -309,8 +384,13 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
         stall=acc.stall + endm[1] * req_stall, busy=busy,
         chan_busy=acc.chan_busy + chan_work * m,
         scm_busy=acc.scm_busy + (scm_dur + jnp.sum(share)) * m,
-        link_busy=acc.link_busy + jnp.where(io, xfer, 0.0) * m,
+        link_busy=acc.link_busy + jnp.stack([is_r, is_w]).astype(dt) * xfer * m,
+        suspensions=acc.suspensions + (new_page & rd["suspend"]) * m,
+        read_waits=acc.read_waits + (new_page & rd["wait"]) * m, pending_hits=acc.pending_hits + hit_p * m,
         half_count=acc.half_count + half * end, half_elapsed=acc.half_elapsed + half * issue,
+        half_busy=acc.half_busy + half[:, None] * jnp.stack([
+            jnp.where(new_page, p.t_read + rd["extra"], 0.0) + jnp.where(flush, prog, 0.0), chan_work,
+            scm_dur + jnp.sum(share), jnp.where(io, xfer, 0.0)])[None, :],
     )
     return new, new_acc, jnp.where(end, lat, jnp.nan)
 
@@ -381,6 +461,10 @@ def pad_lines(chunk: dict[str, np.ndarray], length: int) -> Lines:
 RESOURCES = ("die", "channel", "scm", "link")
 #: largest relative IOPS difference between the halves of the measured window still called steady
 STEADY_TOLERANCE = 0.02
+#: a resource booked for more than this share of the measured window ran behind its work: not steady
+MAX_UTILISATION = 1.01
+#: a resource at least this busy limits the run: its halves are compared work-normalised
+SATURATED = 0.95
 
 
 def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, counts: Mapping[str, np.ndarray],
@@ -395,9 +479,15 @@ def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, counts: Mapping[
     measured requests over the makespan (dies, channels and banks averaged over their count): in steady
     state the rate work is booked equals the rate it is done, and a share above 1 means the backlog grew
     during the window (flushed data still being programmed at its end); ``bottleneck`` is the index into
-    :data:`RESOURCES` of the busiest.  ``iops_first_half`` / ``iops_second_half`` are the request rates
-    of the two halves of the measured window on the issue clock, and ``steady`` says whether they agree
-    within :data:`STEADY_TOLERANCE`."""
+    :data:`RESOURCES` of the busiest (the link's busier direction counts).  ``iops_first_half`` /
+    ``iops_second_half`` are the request rates of the two halves of the measured window on the issue
+    clock, ``utilisation_first_half`` / ``utilisation_second_half`` the busiest resource's booked share of
+    each (the rate work-normalised: a half whose requests miss SCM more often has a lower IOPS but the same
+    share).  ``steady_change`` is the relative change of that share where the resource limits the run (at
+    least :data:`SATURATED` busy), else of the IOPS; ``halves_agree`` says whether it is within
+    :data:`STEADY_TOLERANCE`, ``overbooked``
+    whether some resource was booked above :data:`MAX_UTILISATION` of the window (work left over at its
+    end), and ``steady`` is the first without the second."""
     count, lines, hits = acc["count"], acc["lines"], acc["scm_hits"]
     n_req = count.sum(1)
     reads, progs = acc["nand_reads"], acc["nand_programs"]
@@ -419,14 +509,30 @@ def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, counts: Mapping[
         "die_utilisation_max": acc["busy"].max(1) / span,
         "channel_utilisation": acc["chan_busy"] / (span * counts["channels"]),
         "scm_utilisation": acc["scm_busy"] / (span * counts["banks"]),
-        "link_utilisation": acc["link_busy"] / span,
+        "link_utilisation": acc["link_busy"].max(1) / span,
+        "link_read_utilisation": acc["link_busy"][:, 0] / span,
+        "link_write_utilisation": acc["link_busy"][:, 1] / span,
+        "suspensions_per_nand_read": acc["suspensions"] / np.maximum(reads, 1),
+        "nand_read_waits": acc["read_waits"], "pending_read_hits": acc["pending_hits"],
     }
     util = np.stack([out[f"{r}_utilisation"] for r in RESOURCES], axis=1)
     out["bottleneck"] = np.argmax(util, axis=1).astype(np.float64)
+    out["utilisation_max"] = util.max(1)
     halves = acc["half_count"] / np.maximum(acc["half_elapsed"], 1e-30)
     out["iops_first_half"], out["iops_second_half"] = halves[:, 0], halves[:, 1]
-    out["steady_change"] = halves[:, 1] / np.maximum(halves[:, 0], 1e-30) - 1.0
-    out["steady"] = (np.abs(out["steady_change"]) <= STEADY_TOLERANCE).astype(np.float64)
+    # work-normalised: the busiest resource's booked share of each half (IOPS x its work per request), so a
+    # half whose requests happen to miss SCM more often is not read as a drift of the drive
+    busiest = np.argmax(util, axis=1)
+    hb = acc["half_busy"][np.arange(len(busiest)), :, busiest]
+    units = np.stack([counts["dies"], counts["channels"], counts["banks"], np.ones_like(counts["dies"])], 1)
+    u_half = hb / np.maximum(acc["half_elapsed"] * units[np.arange(len(busiest)), busiest][:, None], 1e-30)
+    out["utilisation_first_half"], out["utilisation_second_half"] = u_half[:, 0], u_half[:, 1]
+    out["iops_change"] = halves[:, 1] / np.maximum(halves[:, 0], 1e-30) - 1.0
+    share_change = u_half[:, 1] / np.maximum(u_half[:, 0], 1e-30) - 1.0
+    out["steady_change"] = np.where(out["utilisation_max"] >= SATURATED, share_change, out["iops_change"])
+    out["halves_agree"] = (np.abs(out["steady_change"]) <= STEADY_TOLERANCE).astype(np.float64)
+    out["overbooked"] = (out["utilisation_max"] > MAX_UTILISATION).astype(np.float64)
+    out["steady"] = out["halves_agree"] * (1.0 - out["overbooked"])
     for i, name in ((0, "read"), (1, "write")):
         mean = 1e6 * acc["lat_sum"][:, i] / np.maximum(count[:, i], 1)
         out[f"{name}_latency_mean_us"] = np.where(count[:, i] > 0, mean, np.nan)

@@ -17,14 +17,18 @@ Fields:
   ``bits_per_cell`` (1-4) may be added the same way (optional columns; absent or null = the catalog value).
   Effective values come from ``ssdx.params.nand_value``, the helper every model shares.
 * ``channels``, ``dies_per_channel``, ``bus_mts`` (MT/s of an 8-bit ONFI/Toggle bus, so MB/s per
-  channel; die ``d`` sits on channel ``d mod channels``), ``interface`` (catalog host interface: usable
-  rate and command overhead).
+  channel; die ``d`` sits on channel ``d mod channels``), ``interface`` (``none``: no host link, as in
+  Fukuchi et al., who describe none; or a catalog host interface — usable rate per direction and command
+  overhead — whose reads and writes are booked on the link's two directions, PCIe being full duplex).
 * ``scm_ratio`` and ``scm_basis`` — SCM capacity as a fraction of the workload's footprint (distinct bytes
   it touches; ``scm_basis: footprint``) or of the NAND tier's capacity ``nand_capacity_gib``
   (``scm_basis: nand``; 1.5-10 % of the NAND is a range other SCM/NAND hybrid SSD studies of the same
   group are said to use, not checked here against a specific paper).
 * ``scm_banks`` — independently busy SCM banks; 4 KiB lines interleave over them by address.  Table 1
-  gives one access time (100 ns per 512 B sector) and no organisation: one bank is the assumption.
+  gives one access time (100 ns per 512 B sector) and no organisation.  The default, one bank per NAND die
+  (32), is an assumption made so that the SCM is never what limits the study's drives (each run reports
+  ``scm_utilisation``); a single bank caps a volume that hits SCM at 5.12 GB/s for every NAND type, which
+  hides the NAND the study compares.  The knob stays for a sensitivity case.
 * ``threshold`` — NV-WB trigger: data moves from SCM to NAND while free SCM space is at or below this
   fraction of its capacity (Fukuchi et al.: 20 %).
 * ``block_staging`` — how dirty data leaves SCM for a NAND whose write unit is a block: ``progressive``
@@ -35,8 +39,18 @@ Fields:
 * ``victim`` — which SCM entry leaves: ``lru`` (least recently used; the paper does not name NV-WB's
   victim rule, so this is an assumption), ``fifo`` (oldest insertion) or ``cflru`` (clean-first LRU,
   Park et al., CASES 2006: a clean entry costs no NAND program).
-* ``read_priority`` — reads suspend programs and erases on a die (Wu & He, FAST 2012) or wait in FIFO
-  order behind them.
+* ``read_priority`` — reads go ahead of queued programs and may suspend the one in progress (Wu & He,
+  FAST 2012), or wait in FIFO order behind all of them (false).
+* ``max_suspends`` — how many times one program may be suspended for reads (0: reads wait for the program
+  in progress but still go before queued ones, Wu & He's read-priority scheduling); after that, reads wait
+  for it to end.  Default null: once per ISPP step of the program, the points where Wu & He (FAST 2012)
+  suspend it — between a program pulse (20 µs) and its verify (24 µs for MLC), so a program of
+  ``t`` µs allows ``ceil(t / 44)`` suspensions (:data:`ISPP_STEP_US`).  Vendors bound suspensions per
+  program too (e.g. the tiered limit of US patent 10,956,081) without publishing the number.  Unbounded
+  suspension (the first versions of this model) let reads push programs back without limit, so a
+  read-heavy run booked more die work than its window held.
+* ``suspend_resume_us`` — die time one suspension adds to the program, µs: the program is suspended between
+  an ISPP pulse and its verify, and resuming repeats the verify (Wu & He, FAST 2012: 24 µs for MLC).
 * ``nand_utilisation`` — valid data / physical NAND; the spare ``1 - u`` sets the NAND tier's garbage
   collection cost through greedy write amplification with the block's page count
   (``ssdx.models.gc.wa_analytic.greedy_wa``).
@@ -63,10 +77,16 @@ SECTOR_BYTES = 512
 VICTIMS = ("lru", "fifo", "cflru")
 STAGING = ("whole", "progressive")
 SCM_BASES = ("footprint", "nand")
+#: ``hybrid.interface`` value for a drive without a host link (Fukuchi et al. describe none)
+NO_INTERFACE = "none"
 FIELDS = ("nand", "channels", "dies_per_channel", "bus_mts", "interface", "scm_ratio", "scm_basis",
-          "nand_capacity_gib", "scm_banks", "threshold", "ways", "victim", "read_priority", "block_staging",
+          "nand_capacity_gib", "scm_banks", "threshold", "ways", "victim", "read_priority", "max_suspends",
+          "suspend_resume_us", "block_staging",
           "nand_utilisation", "queue_depth", "t_prog_us", "t_read_us", "t_erase_us", "block_pages",
           "write_unit_kib")
+#: one ISPP step, µs: a program pulse (20 µs) and its verify (24 µs, MLC), Wu & He (FAST 2012); a program
+#: may be suspended between the two, so ``max_suspends: null`` allows one suspension per step
+ISPP_STEP_US = 44.0
 OVERRIDES = ("t_prog_us", "t_read_us", "t_erase_us", "block_pages", "write_unit_kib")
 #: NAND geometry overrides a config may add (absent or null = the catalog value)
 OPTIONAL_OVERRIDES = ("page_kib", "bits_per_cell")
@@ -78,7 +98,10 @@ RANGES: dict[str, Field] = table(
     Field("hybrid.bus_mts", "MT/s", 10.0, 1e5, doc="NAND bus transfer rate, MT/s"),
     Field("hybrid.scm_ratio", "", 1e-4, 4.0, doc="SCM capacity / footprint or NAND capacity (scm_basis)"),
     Field("hybrid.nand_capacity_gib", "GiB", 1.0, 1e6, doc="NAND tier capacity, GiB"),
-    Field("hybrid.scm_banks", "", 1, 64, integer=True, doc="independently busy SCM banks"),
+    Field("hybrid.scm_banks", "", 1, 256, integer=True, doc="independently busy SCM banks"),
+    Field("hybrid.max_suspends", "", 0, 10_000, integer=True, nullable=True,
+          doc="times one program may be suspended for reads (null: once per ISPP step)"),
+    Field("hybrid.suspend_resume_us", "us", 0.0, 1e4, doc="die time one suspension adds to the program, us"),
     Field("hybrid.ways", "", 1, 1024, integer=True, doc="SCM table associativity"),
     Field("hybrid.nand_utilisation", "", 0.0, 0.95, doc="valid data / physical NAND"),
     Field("hybrid.queue_depth", "", 1, 1024, integer=True, doc="outstanding host commands"),
@@ -109,6 +132,8 @@ class HybridParams:
     n_banks: Any  # SCM banks
     policy: Any  # index into VICTIMS
     read_priority: Any  # 0/1
+    max_suspends: Any  # suspensions one program allows (int32; -1: one per ISPP step)
+    t_resume: Any  # die seconds one suspension adds to the program
     queue_depth: Any
     t_sector: Any  # SCM seconds per 512 B sector
     t_read: Any  # NAND page read, s
@@ -137,10 +162,11 @@ class Layout(NamedTuple):
 def defaults() -> dict[str, Any]:
     """The field defaults (``conf/hybrid/default.yaml`` holds the same)."""
     return {"nand": "3d_ct_tlc", "channels": 8, "dies_per_channel": 4, "bus_mts": 400.0,
-            "interface": "pcie3x4", "scm_ratio": 0.1, "scm_basis": "footprint", "nand_capacity_gib": 256.0,
-            "scm_banks": 1, "threshold": 0.2, "ways": 16, "victim": "lru", "read_priority": True,
+            "interface": NO_INTERFACE, "scm_ratio": 0.1, "scm_basis": "footprint", "nand_capacity_gib": 256.0,
+            "scm_banks": 32, "threshold": 0.2, "ways": 16, "victim": "lru", "read_priority": True,
+            "max_suspends": 1, "suspend_resume_us": 24.0,
             "block_staging": "progressive", "nand_utilisation": 0.5, "queue_depth": 32,
-            "warmup_fills": 1.0, "settle_fills": 1.0,
+            "warmup_fills": 1.0, "settle_fills": 4.0,
             "t_prog_us": None, "t_read_us": None, "t_erase_us": None, "block_pages": None,
             "write_unit_kib": None}
 
@@ -153,7 +179,7 @@ def columns(hybrid: Mapping) -> dict[str, np.ndarray]:
         if f not in hybrid:
             raise ConfigError(f"hybrid.{f}", None, "the field is required (see conf/hybrid/default.yaml)")
         v = hybrid[f]
-        if f in OVERRIDES:
+        if f in OVERRIDES or f == "max_suspends":
             v = null_or_value(v, RANGES[f"hybrid.{f}"])
         cols[f"hybrid.{f}"] = np.asarray([v])
     for f in OPTIONAL_OVERRIDES:
@@ -187,8 +213,9 @@ def validate(cols: Mapping, footprint_bytes: np.ndarray, report: list | None = N
     check_rule(cols, "hybrid.nand", np.isin(names, list(catalog.NAND)),
                f"must be one of {sorted(catalog.NAND)}", names, report)
     iface = np.asarray(cols["hybrid.interface"]).astype(str)
-    check_rule(cols, "hybrid.interface", np.isin(iface, list(catalog.INTERFACES)),
-               f"must be one of {sorted(catalog.INTERFACES)}", iface, report)
+    check_rule(cols, "hybrid.interface", np.isin(iface, [NO_INTERFACE, *catalog.INTERFACES]),
+               f"must be {NO_INTERFACE!r} (no host link) or one of {sorted(catalog.INTERFACES)}", iface,
+               report)
     vic = np.asarray(cols["hybrid.victim"]).astype(str)
     check_rule(cols, "hybrid.victim", np.isin(vic, VICTIMS), f"must be one of {list(VICTIMS)}", vic, report)
     for key, allowed in (("hybrid.block_staging", STAGING), ("hybrid.scm_basis", SCM_BASES)):
@@ -266,7 +293,8 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[fl
     unit = gathering_unit_bytes(cols, nv) / UNIT_BYTES
     dies = num(cols, "hybrid.channels") * num(cols, "hybrid.dies_per_channel")
     t_page = np.asarray(t_page_s, float)
-    ifaces = [catalog.interface(str(x)) for x in np.asarray(cols["hybrid.interface"])]
+    ifaces = [None if str(x) == NO_INTERFACE else catalog.interface(str(x))
+              for x in np.asarray(cols["hybrid.interface"])]
     i32 = lambda a: np.asarray(np.round(a), np.int32)  # noqa: E731
     c = lambda a: np.asarray(a, dtype)  # noqa: E731
     hp = HybridParams(
@@ -275,12 +303,14 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[fl
         n_banks=i32(num(cols, "hybrid.scm_banks")),
         policy=i32([VICTIMS.index(str(v)) for v in np.asarray(cols["hybrid.victim"])]),
         read_priority=c(np.asarray(cols["hybrid.read_priority"]).astype(bool)),
+        max_suspends=i32(np.nan_to_num(num(cols, "hybrid.max_suspends").astype(float), nan=-1.0)),
+        t_resume=c(num(cols, "hybrid.suspend_resume_us") * 1e-6),
         queue_depth=i32(num(cols, "hybrid.queue_depth")),
         t_sector=c(np.full(n, catalog.Scm().t_write_ns_per_sector * 1e-9)),
         t_read=c([v["t_read_us"] * 1e-6 for v in nv]), t_page=c(t_page),
         chan_unit=c(UNIT_BYTES / (num(cols, "hybrid.bus_mts") * 1e6)),
-        host_rate=c([i.usable_bytes_per_s for i in ifaces]),
-        cmd_s=c([i.cmd_overhead_us * 1e-6 for i in ifaces]),
+        host_rate=c([np.inf if i is None else i.usable_bytes_per_s for i in ifaces]),
+        cmd_s=c([0.0 if i is None else i.cmd_overhead_us * 1e-6 for i in ifaces]),
         drain=c(dies * page_units / t_page), wa=c(np.asarray(wa, float)),
         block_pages=c([v["block_pages"] for v in nv]),
     )

@@ -59,10 +59,14 @@ def plot_sensitivity(change: Mapping[str, Mapping[str, float]], path: Path) -> N
 
 def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str, Mapping[str, float]],
                     rw_ratio: Mapping[str, float], path: Path, paper: Mapping[str, float] | None = None,
-                    bottleneck: Mapping[str, str] | None = None) -> None:
+                    bottleneck: Mapping[str, str] | None = None, balance: float | None = None,
+                    excluded: Mapping[str, str] | None = None) -> None:
     """Three panels: relative IOPS per NAND (Fig. 3, with Table 2's 3D CT TLC marks), the sensitivity
     cases (Fig. 5), and 3D CT TLC's gain against the NAND read/write ratio of each workload (Fig. 6);
-    ``bottleneck`` (workload → resource) labels the points and leaves those not bound by the dies hollow."""
+    ``bottleneck`` (workload → resource) labels the points and leaves those not bound by the dies hollow,
+    ``balance`` draws the ratio at which the two types cost a die the same, and the ``excluded`` workloads
+    (not warmed or not steady) are marked with a cross in every panel's labels."""
+    excluded = excluded or {}
 
     ws = list(rel)
     fig, axes = report.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [3, 3, 2]})
@@ -78,7 +82,8 @@ def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str,
         ax.scatter(px, [1 + paper[w] / 100 for w in ws if w in paper], marker="_", s=200, color="k", zorder=3,
                    label="paper Table 2")
     ax.axhline(1.0, color="grey", lw=0.8)
-    ax.set_xticks(x, ws, fontsize=8)
+    labels = [f"{w} ✗" if w in excluded else w for w in ws]
+    ax.set_xticks(x, labels, fontsize=8)
     ax.set_ylabel("IOPS / IOPS of 2D FG MLC")
     ax.set_title("NAND type behind the SCM")
     ax.set_ylim(0, 1.35)
@@ -89,7 +94,7 @@ def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str,
     for i, c in enumerate(cases):
         ax.bar(x + (i - (len(cases) - 1) / 2) * width, [change[c][w] for w in ws], width, label=c)
     ax.axhline(0.0, color="grey", lw=0.8)
-    ax.set_xticks(x, ws, fontsize=8)
+    ax.set_xticks(x, labels, fontsize=8)
     ax.set_ylabel("IOPS change, %")
     ax.set_title("3D CT TLC with one 2D FG MLC characteristic")
     ax.legend(fontsize=7)
@@ -98,11 +103,19 @@ def plot_validation(rel: Mapping[str, Mapping[str, float]], change: Mapping[str,
            if rw_ratio.get(w) is not None and np.isfinite(rw_ratio[w]) and rw_ratio[w] > 0]
     for r, g, w in pts:
         b = (bottleneck or {}).get(w, "die")
-        ax.scatter(r, g, color="C3" if b == "die" else "none", edgecolors="C3")
-        ax.annotate(w if b == "die" else f"{w} ({b}-bound)", (r, g), fontsize=7, xytext=(3, 3),
+        if w in excluded:
+            ax.scatter(r, g, color="C3", marker="x")
+        else:
+            ax.scatter(r, g, color="C3" if b == "die" else "none", edgecolors="C3")
+        text = w if b == "die" else f"{w} ({b}-bound)"
+        ax.annotate(f"{text} ✗" if w in excluded else text, (r, g), fontsize=7, xytext=(3, 3),
                     textcoords="offset points")
     ax.set_xscale("log")
     ax.axhline(0.0, color="grey", lw=0.8)
+    if balance is not None and np.isfinite(balance) and balance > 0:
+        ax.axvline(balance, color="grey", ls="--", lw=0.8)
+        ax.annotate(f"die-time balance {balance:.2g}", (balance, ax.get_ylim()[1]), fontsize=7,
+                    xytext=(3, -10), textcoords="offset points")
     ax.set_xlabel("NAND page reads / pages programmed (2D FG MLC drive)")
     ax.set_ylabel("3D CT TLC vs 2D FG MLC, %")
     ax.set_title("Gain against the NAND read/write ratio")

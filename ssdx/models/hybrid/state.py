@@ -49,9 +49,13 @@ class State(NamedTuple):
     slots: jax.Array  # (Q,) completion times of the host slots; inf = not in use
     die_free: jax.Array  # (D,) end of all booked die work
     die_r: jax.Array  # (D,) end of booked reads (read priority)
+    op_end: jax.Array  # (D,) end of the program in progress (or last started) on each die
+    prog_end: jax.Array  # (D,) end of the last program booked on each die (reads it waits for included)
+    op_len: jax.Array  # (D,) die time of the latest program booked on each die
+    susp: jax.Array  # (D,) int32 suspensions of the program in progress
     chan_free: jax.Array  # (C,) fluid backlog end of each channel bus (``fluid_book``)
     scm_free: jax.Array  # (K,) fluid backlog end of each SCM bank
-    link_free: jax.Array  # fluid backlog end of the host link
+    link_free: jax.Array  # (2,) fluid backlog end of the host link's two directions (to host, to drive)
     req_slot: jax.Array  # int32 slot of the request in service
     req_done: jax.Array  # completion of its lines so far
     req_miss: jax.Array  # int32 lines of it read from NAND so far
@@ -78,9 +82,13 @@ class Acc(NamedTuple):
     busy: jax.Array  # (D,) die-seconds
     chan_busy: jax.Array  # channel-seconds (all channels)
     scm_busy: jax.Array  # bank-seconds (all SCM banks)
-    link_busy: jax.Array  # host-link seconds
+    link_busy: jax.Array  # (2,) host-link seconds, to the host (reads) and to the drive (writes)
+    suspensions: jax.Array  # programs suspended for reads
+    read_waits: jax.Array  # NAND page reads that waited for a program (its suspensions spent)
+    pending_hits: jax.Array  # read lines served from flushed data not yet programmed
     half_count: jax.Array  # (2,) requests completed in the first / second half of the measured window
     half_elapsed: jax.Array  # (2,) issue-clock seconds of each half
+    half_busy: jax.Array  # (2, 4) work booked in each half on the dies, channels, SCM banks and link, s
 
 
 def set_index(line: jax.Array, sets: jax.Array) -> jax.Array:
@@ -127,8 +135,10 @@ def init(p: HybridParams, lay: Layout) -> State:
         gtag=jnp.full(sg, -1, jnp.int32), gunit=jnp.full(sg, -1, jnp.int32),
         resident=i0, gather=i0, unit_id=i0, clock=i0, wptr=i0,
         slots=jnp.where(jnp.arange(lay.slots) < p.queue_depth, z, jnp.inf),
-        die_free=dies, die_r=dies, chan_free=jnp.zeros((lay.channels,), z.dtype),
-        scm_free=jnp.zeros((lay.banks,), z.dtype), link_free=z,
+        die_free=dies, die_r=dies, op_end=dies, prog_end=dies, op_len=dies,
+        susp=jnp.zeros((lay.dies,), jnp.int32),
+        chan_free=jnp.zeros((lay.channels,), z.dtype),
+        scm_free=jnp.zeros((lay.banks,), z.dtype), link_free=jnp.zeros((2,), z.dtype),
         req_slot=i0, req_done=z, req_miss=i0, req_read_end=z, req_stall=z,
     )
 
@@ -140,5 +150,7 @@ def zero_acc(p: HybridParams, lay: Layout) -> Acc:
     return Acc(elapsed=z, elapsed_c=z, count=two, lines=two, lat_sum=two,
                hist=jnp.zeros((2, N_BINS), jnp.int32),
                scm_hits=two, nand_reads=z, nand_programs=z, flushes=z, partial_flushes=z, skipped=z, stall=z,
-               busy=jnp.zeros((lay.dies,), z.dtype), chan_busy=z, scm_busy=z, link_busy=z,
-               half_count=two, half_elapsed=two)
+               busy=jnp.zeros((lay.dies,), z.dtype), chan_busy=z, scm_busy=z, link_busy=two,
+               suspensions=z, read_waits=z, pending_hits=z,
+               half_count=two, half_elapsed=two,
+               half_busy=jnp.zeros((2, 4), z.dtype))
