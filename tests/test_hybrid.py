@@ -478,3 +478,19 @@ def test_reads_of_flushed_data_not_yet_programmed_hit_scm():
     out = run(hp, lay, lines)
     assert float(out["pending_read_hits"][0]) == 1.0 and float(out["nand_reads"][0]) == 0.0
     assert float(out["latency_mean_us"][0]) == pytest.approx(8 * 0.1, rel=1e-4)
+
+
+def test_the_warm_up_counts_flush_work_only():
+    """100 one-line writes into an SCM of 50 lines, then 300 one-line reads of new lines: the writes push
+    out 50 dirty lines, the first 50 reads the other 50, and every later read only clean ones.  Settling
+    4 threshold spaces of 10 lines takes 90 requests from the start and 40 from the first read; from
+    request 150 on nothing more is flushed, so only the cap ends it, and the threshold space never cycles."""
+    from ssdx.models.hybrid import jobs
+
+    line = np.r_[np.arange(100), np.arange(100, 400)]
+    op = np.r_[np.full(100, hybrid.WRITE), np.full(300, hybrid.READ)]
+    first = np.ones(400, bool)
+    assert jobs.settle_requests(line, op, 0, first, 50, 10.0, 4.0, 1000) == (90, True)
+    assert jobs.settle_requests(line, op, 100, first, 50, 10.0, 4.0, 1000) == (40, True)
+    assert jobs.settle_requests(line, op, 150, first, 50, 10.0, 4.0, 200) == (200, False)
+    assert jobs.settle_requests(line, op, 150, first, 50, 10.0, 4.0, 1000) == (None, False)

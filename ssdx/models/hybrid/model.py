@@ -147,13 +147,15 @@ def read_slot(p: HybridParams, ready: jax.Array, die_free: jax.Array, die_r: jax
     """When a NAND page read ready at ``ready`` runs on a die, and what it does to the die's programs.
 
     ``die_free``: end of all work booked on the die; ``die_r``: end of its booked reads; ``op_end``,
-    ``op_len``, ``susp``: end and length of the program in progress (or last started) and its suspensions.
+    ``op_len``, ``susp``: end and length of the program operation in progress (or last started) and its
+    suspensions.
     FIFO (``read_priority`` off): after everything booked.  Read priority: reads queue only behind reads
     and go before queued programs; a read that starts a new burst while a program runs suspends it if the
     program has been suspended fewer than ``max_suspends`` times (-1: once per ISPP step of its length,
     ``ssdx.models.hybrid.params.ISPP_STEP_US``; the program then ends ``t_read + t_resume`` later), else
     waits for it to end.  Programs queued behind one another are taken as equal
-    in length (``op_len``: one gathering unit each) to find the one in progress.  Returns ``start``, the
+    in length (``op_len``: a unit's pages x ``t_prog``; the garbage collection a unit brings is copies of
+    about the same length) to find the one in progress.  Returns ``start``, the
     die's new ``die_free``, ``op_end`` and ``susp``, ``extra`` (die time added besides the read),
     ``suspend`` and ``wait`` (bool)."""
     fifo = p.read_priority < 0.5
@@ -180,18 +182,18 @@ def read_slot(p: HybridParams, ready: jax.Array, die_free: jax.Array, die_r: jax
 
 
 def pending(g_tag: jax.Array, g_unit: jax.Array, unit_id: jax.Array, n_dies: jax.Array, prog_end: jax.Array,
-            op_len: jax.Array) -> jax.Array:
+            unit_len: jax.Array) -> jax.Array:
     """Which gathering slots hold flushed data whose program has not ended (still in SCM, so readable).
 
     Unit ``u`` was programmed on die ``u mod n_dies`` (flushes go round robin from die 0); of the units a
-    die received, the last ``ceil((prog_end − now) / op_len)`` are still waiting or being programmed,
+    die received, the last ``ceil((prog_end − now) / unit_len)`` are still waiting or being programmed,
     ``prog_end`` being the end of the die's last booked program (reads that went before it included, so a
     read-heavy die over-counts by at most one unit)."""
     flushed = (g_tag >= 0) & (g_unit < unit_id) & (g_unit >= 0)
     d = jnp.mod(jnp.maximum(g_unit, 0), n_dies)
     last = unit_id - 1 - jnp.mod(unit_id - 1 - d, n_dies)
     later = (last - g_unit) // n_dies
-    waiting = jnp.ceil(jnp.maximum(prog_end[d], 0.0) / jnp.maximum(op_len[d], 1e-12))
+    waiting = jnp.ceil(jnp.maximum(prog_end[d], 0.0) / jnp.maximum(unit_len[d], 1e-12))
     return flushed & (later.astype(prog_end.dtype) < waiting)
 
 
@@ -230,7 +232,7 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     row_t, row_s, row_d = s.tag[st], s.stamp[st], s.dirty[st]
     g_t, g_u = s.gtag[st], s.gunit[st]
     g_live = (g_t >= 0) & (g_u == s.unit_id)
-    g_pend = pending(g_t, g_u, s.unit_id, p.n_dies, prog_end, op_len)
+    g_pend = pending(g_t, g_u, s.unit_id, p.n_dies, prog_end, s.unit_len)
     hit_way = (row_t == u.line) & v
     hit_r = jnp.any(hit_way)
     hit_g = jnp.any(g_live & (g_t == u.line)) & v
@@ -326,11 +328,13 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     x_start, x_end = fluid_book(chan_free[cw], out_end, x_dur)
     chan_free = chan_free.at[cw].set(jnp.where(flush, x_end, chan_free[cw]))
     chan_work = chan_work + jnp.where(flush, x_dur, 0.0)
-    prog = pages * p.t_page
+    prog = pages * p.t_page  # the unit's programs, its GC copies and its share of erases, die seconds
+    op = pages * p.t_prog  # one program operation: the unit's pages (a page, or a word line one-shot)
     idle = die_free[w] <= x_start + x_dur  # nothing booked ahead: this program starts when its data is there
-    op_end = op_end.at[w].set(jnp.where(flush & idle, x_start + x_dur + prog, op_end[w]))
+    op_end = op_end.at[w].set(jnp.where(flush & idle, x_start + x_dur + op, op_end[w]))
     susp = susp.at[w].set(jnp.where(flush & idle, 0, susp[w]))
-    op_len = op_len.at[w].set(jnp.where(flush, prog, op_len[w]))
+    op_len = op_len.at[w].set(jnp.where(flush, op, op_len[w]))
+    unit_len = s.unit_len.at[w].set(jnp.where(flush, prog, s.unit_len[w]))
     die_free = die_free.at[w].set(jnp.where(flush, jnp.maximum(die_free[w], x_start + x_dur) + prog,
                                             die_free[w]))
     prog_end = prog_end.at[w].set(jnp.where(flush, die_free[w], prog_end[w]))
@@ -364,7 +368,8 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
         tag=s.tag.at[st].set(row_t), stamp=s.stamp.at[st].set(row_s), dirty=s.dirty.at[st].set(row_d),
         gtag=s.gtag.at[st].set(g_t), gunit=s.gunit.at[st].set(g_u),
         resident=resident, gather=gather, unit_id=unit_id, clock=clock, wptr=wptr, slots=slots,
-        die_free=die_free, die_r=die_r, op_end=op_end, prog_end=prog_end, op_len=op_len, susp=susp,
+        die_free=die_free, die_r=die_r, op_end=op_end, prog_end=prog_end, op_len=op_len, unit_len=unit_len,
+        susp=susp,
         chan_free=chan_free, scm_free=scm_free, link_free=link_free,
         req_slot=req_slot, req_done=req_done, req_miss=req_miss, req_read_end=read_end, req_stall=req_stall,
     )

@@ -41,12 +41,14 @@ Fields:
   Park et al., CASES 2006: a clean entry costs no NAND program).
 * ``read_priority`` — reads go ahead of queued programs and may suspend the one in progress (Wu & He,
   FAST 2012), or wait in FIFO order behind all of them (false).
-* ``max_suspends`` — how many times one program may be suspended for reads (0: reads wait for the program
-  in progress but still go before queued ones, Wu & He's read-priority scheduling); after that, reads wait
-  for it to end.  Default null: once per ISPP step of the program, the points where Wu & He (FAST 2012)
-  suspend it — between a program pulse (20 µs) and its verify (24 µs for MLC), so a program of
-  ``t`` µs allows ``ceil(t / 44)`` suspensions (:data:`ISPP_STEP_US`).  Vendors bound suspensions per
-  program too (e.g. the tiered limit of US patent 10,956,081) without publishing the number.  Unbounded
+* ``max_suspends`` — how many times one program operation (a unit's pages × ``t_prog``: a page, or a word
+  line programmed one-shot; GC's copies are operations of their own) may be suspended for reads (0: reads
+  wait for the operation in progress but still go before queued ones, Wu & He's read-priority
+  scheduling); after that, reads wait for it to end.  Default 1, an assumption: MQSim (Tavakkol et al.,
+  FAST 2018) lets a chip hold one suspended command at a time, and vendors bound suspensions per program
+  (e.g. the tiered limit of US patent 10,956,081) without publishing the number.  null: once per ISPP step,
+  the points where Wu & He (FAST 2012) suspend a program — between a pulse (20 µs) and its verify (24 µs
+  for MLC) — so a program of ``t`` µs allows ``ceil(t / 44)`` (:data:`ISPP_STEP_US`).  Unbounded
   suspension (the first versions of this model) let reads push programs back without limit, so a
   read-heavy run booked more die work than its window held.
 * ``suspend_resume_us`` — die time one suspension adds to the program, µs: the program is suspended between
@@ -137,6 +139,7 @@ class HybridParams:
     queue_depth: Any
     t_sector: Any  # SCM seconds per 512 B sector
     t_read: Any  # NAND page read, s
+    t_prog: Any  # NAND page program, s (one program operation: a unit's pages x t_prog)
     t_page: Any  # die seconds per flushed page: program + GC copies + erases (ssdx.models.hybrid.model)
     chan_unit: Any  # seconds per 4 KiB over one channel
     host_rate: Any  # bytes/s
@@ -307,7 +310,8 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[fl
         t_resume=c(num(cols, "hybrid.suspend_resume_us") * 1e-6),
         queue_depth=i32(num(cols, "hybrid.queue_depth")),
         t_sector=c(np.full(n, catalog.Scm().t_write_ns_per_sector * 1e-9)),
-        t_read=c([v["t_read_us"] * 1e-6 for v in nv]), t_page=c(t_page),
+        t_read=c([v["t_read_us"] * 1e-6 for v in nv]), t_prog=c([v["t_prog_us"] * 1e-6 for v in nv]),
+        t_page=c(t_page),
         chan_unit=c(UNIT_BYTES / (num(cols, "hybrid.bus_mts") * 1e6)),
         host_rate=c([np.inf if i is None else i.usable_bytes_per_s for i in ifaces]),
         cmd_s=c([0.0 if i is None else i.cmd_overhead_us * 1e-6 for i in ifaces]),

@@ -51,7 +51,8 @@ class State(NamedTuple):
     die_r: jax.Array  # (D,) end of booked reads (read priority)
     op_end: jax.Array  # (D,) end of the program in progress (or last started) on each die
     prog_end: jax.Array  # (D,) end of the last program booked on each die (reads it waits for included)
-    op_len: jax.Array  # (D,) die time of the latest program booked on each die
+    op_len: jax.Array  # (D,) length of one program operation on each die (the latest unit's pages x t_prog)
+    unit_len: jax.Array  # (D,) die time of the latest unit flushed to each die (its programs and its GC)
     susp: jax.Array  # (D,) int32 suspensions of the program in progress
     chan_free: jax.Array  # (C,) fluid backlog end of each channel bus (``fluid_book``)
     scm_free: jax.Array  # (K,) fluid backlog end of each SCM bank
@@ -135,7 +136,7 @@ def init(p: HybridParams, lay: Layout) -> State:
         gtag=jnp.full(sg, -1, jnp.int32), gunit=jnp.full(sg, -1, jnp.int32),
         resident=i0, gather=i0, unit_id=i0, clock=i0, wptr=i0,
         slots=jnp.where(jnp.arange(lay.slots) < p.queue_depth, z, jnp.inf),
-        die_free=dies, die_r=dies, op_end=dies, prog_end=dies, op_len=dies,
+        die_free=dies, die_r=dies, op_end=dies, prog_end=dies, op_len=dies, unit_len=dies,
         susp=jnp.zeros((lay.dies,), jnp.int32),
         chan_free=jnp.zeros((lay.channels,), z.dtype),
         scm_free=jnp.zeros((lay.banks,), z.dtype), link_free=jnp.zeros((2,), z.dtype),
