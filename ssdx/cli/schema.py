@@ -213,7 +213,7 @@ class HybridConf:
     ways: int = 16
     victim: str = "lru"
     read_priority: bool = True
-    max_suspends: Optional[int] = 1  # noqa: UP045
+    max_suspends: Optional[int] = None  # noqa: UP045
     suspend_resume_us: float = 24.0
     block_staging: str = "progressive"
     nand_utilisation: float = 0.5

@@ -42,15 +42,15 @@ Fields:
 * ``read_priority`` — reads go ahead of queued programs and may suspend the one in progress (Wu & He,
   FAST 2012), or wait in FIFO order behind all of them (false).
 * ``max_suspends`` — how many times one program operation (a unit's pages × ``t_prog``: a page, or a word
-  line programmed one-shot; GC's copies are operations of their own) may be suspended for reads (0: reads
-  wait for the operation in progress but still go before queued ones, Wu & He's read-priority
-  scheduling); after that, reads wait for it to end.  Default 1, an assumption: MQSim (Tavakkol et al.,
-  FAST 2018) lets a chip hold one suspended command at a time, and vendors bound suspensions per program
-  (e.g. the tiered limit of US patent 10,956,081) without publishing the number.  null: once per ISPP step,
-  the points where Wu & He (FAST 2012) suspend a program — between a pulse (20 µs) and its verify (24 µs
-  for MLC) — so a program of ``t`` µs allows ``ceil(t / 44)`` (:data:`ISPP_STEP_US`).  Unbounded
-  suspension (the first versions of this model) let reads push programs back without limit, so a
-  read-heavy run booked more die work than its window held.
+  line programmed one-shot; GC's copies are operations of their own) may be suspended for reads; after
+  that, reads wait for it to end (0: reads wait for the operation in progress but still go before queued
+  ones, Wu & He's read-priority scheduling).  Default null: once per ISPP step, the points where Wu & He
+  (FAST 2012) suspend a program — between a pulse (20 µs) and its verify (24 µs for MLC) — so an
+  operation of ``t`` µs allows ``ceil(t / 44)`` (:data:`ISPP_STEP_US`).  A smaller count is a vendor's
+  choice (e.g. the tiered limit of US patent 10,956,081, whose numbers are not published; MQSim,
+  Tavakkol et al., FAST 2018, lets a chip hold one suspended command at a time).  Unbounded suspension
+  (the first versions of this model) let reads push programs back without limit, so a read-heavy run
+  booked more die work than its window held.
 * ``suspend_resume_us`` — die time one suspension adds to the program, µs: the program is suspended between
   an ISPP pulse and its verify, and resuming repeats the verify (Wu & He, FAST 2012: 24 µs for MLC).
 * ``nand_utilisation`` — valid data / physical NAND; the spare ``1 - u`` sets the NAND tier's garbage
@@ -167,7 +167,7 @@ def defaults() -> dict[str, Any]:
     return {"nand": "3d_ct_tlc", "channels": 8, "dies_per_channel": 4, "bus_mts": 400.0,
             "interface": NO_INTERFACE, "scm_ratio": 0.1, "scm_basis": "footprint", "nand_capacity_gib": 256.0,
             "scm_banks": 32, "threshold": 0.2, "ways": 16, "victim": "lru", "read_priority": True,
-            "max_suspends": 1, "suspend_resume_us": 24.0,
+            "max_suspends": None, "suspend_resume_us": 24.0,
             "block_staging": "progressive", "nand_utilisation": 0.5, "queue_depth": 32,
             "warmup_fills": 1.0, "settle_fills": 4.0,
             "t_prog_us": None, "t_read_us": None, "t_erase_us": None, "block_pages": None,
