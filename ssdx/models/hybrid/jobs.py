@@ -163,17 +163,16 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
     flush work (:func:`settle_requests`; module docstring)."""
     from ssdx.workloads import msr
 
-    cycled_at = [False]
-
-    def warmup(raw: Mapping[str, np.ndarray], cap: int, target: float) -> tuple[int | None, int | None]:
+    def warmup(raw: Mapping[str, np.ndarray], cap: int, target: float
+               ) -> tuple[int | None, int | None, bool]:
+        """Fill requests, settling requests and whether the threshold space cycled (None: not reached)."""
         warm = warmup_requests(raw["line"], raw["first"], target)
         if warm is None:
-            return None, None
+            return None, None, False
         limit = int(np.floor((1.0 - threshold) * cap))
         extra, cycled = settle_requests(raw["line"], raw["op"], warm, raw["first"], limit, threshold * cap,
                                         settle, MAX_SETTLE * measure)
-        cycled_at[0] = cycled
-        return warm, extra
+        return warm, extra, cycled
 
     path = trace_file(workload, name)
     if path is not None:
@@ -182,7 +181,7 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
         raw = hybrid.lines_from_requests(op, off, size)
         footprint = float(len(np.unique(raw["line"]))) * hybrid_params.UNIT_BYTES
         cap = capacity(footprint)
-        warm, extra = warmup(raw, cap, _fill_target(fills, cap, footprint))
+        warm, extra, cycled = warmup(raw, cap, _fill_target(fills, cap, footprint))
         source = str(path)
     else:
         if name not in msr.VOLUMES:
@@ -196,14 +195,14 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
         while True:
             ch = msr.generate(name, n, seed=seed, timed=False)
             raw = hybrid.lines_from_requests(ch.op, ch.offset, ch.size)
-            warm, extra = warmup(raw, cap, target)
+            warm, extra, cycled = warmup(raw, cap, target)
             if (extra is not None and n - warm - extra >= measure) or n >= longest:
                 break
             n = min(max(2 * n, (warm or 0) + (extra or 0) + measure), longest)
         op, off, size = ch.op, ch.offset, ch.size
         source = f"msr:{name} (synthetic, ssdx.workloads.msr)"
     n = len(op)
-    warmed = extra is not None and cycled_at[0] and warm + extra + measure <= n
+    warmed = extra is not None and cycled and warm + extra + measure <= n
     start = warm + extra if warmed else max(n - measure, 0)
     stop = min(n, start + measure)
     req_of_line = np.cumsum(raw["first"]) - 1
