@@ -31,7 +31,9 @@ strided addresses spread).  **NV-WB** (Fukuchi et al. §2):
 *Approximation (documented and tested, ``tests/test_hybrid.py``):* a fully associative LRU would evict the
 globally least-recent line; here the victim is the least-recent line of the set being filled (with 16
 ways this is a sample of 16, like the sampled LRU of many caches).  With ``sets = 1`` the table is fully
-associative and the model equals the exact NV-WB reference (``tests/nvwb_reference.py``) line for line.
+associative and the model's table equals the exact NV-WB reference (``tests/nvwb_reference.py``) line for
+line; the reference has no timing, so a read of flushed data still being programmed, a hit here, is a
+miss there (both insert the line clean).
 
 **NAND tier.**  A line read from NAND costs one page read (``t_read``) on die ``(x div page_lines) mod
 dies`` (logical striping, as the engine's reads); consecutive missing lines of one request share a page
@@ -39,11 +41,13 @@ read (a request's lines were written and evicted together, so they sit in one pa
 crosses the die's channel (die ``d`` on channel ``d mod channels``).  A flushed unit is read out of SCM,
 crosses the target die's channel and costs ``pages × t_page`` on the die, where ``t_page`` adds greedy GC's
 copies and the erases to the program time (:func:`die_seconds_per_page`: block size and
-erase latency enter there).  Dies serve reads first (program/erase suspension, ``read_priority``) or in
-FIFO order.
+erase latency enter there).  Dies serve reads first (``read_priority``: reads go before queued programs
+and suspend the running one at most ``max_suspends`` times, :func:`read_slot`) or in FIFO order.  Flushed
+data keeps its SCM space and stays readable until its program ends (:func:`pending`).
 
 **Timing.**  Closed loop at ``queue_depth``: a request is issued when a host slot frees, pays the
-interface's command overhead, then each of its lines: the host link, the line's SCM bank (``scm_banks``,
+interface's command overhead (none without a host link), then each of its lines: the host link (reads
+and writes on its two directions), the line's SCM bank (``scm_banks``,
 interleaved by line address, sector time) and, on a read miss, its die and channel.  Dies are servers;
 the channels, the SCM banks and the link carry short transfers and are booked as fluid backlogs
 (``ssdx.models.booking.fluid_book``): a transfer that becomes ready later (a copy-in waiting for its NAND
@@ -148,16 +152,14 @@ def read_slot(p: HybridParams, ready: jax.Array, die_free: jax.Array, die_r: jax
 
     ``die_free``: end of all work booked on the die; ``die_r``: end of its booked reads; ``op_end``,
     ``op_len``, ``susp``: end and length of the program operation in progress (or last started) and its
-    suspensions.
-    FIFO (``read_priority`` off): after everything booked.  Read priority: reads queue only behind reads
-    and go before queued programs; a read that starts a new burst while a program runs suspends it if the
-    program has been suspended fewer than ``max_suspends`` times (-1: once per ISPP step of its length,
-    ``ssdx.models.hybrid.params.ISPP_STEP_US``; the program then ends ``t_read + t_resume`` later), else
-    waits for it to end.  Programs queued behind one another are taken as equal
-    in length (``op_len``: a unit's pages x ``t_prog``; the garbage collection a unit brings is copies of
-    about the same length) to find the one in progress.  Returns ``start``, the
-    die's new ``die_free``, ``op_end`` and ``susp``, ``extra`` (die time added besides the read),
-    ``suspend`` and ``wait`` (bool)."""
+    suspensions.  FIFO (``read_priority`` off): after everything booked.  Read priority: reads queue only
+    behind reads and go before queued programs; a read that starts a new burst while a program runs
+    suspends it if the program has been suspended fewer than ``max_suspends`` times (-1: once per ISPP
+    step of its length, ``ssdx.models.hybrid.params.ISPP_STEP_US``; the program then ends ``t_read +
+    t_resume`` later), else waits for it to end.  The operations queued behind one another are taken as
+    equal in length (``op_len``: a unit's pages x ``t_prog``; the GC copies a unit brings are operations
+    of about that length) to find the one in progress.  Returns ``start``, the die's new ``die_free``,
+    ``op_end`` and ``susp``, ``extra`` (die time added besides the read), ``suspend`` and ``wait``."""
     fifo = p.read_priority < 0.5
     cand = jnp.maximum(ready, die_r)
     pend = ~fifo & (die_free > cand)  # program work booked past the read's start
