@@ -285,7 +285,7 @@ def test_policies_side_by_side_in_one_batch():
     with x64():
         req, _ = engine.requests(np.array([1, 0]), np.array([1 << 30, 0]), np.array([65536, 4096]),
                                  np.array([0.0, p_start + 100 * US - to_die]), None, _length(2), np.float64)
-        _, _, lat = RUN_CHUNK(p, engine.init(p, lay), req, lay, True)
+        lat, _ = _replay(p, lay, req)
     want = [l_idle, l_idle, l_idle + 650 * US, l_idle + 650 * US]
     np.testing.assert_allclose(np.asarray(lat)[1], want, rtol=1e-9)
 
@@ -476,12 +476,14 @@ def test_eager_writes_past_the_back_pressure_run_at_one_program_per_write():
     np.testing.assert_allclose(np.diff(lat_g[1000:]).mean(), 1e-6, rtol=1e-3)  # the 1 us controller
 
 
+@pytest.mark.validation  # fast tier: each mechanism off in test_engine_cpu's scans, held to the CPU loop
 @pytest.mark.parametrize("mechanism", [{"suspension": "none"}, {"map_cache": "lru"}, {"map_cache": "direct"},
                                        {"write_back": "eager"}, {"cache_read": False}])
 def test_a_mechanism_no_configuration_uses_is_left_out_exactly(mechanism):
-    # the batch's layout turns a mechanism off where no configuration uses it (the fast path); a default
-    # configuration must get the same latencies and counts alone (mechanism off) as beside one that uses it
-    # (mechanism on, masked for the default one); the mechanism must change the other configuration
+    # the batch's layout turns a mechanism off where no configuration uses it (the JAX step's fast path; the
+    # CPU loop has none); a default configuration must get the same latencies and counts alone (mechanism
+    # off) as beside one that uses it (mechanism on, masked for the default one); the mechanism must change
+    # the other configuration
     rng = np.random.default_rng(7)
     n = 3000
     ops = (rng.random(n) < 0.3).astype(np.int64)  # 70 % reads
@@ -650,14 +652,15 @@ def test_the_rewrite_window_keeps_pages_written_again_within_it_as_mqsim_does():
     assert not w3.kept(ops, off4k, size, np.ones(7, bool), np.full(7, np.nan)).any()
 
 
-def _both(p, lay, ops, offs, sizes, times, chunk=None, e=None):
-    """The stream through the JAX step and the CPU loop, in chunks of ``chunk`` requests (default: one
-    chunk; the state handed on between them), with the batch's rewrite window (from the engine leaves
-    ``e``) and first reads; asserts the two back ends agree on every latency, accumulator and the
-    multi-plane state, and returns the JAX step's summed accumulators (dict), latencies ``(n, B)`` and
-    final state."""
+def _both(p, lay, ops, offs, sizes, times, chunk=None, e=None, jax_step=None):
+    """The stream through the CPU loop and, with :data:`JAX_STEP` (or ``jax_step``), the JAX step, in
+    chunks of ``chunk`` requests (default: one chunk; the state handed on between them), with the batch's
+    rewrite window (from the engine leaves ``e``) and first reads; asserts the two back ends agree on every
+    latency, accumulator and the multi-plane state, and returns the summed accumulators (dict), latencies
+    ``(n, B)`` and final state (the JAX step's where it ran)."""
     n = len(ops)
     chunk = chunk or n
+    use_jax = JAX_STEP[0] if jax_step is None else jax_step
     kept = (rewrites.for_batch(p.rewrites, np.asarray(e.rewrite_window_s), np.asarray(e.time_scale),
                                p.cap_4k, p.page_4k) if lay.rewrites else None)
     first = rewrites.first_reads_for_batch(p.plane_merge, p.cap_4k, p.page_4k) if lay.merge_rows else None
@@ -669,7 +672,6 @@ def _both(p, lay, ops, offs, sizes, times, chunk=None, e=None):
     with x64():
         s_j = engine.init(p, lay)
         s_c = np_tree(s_j)
-        f = RUN_CHUNK
         prev, sums_j, sums_c, lat_j, lat_c = None, None, None, [], []
         for lo in range(0, n, chunk):
             sl = slice(lo, lo + chunk)
@@ -677,14 +679,17 @@ def _both(p, lay, ops, offs, sizes, times, chunk=None, e=None):
             req, prev = engine.requests(np.asarray(ops)[sl], np.asarray(offs, np.int64)[sl],
                                         np.asarray(sizes, np.int64)[sl], np.asarray(times, np.float64)[sl],
                                         prev, _length(chunk), np.float64, rewrites=kept, first_reads=first)
-            s_j, a, lat = f(p, s_j, req, lay, True)
-            sums_j, lat_j = add(sums_j, a), lat_j + [np.asarray(lat)[:m]]
+            if use_jax:
+                s_j, a, lat = RUN_CHUNK(p, s_j, req, lay, True)
+                sums_j, lat_j = add(sums_j, a), lat_j + [np.asarray(lat)[:m]]
             s_c, a, lat = engine_cpu.run_chunk(engine_cpu.pack_plan(np_tree(p), lay), s_c, np_tree(req), lay,
                                                True)
             sums_c, lat_c = add(sums_c, a), lat_c + [lat[:m]]
-        s_j = np_tree(s_j)
-    lat_j = np.concatenate(lat_j)
-    np.testing.assert_allclose(np.concatenate(lat_c), lat_j, rtol=1e-12, atol=1e-15)
+    lat_c = np.concatenate(lat_c)
+    if not use_jax:
+        return sums_c, lat_c, s_c
+    s_j, lat_j = np_tree(s_j), np.concatenate(lat_j)
+    np.testing.assert_allclose(lat_c, lat_j, rtol=1e-12, atol=1e-15)
     for k in sums_j:
         np.testing.assert_allclose(sums_c[k], sums_j[k], rtol=1e-12, atol=1e-15, err_msg=k)
     np.testing.assert_allclose(s_c.merge, s_j.merge, rtol=1e-12, atol=1e-12)
@@ -792,6 +797,7 @@ def test_a_page_read_before_it_was_written_takes_its_planes_next_page_number():
         assert float(sums["programs"][0]) == programs
 
 
+@pytest.mark.validation  # fast tier: test_back_pressure's multi-plane programs and kept rewrites
 def test_both_back_ends_merge_planes_and_keep_rewrites_alike():
     # MQSim's write-back on a loaded mixed stream over 3,000 logical pages (16 KiB pages, 4 planes):
     # reads of pages never written, rewrites within the window, writes of 1 to 64 pages (two a die on 32
@@ -823,7 +829,7 @@ def test_back_ends_agree_over_chunks_on_drives_of_different_die_counts():
     mqsim = {"write_back": "eager", "inflight_kib": 512, "plane_merge": True, "rewrite_window_s": 1.0}
     p, lay, e = _batch([mqsim, {"write_back": "eager"}], [small, presets.drive("aldrin_pro_2tb")])
     assert np.asarray(p.n_dies).tolist() == [8, 32] and lay.ways * lay.channels == 32
-    sums, _, _ = _both(p, lay, ops, offs, sizes, times, chunk=128, e=e)
+    sums, _, _ = _both(p, lay, ops, offs, sizes, times, chunk=128, e=e, jax_step=True)
     assert sums["programs"][0] < sums["prog_pages"][0]
 
 
