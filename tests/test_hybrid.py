@@ -376,6 +376,25 @@ def test_batch_equals_single_runs():
             assert float(batch[k][i]) == pytest.approx(float(single[k][0]), rel=1e-5), k
 
 
+def test_a_larger_layout_and_chunk_give_the_same_results():
+    # a sweep runs every workload group on its largest layout (more sets, dies, host slots, channels and
+    # SCM banks than a configuration uses are masked out) and pads a short stream's chunk to a power of two
+    rng = np.random.default_rng(8)
+    op, off, size = random_requests(rng, 1500, 2000, theta=0.6)
+    lines = hybrid.lines_from_requests(op, off, size, measure_from=300)
+    cols = cols_for(ways=16, scm_ratio=0.2, channels=2, dies_per_channel=2, scm_banks=2, queue_depth=4)
+    hp, lay = build(cols, 2000)
+    floor = {"sets": 4 * lay.sets, "dies": 16, "slots": 32, "channels": 8, "banks": 32, "ways": 1}
+    hp2, big = hybrid.build(cols, [2000 * LINE], floor=floor)
+    assert big == lay._replace(sets=4 * lay.sets, dies=16, slots=32, channels=8, banks=32)  # not ways
+    small, large = run(hp, lay, lines, chunk_len=1500), run(hp2, big, lines, chunk_len=1500)
+    for k in ("iops", "scm_hit_rate", "nand_reads", "nand_writes", "latency_mean_us", "die_utilisation_max",
+              "pending_read_hits", "suspensions_per_nand_read"):
+        np.testing.assert_array_equal(large[k], small[k], err_msg=k)
+    assert hybrid.chunk_length(1500) == 2048 and hybrid.chunk_length(10) == hybrid.MIN_CHUNK_LINES
+    assert hybrid.chunk_length(10**6) == hybrid.CHUNK_LINES and hybrid.chunk_length(1500, 1000) == 1000
+
+
 def test_a_build_checks_the_rules_once(monkeypatch):
     calls = []
     check = hybrid_params.validate

@@ -220,12 +220,14 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
 
 
 def run_group(cols: Mapping[str, np.ndarray], footprint: float, lines: Mapping[str, np.ndarray],
-              chunk_len: int = 65536, dtype=np.float32,
-              progress: Callable[[int], None] | None = None, checked: bool = False) -> dict[str, np.ndarray]:
+              chunk_len: int = hybrid.CHUNK_LINES, dtype=np.float32,
+              progress: Callable[[int], None] | None = None, checked: bool = False,
+              floor: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
     """Replay one stream through every configuration of ``cols`` (same workload; ``footprint`` in bytes);
-    metric columns.  ``checked``: the caller has validated ``cols`` with this footprint already."""
+    metric columns.  ``checked``: the caller has validated ``cols`` with this footprint already; ``floor``:
+    the smallest layout sizes (``ssdx.models.hybrid.params.sizes``)."""
     n = len(cols["hybrid.nand"])
-    hp, lay = hybrid.build(cols, np.full(n, footprint), dtype=dtype, checked=checked)
+    hp, lay = hybrid.build(cols, np.full(n, footprint), dtype=dtype, checked=checked, floor=floor)
     return hybrid.simulate(hp, lay, dict(lines), chunk_len=chunk_len, progress=progress)
 
 
@@ -245,10 +247,11 @@ def base_columns(cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 def group_job(name: str, idx: np.ndarray, sub: Mapping[str, np.ndarray], workload: Mapping[str, Any],
               measure: int, fills: float, seed: int, settle: float = 0.0,
+              floor: Mapping[str, int] | None = None,
               device=None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """One workload group of a hybrid sweep: its stream replayed through the configurations ``sub``
-    (row numbers ``idx``).  Returns the table columns and the stream's info; module-level, so a Ray
-    worker runs exactly this."""
+    (row numbers ``idx``), on a layout of at least the sizes ``floor``.  Returns the table columns and the
+    stream's info; module-level, so a Ray worker runs exactly this."""
     import contextlib
 
     import jax
@@ -262,7 +265,8 @@ def group_job(name: str, idx: np.ndarray, sub: Mapping[str, np.ndarray], workloa
         path = trace_file(workload, name)
         if path is not None:  # fits_trace runs every rule on the footprint run_group builds with
             fits_trace(sub, st.info["footprint_bytes"], path)
-        res = run_group(sub, st.info["footprint_bytes"], st, progress=None, checked=path is not None)
+        res = run_group(sub, st.info["footprint_bytes"], st, progress=None, checked=path is not None,
+                        floor=floor)
     # config_index: the row's place in the sweep's space (ssdx.sweep.config_of), which a hybrid sweep never
     # drops from, so it equals config_id
     data: dict[str, Any] = {"config_id": np.asarray(idx).astype(np.int64),
@@ -317,7 +321,7 @@ def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: i
     order = list(dict.fromkeys(names))
     seed = int(cfg.get("seed", 0))
     workload = dict(cfg.get("workload") or {})
-    groups = []
+    groups, known = [], []
     for name in order:
         idx = np.flatnonzero(names == name)
         sub = {k: np.asarray(v)[idx] for k, v in cols.items()}
@@ -328,7 +332,10 @@ def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: i
         probe_fp = _footprint_hint(name, workload)
         if probe_fp is not None:  # synthetic footprints are known: refuse bad values before any compute
             hybrid_params.validate(sub, np.full(len(idx), probe_fp))
+            known.append(hybrid_params.sizes(sub, np.full(len(idx), probe_fp)))
         groups.append((idx, sub))
+    # every group on the largest known layout: one compiled program where the groups' sizes agree
+    floor = {k: max(s[k] for s in known) for k in hybrid_params.SIZES} if known else None
     if workload.get("trace_path"):  # workers may run elsewhere: an absolute path, and its files' identity
         workload["trace_path"] = str(Path(workload["trace_path"]).resolve())
     keys = ("trace_path", "format", "on_error", "max_trace_requests")
@@ -339,7 +346,8 @@ def run_table(cols: Mapping[str, np.ndarray], cfg: Mapping[str, Any], measure: i
 
     def make_job(g: int):
         idx, sub = groups[g]
-        return executors.Job(g, group_job, (order[g], idx, sub, workload, measure, fills, seed, settle), idx)
+        args = (order[g], idx, sub, workload, measure, fills, seed, settle, floor)
+        return executors.Job(g, group_job, args, idx)
 
     out = runner.execute(cols, [idx for idx, _ in groups], make_job, lambda _g, res: res, out_dir, definition,
                          executor, progress, desc)

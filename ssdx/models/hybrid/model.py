@@ -135,15 +135,17 @@ def gc_cost(cols: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def build(cols: Mapping[str, np.ndarray], footprint_bytes: np.ndarray | list[float],
-          dtype=np.float32, *, checked: bool = False) -> tuple[HybridParams, Layout]:
+          dtype=np.float32, *, checked: bool = False,
+          floor: Mapping[str, int] | None = None) -> tuple[HybridParams, Layout]:
     """The parameters and layout of a batch: ``ssdx.models.hybrid.params.build`` with the NAND tier's garbage
     collection cost of :func:`gc_cost` (the columns are checked first, once, so a bad value is named).
     ``footprint_bytes``: bytes, one per configuration; ``checked``: the caller has run
-    ``ssdx.models.hybrid.params.validate`` on these same arguments already."""
+    ``ssdx.models.hybrid.params.validate`` on these same arguments already; ``floor``: a layout whose
+    sizes the layout takes where larger (``ssdx.models.hybrid.params.SIZES``)."""
     if not checked:
         hybrid_params.validate(cols, np.asarray(footprint_bytes, float))
     t_page, wa = gc_cost(cols)
-    return hybrid_params.build(cols, footprint_bytes, t_page, wa, dtype=dtype, checked=True)
+    return hybrid_params.build(cols, footprint_bytes, t_page, wa, dtype=dtype, checked=True, floor=floor)
 
 
 def read_slot(p: HybridParams, ready: jax.Array, die_free: jax.Array, die_r: jax.Array, op_end: jax.Array,
@@ -568,15 +570,30 @@ def compiled(lay: Layout):
     return _COMPILED[lay]
 
 
-def simulate(hp: HybridParams, lay: Layout, lines: dict[str, np.ndarray], chunk_len: int = 65536,
+#: lines a chunk of :func:`simulate` holds at most
+CHUNK_LINES = 16384
+#: lines a chunk holds at least (a shorter stream is padded to it)
+MIN_CHUNK_LINES = 1024
+
+
+def chunk_length(n_lines: int, chunk_len: int = CHUNK_LINES) -> int:
+    """The padded length of :func:`simulate`'s chunks for a stream of ``n_lines``: ``chunk_len``, or the
+    power of two (at least :data:`MIN_CHUNK_LINES`) that holds a shorter stream whole, so that streams of
+    similar lengths share one compiled program (padding lines touch nothing)."""
+    whole = max(MIN_CHUNK_LINES, 1 << max(n_lines - 1, 0).bit_length())
+    return max(1, min(chunk_len, whole))
+
+
+def simulate(hp: HybridParams, lay: Layout, lines: dict[str, np.ndarray], chunk_len: int = CHUNK_LINES,
              progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
     """Replay host ``lines`` (:func:`lines_from_requests`) through every configuration of ``hp`` (leaves
-    ``(n,)``); returns :func:`metrics` plus ``compile_s`` and ``run_s``.  Chunks are summed on the host in
-    float64; the makespan runs from the first measured issue to the last completion."""
+    ``(n,)``) in chunks of :func:`chunk_length` lines; returns :func:`metrics` plus ``compile_s`` and
+    ``run_s``.  Chunks are summed on the host in float64; the makespan runs from the first measured issue
+    to the last completion."""
     import time
 
     n_lines = len(lines["op"])
-    chunk_len = max(1, min(chunk_len, n_lines))
+    chunk_len = chunk_length(n_lines, chunk_len)
     fn = compiled(lay)
     state = jax.vmap(lambda p: init(p, lay))(hp)
     sums: dict[str, np.ndarray] | None = None

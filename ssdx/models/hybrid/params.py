@@ -275,7 +275,8 @@ def capacity_lines(cols: Mapping, footprint_bytes: np.ndarray) -> np.ndarray:
 
 
 def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[float], wa: Sequence[float],
-          dtype=np.float32, *, checked: bool = False) -> tuple[HybridParams, Layout]:
+          dtype=np.float32, *, checked: bool = False,
+          floor: Mapping[str, int] | None = None) -> tuple[HybridParams, Layout]:
     """Validate and resolve the columns into a :class:`HybridParams` pytree (leaves ``(n,)``) and layout.
 
     ``footprint_bytes`` (bytes, one per configuration) sizes the SCM.  ``t_page_s`` (die seconds per host
@@ -283,7 +284,9 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[fl
     one per configuration, are the model's: this module builds parameters and runs no model
     (``ssdx.models.hybrid.model.build`` computes them and calls this).  ``checked``: the caller has run
     :func:`validate` on these ``cols`` and ``footprint_bytes`` already (the model must, before it computes
-    ``t_page_s``), so it is not run twice."""
+    ``t_page_s``), so it is not run twice.  ``floor``: :data:`SIZES` (as :func:`sizes` gives them) that the
+    layout takes where they are larger, so that the batches of one sweep share one compiled program (the
+    results are the same)."""
     footprint_bytes = np.asarray(footprint_bytes, float)
     if not checked:
         validate(cols, footprint_bytes)
@@ -320,8 +323,23 @@ def build(cols: Mapping, footprint_bytes: Sequence[float], t_page_s: Sequence[fl
     )
     # gathering slots per set: the write unit spread over the sets, with room for its fluctuation
     g = int(min(max(ways, int(np.ceil(3 * (unit / sets).max())) + 4), 4096))
-    lay = Layout(sets=int(sets.max()), ways=ways, gways=g, dies=int(dies.max()),
-                 slots=int(num(cols, "hybrid.queue_depth").max()),
-                 channels=int(num(cols, "hybrid.channels").max()),
-                 banks=int(num(cols, "hybrid.scm_banks").max()))
+    lay = Layout(ways=ways, gways=g, **sizes(cols, footprint_bytes))
+    if floor is not None:
+        lay = lay._replace(**{k: max(getattr(lay, k), int(floor[k])) for k in SIZES if k in floor})
     return hp, lay
+
+
+#: the layout's sizes that only bound per-configuration counts (active sets, dies, host slots, channels,
+#: banks): a larger one gives the same results (the model masks each configuration to its own counts)
+SIZES = ("sets", "dies", "slots", "channels", "banks")
+
+
+def sizes(cols: Mapping, footprint_bytes: Sequence[float]) -> dict[str, int]:
+    """The :data:`SIZES` of a batch's layout: the largest over its configurations (``footprint_bytes``:
+    bytes, one per configuration)."""
+    sets = capacity_lines(cols, np.asarray(footprint_bytes, float)) // int(num(cols, "hybrid.ways")[0])
+    return {"sets": int(sets.max()),
+            "dies": int((num(cols, "hybrid.channels") * num(cols, "hybrid.dies_per_channel")).max()),
+            "slots": int(num(cols, "hybrid.queue_depth").max()),
+            "channels": int(num(cols, "hybrid.channels").max()),
+            "banks": int(num(cols, "hybrid.scm_banks").max())}
