@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import mixed_sweep_cols
+from test_cli import ssdx_here
 
 from ssdx.core import registry
 from ssdx.params import ConfigError
@@ -228,12 +229,11 @@ def test_sigkill_mid_sweep_then_rerun_gives_the_uninterrupted_rows(tmp_path):
     assert 3 <= done < 36, f"{done} of 36 chunks at the kill: the test needs an unfinished sweep"
     assert not (killed / "results.parquet").exists()
 
-    cmd, env = _ssdx(killed)
+    cmd, env = _ssdx(killed)  # a new process resumes, as a user's would
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert f"resumed: {done} of 36 chunks were already done" in r.stdout
-    cmd, env = _ssdx(full)
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    r = ssdx_here(*_ssdx(full)[0][3:])  # the uninterrupted run and the refusal below: the same command
     assert r.returncode == 0, r.stderr
     a = pq.read_table(killed / "results.parquet").to_pandas()
     b = pq.read_table(full / "results.parquet").to_pandas()
@@ -241,8 +241,7 @@ def test_sigkill_mid_sweep_then_rerun_gives_the_uninterrupted_rows(tmp_path):
     pd.testing.assert_frame_equal(a, b)
 
     # the same directory with a changed sweep is refused, exit status 2, nothing overwritten
-    cmd, env = _ssdx(killed, "sweep.n_steps=1000")
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    r = ssdx_here(*_ssdx(killed, "sweep.n_steps=1000")[0][3:])
     assert r.returncode == 2
     assert "different sweep definition" in r.stderr and f"n_steps {KILL_STEPS} -> 1000" in r.stderr
     pd.testing.assert_frame_equal(pq.read_table(killed / "results.parquet").to_pandas(), b)

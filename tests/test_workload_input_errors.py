@@ -294,7 +294,7 @@ def test_a_hybrid_trace_group_checks_its_rules_once(tmp_path, monkeypatch):
     # fits_trace checks every rule on the footprint the model is built with: the build does not repeat it
     f = tmp_path / "prxy_0.csv"
     f.write_text("".join(MSR_LINE.format(i=i, off=4096 * (i + 1)) for i in range(200)))
-    sub = hybrid_params.columns({**hybrid_params.defaults(), "scm_basis": "nand"})
+    sub = hybrid_params.columns({**hybrid_params.defaults(), "scm_basis": "nand", "nand_capacity_gib": 1.0})
     calls = []
     check = hybrid_params.validate
     monkeypatch.setattr(hybrid_params, "validate", lambda *a, **k: calls.append(a) or check(*a, **k))
