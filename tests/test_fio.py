@@ -175,6 +175,15 @@ def test_rate_gives_arrival_times(tmp_path):
     r, s = requests(w, 10_000)
     assert len(r["op"]) == 52 and not s.truncated  # 1024 requests/s: t = i/1024 < 50 ms for i <= 51
     np.testing.assert_allclose(np.diff(r["time_s"]), 1 / 1024)
+    # fio's alias timeout is runtime; io_submit_mode and the minimum rates change nothing the drive sees
+    text = "[j]\nrw=write\nbs=64k\nrate=64m\ntimeout=50ms\nsize=1g\nio_submit_mode=offload\n"
+    text += "ratemin=1m\nrate_iops_min=10\nratecycle=500\n"
+    w2 = load(tmp_path, text)
+    assert w2.jobs[0].runtime_s == 0.05 and w2.ignored == []
+    assert w2.ignored_by_design == ["io_submit_mode", "rate_cycle", "rate_iops_min", "rate_min"]
+    r2, _ = requests(w2, 10_000)
+    np.testing.assert_array_equal(r2["time_s"], r["time_s"])
+    np.testing.assert_array_equal(r2["offset"], r["offset"])
     w = load(tmp_path, "[j]\nrw=randread\nrate_iops=1000\nrate_process=poisson\nsize=1g\n")
     gaps = np.diff(requests(w, 20_000)[0]["time_s"])
     assert gaps.mean() == pytest.approx(1e-3, rel=0.03)

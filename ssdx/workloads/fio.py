@@ -12,7 +12,8 @@ line whose first non-blank character is ``;`` or ``#`` is a comment, and fio cut
 ``include FILE`` pulls in a file of options (no sections; relative to the working directory, else to the
 including file; at most 8 deep).  ``${VAR}`` in a value is replaced by the environment variable, the
 empty string when it is unset (fio's rule).  Aliases: ``readwrite`` = ``rw``, ``blocksize`` = ``bs``,
-``blocksize_range`` = ``bsrange``, ``ba`` = ``blockalign``, ``io_limit`` = ``io_size``.
+``blocksize_range`` = ``bsrange``, ``ba`` = ``blockalign``, ``io_limit`` = ``io_size``, ``timeout`` =
+``runtime``, ``ratemin`` = ``rate_min``, ``ratecycle`` = ``rate_cycle`` (fio's option table).
 
 **Numbers** (fio HOWTO, "int" and ``kb_base``).  Whole numbers (decimal or ``0x`` hex) with an optional
 unit, not case sensitive.  With ``kb_base=1024`` (fio's default) ``k``/``kb``, ``m``/``mb``, ``g``,
@@ -46,8 +47,10 @@ requests the drive sees in ssdx's model — naming and files (``name``, ``filena
 logs (``group_reporting``, ``write_lat_log``, ...), how the host issues I/O (``ioengine``, ``direct``,
 ``thread``, CPU affinity, batching; the engine models the device, every request reaching it as with
 ``direct=1``), data content (``zero_buffers``, ``buffer_compress_percentage``, ...; ssdx models no
-data) and ``randrepeat`` (ssdx is always repeatable).  They are accepted and named in the summary's
-``fio_ignored_by_design``.
+data), ``io_submit_mode`` (which of fio's threads submit), the minimum rates ``rate_min``,
+``rate_iops_min`` and their window ``rate_cycle`` (fio ends a job below them; ssdx runs it whole and
+reports its rate) and ``randrepeat`` (ssdx is always repeatable).  They are accepted and named in the
+summary's ``fio_ignored_by_design``.
 
 **Any other option is refused**: :class:`FioError` (a :class:`ssdx.params.ConfigError`: exit status 2)
 naming the option and its ``file:line`` — e.g. ``verify``, ``fsync``, ``ramp_time``, ``startdelay``,

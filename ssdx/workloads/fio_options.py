@@ -64,6 +64,11 @@ IGNORED_BY_DESIGN: dict[str, str] = {
                      "error_dump"), _HOST),
     **dict.fromkeys(("zero_buffers", "refill_buffers", "scramble_buffers", "buffer_pattern",
                      "buffer_compress_percentage", "buffer_compress_chunk", "dedupe_percentage"), _DATA),
+    "io_submit_mode": "whether fio's job threads or a pool of its threads submit the I/O (inline, offload); "
+                      "ssdx issues each request at its rate's time either way",
+    **dict.fromkeys(("rate_min", "rate_iops_min", "rate_cycle"),
+                    "fio's check that ends a job running below this rate (averaged over rate_cycle ms); it "
+                    "does not shape the requests: ssdx runs the job whole and reports the rate it reached"),
     "randrepeat": "ssdx streams are always repeatable",
     "allrandrepeat": "ssdx streams are always repeatable",
     "random_generator": "fio's generator; ssdx draws its own (random map: a keyed permutation)",
