@@ -140,8 +140,8 @@ def build(cols: Mapping[str, np.ndarray], footprint_bytes: np.ndarray | list[flo
     """The parameters and layout of a batch: ``ssdx.models.hybrid.params.build`` with the NAND tier's garbage
     collection cost of :func:`gc_cost` (the columns are checked first, once, so a bad value is named).
     ``footprint_bytes``: bytes, one per configuration; ``checked``: the caller has run
-    ``ssdx.models.hybrid.params.validate`` on these same arguments already; ``floor``: a layout whose
-    sizes the layout takes where larger (``ssdx.models.hybrid.params.SIZES``)."""
+    ``ssdx.models.hybrid.params.validate`` on these same arguments already; ``floor``: layout sizes
+    (``ssdx.models.hybrid.params.sizes``) that the layout takes where they are larger."""
     if not checked:
         hybrid_params.validate(cols, np.asarray(footprint_bytes, float))
     t_page, wa = gc_cost(cols)
