@@ -499,8 +499,7 @@ def test_a_mechanism_no_configuration_uses_is_left_out_exactly(mechanism):
         with x64():
             p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, lay))
             req, _ = engine.requests(ops, offs, sizes, times, None, _length(n), np.float64)
-            run_chunk = RUN_CHUNK
-            _, acc, lat = run_chunk(p, engine.init(p, lay), req, lay, True)
+            _, acc, lat = RUN_CHUNK(p, engine.init(p, lay), req, lay, True)
         return lay, np.asarray(lat)[:n], jax.tree_util.tree_map(np.asarray, acc)
 
     lay1, lat1, acc1 = run(rows[0])
@@ -562,8 +561,7 @@ def test_reads_ready_in_issue_order_book_alike_with_one_gap_or_many():
         req, _ = engine.requests(ops, offs, sizes, times, None, _length(n), np.float64)
         for layout in (lay, many):
             p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(d, w, e, layout))
-            run_chunk = RUN_CHUNK
-            _, _, lat = run_chunk(p, engine.init(p, layout), req, layout, True)
+            _, _, lat = RUN_CHUNK(p, engine.init(p, layout), req, layout, True)
             _, _, lat_cpu = engine_cpu.run_chunk(engine_cpu.pack_plan(p, layout), engine.init(p, layout), req,
                                                  layout, True)
             lats += [np.asarray(lat)[:n, 0], lat_cpu[:n, 0]]

@@ -205,9 +205,14 @@ def test_a_changed_sweep_is_accepted_while_nothing_has_finished(tmp_path):
 KILL_STEPS = 25_000
 
 
+def _args(run_dir, *extra) -> list[str]:
+    """The kill test's ``ssdx`` arguments: a fluid sweep of 36 chunks into ``run_dir``."""
+    return [f"hydra.run.dir={run_dir}", "sweep.chunk_size=4", f"sweep.n_steps={KILL_STEPS}",
+            "runner.devices=1", *extra]
+
+
 def _ssdx(run_dir, *extra):
-    cmd = [sys.executable, "-m", "ssdx.cli.main", f"hydra.run.dir={run_dir}", "sweep.chunk_size=4",
-           f"sweep.n_steps={KILL_STEPS}", "runner.devices=1", *extra]
+    cmd = [sys.executable, "-m", "ssdx.cli.main", *_args(run_dir, *extra)]
     return cmd, dict(os.environ, TQDM_DISABLE="1")
 
 
@@ -233,7 +238,7 @@ def test_sigkill_mid_sweep_then_rerun_gives_the_uninterrupted_rows(tmp_path):
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert f"resumed: {done} of 36 chunks were already done" in r.stdout
-    r = ssdx_here(*_ssdx(full)[0][3:])  # the uninterrupted run and the refusal below: the same command
+    r = ssdx_here(*_args(full))  # the uninterrupted run and the refusal below: in this process
     assert r.returncode == 0, r.stderr
     a = pq.read_table(killed / "results.parquet").to_pandas()
     b = pq.read_table(full / "results.parquet").to_pandas()
@@ -241,7 +246,7 @@ def test_sigkill_mid_sweep_then_rerun_gives_the_uninterrupted_rows(tmp_path):
     pd.testing.assert_frame_equal(a, b)
 
     # the same directory with a changed sweep is refused, exit status 2, nothing overwritten
-    r = ssdx_here(*_ssdx(killed, "sweep.n_steps=1000")[0][3:])
+    r = ssdx_here(*_args(killed, "sweep.n_steps=1000"))
     assert r.returncode == 2
     assert "different sweep definition" in r.stderr and f"n_steps {KILL_STEPS} -> 1000" in r.stderr
     pd.testing.assert_frame_equal(pq.read_table(killed / "results.parquet").to_pandas(), b)
