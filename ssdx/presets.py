@@ -73,6 +73,11 @@ def workload(name: str = "seq_fill", **overrides: Any) -> dict[str, Any]:
     return {**_load("workload", name), **overrides}
 
 
+def engine(name: str = "default", **overrides: Any) -> dict[str, Any]:
+    """The request engine's settings (``conf/engine/NAME.yaml``) as a dict, with field overrides."""
+    return {**_load("engine", name), **overrides}
+
+
 def fit_program_time_us(speed_mb_s: float, dies: int, planes: int, page_bytes: float) -> float:
     """Per-page program time (us) at which ``dies x planes`` programming ``page_bytes`` give ``speed``."""
     return dies * planes * page_bytes / (speed_mb_s * 1e6) * 1e6

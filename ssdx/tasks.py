@@ -20,9 +20,9 @@ from ssdx.report.tables import best_per_group, format_table
 from ssdx.sweep import runner, source, space
 
 #: sweep keys that only some models read: key -> those models (any other model would ignore the key)
-MODEL_KEYS = {"n_steps": ("fluid",), "rounds": ("gc",), "requests": ("hybrid",)}
+MODEL_KEYS = {"n_steps": ("fluid",), "rounds": ("gc",), "requests": ("hybrid", "engine"), "cost": ("engine",)}
 #: sweep keys of the chunked runner's models only (a model with its own runner, hybrid, has its own base)
-CHUNKED_KEYS = ("drive", "workload", "on_invalid", "chunk_size")
+CHUNKED_KEYS = ("drive", "workload", "on_invalid", "chunk_size", "only")
 
 
 def check_model_keys(sweep: Mapping[str, Any], model: str, chunked: bool) -> None:
@@ -81,7 +81,12 @@ def sweep_space(sweep: Mapping[str, Any],
     configurations.
     """
     base = sweep_base(sweep, base_cfg)
+    spec = _vmap_model(sweep)
+    if spec.fields:
+        registry.resolve(spec.fields)(sweep)
     cols = space.sweep_rows(base, sweep)
+    if spec.complete:
+        cols = registry.resolve(spec.complete)(cols, sweep, base_cfg)
     n = len(cols["drive.nand"])
     policy = on_invalid(sweep)
     checks = _checks(sweep)
@@ -122,18 +127,50 @@ def set_auto_ranges(keep: dict[str, Any] | None, sweep: Mapping[str, Any], base_
     n = int(ok.sum())
     values: dict[str, np.ndarray] = {m: np.zeros(0) for m in h["auto"]}
     if n:
-        spec = _vmap_model(sweep)
-        trees, groups, model, _ = registry.resolve(spec.build)(cols, sweep, base_cfg, dtype)
-        table = runner.run(cols, model, n, dtype=dtype, progress=False, trees=trees, groups=groups)
+        table = _run_rows(sweep, base_cfg, cols, dtype, n, progress=False)[0]
         values = {m: (table.column(m).to_numpy() if m in table.column_names else cols[m]) for m in h["auto"]}
     reduce.set_auto_ranges(keep, values, n)
 
 
+def _run_rows(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], cols: Mapping[str, np.ndarray], dtype,
+              chunk: int, **kw) -> tuple[Any, int | None]:
+    """Run the configurations ``cols`` of a sweep of the chunked runner: its model's ``rows`` runner, else
+    :func:`ssdx.sweep.runner.run` on the inputs its ``build`` makes.  Returns what that runner returns and
+    the scan steps (None for a model without them)."""
+    spec = _vmap_model(sweep)
+    if spec.rows is not None:
+        return registry.resolve(spec.rows)(cols, sweep, base_cfg, dtype, chunk, **kw), None
+    trees, groups, model, n_steps = registry.resolve(spec.build)(
+        {k: v for k, v in cols.items() if k != "config_index"}, sweep, base_cfg, dtype)
+    if kw.get("definition") is not None:  # the run's fingerprint holds the model's scan steps
+        kw["definition"] = {**kw["definition"], "n_steps": n_steps}
+    return runner.run(cols, model, chunk, dtype=dtype, trees=trees, groups=groups, **kw), n_steps
+
+
+def only_row(only: Any, ok: np.ndarray, cols: Mapping[str, np.ndarray],
+             sweep: Mapping[str, Any]) -> np.ndarray:
+    """The one space index ``sweep.only`` names, as an array: an integer index of the space (``config_index``
+    of any kept row; ``cols`` every configuration's columns, ``ok`` which are feasible) that is feasible; else
+    :class:`ssdx.params.ConfigError` naming the rule it breaks."""
+    n = len(ok)
+    if isinstance(only, bool) or not isinstance(only, int | np.integer) or not 0 <= only < n:
+        raise params.ConfigError("sweep.only", only, f"must be a configuration index 0 <= x < {n} of the "
+                                 "sweep "
+                                 "(the config_index of a row of its results)")
+    if not ok[only]:
+        row = {k: np.asarray(v)[[only]] for k, v in cols.items()}
+        broken = [d for c in _checks(sweep) for d in params.valid_rows(row, c)[1]]
+        rule = f"{broken[0]['field']}: {broken[0]['rule']}" if broken else "infeasible"
+        raise params.ConfigError("sweep.only", only, f"configuration {only} is infeasible ({rule})")
+    return np.asarray([int(only)], np.int64)
+
+
 def _vmap_model(sweep: Mapping[str, Any]) -> registry.SweepModelSpec:
-    """The registry's spec of the sweep's model, which must run in the chunked runner (``build``)."""
+    """The registry's spec of the sweep's model, which must run in the chunked runner (``build`` or
+    ``rows``)."""
     spec = registry.sweep_model(sweep)
-    if spec.build is None:
-        vmap = [m.name for m in registry.SWEEP_MODELS.values() if m.build]
+    if spec.build is None and spec.rows is None:
+        vmap = [m.name for m in registry.SWEEP_MODELS.values() if m.build or m.rows]
         raise params.ConfigError("sweep.model", spec.name, "has its own runner; the columns of a sweep are "
                                  f"built for {', '.join(vmap)}")
     return spec
@@ -173,6 +210,9 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
 
     keep = reduce.parse(sweep.get("keep", "all"))
     check_outputs(sweep, base_cfg, keep)
+    only = sweep.get("only")
+    if only is not None:  # one design alone: its row in full, nothing to reduce
+        keep = None
     if _on_device(sweep, spec, keep):
         from ssdx.sweep import device
 
@@ -185,19 +225,21 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     cols, ok, dropped, n_defined = sweep_space(sweep, base_cfg)
     set_auto_ranges(keep, sweep, base_cfg, dtype, n_defined, lambda ids: {k: v[ids] for k, v in cols.items()})
     space_index = np.flatnonzero(ok)
+    if only is not None:
+        space_index = only_row(only, ok, cols, sweep)
+        ok = np.zeros(n_defined, bool)
+        ok[space_index] = True
     if not ok.all():
         cols = {k: v[ok] for k, v in cols.items()}
-    trees, groups, model, n_steps = registry.resolve(spec.build)(cols, sweep, base_cfg, dtype)
     # each row's index in the space (before on_invalid: drop), as the reduced outputs carry it: what
     # ssdx.sweep.config_of re-materialises
     cols = {"config_index": space_index.astype(np.int64), **cols}
     chunk = sweep_chunk(sweep, chunk_size)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    definition = {"sweep_model": sweep.get("model", "fluid"), "n_steps": n_steps}
-    table = runner.run(cols, model, chunk, out_dir=out_dir, dtype=dtype, progress=progress,
-                       desc=str(sweep.get("name", "sweep")), trees=trees, groups=groups, executor=executor,
-                       definition=definition, keep=keep)
+    table, n_steps = _run_rows(sweep, base_cfg, cols, dtype, chunk, out_dir=out_dir, progress=progress,
+                               desc=str(sweep.get("name", "sweep")), executor=executor,
+                               definition={"sweep_model": sweep.get("model", "fluid")}, keep=keep)
     wall = time.perf_counter() - t0
     infeasible = {f'{d["field"]}: {d["rule"]}': d["configurations"] for d in dropped}
     if keep is not None:
@@ -291,19 +333,20 @@ def check_outputs(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
 
     spec = _vmap_model(sweep)
     base = space.base_columns(sweep_base(sweep, base_cfg), sweep)
-    reduce.check_columns(keep, list(base), spec.metrics)
-    _check_report(sweep.get("report"), base, spec.name, spec.metrics, keep is None or bool(keep["all"]))
+    reduce.check_columns(keep, list(base), spec.metric_names())
+    _check_report(sweep.get("report"), base, spec.name, spec.metric_names(),
+                  keep is None or bool(keep["all"]))
 
 
 #: the report's ranking of a sweep without ``report.sort_by``, by model: (metric, ascending)
 DEFAULT_SORT = {"fluid": ("time_s", True), "thermal": ("written_gb", False),
-                "gc": ("write_amplification", True)}
+                "gc": ("write_amplification", True), "engine": ("latency_p99_us", True)}
 
 
 def default_sort(model: str) -> tuple[str, bool]:
     """The metric a ``model`` sweep's report ranks by when its ``report`` sets no ``sort_by``, and whether
     lower is better: the fill's time (fluid), the data written in the run (thermal: the least throttled),
-    the write amplification (GC)."""
+    the write amplification (GC), the p99 latency (engine)."""
     return DEFAULT_SORT.get(model, DEFAULT_SORT["fluid"])
 
 
@@ -420,10 +463,11 @@ def _on_device(sweep: Mapping[str, Any], spec, keep) -> bool:
         raise params.ConfigError("sweep.generate", mode, f"must be one of {list(GENERATE)}")
     if mode == "host":
         return False
-    possible = spec.name == "fluid" and keep is not None and not keep["all"]
+    possible = (spec.name == "fluid" and keep is not None and not keep["all"]
+                and not any("skip_if" in keep.get(k, {}) for k in ("top_k", "pareto")))
     if mode == "device" and not possible:
         raise params.ConfigError("sweep.generate", mode, "the device generates fluid sweeps that keep "
-                                 "reductions only (a keep mapping without all: true)")
+                                 "reductions only (a keep mapping without all: true or skip_if)")
     return possible
 
 
@@ -434,7 +478,8 @@ def _device_sweep(sweep, base_cfg, keep, out_dir: Path, dtype, chunk_size, progr
 
     policy = on_invalid(sweep)
     n_steps = registry.fluid_steps(sweep, base_cfg)
-    ds = device.DeviceSpace(sweep_base(sweep, base_cfg), sweep, keep, registry.sweep_model(sweep).metrics,
+    ds = device.DeviceSpace(sweep_base(sweep, base_cfg), sweep, keep,
+                            registry.sweep_model(sweep).metric_names(),
                             dtype)
     if policy == "error":
         ds.raise_first_breach()
@@ -499,6 +544,10 @@ def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_s
         "outputs": [str(out_dir / "summary.json")] + [str(out_dir / v["file"]) for v in kept.values()
                                                        if isinstance(v, dict)],
     }
+    if "pareto" in keep:  # the front's rows (the first 50 by x), as a table sweep's report gives them
+        front = pq.read_table(out_dir / "pareto.parquet").to_pandas()
+        summary["pareto"] = {"x": keep["pareto"]["x"], "y": keep["pareto"]["y"], "n_front": len(front),
+                             "front": front.head(50).to_dict(orient="records")}
     summary.update(extra or {})
     io.write_json(out_dir / "summary.json", summary)
     cols = list(t.get("group_by", [])) + ["config_index"] + ([t["by"]] if t else [])

@@ -108,6 +108,7 @@ CASES: dict[str, list[str]] = {
     "sweep_slc_design": ["sweep=slc_design"],
     "sweep_tmt_grid": ["sweep=tmt_grid"],
     "sweep_wa_spare": ["sweep=wa_spare", "sweep.rounds=5", "gc.n_blocks=128"],
+    "sweep_engine_design": ["sweep=engine_design", "sweep.requests=500"],
     "sweep_nand_per_workload": ["sweep=nand_per_workload", "sweep.requests=1500", "hybrid.warmup_fills=0.02"],
     "sweep_nand_per_workload_nand": [
         "sweep=nand_per_workload_nand",

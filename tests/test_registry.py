@@ -56,9 +56,12 @@ def test_every_registered_function_resolves():
     for j in registry.JOBS.values():
         assert callable(registry.resolve(j.run)) and callable(registry.resolve(j.lines)), j.name
     for m in registry.SWEEP_MODELS.values():
-        refs = [m.lines, *m.checks] + [r for r in (m.base_columns, m.build, m.run) if r]
+        own = (m.base_columns, m.build, m.run, m.rows, m.complete, m.fields)
+        refs = [m.lines, *m.checks] + [r for r in own if r]
         assert all(callable(registry.resolve(r)) for r in refs), m.name
-        assert (m.build is None) != (m.run is None), m.name  # the chunked runner or its own, not both
+        # the chunked runner on a vmapped model (build), its rows runner (rows) or its own, one of them
+        assert [m.build, m.run, m.rows].count(None) == 2, m.name
+        assert all(isinstance(x, str) for x in m.metric_names()), m.name
         assert m.reduces == (m.run is None)
 
 

@@ -103,11 +103,13 @@ def test_an_unknown_sweep_column_shows_its_plain_value_and_the_closest_known_one
         assert e.value.field == "sweep.space: drive.nandd" and e.value.value == "tlc"
         assert type(e.value.value) is str
         assert "= 'tlc' breaks" in str(e.value) and "np.str_" not in str(e.value)
-        assert "unknown field (did you mean 'drive.nand'?); known: [" in str(e.value)
-    with pytest.raises(ConfigError, match=r"unknown field \(did you mean 'drive.channels'\?\)") as e:
+        assert "unknown field of a model: fluid sweep (did you mean 'drive.nand'?); known: [" in str(e.value)
+    near = r"unknown field of a model: fluid sweep \(did you mean 'drive.channels'\?\)"
+    with pytest.raises(ConfigError, match=near) as e:
         space.sweep_rows(base, {"base": {"drive.chanels": 8}, "space": sweep["space"]})
     assert e.value.field == "sweep.base.drive.chanels"
-    with pytest.raises(ConfigError, match=r"unknown field; known: \[") as e:  # nothing close: no suggestion
+    # nothing close: no suggestion
+    with pytest.raises(ConfigError, match=r"unknown field of a model: fluid sweep; known: \[") as e:
         space.sweep_rows(base, {"space": {"grid": {"zzz": [1.5]}}})
     assert e.value.value == 1.5 and type(e.value.value) is float
 

@@ -72,7 +72,17 @@ class SweepModelSpec:
     sweeps read ``workload.fio`` (the base workload), ``workload.trace_path`` and ``workload.synthetic``
     (:func:`check_sources`).  ``blocks`` are the config blocks its columns come from; ``metrics`` the
     scalar metrics its per-configuration function returns, the table's columns besides ``config_id`` and
-    the parameters (a model with its own runner lists none here: its table is that runner's)."""
+    the parameters (a model with its own runner lists none here: its table is that runner's), or
+    ``"module:NAME"`` of the tuple that lists them (:meth:`metric_names`).
+
+    A model whose configurations are not one ``vmap``-ped function each (the request engine: a batch replays
+    a shared request stream) gives ``rows`` instead of ``build``: ``"module:function"`` taking ``(cols,
+    sweep, base_cfg, dtype, chunk_size, out_dir=, progress=, desc=, executor=, definition=, keep=)`` and
+    returning what :func:`ssdx.sweep.runner.run` returns (it runs its chunks through
+    :func:`ssdx.sweep.runner.execute`, so checkpoints, resume, reductions and executors are the same).
+    ``complete`` (``(cols, sweep, base_cfg) -> cols``) finishes the expanded columns (and any one row
+    ``ssdx.sweep.config_of`` decodes); ``fields`` (``sweep -> None``) refuses a swept field the model has
+    as a column but does not read."""
 
     name: str
     lines: str
@@ -80,13 +90,20 @@ class SweepModelSpec:
     checks: tuple[str, ...] = ()
     build: str | None = None
     run: str | None = None
+    rows: str | None = None
+    complete: str | None = None
+    fields: str | None = None
     blocks: tuple[str, ...] = ()
     fio: bool = True
     trace_path: bool = False
     synthetic: bool = False
     reduces: bool = True
-    metrics: tuple[str, ...] = ()
+    metrics: tuple[str, ...] | str = ()
     description: str = ""
+
+    def metric_names(self) -> tuple[str, ...]:
+        """The metrics of :attr:`metrics` (the tuple a ``"module:NAME"`` names, imported now)."""
+        return tuple(resolve(self.metrics)) if isinstance(self.metrics, str) else self.metrics
 
 
 def resolve(ref: str) -> Callable[..., Any]:
@@ -242,6 +259,14 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                    metrics=("complete", "cycles", "erases_per_host_page", "mb_s", "precondition_wa",
                             "steady_state_round", "write_amplification"),
                    description="block-level GC: write amplification after SNIA preconditioning"),
+    SweepModelSpec("engine", f"{_CONSOLE}:sweep", base_columns="ssdx.models.engine.sweep:base_columns",
+                   checks=("ssdx.models.engine.sweep:validate",), rows="ssdx.models.engine.sweep:run_rows",
+                   complete="ssdx.models.engine.sweep:complete",
+                   fields="ssdx.models.engine.sweep:check_fields",
+                   blocks=("drive", "nand", "workload", "engine"), trace_path=True, synthetic=True,
+                   metrics="ssdx.models.engine.sweep:METRICS",
+                   description="request engine: latency percentiles, IOPS and cost of drive designs on a fio "
+                               "job, trace or generated stream"),
     SweepModelSpec("hybrid", f"{_CONSOLE}:hybrid_sweep", run="ssdx.models.hybrid.jobs:run_sweep",
                    blocks=("workload", "hybrid"), fio=False, trace_path=True, reduces=False,
                    description="SCM/NAND hybrid drive replaying MSR streams (its own runner: one replay "

@@ -34,4 +34,12 @@ def config_of(sweep: Mapping[str, Any], index: int, base_cfg: Mapping[str, Any] 
         return space.sweep_row(hybrid_jobs.base_columns(cfg), sweep, int(index))
     if base_cfg is None:
         base_cfg = {"drive": presets.drive(), "workload": presets.workload(), "nand": None}
-    return space.sweep_row(tasks.sweep_base(sweep, base_cfg), sweep, int(index))
+        if sweep.get("model") == "engine":
+            base_cfg["engine"] = presets.engine()
+    row = space.sweep_row(tasks.sweep_base(sweep, base_cfg), sweep, int(index))
+    spec = tasks._vmap_model(sweep)
+    if spec.complete:  # the model's finishing of the columns (an engine sweep's fio queue depths)
+        from ssdx.core import registry
+
+        row = registry.resolve(spec.complete)(row, sweep, base_cfg)
+    return row

@@ -166,7 +166,8 @@ class DeviceSpace:
             for rows in fs:
                 for key, values in rows.items():
                     if key not in self.base:
-                        raise space.unknown_field(f"sweep.space: {key}", key, values[0], self.base)
+                        raise space.unknown_field(f"sweep.space: {key}", key, values[0], self.base,
+                                                  sweep.get("model", "fluid"))
             self.parts.append(Part(fs, offset))
             offset += self.parts[-1].size
         self.n = offset

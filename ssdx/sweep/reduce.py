@@ -11,9 +11,10 @@ of (or besides) the whole table, small summaries computed chunk by chunk where t
       histograms: {metrics: [mean_mb_s], bins: 50, group_by: [drive.slc_mode],
                    range: {mean_mb_s: [1.0, 20000.0]}, log: [mean_mb_s], quantiles: [0.5, 0.99]}
 
-Those are all the keys of each block (:data:`KEYS`): any other is refused (:func:`parse`), as is a name
-that is neither a metric of the sweep's model nor one of its configuration columns (:func:`check_columns`,
-before the sweep runs).
+Those are all the keys of each block (:data:`KEYS`) but ``skip_if``, which top-k and Pareto take: a
+column whose non-zero rows they leave out (``skip_if: saturated`` keeps an engine sweep's saturated
+designs off the front).  Any other key is refused (:func:`parse`), as is a name that is neither a metric
+of the sweep's model nor one of its configuration columns (:func:`check_columns`, before the sweep runs).
 
 Every reduction is a *state* with an associative and commutative merge, so the same sweep gives the same
 state whatever the chunk size, the order chunks finish in, the devices or the Ray workers:
@@ -51,8 +52,8 @@ from ssdx.sweep.source import check_keys
 
 KINDS = ("top_k", "pareto", "histograms")
 #: the keys of each reduction's block (anything else is refused: a misspelt key would be ignored)
-KEYS = {"top_k": ("k", "by", "group_by", "ascending"),
-        "pareto": ("x", "y", "x_better", "y_better"),
+KEYS = {"top_k": ("k", "by", "group_by", "ascending", "skip_if"),
+        "pareto": ("x", "y", "x_better", "y_better", "skip_if"),
         "histograms": ("metrics", "bins", "group_by", "range", "log", "quantiles")}
 #: an example of each reduction's block, quoted when one is not a mapping
 EXAMPLES = {"top_k": "{k: 10, by: mean_mb_s}", "pareto": "{x: drive.dies_per_channel, y: mean_mb_s}",
@@ -103,7 +104,8 @@ def parse(keep: Any) -> dict[str, Any] | None:
         if not isinstance(asc, bool):
             raise ConfigError("sweep.keep.top_k.ascending", asc, "must be true or false")
         out["top_k"] = {"k": k, "by": t["by"], "ascending": asc,
-                        "group_by": _names(t.get("group_by"), "sweep.keep.top_k.group_by")}
+                        "group_by": _names(t.get("group_by"), "sweep.keep.top_k.group_by"),
+                        **_skip_if(t, "top_k")}
     if keep.get("pareto") is not None:
         p = _block(keep, "pareto")
         for axis in ("x", "y"):
@@ -113,7 +115,7 @@ def parse(keep: Any) -> dict[str, Any] | None:
             if better not in ("min", "max"):
                 raise ConfigError(f"sweep.keep.pareto.{axis}_better", better, "must be 'min' or 'max'")
         out["pareto"] = {"x": p["x"], "y": p["y"], "x_better": p.get("x_better", "min"),
-                         "y_better": p.get("y_better", "min")}
+                         "y_better": p.get("y_better", "min"), **_skip_if(p, "pareto")}
     if keep.get("histograms") is not None:
         h = _block(keep, "histograms")
         metrics = _names(h.get("metrics"), "sweep.keep.histograms.metrics")
@@ -227,6 +229,17 @@ def set_auto_ranges(spec: dict[str, Any], values: Mapping[str, np.ndarray], n_pi
     h["pilot"] = int(n_pilot)  # feasible configurations the pilot ran
 
 
+def _skip_if(block: Mapping[str, Any], kind: str) -> dict[str, str]:
+    """A reduction's optional ``skip_if`` (a column: rows where it is non-zero are left out, e.g. an engine
+    sweep's ``saturated`` designs), as the parsed block carries it (nothing when not given)."""
+    if block.get("skip_if") is None:
+        return {}
+    if not isinstance(block["skip_if"], str):
+        raise ConfigError(f"sweep.keep.{kind}.skip_if", block["skip_if"],
+                          "must name a metric or column (rows where it is non-zero are left out)")
+    return {"skip_if": block["skip_if"]}
+
+
 def _fields(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(field, column)`` of every column name a parsed spec holds, in the order of its blocks."""
     out: list[tuple[str, str]] = []
@@ -235,6 +248,9 @@ def _fields(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
         out += [("sweep.keep.top_k.by", t["by"]), *(("sweep.keep.top_k.group_by", c) for c in t["group_by"])]
     if "pareto" in spec:
         out += [("sweep.keep.pareto.x", spec["pareto"]["x"]), ("sweep.keep.pareto.y", spec["pareto"]["y"])]
+    for kind in ("top_k", "pareto"):
+        if "skip_if" in spec.get(kind, {}):
+            out.append((f"sweep.keep.{kind}.skip_if", spec[kind]["skip_if"]))
     if "histograms" in spec:
         h = spec["histograms"]
         out += [*(("sweep.keep.histograms.metrics", c) for c in h["metrics"]),
@@ -338,6 +354,12 @@ class Reducer:
         known = sorted(k for k in data if k != "config_id")
         raise ConfigError("sweep.keep", name, f"names no metric or configuration column; metrics: {known}")
 
+    def _kept(self, block: Mapping[str, Any], data: Mapping[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
+        """The rows a reduction keeps: all, or those whose ``skip_if`` column is zero."""
+        if "skip_if" not in block:
+            return np.ones(len(ids), bool)
+        return np.asarray(self._column(block["skip_if"], data, ids), np.float64) == 0
+
     def empty(self) -> State:
         """The identity of :meth:`merge`."""
         return {"n": 0, "metrics": self.metric_names or [], "top_k": {}, "pareto": [], "histograms": {}}
@@ -358,8 +380,9 @@ class Reducer:
             t = self.spec["top_k"]
             v = self._column(t["by"], data, ids).astype(np.float64)
             keys, inv = _groups({c: self._column(c, data, ids) for c in t["group_by"]}, t["group_by"], n)
+            kept = self._kept(t, data, ids)
             for g, key in enumerate(keys):
-                r = np.flatnonzero((inv == g) & ~np.isnan(v))
+                r = np.flatnonzero((inv == g) & ~np.isnan(v) & kept)
                 if not len(r):
                     continue
                 sk = v[r] if t["ascending"] else -v[r]
@@ -369,7 +392,7 @@ class Reducer:
             p = self.spec["pareto"]
             x = self._column(p["x"], data, ids).astype(np.float64)
             y = self._column(p["y"], data, ids).astype(np.float64)
-            ok = np.flatnonzero(~(np.isnan(x) | np.isnan(y)))
+            ok = np.flatnonzero(~(np.isnan(x) | np.isnan(y)) & self._kept(p, data, ids))
             front = ok[_front(x[ok], y[ok], ids[ok], p["x_better"] == "max", p["y_better"] == "max")]
             st["pareto"] = [[float(x[i]), float(y[i]), int(ids[i]), row(i)] for i in front]
         if "histograms" in self.spec:

@@ -23,9 +23,10 @@ from ssdx.params import ConfigError
 FIELD = "sweep_file"
 
 #: the keys of a sweep definition (every model's; a model reads those it uses: ``n_steps`` the fluid model,
-#: ``rounds`` the GC model, ``requests`` the hybrid model, ``generate`` and ``keep`` the chunked runner)
+#: ``rounds`` the GC model, ``requests`` the hybrid and engine models, ``cost`` the engine model's prices,
+#: ``generate``, ``keep`` and ``only`` (one configuration alone) the chunked runner)
 KEYS = ("name", "model", "space", "base", "drive", "workload", "on_invalid", "chunk_size", "n_steps",
-        "rounds", "requests", "generate", "keep", "report")
+        "rounds", "requests", "cost", "generate", "keep", "report", "only")
 
 
 def check_keys(block: Mapping[str, Any], field: str, allowed: Iterable[str], where: str = "") -> None:

@@ -325,15 +325,18 @@ def expand(space: Mapping[str, Any], field: str = "space") -> Rows:
     return rows
 
 
-def unknown_field(field: str, key: Any, value: Any, known: Iterable[str]) -> ConfigError:
+def unknown_field(field: str, key: Any, value: Any, known: Iterable[str], model: str | None = None
+                  ) -> ConfigError:
     """The error for a sweep parameter ``key`` that names no configuration column of ``known`` (``field``:
-    where the sweep gives it, ``sweep.base.KEY`` or ``sweep.space: KEY``): its first ``value`` as a plain
-    Python value, the closest known column and every known one."""
+    where the sweep gives it, ``sweep.base.KEY`` or ``sweep.space: KEY``; ``model``: the sweep's, named in
+    the rule): its first ``value`` as a plain Python value, the closest known column and every known one."""
     known = sorted(known)
     if isinstance(value, np.generic):
         value = value.item()
     near = did_you_mean(key, known)
-    return ConfigError(field, value, "unknown field" + (f" ({near})" if near else "") + f"; known: {known}")
+    where = f" of a model: {model} sweep" if model else ""
+    return ConfigError(field, value, f"unknown field{where}" + (f" ({near})" if near else "")
+                       + f"; known: {known}")
 
 
 def base_columns(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows:
@@ -348,7 +351,7 @@ def base_columns(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Ro
                                               "configuration starts from), e.g. {drive.nand: tlc}")
     for key, value in over.items():
         if key not in base:
-            raise unknown_field(f"sweep.base.{key}", key, value, base)
+            raise unknown_field(f"sweep.base.{key}", key, value, base, sweep.get("model", "fluid"))
         if not _single(value):
             raise ConfigError(f"sweep.base.{key}", value, "must be a single value (a number, a name or "
                               "null); to sweep several values, put the field in a block of space")
@@ -394,7 +397,7 @@ def sweep_rows(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows
         cols = broadcast_columns(base, n)
         for key, values in rows.items():
             if key not in cols:
-                raise unknown_field(f"sweep.space: {key}", key, values[0], cols)
+                raise unknown_field(f"sweep.space: {key}", key, values[0], cols, sweep.get("model", "fluid"))
             cols[key] = values
         blocks.append(cols)
     return {k: np.concatenate([b[k] for b in blocks]) for k in base}
@@ -470,7 +473,7 @@ def sweep_row(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any], index: i
         sample = rows or _part_row(part, 0, field)[0]
         for key, values in sample.items():
             if key not in base:
-                raise unknown_field(f"sweep.space: {key}", key, values[0], base)
+                raise unknown_field(f"sweep.space: {key}", key, values[0], base, sweep.get("model", "fluid"))
         for k in base:
             dtypes[k].append(_block_dtype(part, k) if k in sample else np.asarray(base[k]).dtype)
         if rows:

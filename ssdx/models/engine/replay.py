@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import jax
@@ -56,10 +56,13 @@ def _by_config(tree):
     return jax.tree_util.tree_map(lambda x: P(*([None] * (len(x.shape) - 1)), "c"), tree)
 
 
+@lru_cache(maxsize=16)
 def compiled(lay: engine_params.Layout, keep_latency: bool, mesh: Mesh | None = None):
     """The jitted plan, init and chunk functions of a batch for a layout (shared by ssdx and bench/).
     With a ``mesh`` (axis ``"c"``) each device runs the chunk on its share of the configurations
-    (``shard_map``: no communication, the requests are replicated)."""
+    (``shard_map``: no communication, the requests are replicated).  Cached by its arguments, so the
+    batches of a sweep that share a layout reuse one set of jitted functions (each compiled once per
+    shape)."""
     plan = jax.jit(partial(engine.plan_batch, lay=lay))
     init = jax.jit(partial(engine.init, lay=lay))
     fn = partial(engine.run_chunk, lay=lay, keep_latency=keep_latency)
@@ -216,7 +219,8 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     out = engine.metrics(sums, makespan, mask, busy_end_s=elapsed + die_end)
     return Result(metrics=out, latencies=np.concatenate(lats, 1) if keep_latency else None,
                   ops=np.concatenate(ops) if keep_latency else None, compile_s=compile_s, run_s=run_s,
-                  extra={"sums": sums, "backend": run_f.backend})
+                  extra={"sums": sums, "backend": run_f.backend,
+                         "horizon_s": np.maximum(makespan, elapsed + die_end)})
 
 
 def replay_config(cfg: Mapping[str, Any], chunk: Chunk, n: int = 1, dtype=np.float32, **kw) -> Result:
