@@ -101,6 +101,7 @@ def rss_child(n: int, m: int, chunk: int) -> None:
         dies = [1, 2, 4, 8]
         reps = int(np.ceil(n / (4 * len(dies) * 3 * 2)))
         sweep = {"name": "rss", "model": "engine", "requests": m, "chunk_size": chunk,
+                 "base": {"drive.user_capacity_gb": 100.0, "drive.die_gbit": 1024},
                  "space": {"grid": {"drive.channels": [2, 4, 8, 16], "drive.dies_per_channel": dies,
                                     "engine.write_buffer_mib": [4, 16, 64], "drive.dram": [True, False],
                                     "engine.ctrl_kiops": [float(1000 + i) for i in range(reps)]}},

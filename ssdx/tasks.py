@@ -202,10 +202,11 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         _on_device(sweep, spec, None)  # sweep.generate checked: such a model generates on the host only
         return registry.resolve(spec.run)(sweep, base_cfg, out_dir, progress=progress, executor=executor)
     dtype = io.dtype(base_cfg.get("precision", "float32"))
-    if base_cfg.get("workload", {}).get("fio"):
+    if spec.build is not None and base_cfg.get("workload", {}).get("fio"):
         from ssdx.models.engine.jobs import with_fio_fill
 
-        base_cfg, _ = with_fio_fill(base_cfg)  # the base workload of a fluid or thermal sweep
+        base_cfg, _ = with_fio_fill(base_cfg)  # the base workload of a fluid or thermal sweep (an engine
+        # sweep replays the job itself: ssdx.models.engine.sweep)
     from ssdx.sweep import reduce
 
     keep = reduce.parse(sweep.get("keep", "all"))

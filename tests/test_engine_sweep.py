@@ -216,3 +216,25 @@ def test_cost_closed_forms():
         engine_cost.prices({"nand_usd": 1.0})
     with pytest.raises(ConfigError, match="sweep.cost.dram_usd_per_gib"):
         engine_cost.prices({"dram_usd_per_gib": -1})
+
+
+def test_the_cli_refuses_an_engine_field_in_a_fluid_sweep_with_exit_2(tmp_path):
+    from test_cli import ssdx_here
+
+    f = tmp_path / "s.yaml"
+    f.write_text("name: s\nspace:\n  grid:\n    engine.suspension: [none, program]\n")
+    r = ssdx_here(f"sweep_file={f}", f"hydra.run.dir={tmp_path / 'out'}")
+    assert r.returncode == 2
+    assert "engine.suspension" in r.stderr and "model: fluid" in r.stderr
+    f.write_text("name: s\nmodel: engine\nrequests: 500\nspace:\n  grid:\n    workload.idle_s: [0, 1]\n")
+    fio = "workload.fio=examples/fio/oltp_rate.fio"
+    r = ssdx_here(f"sweep_file={f}", fio, f"hydra.run.dir={tmp_path / 'o2'}")
+    assert r.returncode == 2
+    assert "workload.idle_s" in r.stderr and "model: engine" in r.stderr
+    # the job given on the command line is every design's source, as in the sweep's base
+    f.write_text("name: s\nmodel: engine\nrequests: 500\nspace:\n  grid:\n    drive.channels: [8, 16]\n")
+    r = ssdx_here(f"sweep_file={f}", fio, f"hydra.run.dir={tmp_path / 'o3'}")
+    assert r.returncode == 0, r.stderr
+    df = _table(tmp_path / "o3")
+    assert (df["workload.fio"] == "examples/fio/oltp_rate.fio").all()
+    assert (df["workload.queue_depth"] == 32).all()

@@ -49,17 +49,25 @@ def bin_edges() -> np.ndarray:
 def percentile_from_hist(hist: np.ndarray, q: float) -> np.ndarray:
     """The ``q``-quantile (0-1) of latencies from log-spaced histograms ``(..., N_BINS)``, s; geometric
     interpolation within the bin (error under half a bin, ±2.3 %).  NaN where the histogram is empty."""
+    return percentiles_from_hist(hist, (q,))[0]
+
+
+def percentiles_from_hist(hist: np.ndarray, qs: tuple[float, ...]) -> list[np.ndarray]:
+    """:func:`percentile_from_hist` of each quantile of ``qs`` from one cumulative sum of the histograms."""
     hist = np.asarray(hist, np.float64)
     cum = np.cumsum(hist, axis=-1)
     total = cum[..., -1:]
-    target = q * total
-    idx = np.argmax(cum >= target - 1e-9, axis=-1)
     before = np.concatenate([np.zeros_like(cum[..., :1]), cum], -1)
-    below = np.take_along_axis(before, idx[..., None], -1)[..., 0]
-    inbin = np.take_along_axis(hist, idx[..., None], -1)[..., 0]
-    frac = np.where(inbin > 0, (target[..., 0] - below) / np.maximum(inbin, 1), 0.0).clip(0, 1)
-    out = 10.0 ** (LOG_MIN + (idx + frac) / BINS_PER_DECADE)
-    return np.where(total[..., 0] > 0, out, np.nan)
+    out = []
+    for q in qs:
+        target = q * total
+        idx = np.argmax(cum >= target - 1e-9, axis=-1)
+        below = np.take_along_axis(before, idx[..., None], -1)[..., 0]
+        inbin = np.take_along_axis(hist, idx[..., None], -1)[..., 0]
+        frac = np.where(inbin > 0, (target[..., 0] - below) / np.maximum(inbin, 1), 0.0).clip(0, 1)
+        value = 10.0 ** (LOG_MIN + (idx + frac) / BINS_PER_DECADE)
+        out.append(np.where(total[..., 0] > 0, value, np.nan))
+    return out
 
 
 def percentile_low(x: jax.Array, q: float) -> jax.Array:

@@ -146,7 +146,9 @@ def _in_flight(devices: list, cores: int | None = None) -> int:
 
 class LocalExecutor:
     """Jobs in this process, spread over local devices (``in_flight`` worker threads per device, default
-    :func:`_in_flight`; with one device and one thread, on the calling thread)."""
+    :func:`_in_flight`; with one device and one thread, on the calling thread).  Where the default was
+    taken (``chosen``), a sweep whose jobs already use every core (the request engine's compiled loop,
+    ``ssdx.models.engine.sweep``) lowers it to one."""
 
     name = "local"
 
@@ -157,6 +159,7 @@ class LocalExecutor:
             raise ConfigError("runner.in_flight", in_flight,
                               "null (the runner's choice) or an integer >= 1: jobs at once per device")
         self.per_device = in_flight if in_flight is not None else _in_flight(self.devices)
+        self.chosen = in_flight is None  # the runner's choice, which a job that uses every core may lower
 
     @property
     def workers(self) -> int:

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ssdx.core.stats import N_BINS, percentile_from_hist
+from ssdx.core.stats import N_BINS, percentiles_from_hist
 from ssdx.models.engine import entries
 from ssdx.models.engine import rewrites as rewrites_mod
 from ssdx.models.engine.params import (
@@ -388,8 +388,9 @@ def metrics(acc: dict[str, np.ndarray], makespan_s: np.ndarray, mask: np.ndarray
     }
     all_hist = acc["hist"].sum(1)
     for name, h in (("", all_hist), ("read_", acc["hist"][:, 0]), ("write_", acc["hist"][:, 1])):
-        for q, tag in ((0.5, "p50"), (0.99, "p99"), (0.999, "p999")):
-            out[f"{name}latency_{tag}_us"] = 1e6 * percentile_from_hist(h, q)
+        for tag, value in zip(("p50", "p99", "p999"), percentiles_from_hist(h, (0.5, 0.99, 0.999)),
+                              strict=True):
+            out[f"{name}latency_{tag}_us"] = 1e6 * value
     for i, name in ((0, "read"), (1, "write")):
         mean = 1e6 * lat_sum[:, i] / np.maximum(count[:, i], 1)
         out[f"{name}_latency_mean_us"] = np.where(count[:, i] > 0, mean, np.nan)

@@ -284,12 +284,12 @@ def replay_chunk(cols: Mapping[str, np.ndarray], lay: engine_params.Layout, stre
     from ssdx.sweep import executors
 
     chunks = executors.resolve(stream)
-    trees = engine_params.build(cols, dtype=np.dtype(dtype), warn=False)[:3] + (lay,)
     chunk_len = min(replay.DEFAULT_CHUNK, max(len(c) for c in chunks))
-    lock = _NUMBA if backend in ("cpu", "cuda") else threading.Lock()
-    with lock:
+    # the loop uses every core: a second job's host work beside it would only slow it down
+    with _NUMBA if backend in ("cpu", "cuda") else threading.Lock():
+        trees = engine_params.build(cols, dtype=np.dtype(dtype), warn=False)[:3] + (lay,)
         res = replay.replay(trees, chunks, chunk_len=chunk_len, backend=backend)
-    out = figures(res, cols, price, offered)
+        out = figures(res, cols, price, offered)
     out["_compile_s"] = np.asarray(res.compile_s)
     return out
 
@@ -311,6 +311,8 @@ def run_rows(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg:
     price = engine_cost.prices(sweep.get("cost"))
     requests = sweep.get("requests", (base_cfg.get("workload") or {}).get("requests"))
     executor = executor if executor is not None else executors.LocalExecutor()
+    if backend in ("cpu", "cuda") and getattr(executor, "chosen", False):
+        executor.per_device = 1  # the loop uses every core: a job beside it only slows it down
     chunk_size = max(1, min(int(chunk_size), n))
     parts = groups(design)
     chunks = runner.plan([(g, idx) for g, (_, idx) in enumerate(parts)], chunk_size)
