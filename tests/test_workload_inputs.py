@@ -62,8 +62,8 @@ def test_no_experiment_or_sweep_is_refused_with_its_own_settings():
 def test_the_readers_of_each_source_are_the_jobs_that_read_it():
     assert registry.source_readers("trace_path") == [
         "experiment=trace_analyse", "experiment=trace_replay", "experiment=hybrid_sensitivity",
-        "experiment=hybrid_validate", "sweeps with model: hybrid"]
-    assert registry.source_readers("synthetic") == ["experiment=trace_replay"]
+        "experiment=hybrid_validate", "sweeps with model: engine", "sweeps with model: hybrid"]
+    assert registry.source_readers("synthetic") == ["experiment=trace_replay", "sweeps with model: engine"]
     hybrid = compose_config("sweep=nand_per_workload", "workload.trace_path=DIR")
     registry.check_sources(registry.job_for(hybrid), hybrid)  # a directory of <volume>.csv: read
     with pytest.raises(ConfigError) as e:
