@@ -32,6 +32,7 @@ per host request) and the design's cost (``ssdx.models.engine.cost``).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -247,6 +248,18 @@ def stream_for(key: tuple, cols: Mapping[str, np.ndarray], rows: np.ndarray, bas
 # ---------------------------------------------------------------------------------------------- jobs
 
 _NUMBA = threading.Lock()  # one per-configuration loop at a time: it already uses every core
+_WARM: set = set()  # batch shapes of the batched scan compiled in this process
+_WARMING: dict = {}
+_WARM_GUARD = threading.Lock()
+
+
+def _first_of_shape(key: tuple):
+    """A lock the first job of a batch shape holds through its replay (its compile), so that jobs of the
+    same shape running beside it wait and then reuse the compiled scan; nothing to hold once it is warm."""
+    with _WARM_GUARD:
+        if key in _WARM:
+            return contextlib.nullcontext()
+        return _WARMING.setdefault(key, threading.Lock())
 
 
 def figures(res, cols: Mapping[str, np.ndarray], price: Mapping[str, float],
@@ -285,11 +298,16 @@ def replay_chunk(cols: Mapping[str, np.ndarray], lay: engine_params.Layout, stre
 
     chunks = executors.resolve(stream)
     chunk_len = min(replay.DEFAULT_CHUNK, max(len(c) for c in chunks))
-    # the loop uses every core: a second job's host work beside it would only slow it down
-    with _NUMBA if backend in ("cpu", "cuda") else threading.Lock():
+    # the loop uses every core: a second job's host work beside it would only slow it down; the batched
+    # scan compiles once per shape (the first job of it compiles, the others wait for it)
+    shape = (lay, len(np.atleast_1d(cols["engine.loop"])), dtype, chunk_len, str(device))
+    with _NUMBA if backend in ("cpu", "cuda") else _first_of_shape(shape):
         trees = engine_params.build(cols, dtype=np.dtype(dtype), warn=False)[:3] + (lay,)
         res = replay.replay(trees, chunks, chunk_len=chunk_len, backend=backend)
         out = figures(res, cols, price, offered)
+    if backend == "jax":
+        with _WARM_GUARD:
+            _WARM.add(shape)
     out["_compile_s"] = np.asarray(res.compile_s)
     return out
 
