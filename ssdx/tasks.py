@@ -291,6 +291,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         "metrics": {c: {"min": float(df[c].min()), "median": float(df[c].median()), "max": float(df[c].max())}
                     for c in df.columns if c not in cols and c != "config_id"},
         "results": str(out_dir / "results.parquet"),
+        **({"only": int(only)} if only is not None else {}),
         "kept": kept if keep is not None else "all",
         "n_infeasible_by_rule": infeasible,
     }

@@ -258,3 +258,17 @@ def test_the_batched_scan_compiles_each_shape_once_and_agrees_with_the_loop(tmp_
     a, b = _table(tmp_path / "cpu"), _table(tmp_path / "jax")
     np.testing.assert_allclose(b["read_latency_mean_us"], a["read_latency_mean_us"], rtol=1e-4)
     np.testing.assert_allclose(b["iops"], a["iops"], rtol=1e-4)
+
+
+def test_a_trace_changed_before_the_rerun_is_refused_not_mixed_in(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("".join(f"{i * 1000},h,0,{'Read' if i % 3 else 'Write'},{i * 8192},4096,0\n"
+                             for i in range(300)))
+    base = _base(trace_path=str(trace), format="msr")
+    sweep = _sweep(base={}, requests=None, space={"grid": {"drive.channels": [4, 8]}})
+    run_sweep(sweep, base, tmp_path / "out", progress=False)
+    assert len(_table(tmp_path / "out")) == 2
+    with trace.open("a") as f:
+        f.write("400000,h,0,Read,0,4096,0\n")
+    with pytest.raises(ConfigError, match="different sweep"):
+        run_sweep(sweep, base, tmp_path / "out", progress=False)

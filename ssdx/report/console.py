@@ -235,7 +235,14 @@ def replay(s: Mapping[str, Any], out: Path) -> list[str]:
         lines.append(f'fio job {s["fio_job"]}: IOPS={s["iops"]:.0f}, BW={s["bw"]:.0f}KiB/s; clat (usec) '
                      f'p50 {c["p50"]:.1f}, p99 {c["p99"]:.1f}, p99.9 {c["p99.9"]:.1f}'
                      + (f'; the first {s["requests"]} requests of the job (workload.requests)'
-                        if s["fio_truncated"] else ""))
+                        if s["fio_truncated"] and not s.get("fio_groups") else ""))
+        for g in s.get("fio_groups") or []:  # stonewall groups, one after another
+            c = g["clat_us"]
+            lines.append(f'  group {g["group"]} ({"+".join(g["jobs"])}, {g["loop"]} loop, '
+                         f'QD {g["queue_depth"]}): {g["requests"]} requests in {g["makespan_s"]:.3g} s, '
+                         f'IOPS={g["iops"]:.0f}, BW={g["bw"]:.0f}KiB/s; clat (usec) p50 {c["p50"]:.1f}, '
+                         f'p99 {c["p99"]:.1f}, p99.9 {c["p99.9"]:.1f}'
+                         + ("; its first requests only (workload.requests)" if g["truncated"] else ""))
         if s["fio_ignored"]:
             lines.append("fio options ignored (workload.fio_unknown=warn): "
                          + ", ".join(f'{i["option"]} ({i["where"]})' for i in s["fio_ignored"]))

@@ -54,7 +54,7 @@ summary's ``fio_ignored_by_design``.
 
 **Any other option is refused**: :class:`FioError` (a :class:`ssdx.params.ConfigError`: exit status 2)
 naming the option and its ``file:line`` — e.g. ``verify``, ``fsync``, ``ramp_time``, ``startdelay``,
-``stonewall``, ``exitall``, ``percentage_random``, ``nrfiles``, ``filesize``, ``zonemode``.  With
+``exitall``, ``percentage_random``, ``nrfiles``, ``filesize``, ``zonemode``.  With
 ``workload.fio_unknown=warn`` each is named in a :class:`FioIgnoredWarning` and in the summary's
 ``fio_ignored`` and the run goes on without it.  Malformed files (a line that is no section, option or
 comment, a bad number or unit, an unknown ``rw``, a missing file, no job, an unknown ``fio_job``) name
@@ -81,7 +81,13 @@ before simulating it: its count is ``workload.requests``.  The merged stream is 
 the jobs held more and each job's ``bound`` says what ended it.  Streams are generated lazily (2,048
 requests per clone at a time, merged into chunks of 65,536), so a long stream costs no memory.
 
-**Jobs share the drive.**  All selected jobs and clones merge into one stream on one drive.  Closed loop
+**Job groups** (fio HOWTO, ``stonewall``).  A job with ``stonewall`` (alias ``wait_for_previous``) waits
+for every job before it to finish: it starts a group (:meth:`FioWorkload.groups`), and the groups run one
+after another on the same drive (``ssdx.models.engine.jobs.replay_groups``); ``new_group`` only regroups
+fio's report.  A stream of several groups at once is refused (:meth:`FioWorkload.stream`).
+
+**Jobs share the drive.**  All selected jobs and clones of a group merge into one stream on one drive.
+Closed loop
 (no ``rate``, ``rate_iops`` or ``thinktime``): the queue depth is the sum of the clones' ``iodepth``
 (``workload.queue_depth`` and ``engine.loop`` are overridden) and request ``i`` of a clone is ordered at
 ``(i + ½)/iodepth`` — each clone issues in proportion to its share of the queue; a clone that ends
@@ -346,24 +352,56 @@ class FioWorkload:
 
     @property
     def queue_depth(self) -> int:
-        """Outstanding requests of the merged stream: every clone's depth, summed."""
-        return sum(j.depth * j.numjobs for j in self.jobs)
+        """Outstanding requests of the merged stream: every clone's depth, summed (of the first group when
+        ``stonewall`` splits the jobs into groups: :meth:`groups`)."""
+        return sum(j.depth * j.numjobs for j in self.groups()[0].jobs)
+
+    def groups(self) -> list[FioWorkload]:
+        """The jobs in the groups fio runs one after another: a job with ``stonewall`` (or
+        ``wait_for_previous``) waits for every job before it to finish, so it starts a new group (fio HOWTO,
+        ``stonewall``); the jobs of one group run together.  One group when no job has ``stonewall``."""
+        out: list[list[Job]] = []
+        for j in self.jobs:
+            if not out or j.stonewall:
+                out.append([])
+            out[-1].append(j)
+        if len(out) == 1:
+            return [self]
+        return [FioWorkload(self.path, g, self.ignored, self.ignored_by_design) for g in out]
 
     def describe(self) -> list[dict[str, Any]]:
-        """Per job: name, where, rw, read fraction, clones, depth, loop and what ends it."""
-        return [{"name": j.name, "where": f"{j.path}:{j.line}", "rw": j.rw, "read_fraction": j.read_fraction,
-                 "numjobs": j.numjobs, "depth": j.depth, "open_loop": j.timed, "bound": j.bound(j.timed)}
+        """Per job: name, where, group (:meth:`groups`), rw, read fraction, clones, depth, loop and what ends
+        it."""
+        group = {id(j): g for g, w in enumerate(self.groups()) for j in w.jobs}
+        return [{"name": j.name, "where": f"{j.path}:{j.line}", "group": group[id(j)], "rw": j.rw,
+                 "read_fraction": j.read_fraction, "numjobs": j.numjobs, "depth": j.depth,
+                 "open_loop": j.timed, "bound": j.bound(j.timed)}
                 for j in self.jobs]
 
     def stream(self, capacity_bytes: float, max_requests: int, seed: int = 0) -> FioStream:
-        """The merged stream on a drive of ``capacity_bytes``, at most ``max_requests`` long."""
+        """The merged stream on a drive of ``capacity_bytes``, at most ``max_requests`` long.  Jobs in several
+        ``stonewall`` groups are refused here: their groups run one after another (:meth:`groups`; a replay
+        streams each group, ``ssdx.models.engine.jobs.run_replay``)."""
         if not 1 <= max_requests <= MAX_REQUESTS:
             raise ConfigError("workload.requests", max_requests, f"integer 1 <= x <= {MAX_REQUESTS:.0e}")
+        groups = self.groups()
+        if len(groups) > 1:
+            j = groups[1].jobs[0]
+            raise FioError(*j.at("stonewall"), f"job [{j.name}]: stonewall runs its group after the jobs "
+                           "before "
+                           "it, on the drive they leave; experiment=trace_replay runs the groups in turn, "
+                           "here they would run at once: pick one group's jobs with workload.fio_job",
+                           field="workload.fio", value=self.path)
         return FioStream(self, int(capacity_bytes), int(max_requests), int(seed))
 
     def fill(self, capacity_bytes: float, prefill_fraction: float) -> dict[str, Any]:
         """The fluid fill's workload fields (``pattern``, ``block_kib``, ``queue_depth``, ``fill_fraction``,
         ``burst_gb``, ``idle_s``) of write jobs; jobs it cannot represent are refused (module docstring)."""
+        groups = self.groups()
+        if len(groups) > 1:
+            j = groups[1].jobs[0]
+            j.fail("stonewall", "stonewall: groups run one after another, each at its own depth; the fluid "
+                                "fill has one; pick one group's jobs with workload.fio_job")
         capacity = int(capacity_bytes)
         pattern = block = None
         regions: list[tuple[int, int, Job]] = []
@@ -462,15 +500,24 @@ def load(path: os.PathLike | str, job: str | None = None, unknown: str = "raise"
                 warnings.warn(f"{st.where}: fio option '{st.key}' ignored: not modelled by ssdx "
                               "(workload.fio_unknown=warn)", FioIgnoredWarning, stacklevel=2)
     jobs = [read_job(s) for s in sections]
+    workload = FioWorkload(str(path), jobs, list(ignored.values()), sorted(by_design))
+    for group in workload.groups():  # the jobs of a group run together, in one loop
+        _check_group(group.jobs)
+    return workload
+
+
+def _check_group(jobs: list[Job]) -> None:
+    """Refuse a group of jobs that run together (:meth:`FioWorkload.groups`) whose loops differ or whose
+    summed depth is more than the engine tracks."""
     timed = [j for j in jobs if j.timed]
     if timed and len(timed) != len(jobs):
         closed = next(j for j in jobs if not j.timed)
         raise FioError(closed.path, closed.line,
                        f"job [{closed.name}] has no rate, rate_iops or thinktime but job [{timed[0].name}] "
-                       "has: the merged jobs run in one loop; pick one with workload.fio_job or time both")
+                       "has: the merged jobs run in one loop; pick one with workload.fio_job, time both, or "
+                       "run them one after the other (stonewall)")
     depth = sum(j.depth * j.numjobs for j in jobs)
     if depth > MAX_QUEUE_DEPTH:
         raise FioError(jobs[0].path, jobs[0].line, f"iodepth x numjobs summed over the jobs is {depth}, more "
                                                    f"than the {MAX_QUEUE_DEPTH} outstanding requests the "
                                                    "engine tracks")
-    return FioWorkload(str(path), jobs, list(ignored.values()), sorted(by_design))

@@ -22,7 +22,8 @@ MAX_INCLUDE_DEPTH = 8
 MAX_JOBS = 256
 
 ALIASES = {"readwrite": "rw", "blocksize": "bs", "blocksize_range": "bsrange", "ba": "blockalign",
-           "io_limit": "io_size", "timeout": "runtime", "ratemin": "rate_min", "ratecycle": "rate_cycle"}
+           "io_limit": "io_size", "timeout": "runtime", "ratemin": "rate_min", "ratecycle": "rate_cycle",
+           "wait_for_previous": "stonewall"}
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*\Z")
 _ENV = re.compile(r"\$\{([^}]*)\}")
 _RESERVED = re.compile(r"\$(pagesize|mb_memory|ncpus)")

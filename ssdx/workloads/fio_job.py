@@ -326,6 +326,7 @@ class Job:
     randseed: int | None
     thinktime_s: float
     thinktime_blocks: int
+    stonewall: bool = False
 
     @property
     def timed(self) -> bool:
@@ -467,5 +468,6 @@ def read_job(sec: Section) -> Job:
         random_map=random and dist.uniform and not norandommap and ba_st is None,
         randseed=j.count("randseed", 0, (1 << 64) - 1), thinktime_s=thinktime,
         thinktime_blocks=j.count("thinktime_blocks", 1, MAX_BYTES, 1),  # type: ignore[arg-type]
+        stonewall=j.flag("stonewall"),
     )
     return job

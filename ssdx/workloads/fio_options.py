@@ -36,6 +36,8 @@ SUPPORTED: dict[str, str] = {
     "thinktime_blocks": "requests between pauses (default 1); caps the depth",
     "thinktime_spin": "part of thinktime spent spinning: the pause is still thinktime",
     "kb_base": "1024 | 1000: how unit prefixes read",
+    "stonewall": "wait for the jobs before it to finish: a new group, run after them on the same drive "
+                 "(alias wait_for_previous)",
 }
 _HOST = "how fio issues I/O on the host; the engine models the device (as direct=1)"
 _REPORT = "fio's reporting and logs; ssdx writes its own summary"
@@ -47,7 +49,10 @@ IGNORED_BY_DESIGN: dict[str, str] = {
                      "file_service_type", "openfiles", "create_serialize", "create_fsync", "create_on_open",
                      "allow_file_create", "allow_mounted_write", "fallocate", "unlink", "unlink_each_loop",
                      "invalidate", "lockfile"), _NAME),
-    **dict.fromkeys(("group_reporting", "new_group", "stats", "per_job_logs", "write_bw_log",
+    "new_group": "a new reporting group of jobs that run together; ssdx reports each stonewall group (the "
+                 "jobs "
+                 "that run together) as one, the requests the drive sees are the same",
+    **dict.fromkeys(("group_reporting", "stats", "per_job_logs", "write_bw_log",
                      "write_lat_log", "write_iops_log", "write_hist_log", "log_avg_msec", "log_hist_msec",
                      "log_hist_coarseness", "log_max_value", "log_offset", "log_compression",
                      "log_unix_epoch", "log_alternate_epoch", "log_prio", "log_issue_time",

@@ -299,12 +299,22 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     trees = engine_params.build(cols, dtype=dtype, warn=False)  # the summary's warnings say it
     backend = engine_backends.select(cfg["engine"])
     capacity = capacity_bytes(cfg)
-    chunks, reader, label = stream(cfg, jobs, capacity if jobs is not None else None)
+    groups = jobs.groups() if jobs is not None else []
+    if len(groups) > 1:  # stonewall: the groups stream one after another (replay_groups)
+        chunks, reader, label = None, None, str(cfg["workload"]["fio"])
+    else:
+        chunks, reader, label = stream(cfg, jobs, capacity if jobs is not None else None)
     field = "workload.fio" if jobs is not None else "workload.trace_path" if reader else "workload.synthetic"
     beyond = Beyond()
+    per_group: list[dict[str, Any]] = []
+    truncated = False
     try:
-        res = replay.replay(trees, within(chunks, capacity, label, beyond), progress=progress, desc="replay",
-                            backend=backend)
+        if len(groups) > 1:  # stonewall: each group on the drive the one before it left
+            res, per_group, truncated = replay_groups(cfg, groups, dtype, backend, capacity, label, beyond,
+                                                      progress)
+        else:
+            res = replay.replay(trees, within(chunks, capacity, label, beyond), progress=progress,
+                                desc="replay", backend=backend)
     except TraceError as e:
         raise params.ConfigError(field, label, f"malformed trace: {e}") from None
     except replay.EmptyStream:
@@ -340,7 +350,8 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     }
     if jobs is not None:
         summary.update({"fio_jobs": jobs.describe(), "fio_ignored_by_design": jobs.ignored_by_design,
-                        "fio_truncated": bool(getattr(chunks, "truncated", False))})
+                        "fio_truncated": truncated or bool(getattr(chunks, "truncated", False)),
+                        "fio_groups": per_group})
     if reader is not None:
         summary["trace_truncated"] = reader.truncated
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -350,6 +361,56 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
                                    f"{label} on {summary['drive']} ({summary['loop']} loop, "
                                    f"QD {summary['queue_depth']})")
     return summary
+
+
+def replay_groups(cfg: Mapping[str, Any], groups: list[fio.FioWorkload], dtype, backend: str, capacity: float,
+                  label: str, beyond: Beyond,
+                  progress: bool) -> tuple[replay.Result, list[dict[str, Any]], bool]:
+    """Replay fio's ``stonewall`` groups one after another on one drive: each group's jobs together at
+    their own queue depth and loop (:func:`with_fio`), starting once every request of the group before has
+    completed, on the drive state it left (``replay.Carry``).  ``workload.requests`` caps each group.
+
+    Returns the whole run's result (the groups' sums added, the makespan their sum, die utilisation over
+    it), each group's figures (fio's per-group report: ``group``, ``jobs``, ``queue_depth``, ``loop``,
+    ``requests``, ``makespan_s``, ``iops``, ``mb_s``, ``latency_us``, ``read_latency_us``,
+    ``write_latency_us``, ``die_utilisation_mean``, ``nand`` (page and pSLC counts), ``truncated`` and
+    fio's ``bw``/``clat_us`` per direction) and whether any group was truncated."""
+    cfgs = [with_fio(cfg, g) for g in groups]
+    cols = [engine_params.columns_from_config(c) for c in cfgs]
+    lay = engine_params.layout(params.concat_columns(cols))  # one layout: the drive state passes on
+    carry = None
+    results, out = [], []
+    truncated = False
+    for i, (g, c, gcfg) in enumerate(zip(groups, cols, cfgs, strict=True)):
+        trees = engine_params.build(c, dtype=dtype, warn=False)[:3] + (lay,)
+        stream_g = g.stream(capacity, _requests(cfg["workload"]), seed=int(cfg.get("seed", 0)))
+        res = replay.replay(trees, within(stream_g, capacity, label, beyond), progress=progress,
+                            desc=f"group {i}", backend=backend, carry=carry)
+        carry = res.extra["carry"]
+        results.append(res)
+        m = res.metrics
+        truncated = truncated or stream_g.truncated
+        out.append({"group": i, "jobs": [j.name for j in g.jobs], "queue_depth": g.queue_depth,
+                    "loop": gcfg["engine"]["loop"], "requests": int(m["requests"][0]),
+                    "makespan_s": float(m["makespan_s"][0]), "iops": float(m["iops"][0]),
+                    "mb_s": float(m["mb_s"][0]), "latency_us": _latency_block(m, 0),
+                    "read_latency_us": _latency_block(m, 0, "read_"),
+                    "write_latency_us": _latency_block(m, 0, "write_"),
+                    "die_utilisation_mean": float(m["die_utilisation_mean"][0]),
+                    "nand": {k: float(m[k][0]) for k in ("nand_read_pages", "nand_program_pages",
+                                                         "pslc_bytes", "native_bytes", "folding_bytes")},
+                    "truncated": bool(stream_g.truncated), **fio_figures(m, res.extra["sums"])})
+    sums = {k: sum(r.extra["sums"][k] for r in results) for k in results[0].extra["sums"]}
+    makespan = sum(np.asarray(r.metrics["makespan_s"], np.float64) for r in results)
+    busy_end = makespan - results[-1].metrics["makespan_s"] + results[-1].extra["horizon_s"]
+    from ssdx.models.engine import model as engine
+
+    metrics = engine.metrics(sums, makespan, results[-1].extra["mask"], busy_end_s=busy_end)
+    whole = replay.Result(metrics=metrics, compile_s=sum(r.compile_s for r in results),
+                          run_s=sum(r.run_s for r in results),
+                          extra={"sums": sums, "backend": results[-1].extra["backend"],
+                                 "horizon_s": busy_end})
+    return whole, out, truncated
 
 
 # ------------------------------------------------------------------------------------------- boot

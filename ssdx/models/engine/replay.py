@@ -40,6 +40,30 @@ class EmptyStream(ValueError):
 
 
 @dataclass
+class Carry:
+    """What a replay leaves to the next group of requests on the same drives (fio's ``stonewall``,
+    ``ssdx.models.engine.jobs``): the batch's state as its back end holds it and the host-side state of the
+    batch (entry cache, pages read first, rewrite window)."""
+
+    state: Any
+    cache: Any = None
+    fresh: Any = None
+    kept: Any = None
+
+
+def barrier(state, queue_depth) -> tuple[Any, Any]:
+    """``state`` once every request issued so far has completed: each of the next group's ``queue_depth``
+    slots (per configuration) frees at the last completion, and its first request arrives then (trace time
+    restarts there).  Returns the state and that instant, relative to the state's origin.  NumPy or JAX
+    arrays, configurations on the last axis."""
+    xp = jnp if isinstance(state.slots, jax.Array) else np
+    t = xp.maximum(state.last_done, 0.0)
+    used = xp.arange(state.slots.shape[0])[:, None] < queue_depth[None]
+    slots = xp.where(used, t[None], xp.inf).astype(state.slots.dtype)
+    return state._replace(slots=slots, last_arrival=t.astype(state.last_arrival.dtype)), t
+
+
+@dataclass
 class Result:
     """Per-configuration metrics (``engine.metrics``) and, if kept, per-request latencies (s)."""
 
@@ -147,9 +171,13 @@ def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None =
 
 def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK, keep_latency: bool = False,
            progress: bool = False, total: int | None = None, desc: str = "replay",
-           backend: str = "auto") -> Result:
+           backend: str = "auto", carry: Carry | None = None) -> Result:
     """Run every chunk of ``chunks`` through every configuration of ``trees`` = (drive, workload, engine
-    params, layout) from ``engine_params.build`` on ``backend`` (:func:`prepare`); see :class:`Result`."""
+    params, layout) from ``engine_params.build`` on ``backend`` (:func:`prepare`); see :class:`Result`.
+
+    ``carry`` (a previous replay's ``extra["carry"]``, of the same batch and layout): start on the drives
+    that replay left, once all its requests have completed (:func:`barrier`); the makespan counts from
+    there.  The plan is this replay's (its queue depth and loop may differ)."""
     import time
 
     from ssdx.progress import bar as progress_bar
@@ -157,14 +185,21 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     drive, workload, eng, lay = trees
     dtype = np.asarray(drive.user_bytes).dtype
     run_f, p, state, n_cfg = prepare(trees, keep_latency, backend=backend)
+    start = 0.0
+    if carry is not None:
+        state, start = barrier(carry.state, p.queue_depth)
+        start = np.asarray(start, np.float64)[..., :n_cfg]
     # the batch's host-side state, computed once for all its configurations (each None where none uses it):
     # the entry cache (engine.map_cache = entries), the pages each read reads first (engine.plane_merge)
-    # and the rewrite window (engine.rewrite_window_s)
+    # and the rewrite window (engine.rewrite_window_s); a carried replay keeps the drives' own
     host = lambda x: np.asarray(x).reshape(-1)[:n_cfg]  # noqa: E731
-    cache = entries.for_batch(host(eng.map_entries), host(p.cap_4k), host(p.page_4k), host(p.tpage_4k))
-    fresh = rewrites.first_reads_for_batch(host(p.plane_merge), host(p.cap_4k), host(p.page_4k))
-    kept = rewrites.for_batch(host(p.rewrites), host(eng.rewrite_window_s), host(eng.time_scale),
-                              host(p.cap_4k), host(p.page_4k))
+    if carry is not None:
+        cache, fresh, kept = carry.cache, carry.fresh, carry.kept
+    else:
+        cache = entries.for_batch(host(eng.map_entries), host(p.cap_4k), host(p.page_4k), host(p.tpage_4k))
+        fresh = rewrites.first_reads_for_batch(host(p.plane_merge), host(p.cap_4k), host(p.page_4k))
+        kept = rewrites.for_batch(host(p.rewrites), host(eng.rewrite_window_s), host(eng.time_scale),
+                                  host(p.cap_4k), host(p.page_4k))
     if kept is not None and cache is not None and np.any((host(eng.map_entries) > 0)
                                                          & ~np.asarray(host(p.rewrites), bool)):
         raise ConfigError("engine.rewrite_window_s", 0.0,
@@ -206,8 +241,10 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     bar.close()
     if elapsed is None:
         raise EmptyStream("the request stream is empty")
+    after = Carry(state, cache, fresh, kept)
     state = jax.tree_util.tree_map(lambda x: x[..., :n_cfg], state)
     p = jax.tree_util.tree_map(lambda x: x[..., :n_cfg], p)
+    elapsed = elapsed - start  # from the barrier a carried replay starts at
     makespan = elapsed + np.asarray(state.last_done, np.float64)
     if first_t is not None and prev_t is not None:  # timed stream: the absolute clock from float64 times
         open_loop = np.asarray(eng.open_loop) > 0.5
@@ -219,7 +256,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     out = engine.metrics(sums, makespan, mask, busy_end_s=elapsed + die_end)
     return Result(metrics=out, latencies=np.concatenate(lats, 1) if keep_latency else None,
                   ops=np.concatenate(ops) if keep_latency else None, compile_s=compile_s, run_s=run_s,
-                  extra={"sums": sums, "backend": run_f.backend,
+                  extra={"sums": sums, "backend": run_f.backend, "carry": after, "mask": mask,
                          "horizon_s": np.maximum(makespan, elapsed + die_end)})
 
 

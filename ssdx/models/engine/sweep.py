@@ -207,6 +207,18 @@ def resolve_path(value: str) -> str:
     return str(packaged) if packaged.exists() else value
 
 
+def source_files(cols: Mapping[str, np.ndarray]) -> dict[str, list[int]]:
+    """Each fio job or trace file the designs read, with its size and modification time (ns): part of a
+    sweep's fingerprint, so that a file changed between a killed run and its resume is not mixed in."""
+    out = {}
+    for key in ("workload.fio", "workload.trace_path"):
+        for value in sorted(set(np.asarray(cols[key]).astype(str).tolist()) - {""}):
+            p = Path(resolve_path(value))
+            st = p.stat() if p.is_file() else None
+            out[value] = [st.st_size, st.st_mtime_ns] if st else []
+    return out
+
+
 def offered_iops(chunks: Sequence) -> float:
     """The rate a timed stream offers, requests/s over its arrival span (NaN: untimed or one request)."""
     t = np.concatenate([np.asarray(c.time_s, np.float64) for c in chunks])
@@ -360,8 +372,8 @@ def run_rows(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg:
         return data, {"compile_s": compile_s}
 
     defn = {"model": "engine", **dict(definition or {}), "chunk_size": chunk_size,
-            "dtype": np.dtype(dtype).name,
-            "requests": requests, "seed": int(base_cfg.get("seed", 0)), "prices": price}
+            "dtype": np.dtype(dtype).name, "requests": requests, "seed": int(base_cfg.get("seed", 0)),
+            "prices": price, "sources": source_files(design)}
     reducer = None
     if keep is not None:
         reducer = reduce_mod.Reducer(keep, cols)
