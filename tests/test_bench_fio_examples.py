@@ -1,0 +1,23 @@
+"""bench/fio_examples.py on job files written here: a job that runs, one refused naming its option, one of a
+network engine, and one in two stonewall groups."""
+
+import json
+
+from bench import fio_examples
+
+
+def test_each_file_is_run_refused_or_named_as_no_block_device_job(tmp_path):
+    ex = tmp_path / "examples"
+    ex.mkdir()
+    (ex / "a-read.fio").write_text("[r]\nioengine=libaio\nrw=randread\nbs=4k\nsize=1g\niodepth=4\n")
+    (ex / "b-verify.fio").write_text("[w]\nrw=write\nbs=4k\nsize=1g\nverify=crc32c\n")
+    (ex / "c-net.fio").write_text("[n]\nioengine=net\nhostname=localhost\nport=8888\nrw=write\n")
+    (ex / "d-groups.fio").write_text("[global]\nbs=4k\nsize=1g\n[w]\nrw=write\n[r]\nrw=read\nstonewall\n")
+    out = tmp_path / "r.json"
+    fio_examples.main(["--examples", str(ex), "--requests", "200", "--json", str(out)])
+    d = json.loads(out.read_text())
+    rows = {r["file"]: r for r in d["rows"]}
+    assert d["counts"] == {"runs": 2, "refused": 1, "not a block-device job": 1}
+    assert rows["a-read.fio"]["groups"] == 1 and rows["d-groups.fio"]["groups"] == 2
+    assert rows["b-verify.fio"]["option"] == "verify" and "b-verify.fio:5" in rows["b-verify.fio"]["why"]
+    assert rows["c-net.fio"]["engines"] == ["net"] and "network" in rows["c-net.fio"]["why"]
