@@ -84,7 +84,9 @@ requests per clone at a time, merged into chunks of 65,536), so a long stream co
 **Job groups** (fio HOWTO, ``stonewall``).  A job with ``stonewall`` (alias ``wait_for_previous``) waits
 for every job before it to finish: it starts a group (:meth:`FioWorkload.groups`), and the groups run one
 after another on the same drive (``ssdx.models.engine.jobs.replay_groups``); ``new_group`` only regroups
-fio's report.  A stream of several groups at once is refused (:meth:`FioWorkload.stream`).
+fio's report.  A stream of several groups at once is refused (:meth:`FioWorkload.stream`).  A group whose
+jobs carry fio's steady-state detection (``steadystate``/``ss``, ``ss_dur``, ``ss_ramp``, ``ss_interval``:
+``ssdx.workloads.fio_job.SteadyState``) ends when fio would end it (``ssdx.models.engine.steady``).
 
 **Jobs share the drive.**  All selected jobs and clones of a group merge into one stream on one drive.
 Closed loop

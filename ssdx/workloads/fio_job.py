@@ -327,6 +327,7 @@ class Job:
     thinktime_s: float
     thinktime_blocks: int
     stonewall: bool = False
+    steady: SteadyState | None = None
 
     @property
     def timed(self) -> bool:
@@ -469,5 +470,57 @@ def read_job(sec: Section) -> Job:
         randseed=j.count("randseed", 0, (1 << 64) - 1), thinktime_s=thinktime,
         thinktime_blocks=j.count("thinktime_blocks", 1, MAX_BYTES, 1),  # type: ignore[arg-type]
         stonewall=j.flag("stonewall"),
+        steady=_steady_state(j),
     )
     return job
+
+
+#: fio's steady-state criteria (HOWTO, ``steadystate``): what is sampled, and whether the slope is judged
+SS_CRITERIA = {"iops": ("iops", False), "iops_slope": ("iops", True), "bw": ("bw", False),
+               "bw_slope": ("bw", True), "lat": ("lat", False), "lat_slope": ("lat", True)}
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """fio's steady-state detection of a job (HOWTO, ``steadystate`` and the ``steadystate_*`` options):
+    every ``interval_s`` from one interval after ``ramp_s``, a sample of the ``metric`` (``iops``: requests
+    completed per second, ``bw``: bytes per second, ``lat``: mean completion latency, s); once the last
+    ``duration_s / interval_s`` samples fill the window, the job ends at the first check where the
+    criterion is below ``limit`` (in % of the window's mean where ``percent``): the largest deviation of a
+    sample from the window's mean, or with ``slope`` the least-squares slope per sample."""
+
+    criterion: str
+    metric: str
+    slope: bool
+    limit: float
+    percent: bool
+    duration_s: float
+    ramp_s: float
+    interval_s: float
+
+    @property
+    def samples(self) -> int:
+        return int(round(self.duration_s / self.interval_s))
+
+
+def _steady_state(j: _Job) -> SteadyState | None:
+    """The job's :class:`SteadyState`, or None where ``steadystate_duration`` is 0 (fio's default: none)."""
+    duration = j.seconds("steadystate_duration", 1.0)
+    ss = j.get("steadystate")
+    ramp = j.seconds("steadystate_ramp_time", 1.0)
+    interval = j.seconds("steadystate_check_interval", 1.0) if j.get("steadystate_check_interval") else 1.0
+    if not duration:
+        return None
+    text = "iops_slope:0.01%" if ss is None else j.value(ss)
+    name, _, limit = text.partition(":")
+    if name.strip().lower() not in SS_CRITERIA:
+        j.fail(ss, f"unknown criterion {name!r}: {', '.join(SS_CRITERIA)}")
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*", limit)
+    if not m:
+        j.fail(ss, f"{text!r}: the limit after ':' must be a number, with % for a share of the mean")
+    if interval <= 0 or duration < interval:
+        j.fail(j.get("steadystate_check_interval") or j.get("steadystate_duration"),
+               f"the window ({duration:g} s) must hold at least one check interval ({interval:g} s)")
+    metric, slope = SS_CRITERIA[name.strip().lower()]
+    return SteadyState(name.strip().lower(), metric, slope, float(m.group(1)), m.group(2) == "%", duration,
+                       ramp, interval)

@@ -38,6 +38,13 @@ SUPPORTED: dict[str, str] = {
     "kb_base": "1024 | 1000: how unit prefixes read",
     "stonewall": "wait for the jobs before it to finish: a new group, run after them on the same drive "
                  "(alias wait_for_previous)",
+    "steadystate": "criterion:limit (iops, iops_slope, bw, bw_slope, lat, lat_slope; a limit in % of "
+                   "the window's mean or absolute) ending the group once met (alias ss; default "
+                   "iops_slope:0.01%)",
+    "steadystate_duration": "the rolling window the criterion is judged over; 0 (default): no detection "
+                            "(alias ss_dur; seconds by default)",
+    "steadystate_ramp_time": "time before the samples are collected (alias ss_ramp; seconds by default)",
+    "steadystate_check_interval": "the period of the samples (alias ss_interval; default 1 s)",
 }
 _HOST = "how fio issues I/O on the host; the engine models the device (as direct=1)"
 _REPORT = "fio's reporting and logs; ssdx writes its own summary"

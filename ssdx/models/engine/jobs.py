@@ -40,7 +40,7 @@ from ssdx.core import io, stats
 from ssdx.models.engine import backends as engine_backends
 from ssdx.models.engine import params as engine_params
 from ssdx.models.engine import plots as engine_report
-from ssdx.models.engine import replay
+from ssdx.models.engine import replay, steady
 from ssdx.models.fluid import model as fluid
 from ssdx.workloads import fio, synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError, no_requests
@@ -300,7 +300,8 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     backend = engine_backends.select(cfg["engine"])
     capacity = capacity_bytes(cfg)
     groups = jobs.groups() if jobs is not None else []
-    if len(groups) > 1:  # stonewall: the groups stream one after another (replay_groups)
+    by_group = jobs is not None and (len(groups) > 1 or any(j.steady for j in jobs.jobs))
+    if by_group:  # streamed group by group (replay_groups)
         chunks, reader, label = None, None, str(cfg["workload"]["fio"])
     else:
         chunks, reader, label = stream(cfg, jobs, capacity if jobs is not None else None)
@@ -309,7 +310,7 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     per_group: list[dict[str, Any]] = []
     truncated = False
     try:
-        if len(groups) > 1:  # stonewall: each group on the drive the one before it left
+        if by_group:  # stonewall groups, or a job that ends at steady state
             res, per_group, truncated = replay_groups(cfg, groups, dtype, backend, capacity, label, beyond,
                                                       progress)
         else:
@@ -384,8 +385,16 @@ def replay_groups(cfg: Mapping[str, Any], groups: list[fio.FioWorkload], dtype, 
     for i, (g, c, gcfg) in enumerate(zip(groups, cols, cfgs, strict=True)):
         trees = engine_params.build(c, dtype=dtype, warn=False)[:3] + (lay,)
         stream_g = g.stream(capacity, _requests(cfg["workload"]), seed=int(cfg.get("seed", 0)))
-        res = replay.replay(trees, within(stream_g, capacity, label, beyond), progress=progress,
-                            desc=f"group {i}", backend=backend, carry=carry)
+        spec = steady.group_spec(g.jobs)
+        found = None
+        if spec is None:
+            res = replay.replay(trees, within(stream_g, capacity, label, beyond), progress=progress,
+                                desc=f"group {i}", backend=backend, carry=carry)
+        else:  # fio's steady-state detection: the group ends when the criterion is met
+            res, found = steady.replay_until_steady(
+                trees, list(within(stream_g, capacity, label, beyond)), spec, g.queue_depth, g.open_loop,
+                float(gcfg["engine"]["time_scale"]), carry, progress=progress, desc=f"group {i}",
+                backend=backend)
         carry = res.extra["carry"]
         results.append(res)
         m = res.metrics
@@ -399,7 +408,9 @@ def replay_groups(cfg: Mapping[str, Any], groups: list[fio.FioWorkload], dtype, 
                     "die_utilisation_mean": float(m["die_utilisation_mean"][0]),
                     "nand": {k: float(m[k][0]) for k in ("nand_read_pages", "nand_program_pages",
                                                          "pslc_bytes", "native_bytes", "folding_bytes")},
-                    "truncated": bool(stream_g.truncated), **fio_figures(m, res.extra["sums"])})
+                    "truncated": bool(stream_g.truncated) and not (found and found.attained),
+                    **({"steady_state": found.summary(spec)} if found else {}),
+                    **fio_figures(m, res.extra["sums"])})
     sums = {k: sum(r.extra["sums"][k] for r in results) for k in results[0].extra["sums"]}
     makespan = sum(np.asarray(r.metrics["makespan_s"], np.float64) for r in results)
     busy_end = makespan - results[-1].metrics["makespan_s"] + results[-1].extra["horizon_s"]
