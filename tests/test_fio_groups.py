@@ -102,3 +102,15 @@ def test_the_summary_reports_each_group_as_fio_does(tmp_path):
     assert w["write"]["io_bytes"] == 500 * 4096 and w["read"]["io_bytes"] == 0
     assert r["loop"] == w["loop"] == "closed" and r["truncated"] and s["fio_truncated"]
     assert np.isclose(s["iops"], 1000 / s["makespan_s"])
+
+
+def test_a_negative_sequential_stride_reads_backwards_as_fio_does(tmp_path):
+    """fio's get_next_seq_offset: the first request at the start, each next one N bytes before the end of the
+    one before, and one that would start before the region at N bytes before its end."""
+    p = _job(tmp_path, "[b]\nrw=read:-8k\nbs=4k\nsize=64k\n")
+    w = fio.load(p)
+    assert w.jobs[0].hole_bytes == -8192
+    blocks = (next(iter(w.stream(1e12, 40))).offset // 4096).tolist()
+    assert blocks == [0, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]  # size ends it: 16 blocks
+    with pytest.raises(ConfigError, match="rw"):
+        fio.load(_job(tmp_path, "[r]\nrw=randread:-8\nbs=4k\nsize=64k\n", "neg.fio"))

@@ -32,7 +32,8 @@ depend on the machine fio runs on), ``z`` zone units.
 
 **Supported options** (:data:`SUPPORTED`): ``rw`` (read, write, randread, randwrite, rw/readwrite,
 randrw; ``:N`` — random: a new offset every N requests, the others continuing sequentially or, with
-``rw_sequencer=identical``, repeating it; sequential: N bytes skipped after each request),
+``rw_sequencer=identical``, repeating it; sequential: N bytes skipped after each request, a negative N a
+step back),
 ``rw_sequencer``, ``rwmixread``/``rwmixwrite`` (the later one wins), ``bs`` (``r,w,t`` forms, a value
 not ending in a comma applying to the types after it), ``bsrange``, ``bssplit`` (blank percentages share
 the rest; the percentages must add up to 100), ``blockalign``, ``iodepth``, ``numjobs``, ``size``,
@@ -423,7 +424,8 @@ class FioWorkload:
                 job.fail("bssplit" if "bssplit" in job.options else "bsrange",
                          "several write sizes: the fluid fill has one command size")
             if job.hole_bytes:
-                job.fail("rw", "rw=write:N leaves holes: the fluid fill writes contiguous new data")
+                job.fail("rw", "rw=write:N leaves holes (or, negative, steps back): the fluid fill writes "
+                               "contiguous new data")
             if job.random and not job.random_map or job.run_length > 1:
                 why = next(o for o, bad in (("norandommap", "norandommap" in job.options),
                                             ("random_distribution", not job.distribution.uniform),

@@ -403,8 +403,9 @@ def read_job(sec: Section) -> Job:
             j.fail(rw_st, "':' needs a number after it")
         if random:
             run_length = int(j.size(rw_st, post))
-        else:
-            hole = int(j.size(rw_st, post, zero=True))
+        else:  # a negative number steps back (fio HOWTO, rw; examples/backwards-read.fio)
+            back = post.strip().startswith("-")
+            hole = int(j.size(rw_st, post.strip().removeprefix("-").strip(), zero=True)) * (-1 if back else 1)
     seq_st = j.get("rw_sequencer")
     identical = False
     if seq_st is not None:

@@ -346,7 +346,10 @@ class Pattern:
     ``distribution`` of random offsets; ``read_align``/``write_align`` (``blockalign``; None: the
     direction's smallest size); ``run_length`` (``rw=randread:N``: a new random offset every N requests,
     the ones between continue sequentially, or repeat it with ``identical``, ``rw_sequencer``);
-    ``hole_bytes`` (``rw=write:N``: N bytes skipped after each sequential request); ``random_map`` (fio's
+    ``hole_bytes`` (``rw=write:N``: N bytes skipped after each sequential request; negative,
+    ``rw=read:-8k``, a step back: the next request starts N bytes before the end of the last, and the first
+    one past the region's start moves to N bytes before its end, as fio's ``get_next_seq_offset`` does);
+    ``random_map`` (fio's
     default: each slot once per pass of the region, :func:`permute`; off with ``norandommap`` or a
     non-uniform distribution); ``shared_sequence``: sequential reads and writes share one position
     (fio keeps one per direction).
@@ -399,10 +402,11 @@ class PatternStream:
             raise ValueError("span_bytes must hold the largest block size")
         self._align = {READ: int(p.read_align or self._r_vals.min()),
                        WRITE: int(p.write_align or w_vals.min())}
-        if min(self._align.values()) <= 0 or p.run_length < 1 or p.hole_bytes < 0:
-            raise ValueError("alignments and run_length must be >= 1, hole_bytes >= 0")
+        if min(self._align.values()) <= 0 or p.run_length < 1 or -p.hole_bytes >= self._slots * self._unit:
+            raise ValueError("alignments and run_length must be >= 1, a negative hole_bytes within the span")
         self._block = self._issued = self._anchors = 0
         self._pos: dict[Any, int] = {READ: 0, WRITE: 0, "shared": 0}
+        self._end: dict[Any, int | None] = {READ: None, WRITE: None, "shared": None}  # backwards: last end
         self._last: dict[int, tuple[int, int]] = {READ: (0, 0), WRITE: (0, 0)}  # (start, end) in the region
 
     @property
@@ -433,6 +437,10 @@ class PatternStream:
         offset = np.zeros(len(op), np.int64)
         groups = [("shared", slice(None))] if self.p.shared_sequence else \
             [(d, np.flatnonzero(op == d)) for d in (READ, WRITE)]
+        if self.p.hole_bytes < 0:  # fio's backwards steps, request by request
+            for key, idx in groups:
+                offset[idx] = self._backwards(key, size[idx], span)
+            return offset
         for key, idx in groups:
             st = step[idx]
             if not len(st):
@@ -441,6 +449,21 @@ class PatternStream:
             offset[idx] = np.where(off + size[idx] > span, 0, off)
             self._pos[key] = int((self._pos[key] + int(st.sum())) % span)
         return offset
+
+    def _backwards(self, key: Any, size: np.ndarray, span: int) -> np.ndarray:
+        """Offsets of sequential requests with a negative ``hole_bytes`` (fio's ``get_next_seq_offset``): the
+        first at the region's start, each next one ``hole_bytes`` after the end of the one before; one that
+        would start before the region or end past it starts ``-hole_bytes`` before the region's end."""
+        add, end = int(self.p.hole_bytes), self._end[key]
+        out = np.empty(len(size), np.int64)
+        for i, s in enumerate(np.asarray(size, np.int64).tolist()):
+            pos = 0 if end is None else end + add
+            if pos < 0 or pos + s > span:
+                pos = min(span + add, span - s)
+            out[i] = pos
+            end = pos + s
+        self._end[key] = end
+        return out
 
     def _random(self, rng: np.random.Generator, op: np.ndarray, size: np.ndarray) -> np.ndarray:
         p, n, unit = self.p, self._slots, self._unit
