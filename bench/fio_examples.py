@@ -79,8 +79,11 @@ def classify(path: Path, requests: int, out: Path) -> dict[str, Any]:
         rule = rule.replace(str(path.parent) + "/", "")
         m = re.search(r"option '([^']+)'", rule)
         return {**row, "status": "refused", "option": m.group(1) if m else None, "why": rule}
-    return {**row, "status": "runs", "groups": len(s.get("fio_groups") or []) or 1, "requests": s["requests"],
-            "iops": s["iops"], "ignored_by_design": s.get("fio_ignored_by_design", [])}
+    phases = [g["phase"] for g in s.get("fio_groups") or []] or ["run"]
+    steady = [g["steady_state"]["attained"] for g in s.get("fio_groups") or [] if "steady_state" in g]
+    return {**row, "status": "runs", "groups": phases.count("run"), "phases": phases, "steady_state": steady,
+            "requests": s["requests"], "iops": s["iops"],
+            "ignored_by_design": s.get("fio_ignored_by_design", [])}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -100,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     res = {"benchmark": "fio_examples", "examples": len(rows), "counts": dict(counts),
            "refused_by_option": dict(refused.most_common()), "requests_per_group": a.requests, "rows": rows}
     for r in rows:
-        detail = (f'{r["groups"]} group(s)' if r["status"] == "runs" else r.get("option") or r.get("why", ""))
+        detail = (" ".join(r["phases"]) if r["status"] == "runs" else r.get("option") or r.get("why", ""))
         print(f'{r["file"]:<36}{",".join(r["engines"]):<18}{r["status"]:<24}{detail}')
     print(f"{len(rows)} files: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     print("refused by option: " + ", ".join(f"{k} {v}" for k, v in refused.most_common()))

@@ -10,7 +10,7 @@ def test_each_file_is_run_refused_or_named_as_no_block_device_job(tmp_path):
     ex = tmp_path / "examples"
     ex.mkdir()
     (ex / "a-read.fio").write_text("[r]\nioengine=libaio\nrw=randread\nbs=4k\nsize=1g\niodepth=4\n")
-    (ex / "b-verify.fio").write_text("[w]\nrw=write\nbs=4k\nsize=1g\nverify=crc32c\n")
+    (ex / "b-zoned.fio").write_text("[w]\nrw=write\nbs=4k\nsize=1g\nzonemode=zbd\n")
     (ex / "c-net.fio").write_text("[n]\nioengine=net\nhostname=localhost\nport=8888\nrw=write\n")
     (ex / "d-groups.fio").write_text("[global]\nbs=4k\nsize=1g\n[w]\nrw=write\n[r]\nrw=read\nstonewall\n")
     out = tmp_path / "r.json"
@@ -19,5 +19,6 @@ def test_each_file_is_run_refused_or_named_as_no_block_device_job(tmp_path):
     rows = {r["file"]: r for r in d["rows"]}
     assert d["counts"] == {"runs": 2, "refused": 1, "not a block-device job": 1}
     assert rows["a-read.fio"]["groups"] == 1 and rows["d-groups.fio"]["groups"] == 2
-    assert rows["b-verify.fio"]["option"] == "verify" and "b-verify.fio:5" in rows["b-verify.fio"]["why"]
+    assert rows["b-zoned.fio"]["option"] == "zonemode" and "b-zoned.fio:5" in rows["b-zoned.fio"]["why"]
+    assert rows["d-groups.fio"]["phases"] == ["run", "run"]
     assert rows["c-net.fio"]["engines"] == ["net"] and "network" in rows["c-net.fio"]["why"]

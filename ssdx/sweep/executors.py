@@ -295,8 +295,8 @@ class RayExecutor:
                 _reachable(address)
             kw = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
                   **dict(init_kwargs or {})}
-            try:
-                ray.init(address=address or None, **kw)
+            try:  # no address: a Ray of its own, never one another process happens to run on this machine
+                ray.init(address=address or "local", **kw)
             except (ConnectionError, RuntimeError, ValueError) as e:
                 rule = f"could not start or join Ray ({e}); use null (local), 'auto' or host:port"
                 raise ConfigError("runner.address", address, rule) from None

@@ -54,7 +54,7 @@ reports its rate) and ``randrepeat`` (ssdx is always repeatable).  They are acce
 summary's ``fio_ignored_by_design``.
 
 **Any other option is refused**: :class:`FioError` (a :class:`ssdx.params.ConfigError`: exit status 2)
-naming the option and its ``file:line`` — e.g. ``verify``, ``fsync``, ``ramp_time``, ``startdelay``,
+naming the option and its ``file:line`` — e.g. ``fsync``, ``ramp_time``, ``startdelay``,
 ``exitall``, ``percentage_random``, ``nrfiles``, ``filesize``, ``zonemode``.  With
 ``workload.fio_unknown=warn`` each is named in a :class:`FioIgnoredWarning` and in the summary's
 ``fio_ignored`` and the run goes on without it.  Malformed files (a line that is no section, option or
@@ -85,7 +85,9 @@ requests per clone at a time, merged into chunks of 65,536), so a long stream co
 **Job groups** (fio HOWTO, ``stonewall``).  A job with ``stonewall`` (alias ``wait_for_previous``) waits
 for every job before it to finish: it starts a group (:meth:`FioWorkload.groups`), and the groups run one
 after another on the same drive (``ssdx.models.engine.jobs.replay_groups``); ``new_group`` only regroups
-fio's report.  A stream of several groups at once is refused (:meth:`FioWorkload.stream`).  A group whose
+fio's report.  A group whose jobs ``verify`` (fio's verify phase; ``do_verify``) is followed by the reads
+of what they wrote, in the order written (:class:`VerifyStream`).  A stream of several phases at once is
+refused (:meth:`FioWorkload.stream`).  A group whose
 jobs carry fio's steady-state detection (``steadystate``/``ss``, ``ss_dur``, ``ss_ramp``, ``ss_interval``:
 ``ssdx.workloads.fio_job.SteadyState``) ends when fio would end it (``ssdx.models.engine.steady``).
 
@@ -126,6 +128,7 @@ holes, more bytes than are free.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Iterator, Mapping
@@ -271,6 +274,25 @@ class _Source:
         return u + pause
 
 
+class VerifyStream:
+    """The verify phase of a :class:`FioStream`'s jobs (fio's ``verify``): its writes, in the order
+    written, as reads of the same offsets and sizes.  ``requests`` and ``truncated`` as the stream's."""
+
+    def __init__(self, stream: FioStream):
+        self.stream = stream
+        self.requests, self.truncated = 0, False
+
+    def __iter__(self) -> Iterator[Chunk]:
+        n = 0
+        for c in self.stream:
+            w = np.asarray(c.op) == WRITE
+            if w.any():
+                yield Chunk(time_s=np.full(int(w.sum()), np.nan), op=np.full(int(w.sum()), READ, np.int8),
+                            offset=c.offset[w], size=c.size[w], line=np.arange(n + 1, n + int(w.sum()) + 1))
+                n += int(w.sum())
+        self.requests, self.truncated = n, self.stream.truncated
+
+
 class FioStream:
     """The merged request stream of a :class:`FioWorkload` on one drive (iterate for :class:`Chunk`\\ s of
     at most 65,536 requests).  After iteration: ``requests`` emitted, ``truncated`` (the jobs held more
@@ -343,6 +365,8 @@ class FioWorkload:
     jobs: list[Job]
     ignored: list[dict[str, Any]]
     ignored_by_design: list[str]
+    #: "" the file's jobs; "run" or "verify" one phase of :meth:`groups`: a group's jobs or their verify reads
+    phase: str = ""
 
     @property
     def name(self) -> str:
@@ -351,7 +375,9 @@ class FioWorkload:
 
     @property
     def open_loop(self) -> bool:
-        return self.jobs[0].timed
+        """Open loop: the jobs are timed (``rate``, ``rate_iops``, ``thinktime``); a verify phase, whose reads
+        no rate paces here, runs in the closed loop."""
+        return self.jobs[0].timed and self.phase != "verify"
 
     @property
     def queue_depth(self) -> int:
@@ -359,18 +385,29 @@ class FioWorkload:
         ``stonewall`` splits the jobs into groups: :meth:`groups`)."""
         return sum(j.depth * j.numjobs for j in self.groups()[0].jobs)
 
-    def groups(self) -> list[FioWorkload]:
-        """The jobs in the groups fio runs one after another: a job with ``stonewall`` (or
-        ``wait_for_previous``) waits for every job before it to finish, so it starts a new group (fio HOWTO,
-        ``stonewall``); the jobs of one group run together.  One group when no job has ``stonewall``."""
+    def _stonewalled(self) -> list[list[Job]]:
         out: list[list[Job]] = []
         for j in self.jobs:
             if not out or j.stonewall:
                 out.append([])
             out[-1].append(j)
-        if len(out) == 1:
+        return out
+
+    def groups(self) -> list[FioWorkload]:
+        """The phases fio runs one after another: a job with ``stonewall`` (or ``wait_for_previous``) waits
+        for every job before it to finish, so it starts a new group (fio HOWTO, ``stonewall``), the jobs of
+        one group running together; a group whose jobs ``verify`` is followed by its verify phase, the
+        reads of what they wrote (``phase="verify"``).  ``[self]`` for a file of one group without verify
+        (and for a phase)."""
+        if self.phase:
             return [self]
-        return [FioWorkload(self.path, g, self.ignored, self.ignored_by_design) for g in out]
+        out = []
+        for g in self._stonewalled():
+            run = FioWorkload(self.path, g, self.ignored, self.ignored_by_design, "run")
+            out.append(run)
+            if any(j.verify for j in g):
+                out.append(dataclasses.replace(run, phase="verify"))
+        return [self] if len(out) == 1 else out
 
     def describe(self) -> list[dict[str, Any]]:
         """Per job: name, where, group (:meth:`groups`), rw, read fraction, clones, depth, loop and what ends
@@ -390,16 +427,21 @@ class FioWorkload:
         groups = self.groups()
         if len(groups) > 1:
             j = groups[1].jobs[0]
-            raise FioError(*j.at("stonewall"), f"job [{j.name}]: stonewall runs its group after the jobs "
-                           "before "
-                           "it, on the drive they leave; experiment=trace_replay runs the groups in turn, "
-                           "here they would run at once: pick one group's jobs with workload.fio_job",
-                           field="workload.fio", value=self.path)
-        return FioStream(self, int(capacity_bytes), int(max_requests), int(seed))
+            how = ("stonewall runs its group after the jobs before it" if groups[1].phase == "run" else
+                   "verify reads back what the job wrote after its writes")
+            raise FioError(*j.at("stonewall" if groups[1].phase == "run" else "verify"),
+                           f"job [{j.name}]: {how}, on the drive they leave; experiment=trace_replay runs "
+                           "the phases in turn, here they would run at once: pick one group's jobs with "
+                           "workload.fio_job, or drop verify", field="workload.fio", value=self.path)
+        stream = FioStream(self, int(capacity_bytes), int(max_requests), int(seed))
+        return VerifyStream(stream) if self.phase == "verify" else stream
 
     def fill(self, capacity_bytes: float, prefill_fraction: float) -> dict[str, Any]:
         """The fluid fill's workload fields (``pattern``, ``block_kib``, ``queue_depth``, ``fill_fraction``,
         ``burst_gb``, ``idle_s``) of write jobs; jobs it cannot represent are refused (module docstring)."""
+        for job in self.jobs:
+            if job.verify:
+                job.fail("verify", "verify reads back what the job wrote: a fill models host writes only")
         groups = self.groups()
         if len(groups) > 1:
             j = groups[1].jobs[0]

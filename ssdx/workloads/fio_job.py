@@ -328,6 +328,7 @@ class Job:
     thinktime_blocks: int
     stonewall: bool = False
     steady: SteadyState | None = None
+    verify: bool = False
 
     @property
     def timed(self) -> bool:
@@ -472,8 +473,21 @@ def read_job(sec: Section) -> Job:
         thinktime_blocks=j.count("thinktime_blocks", 1, MAX_BYTES, 1),  # type: ignore[arg-type]
         stonewall=j.flag("stonewall"),
         steady=_steady_state(j),
+        verify=_verifies(j, read_fraction),
     )
     return job
+
+
+def _verifies(j: _Job, read_fraction: float) -> bool:
+    """Whether the job reads back what it wrote once its writes end (fio's verify phase: ``verify`` set to a
+    method other than ``0``, ``do_verify`` not 0, and writes to verify)."""
+    st = j.get("verify")
+    if st is None or j.value(st).lower() == "0":
+        return False
+    do = j.get("do_verify")
+    if do is not None and j.value(do) not in ("0", "1"):
+        j.fail(do, f"must be 0 or 1, got {do.value!r}")
+    return (do is None or j.value(do) == "1") and read_fraction < 1
 
 
 #: fio's steady-state criteria (HOWTO, ``steadystate``): what is sampled, and whether the slope is judged

@@ -45,6 +45,9 @@ SUPPORTED: dict[str, str] = {
                             "(alias ss_dur; seconds by default)",
     "steadystate_ramp_time": "time before the samples are collected (alias ss_ramp; seconds by default)",
     "steadystate_check_interval": "the period of the samples (alias ss_interval; default 1 s)",
+    "verify": "a writing job reads back what it wrote, in the order written, once its writes end (fio's "
+              "verify phase); the checksum method does not change the reads; verify=0: none",
+    "do_verify": "0: no verify phase (default 1)",
 }
 _HOST = "how fio issues I/O on the host; the engine models the device (as direct=1)"
 _REPORT = "fio's reporting and logs; ssdx writes its own summary"

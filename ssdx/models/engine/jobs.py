@@ -399,7 +399,8 @@ def replay_groups(cfg: Mapping[str, Any], groups: list[fio.FioWorkload], dtype, 
         results.append(res)
         m = res.metrics
         truncated = truncated or stream_g.truncated
-        out.append({"group": i, "jobs": [j.name for j in g.jobs], "queue_depth": g.queue_depth,
+        out.append({"group": i, "jobs": [j.name for j in g.jobs], "phase": g.phase or "run",
+                    "queue_depth": g.queue_depth,
                     "loop": gcfg["engine"]["loop"], "requests": int(m["requests"][0]),
                     "makespan_s": float(m["makespan_s"][0]), "iops": float(m["iops"][0]),
                     "mb_s": float(m["mb_s"][0]), "latency_us": _latency_block(m, 0),
