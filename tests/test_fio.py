@@ -322,7 +322,7 @@ def test_request_count_and_cap(tmp_path):
     ("[j]\nsize=(1024*4)\n", 2, "arithmetic expressions"),
     ("[j]\nsize=8*$mb_memory\n", 2, "reserved keyword $mb_memory"),
     ("[j]\ntime_based\n", 2, "time_based needs a runtime"),
-    ("[j]\nverify=crc32c\n", 2, "option 'verify' is not modelled"),
+    ("[j]\nfsync=8\n", 2, "option 'fsync' is not modelled"),
     ("[j]\nrw=read\nrw_sequencer=backwards\n", 3, "sequential or identical"),
     ("[j]\nbs\n", 2, "needs a value"),
     ("[j]\nnorandommap=yes\n", 2, "a flag takes"),
@@ -375,12 +375,12 @@ def test_include_and_job_pick(tmp_path):
 
 
 def test_unmodelled_option_refused_or_warned(tmp_path):
-    text = "[global]\nioengine=libaio\n[j]\nrw=randread\nverify=crc32c\ndirect=1\n"
-    with pytest.raises(fio.FioError, match=r"job.fio:5: option 'verify' is not modelled"):
+    text = "[global]\nioengine=libaio\n[j]\nrw=randread\nfsync=8\ndirect=1\n"
+    with pytest.raises(fio.FioError, match=r"job.fio:5: option 'fsync' is not modelled"):
         load(tmp_path, text)
-    with pytest.warns(fio.FioIgnoredWarning, match=r"job.fio:5: fio option 'verify' ignored"):
+    with pytest.warns(fio.FioIgnoredWarning, match=r"job.fio:5: fio option 'fsync' ignored"):
         w = load(tmp_path, text, unknown="warn")
-    assert w.ignored == [{"option": "verify", "value": "crc32c", "where": f"{tmp_path / 'job.fio'}:5"}]
+    assert w.ignored == [{"option": "fsync", "value": "8", "where": f"{tmp_path / 'job.fio'}:5"}]
     assert w.ignored_by_design == ["direct", "ioengine"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -505,17 +505,17 @@ iodepth=8
 numjobs=2
 size=1g
 offset_increment=1g
-verify=crc32c
+fsync=8
 """)
     out = tmp_path / "run"
     r = ssdx("experiment=trace_replay", f"workload.fio={job}", "workload.fio_unknown=warn",
              "workload.requests=3000", f"hydra.run.dir={out}")
     assert r.returncode == 0, r.stderr
-    assert "verify" in r.stderr and "ignored" in r.stderr
+    assert "fsync" in r.stderr and "ignored" in r.stderr
     s = json.loads((out / "summary.json").read_text())
     assert (s["fio_job"], s["format"], s["loop"]) == ("mix", "fio", "closed")
     assert s["queue_depth"] == 16 and s["requests"] == 3000
-    assert s["fio_ignored"] == [{"option": "verify", "value": "crc32c", "where": f"{job}:14"}]
+    assert s["fio_ignored"] == [{"option": "fsync", "value": "8", "where": f"{job}:14"}]
     assert s["fio_truncated"] and s["fio_ignored_by_design"] == ["direct", "ioengine"]
     assert s["read_fraction"] == pytest.approx(0.7, abs=0.03)
     assert set(s["clat_us"]) == {"mean", "p50", "p99", "p99.9"}
@@ -525,7 +525,7 @@ verify=crc32c
     assert rd["io_bytes"] % 4096 == 0 and wr["io_bytes"] % 65536 == 0
     assert rd["io_bytes"] // 4096 + wr["io_bytes"] // 65536 == 3000
     assert 0 < rd["clat_us"]["p50"] <= rd["clat_us"]["p99"] <= rd["clat_us"]["p99.9"]
-    assert "fio job mix" in r.stdout and "verify" in r.stdout
+    assert "fio job mix" in r.stdout and "fsync" in r.stdout
     r = ssdx("experiment=trace_replay", f"workload.fio={job}", f"hydra.run.dir={tmp_path / 'refused'}")
     assert r.returncode == 2
-    assert f"{job}:14" in r.stderr and "verify" in r.stderr and "workload.fio" in r.stderr
+    assert f"{job}:14" in r.stderr and "fsync" in r.stderr and "workload.fio" in r.stderr
