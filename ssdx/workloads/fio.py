@@ -418,10 +418,11 @@ class FioWorkload:
                  "open_loop": j.timed, "bound": j.bound(j.timed)}
                 for j in self.jobs]
 
-    def stream(self, capacity_bytes: float, max_requests: int, seed: int = 0) -> FioStream:
-        """The merged stream on a drive of ``capacity_bytes``, at most ``max_requests`` long.  Jobs in several
-        ``stonewall`` groups are refused here: their groups run one after another (:meth:`groups`; a replay
-        streams each group, ``ssdx.models.engine.jobs.run_replay``)."""
+    def stream(self, capacity_bytes: float, max_requests: int, seed: int = 0) -> FioStream | VerifyStream:
+        """The merged stream on a drive of ``capacity_bytes``, at most ``max_requests`` long (a verify phase:
+        its reads, :class:`VerifyStream`).  Jobs of several phases (``stonewall`` groups, ``verify``) are
+        refused here: the phases run one after another (:meth:`groups`; a replay streams each,
+        ``ssdx.models.engine.jobs.replay_groups``)."""
         if not 1 <= max_requests <= MAX_REQUESTS:
             raise ConfigError("workload.requests", max_requests, f"integer 1 <= x <= {MAX_REQUESTS:.0e}")
         groups = self.groups()
