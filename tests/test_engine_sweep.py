@@ -219,7 +219,19 @@ def test_cost_closed_forms():
         engine_cost.prices({"dram_usd_per_gib": -1})
 
 
+def test_a_fio_job_of_the_composed_config_is_every_designs_source(tmp_path):
+    """``workload.fio`` given on the command line (the composed config) rather than in the sweep: replayed by
+    every design, at the job's depth (a fluid sweep would turn it into a fill)."""
+    sweep = _sweep(base={}, space={"grid": {"drive.channels": [8, 16]}})
+    run_sweep(sweep, _base(fio="examples/fio/oltp_rate.fio"), tmp_path, progress=False)
+    df = _table(tmp_path)
+    assert (df["workload.fio"] == "examples/fio/oltp_rate.fio").all()
+    assert (df["workload.queue_depth"] == 32).all()
+
+
+@pytest.mark.validation
 def test_the_cli_refuses_an_engine_field_in_a_fluid_sweep_with_exit_2(tmp_path):
+    """The CLI end to end (the fast tier holds the same refusals through run_sweep)."""
     from test_cli import ssdx_here
 
     f = tmp_path / "s.yaml"
