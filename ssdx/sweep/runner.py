@@ -104,6 +104,17 @@ def chunk_job(model: Callable[[Any], Callable], flag: Any, inputs: tuple, token:
     return out
 
 
+def chunk_columns(idx: np.ndarray, res: Mapping[str, np.ndarray]) -> tuple[dict[str, np.ndarray],
+                                                                            dict[str, Any]]:
+    """A padded chunk's result as the columns of its configurations ``idx`` (``config_id`` and each metric
+    in float64, the padding cut off) and its info (``compile_s``, the compile time the job spent)."""
+    res = dict(res)
+    compile_s = float(res.pop("_compile_s", 0.0))
+    data = {"config_id": idx.astype(np.int64)}
+    data.update({k: np.asarray(v, dtype=np.float64)[:len(idx)] for k, v in res.items()})
+    return data, {"compile_s": compile_s}
+
+
 class Outcome(NamedTuple):
     """What :func:`execute` returns: the results table and each chunk's info, in chunk order."""
 
@@ -291,12 +302,7 @@ def run(
         return executors.Job(i, chunk_job, args, ch.idx.astype(np.int64))
 
     def to_columns(i: int, res: Mapping[str, np.ndarray]):
-        res = dict(res)
-        compile_s = float(res.pop("_compile_s", 0.0))
-        idx = chunks[i].idx
-        data = {"config_id": idx.astype(np.int64)}
-        data.update({k: np.asarray(v, dtype=np.float64)[:len(idx)] for k, v in res.items()})
-        return data, {"compile_s": compile_s}
+        return chunk_columns(chunks[i].idx, res)
 
     defn = {"model": getattr(model, "__qualname__", type(model).__name__), **dict(definition or {}),
             "chunk_size": chunk_size, "dtype": np.dtype(dtype).name}

@@ -364,12 +364,7 @@ def run_rows(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg:
         return executors.Job(i, replay_chunk, args, ch.idx.astype(np.int64))
 
     def to_columns(i: int, res: Mapping[str, np.ndarray]):
-        res = dict(res)
-        compile_s = float(res.pop("_compile_s", 0.0))
-        idx = chunks[i].idx
-        data = {"config_id": idx.astype(np.int64)}
-        data.update({k: np.asarray(v, np.float64)[:len(idx)] for k, v in res.items()})
-        return data, {"compile_s": compile_s}
+        return runner.chunk_columns(chunks[i].idx, res)
 
     defn = {"model": "engine", **dict(definition or {}), "chunk_size": chunk_size,
             "dtype": np.dtype(dtype).name, "requests": requests, "seed": int(base_cfg.get("seed", 0)),
