@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 import yaml
-from test_cli import ssdx
+from test_cli import ssdx_here
 from test_cli_engine import _msr_file
 
 from ssdx.paths import sweeps_dir
@@ -19,8 +19,8 @@ WORKLOADS = ["prxy_0", "proj_0", "hm_0", "web_1", "prxy_1", "proj_3", "src2_1"]
 
 
 def test_nand_per_workload_sweep_contract(tmp_path):
-    r = ssdx("sweep=nand_per_workload", "sweep.requests=1500", "hybrid.warmup_fills=0.02",
-             f"hydra.run.dir={tmp_path}")
+    r = ssdx_here("sweep=nand_per_workload", "sweep.requests=1500", "hybrid.warmup_fills=0.02",
+                  f"hydra.run.dir={tmp_path}")
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "summary.json").read_text())
     assert list(s["relative_iops"]) == WORKLOADS
@@ -47,8 +47,8 @@ def test_nand_per_workload_sweep_contract(tmp_path):
 
 
 def test_hybrid_sensitivity_contract(tmp_path):
-    r = ssdx("experiment=hybrid_sensitivity", "sensitivity.requests=1500", "hybrid.warmup_fills=0.02",
-             "sensitivity.workloads=[prxy_0,proj_3]", f"hydra.run.dir={tmp_path}")
+    r = ssdx_here("experiment=hybrid_sensitivity", "sensitivity.requests=1500", "hybrid.warmup_fills=0.02",
+                  "sensitivity.workloads=[prxy_0,proj_3]", f"hydra.run.dir={tmp_path}")
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "summary.json").read_text())
     assert sorted(s["sensitivity"]) == ["block_size", "latency", "write_unit"]
@@ -62,14 +62,14 @@ def test_hybrid_sensitivity_contract(tmp_path):
     ("sensitivity.workloads=[]", "sensitivity.workloads"), ("validate.requests=999", "validate.requests")])
 def test_bad_study_settings_exit_2_before_any_compute(tmp_path, override, field):
     experiment = "hybrid_validate" if field.startswith("validate") else "hybrid_sensitivity"
-    r = ssdx(f"experiment={experiment}", override, f"hydra.run.dir={tmp_path}")
+    r = ssdx_here(f"experiment={experiment}", override, f"hydra.run.dir={tmp_path}")
     assert r.returncode == 2, r.stderr
     assert field in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "summary.json").exists()
 
 
 def test_bad_hybrid_value_exits_2_naming_the_field(tmp_path):
-    r = ssdx("experiment=hybrid_sensitivity", "hybrid.victim=random", f"hydra.run.dir={tmp_path}")
+    r = ssdx_here("experiment=hybrid_sensitivity", "hybrid.victim=random", f"hydra.run.dir={tmp_path}")
     assert r.returncode == 2
     assert "hybrid.victim" in r.stderr and "random" in r.stderr
 
@@ -80,21 +80,21 @@ def test_real_trace_directory_replaces_the_preset(tmp_path):
     traces.mkdir()
     ch = _msr_file(traces / "hm_0.csv", n=4000)
     out = tmp_path / "run"
-    r = ssdx("experiment=hybrid_sensitivity", "sensitivity.requests=2000", "hybrid.warmup_fills=0.05",
-             "sensitivity.workloads=[hm_0]", f"workload.trace_path={traces}", f"hydra.run.dir={out}")
+    r = ssdx_here("experiment=hybrid_sensitivity", "sensitivity.requests=2000", "hybrid.warmup_fills=0.05",
+                  "sensitivity.workloads=[hm_0]", f"workload.trace_path={traces}", f"hydra.run.dir={out}")
     assert r.returncode == 0, r.stderr
     st = json.loads((out / "summary.json").read_text())["streams"][0]
     assert st["source"].endswith("hm_0.csv")
     assert st["measured_requests"] + st["warmup_requests"] <= len(ch)
-    r = ssdx("experiment=hybrid_sensitivity", "sensitivity.workloads=[proj_0]",
-             f"workload.trace_path={traces}", f"hydra.run.dir={out}")
+    r = ssdx_here("experiment=hybrid_sensitivity", "sensitivity.workloads=[proj_0]",
+                  f"workload.trace_path={traces}", f"hydra.run.dir={out}")
     assert r.returncode == 2 and "proj_0.csv" in r.stderr
 
 
 def test_hybrid_validate_contract(tmp_path):
-    r = ssdx("experiment=hybrid_validate", "validate.requests=1500", "hybrid.warmup_fills=0.02",
-             "hybrid.settle_fills=0.05", "validate.workloads=[prxy_0,proj_3,src2_1]",
-             f"hydra.run.dir={tmp_path}")
+    r = ssdx_here("experiment=hybrid_validate", "validate.requests=1500", "hybrid.warmup_fills=0.02",
+                  "hybrid.settle_fills=0.05", "validate.workloads=[prxy_0,proj_3,src2_1]",
+                  f"hydra.run.dir={tmp_path}")
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "summary.json").read_text())
     names = [f["name"] for f in s["findings"]]
