@@ -112,3 +112,36 @@ def test_jobs_judged_as_one_must_share_their_detection(tmp_path):
     p.write_text("[global]\nrw=randwrite\nbs=4k\nsize=1g\n[a]\nss_dur=1s\n[b]\nss_dur=2s\n")
     with pytest.raises(ConfigError, match="judged as one"):
         engine_jobs.run_replay(_cfg(p, 1000), tmp_path / "o", progress=False)
+
+
+@pytest.mark.parametrize("pace", ["", "rate_iops=50000\n"])
+def test_ramp_time_runs_its_requests_uncounted_and_the_rest_goes_on_as_one_stream(tmp_path, pace):
+    """fio's ramp_time: the requests issued before it run on the drive and are left out of the figures; the
+    counted ones go on from the drive and clock the ramp left (closed and open loop): ramp and rest add up to
+    the uninterrupted replay of the whole stream."""
+    from ssdx.models.engine import params as engine_params
+    from ssdx.models.engine import replay
+
+    p = tmp_path / "ramp.fio"
+    p.write_text(JOB + "ramp_time=20ms\n" + pace)
+    cfg = _cfg(p, 12_000)
+    s = engine_jobs.run_replay(cfg, tmp_path / "o", progress=False)
+    g = s["fio_groups"][0]
+    n = g["ramp"]["ramp_requests"]
+    assert 0 < n < 12_000 and g["requests"] == s["requests"] == 12_000 - n
+    jobs = engine_jobs.fio_workload(cfg)
+    run_cfg = engine_jobs.with_fio(cfg, jobs)
+    trees = engine_params.build(engine_params.columns_from_config(run_cfg), warn=False)
+    chunks = list(jobs.stream(engine_jobs.capacity_bytes(cfg), 12_000))
+    whole = replay.replay(trees, chunks, backend="cpu").extra["sums"]
+    rest, n2 = steady.replay_after_ramp(trees, chunks, 0.02, jobs.queue_depth, jobs.open_loop, 1.0,
+                                         backend="cpu")
+    assert n2 == n
+    ramp = replay.replay(trees, steady._prefix(chunks, n)[0], backend="cpu").extra["sums"]
+    for k in ("count", "bytes", "prog_pages"):
+        np.testing.assert_array_equal(ramp[k] + rest.extra["sums"][k], whole[k], err_msg=k)
+    for k in ("lat_sum", "busy"):  # summed in float32 within a replay's chunk: split where the ramp ends
+        np.testing.assert_allclose(ramp[k] + rest.extra["sums"][k], whole[k], rtol=1e-6, err_msg=k)
+    p.write_text(JOB + "ramp_time=20ms\nss_dur=100ms\nss_interval=10ms\n")
+    with pytest.raises(ConfigError, match="ss_ramp"):
+        engine_jobs.run_replay(_cfg(p, 1000), tmp_path / "both", progress=False)

@@ -329,6 +329,7 @@ class Job:
     stonewall: bool = False
     steady: SteadyState | None = None
     verify: bool = False
+    ramp_s: float = 0.0
 
     @property
     def timed(self) -> bool:
@@ -474,6 +475,7 @@ def read_job(sec: Section) -> Job:
         stonewall=j.flag("stonewall"),
         steady=_steady_state(j),
         verify=_verifies(j, read_fraction),
+        ramp_s=j.seconds("ramp_time", 1.0),
     )
     return job
 

@@ -48,6 +48,8 @@ SUPPORTED: dict[str, str] = {
     "verify": "a writing job reads back what it wrote, in the order written, once its writes end (fio's "
               "verify phase); the checksum method does not change the reads; verify=0: none",
     "do_verify": "0: no verify phase (default 1)",
+    "ramp_time": "the job runs this long before its figures are counted (the requests issued before it warm "
+                 "the drive and are left out of the group's report); seconds by default",
 }
 _HOST = "how fio issues I/O on the host; the engine models the device (as direct=1)"
 _REPORT = "fio's reporting and logs; ssdx writes its own summary"

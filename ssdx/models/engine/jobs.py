@@ -300,7 +300,7 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     backend = engine_backends.select(cfg["engine"])
     capacity = capacity_bytes(cfg)
     groups = jobs.groups() if jobs is not None else []
-    by_group = jobs is not None and (len(groups) > 1 or any(j.steady for j in jobs.jobs))
+    by_group = jobs is not None and (len(groups) > 1 or any(j.steady or j.ramp_s for j in jobs.jobs))
     if by_group:  # streamed group by group (replay_groups)
         chunks, reader, label = None, None, str(cfg["workload"]["fio"])
     else:
@@ -386,8 +386,14 @@ def replay_groups(cfg: Mapping[str, Any], groups: list[fio.FioWorkload], dtype, 
         trees = engine_params.build(c, dtype=dtype, warn=False)[:3] + (lay,)
         stream_g = g.stream(capacity, _requests(cfg["workload"]), seed=int(cfg.get("seed", 0)))
         spec = steady.group_spec(g.jobs)
-        found = None
-        if spec is None:
+        ramp_s = steady.group_ramp(g.jobs) if g.phase != "verify" else 0.0
+        found, ramped = None, None
+        if ramp_s:  # fio's ramp_time: the requests issued before it run, uncounted
+            res, ramped = steady.replay_after_ramp(
+                trees, list(within(stream_g, capacity, label, beyond)), ramp_s, g.queue_depth, g.open_loop,
+                float(gcfg["engine"]["time_scale"]), carry, progress=progress, desc=f"group {i}",
+                backend=backend)
+        elif spec is None:
             res = replay.replay(trees, within(stream_g, capacity, label, beyond), progress=progress,
                                 desc=f"group {i}", backend=backend, carry=carry)
         else:  # fio's steady-state detection: the group ends when the criterion is met
@@ -411,6 +417,7 @@ def replay_groups(cfg: Mapping[str, Any], groups: list[fio.FioWorkload], dtype, 
                                                          "pslc_bytes", "native_bytes", "folding_bytes")},
                     "truncated": bool(stream_g.truncated) and not (found and found.attained),
                     **({"steady_state": found.summary(spec)} if found else {}),
+                    **({"ramp": {"ramp_s": ramp_s, "ramp_requests": ramped}} if ramp_s else {}),
                     **fio_figures(m, res.extra["sums"])})
     sums = {k: sum(r.extra["sums"][k] for r in results) for k in results[0].extra["sums"]}
     makespan = sum(np.asarray(r.metrics["makespan_s"], np.float64) for r in results)

@@ -49,6 +49,10 @@ class Carry:
     cache: Any = None
     fresh: Any = None
     kept: Any = None
+    #: the last request's trace time (s), and whether the next replay waits for every request (``barrier``;
+    #: a job's stonewall) or goes on as the same stream would (fio's ``ramp_time``: the stats restart)
+    prev_t: float | None = None
+    barrier: bool = True
 
 
 def barrier(state, queue_depth) -> tuple[Any, Any]:
@@ -186,9 +190,12 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     dtype = np.asarray(drive.user_bytes).dtype
     run_f, p, state, n_cfg = prepare(trees, keep_latency, backend=backend)
     start = 0.0
-    if carry is not None:
+    prev_t: float | None = None
+    if carry is not None and carry.barrier:
         state, start = barrier(carry.state, p.queue_depth)
         start = np.asarray(start, np.float64)[..., :n_cfg]
+    elif carry is not None:  # the same stream going on: its clock and arrivals continue
+        state, prev_t = carry.state, carry.prev_t
     # the batch's host-side state, computed once for all its configurations (each None where none uses it):
     # the entry cache (engine.map_cache = entries), the pages each read reads first (engine.plane_merge)
     # and the rewrite window (engine.rewrite_window_s); a carried replay keeps the drives' own
@@ -209,7 +216,6 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     sums: dict[str, np.ndarray] = {}
     elapsed = None
     lats, ops = [], []
-    prev_t: float | None = None
     first_t: float | None = None
     compile_s = run_s = 0.0
     bar = progress_bar(total, desc, unit="req", enabled=progress)
@@ -241,7 +247,7 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
     bar.close()
     if elapsed is None:
         raise EmptyStream("the request stream is empty")
-    after = Carry(state, cache, fresh, kept)
+    after = Carry(state, cache, fresh, kept, prev_t)
     state = jax.tree_util.tree_map(lambda x: x[..., :n_cfg], state)
     p = jax.tree_util.tree_map(lambda x: x[..., :n_cfg], p)
     elapsed = elapsed - start  # from the barrier a carried replay starts at

@@ -163,12 +163,64 @@ def replay_until_steady(trees: tuple, chunks: list, spec: SteadyState, queue_dep
     if not found.attained:
         return full, found
     n = int(np.searchsorted(issue, found.at_s, side="right"))  # issued up to the check that ended the job
-    prefix, left = [], n
+    return replay.replay(trees, _prefix(chunks, n)[0], carry=start, **kw), found
+
+
+def group_ramp(jobs: list) -> float:
+    """The ``ramp_time`` of a group of jobs that run together, s (0: none); the jobs of a group are reported
+    as one, so they must share it, and a group does not take it with steady-state detection (both decide
+    which requests count) — each refused naming the job."""
+    ramps = [j.ramp_s for j in jobs]
+    for j, r in zip(jobs, ramps, strict=True):
+        if r != ramps[0]:
+            j.fail("ramp_time", "the jobs of a group (jobs that run together) are reported as one: give them "
+                   "the same ramp_time, or separate them with stonewall")
+        if r and j.steady is not None:
+            j.fail("ramp_time", "ramp_time with steady-state detection: use ss_ramp, the detection's own "
+                   "ramp")
+    return float(ramps[0])
+
+
+def _prefix(chunks: list, n: int) -> tuple[list, list]:
+    """The first ``n`` requests of ``chunks`` and the rest, as chunks."""
+    head, tail, left = [], [], n
     for c in chunks:
-        if left <= 0:
-            break
-        take = min(left, len(c))
-        prefix.append(dataclasses.replace(c, **{f.name: np.asarray(getattr(c, f.name))[:take]
-                                                 for f in dataclasses.fields(c)}))
+        take = min(max(left, 0), len(c))
+        cut = {f.name: np.asarray(getattr(c, f.name)) for f in dataclasses.fields(c)}
+        if take:
+            head.append(dataclasses.replace(c, **{k: v[:take] for k, v in cut.items()}))
+        if take < len(c):
+            tail.append(dataclasses.replace(c, **{k: v[take:] for k, v in cut.items()}))
         left -= take
-    return replay.replay(trees, prefix, carry=start, **kw), found
+    return head, tail
+
+
+def replay_after_ramp(trees: tuple, chunks: list, ramp_s: float, queue_depth: int, open_loop: bool,
+                      time_scale: float, carry: Any = None, **kw) -> tuple[Any, int]:
+    """fio's ``ramp_time``: the group's requests issued in its first ``ramp_s`` seconds run on the drive but
+    are not counted.  The stream is replayed once with its latencies (the issue times, :func:`times`), then
+    its first requests up to the ramp's end, then the rest going on from there as the same stream (no
+    barrier): the result of the rest and the number of ramp requests.  Refused when the ramp holds every
+    request."""
+    import copy
+
+    from ssdx.core.fields import ConfigError
+    from ssdx.models.engine import replay
+
+    start = copy.deepcopy(carry)
+    full = replay.replay(trees, chunks, keep_latency=True, carry=copy.deepcopy(carry), **kw)
+    arrival = None
+    if open_loop:
+        t = np.concatenate([np.asarray(c.time_s, np.float64) for c in chunks])
+        arrival = (t - t[0]) / time_scale
+    issue, _ = times(full.latencies[0], queue_depth, arrival)
+    n = int(np.searchsorted(issue, ramp_s, side="left"))
+    if n >= len(issue):
+        raise ConfigError("workload.requests", len(issue), f"every request is issued within ramp_time "
+                          f"({ramp_s:g} s), so nothing would be counted: raise workload.requests")
+    if n == 0:
+        return replay.replay(trees, chunks, carry=start, **kw), 0
+    head, tail = _prefix(chunks, n)
+    ramp = replay.replay(trees, head, carry=start, **kw)
+    go_on = dataclasses.replace(ramp.extra["carry"], barrier=False)
+    return replay.replay(trees, tail, carry=go_on, **kw), n
