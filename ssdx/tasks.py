@@ -155,8 +155,7 @@ def only_row(only: Any, ok: np.ndarray, cols: Mapping[str, np.ndarray],
     n = len(ok)
     if isinstance(only, bool) or not isinstance(only, int | np.integer) or not 0 <= only < n:
         raise params.ConfigError("sweep.only", only, f"must be a configuration index 0 <= x < {n} of the "
-                                 "sweep "
-                                 "(the config_index of a row of its results)")
+                                 "sweep (the config_index of a row of its results)")
     if not ok[only]:
         row = {k: np.asarray(v)[[only]] for k, v in cols.items()}
         broken = [d for c in _checks(sweep) for d in params.valid_rows(row, c)[1]]

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from test_resume import CrashAfter
 
 from ssdx import presets
 from ssdx.models.engine import cost as engine_cost
@@ -103,18 +104,11 @@ def test_a_crashed_reduced_sweep_resumes_to_the_same_reductions(tmp_path):
     keep = {"pareto": {"x": "cost_usd", "y": "read_latency_p99_us", "skip_if": "saturated"},
             "top_k": {"k": 2, "by": "read_latency_p99_us", "ascending": False, "group_by": ["drive.dram"]}}
 
-    class CrashAfter(executors.LocalExecutor):
-        def map(self, jobs):
-            for i, item in enumerate(super().map(jobs)):
-                if i == 2:
-                    raise RuntimeError("simulated crash")
-                yield item
-
     base = _base()
     run_sweep(_sweep(keep=keep, chunk_size=2), base, tmp_path / "ref", progress=False)
     d = tmp_path / "crashed"
     with pytest.raises(RuntimeError, match="simulated"):
-        run_sweep(_sweep(keep=keep, chunk_size=2), base, d, progress=False, executor=CrashAfter(1))
+        run_sweep(_sweep(keep=keep, chunk_size=2), base, d, progress=False, executor=CrashAfter(2))
     s = run_sweep(_sweep(keep=keep, chunk_size=2), base, d, progress=False)
     assert s["resumed_chunks"] == 2 and s["chunks"] == 4
     for f in ("top_k.parquet", "pareto.parquet"):
@@ -170,7 +164,7 @@ def test_designs_with_host_state_of_their_own_run_in_groups_equal_to_alone(tmp_p
     cols = {k: np.asarray(v) for k, v in config_of(sweep, 0, base).items()}
     four = {k: np.concatenate([v] * 4) for k, v in cols.items()}
     four["engine.map_cache_mib"] = np.asarray([0.002, 0.25, 0.002, 0.25])
-    assert [len(g) for g in engine_sweep.groups_of(four)] == [2, 2]
+    assert [len(idx) for _, idx in engine_sweep.groups(four)] == [2, 2]
 
 
 @pytest.mark.parametrize("sweep, model, field", [

@@ -9,6 +9,9 @@ against their position in the window (``*_slope``), as a share of the mean where
 At the first check where it is below the limit, fio ends the job: nothing more is issued, what is in
 flight completes.
 
+fio's ``ramp_time`` (:func:`replay_after_ramp`) is cut the same way: the requests issued before it run
+uncounted, and the rest go on from the state they left.
+
 Here the samples come from one replay of the stream with every request's latency: each request's issue
 and completion times are rebuilt from them (:func:`times`: the closed loop's slots, or the open loop's
 arrivals), the checks are taken while the job is still issuing (a stream cut by ``workload.requests``
@@ -147,23 +150,32 @@ def replay_until_steady(trees: tuple, chunks: list, spec: SteadyState, queue_dep
     would, replay the requests issued until then again from the same state: the result
     (``ssdx.models.engine.replay.Result``, its ``extra["carry"]`` the drive after them) and the detection.
     ``kw`` goes to ``replay.replay``."""
+    from ssdx.models.engine import replay
+
+    full, issue, done = _timed_replay(trees, chunks, queue_depth, open_loop, time_scale, carry, **kw)
+    size = np.concatenate([np.asarray(c.size) for c in chunks])
+    found = detect(spec, issue, done, full.latencies[0], size)
+    if not found.attained:
+        return full, found
+    n = int(np.searchsorted(issue, found.at_s, side="right"))  # issued up to the check that ended the job
+    return replay.replay(trees, _prefix(chunks, n)[0], carry=carry, **kw), found
+
+
+def _timed_replay(trees: tuple, chunks: list, queue_depth: int, open_loop: bool, time_scale: float,
+                  carry: Any, **kw) -> tuple[Any, np.ndarray, np.ndarray]:
+    """A replay of ``chunks`` from a copy of ``carry`` (which stays as it was, for a second replay from the
+    same state) with every latency kept, and its requests' issue and completion times (:func:`times`)."""
     import copy
 
     from ssdx.models.engine import replay
 
-    start = copy.deepcopy(carry)  # the replay moves the drive state on; the second one starts here again
-    full = replay.replay(trees, chunks, keep_latency=True, carry=carry, **kw)
-    size = np.concatenate([np.asarray(c.size) for c in chunks])
+    full = replay.replay(trees, chunks, keep_latency=True, carry=copy.deepcopy(carry), **kw)
     arrival = None
     if open_loop:
         t = np.concatenate([np.asarray(c.time_s, np.float64) for c in chunks])
         arrival = (t - t[0]) / time_scale
     issue, done = times(full.latencies[0], queue_depth, arrival)
-    found = detect(spec, issue, done, full.latencies[0], size)
-    if not found.attained:
-        return full, found
-    n = int(np.searchsorted(issue, found.at_s, side="right"))  # issued up to the check that ended the job
-    return replay.replay(trees, _prefix(chunks, n)[0], carry=start, **kw), found
+    return full, issue, done
 
 
 def group_ramp(jobs: list) -> float:
@@ -202,25 +214,17 @@ def replay_after_ramp(trees: tuple, chunks: list, ramp_s: float, queue_depth: in
     its first requests up to the ramp's end, then the rest going on from there as the same stream (no
     barrier): the result of the rest and the number of ramp requests.  Refused when the ramp holds every
     request."""
-    import copy
-
     from ssdx.core.fields import ConfigError
     from ssdx.models.engine import replay
 
-    start = copy.deepcopy(carry)
-    full = replay.replay(trees, chunks, keep_latency=True, carry=copy.deepcopy(carry), **kw)
-    arrival = None
-    if open_loop:
-        t = np.concatenate([np.asarray(c.time_s, np.float64) for c in chunks])
-        arrival = (t - t[0]) / time_scale
-    issue, _ = times(full.latencies[0], queue_depth, arrival)
+    full, issue, _ = _timed_replay(trees, chunks, queue_depth, open_loop, time_scale, carry, **kw)
     n = int(np.searchsorted(issue, ramp_s, side="left"))
     if n >= len(issue):
         raise ConfigError("workload.requests", len(issue), f"every request is issued within ramp_time "
                           f"({ramp_s:g} s), so nothing would be counted: raise workload.requests")
     if n == 0:
-        return replay.replay(trees, chunks, carry=start, **kw), 0
+        return full, 0
     head, tail = _prefix(chunks, n)
-    ramp = replay.replay(trees, head, carry=start, **kw)
+    ramp = replay.replay(trees, head, carry=carry, **kw)
     go_on = dataclasses.replace(ramp.extra["carry"], barrier=False)
     return replay.replay(trees, tail, carry=go_on, **kw), n

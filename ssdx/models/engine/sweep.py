@@ -60,8 +60,9 @@ METRICS = ("requests", "read_fraction", "iops", "mb_s", "makespan_s",
            "offered_iops", "saturated",
            "cost_usd", "nand_usd", "memory_usd", "controller_usd", "raw_gib", "memory_mib")
 #: the engine's own metrics carried over as they are (``ssdx.models.engine.state.metrics``)
-_CARRIED = METRICS[:METRICS.index("channel_utilisation")] + METRICS[METRICS.index("nand_read_pages"):
-                                                                    METRICS.index("offered_iops")]
+_CARRIED = tuple(m for m in METRICS if m not in (
+    "channel_utilisation", "flash_commands_per_request", "offered_iops", "saturated", "cost_usd", "nand_usd",
+    "memory_usd", "controller_usd", "raw_gib", "memory_mib"))
 #: an open-loop design is saturated when its achieved rate falls this far below the offered rate
 SATURATED_BELOW = 0.95
 
@@ -382,7 +383,3 @@ def run_rows(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg:
         "resumed_chunks": str(out.resumed_chunks), "resumed_configs": str(out.resumed_configs),
         "executor": executor.name, "workers": str(executor.workers), "backend": backend})
 
-
-def groups_of(cols: Mapping[str, np.ndarray]) -> Sequence[np.ndarray]:
-    """The row indices of each group (:func:`groups`), for tests and the benchmark."""
-    return [idx for _, idx in groups(cols)]
