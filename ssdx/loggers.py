@@ -142,7 +142,8 @@ class WandbLogger:
                 from None
 
     def finish(self, summary: Mapping[str, Any] | None, out_dir: Path) -> None:
-        """Record the summary, its tables, the (sampled) results table and the plots; close the run."""
+        """Record the summary, its tables, the (sampled) results table, the plots and ``report.html``; close
+        the run."""
         import pandas as pd
         import wandb
 
@@ -160,6 +161,9 @@ class WandbLogger:
             run.summary["results_table"] = stated
         for png in sorted(Path(out_dir).glob("*.png")):
             payload[f"plots/{png.stem}"] = wandb.Image(str(png), caption=png.name)
+        page = Path(out_dir) / "report.html"
+        if page.is_file():  # the run's page (ssdx.report.pages), interactive in W&B's media panel too
+            payload["report"] = wandb.Html(page.read_text(encoding="utf-8"), inject=False)
         if payload:
             run.log(payload)
         for k, v in flatten(summary).items():

@@ -39,8 +39,11 @@ def test_sweep_logged_offline_with_config_summary_tables_and_plot(tmp_path):
     assert s["best_by/metric"] == "mean_mb_s" and s["pareto/n_front"] == summary["pareto"]["n_front"]
     assert s["results_table"] == {"rows_logged": 50, "rows_total": 144,
                                   "sampling": "uniform random sample without replacement (seed 0)"}
-    assert {"tables/best", "tables/results", "tables/pareto/front", "plots/pareto"} <= set(got["logged"])
+    logged = {"tables/best", "tables/results", "tables/pareto/front", "plots/pareto", "report"}
+    assert logged <= set(got["logged"])
     files = {f.split("/")[-1].split("_")[0]: f for f in got["files"] if f.startswith("media/")}
+    page = (run_dir / "files" / files["report"]).read_text(encoding="utf-8")
+    assert page == (tmp_path / "report.html").read_text(encoding="utf-8")  # the page itself
     results = json.loads((run_dir / "files" / files["results"]).read_text())
     ids = [row[results["columns"].index("config_id")] for row in results["data"]]
     assert len(ids) == 50 and ids == sorted(set(ids))  # a sample without repeats, in table order

@@ -308,6 +308,9 @@ def check_quiet(quiet: object) -> bool:
 #: set once Hydra has composed the configuration and called :func:`run`: an exit before it is Hydra's
 #: refusal of the configuration (a value of the wrong type, a malformed override), not a failed job
 _composed: list[bool] = []
+#: the command line as given (before ``sweep_file=PATH`` is turned into a registered sweep), for the
+#: commands ``report.html`` shows
+_argv: list[str] = []
 
 
 def run(cfg: DictConfig) -> None:
@@ -335,6 +338,9 @@ def run(cfg: DictConfig) -> None:
                          chunk_size=(container.get("runner") or {}).get("chunk_size"))
         for line in registry.lines(job, s, out):
             print(line)
+        page = write_page(out, _argv)
+        if page is not None:
+            print(f"report: {page}")
         logger.finish(s, out)
         if logger.name == "wandb":
             where = f"{logger.dir or out}/wandb"
@@ -357,6 +363,22 @@ def run(cfg: DictConfig) -> None:
     finally:
         if executor is not None and hasattr(executor, "close"):
             executor.close()
+
+
+def write_page(out: Path, argv: list[str] | None = None) -> Path | None:
+    """Write the run's ``report.html`` (``ssdx.report.pages``), its rerun commands built from ``argv`` (the
+    command line as given, ``sweep_file=PATH`` included); a page that cannot be drawn is said on stderr and
+    loses nothing (the results are written before it).  None where nothing was written."""
+    from ssdx.report import pages
+
+    if not (out / "summary.json").is_file():
+        return None
+    try:
+        return pages.write_report(out, argv)
+    except Exception as e:  # noqa: BLE001 - the run's results stand; the page is a view of them
+        print(f"ssdx: report.html not written ({type(e).__name__}: {e}); the results above are complete",
+              file=sys.stderr)
+        return None
 
 
 #: the most CPU host devices ``SSDX_HOST_DEVICES`` may ask for.  A sanity cap of this project's choosing,
@@ -407,6 +429,11 @@ def main() -> None:
     from ssdx.sweep import source
 
     _composed.clear()  # a process (a test) may call main() more than once
+    _argv[:] = sys.argv[1:]
+    if sys.argv[1:2] == ["dashboard"]:  # a page over run directories, not a job: no configuration
+        from ssdx.report import dashboard
+
+        sys.exit(dashboard.main(sys.argv[2:]))
     try:
         host_devices()
         argv, from_file = source.split_argv(sys.argv[1:])

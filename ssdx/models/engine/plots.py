@@ -17,15 +17,22 @@ OPS = ("read", "write", "trim")
 
 def plot_latency_cdf(hists: Mapping[str, np.ndarray], path: Path, title: str) -> None:
     """Latency CDFs (read and write) from the engine's log histograms (``ssdx.core.stats`` bins, in s;
-    plotted in µs), one pair of curves per name of ``hists``."""
+    plotted in µs), one pair of curves per name of ``hists``; the curves also go to a CSV beside the PNG
+    (``latency_us``, the bins' upper edges, then a column ``NAME OP`` per curve: the fraction of requests
+    at or below it), which the run's page draws."""
 
     edges = stats.bin_edges() * 1e6
     fig, ax = report.subplots(figsize=(7, 4))
+    columns = {"latency_us": edges[1:]}
     for name, h in hists.items():
         for op, style in ((READ, "-"), (WRITE, "--")):
             c = np.cumsum(h[op])
             if c[-1] > 0:
                 ax.step(edges[1:], c / c[-1], style, where="post", label=f"{name} {OPS[op]}")
+                columns[f"{name} {OPS[op]}"] = c / c[-1]
+    import pandas as pd
+
+    pd.DataFrame(columns).to_csv(Path(path).with_suffix(".csv"), index=False, float_format="%.6g")
     ax.set_xscale("log")
     ax.set_xlabel("latency (µs)")
     ax.set_ylabel("fraction of requests")

@@ -1,0 +1,220 @@
+"""``ssdx dashboard DIR... [-o dashboard.html]``: one page over many run directories.
+
+The page holds a table of the runs (experiment or sweep, what was overridden from the defaults, start
+and wall time, headline figures, a link to each run's ``report.html``, written where a run has none yet)
+and a comparison of any one figure across the runs.  A directory that holds no run, or a run that stopped
+before its summary was written, is named with what is missing, and the others are still drawn; with no
+run at all the command exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ssdx.report import html, pages, run_dir
+
+
+@dataclass
+class Run:
+    """One run directory as the dashboard shows it."""
+
+    path: Path
+    kind: str  # "sweep" or "experiment"
+    name: str
+    overrides: list[str]
+    started: dt.datetime | None
+    wall_s: float | None
+    figures: dict[str, float] = field(default_factory=dict)
+    page: Path | None = None
+
+
+def problem_of(path: Path) -> str | None:
+    """Why ``path`` is not a finished run (None where it is one)."""
+    if not path.is_dir():
+        return "not a directory"
+    summary = path / "summary.json"
+    if not summary.is_file():
+        chunks = list((path / "chunks").glob("*.parquet")) if (path / "chunks").is_dir() else []
+        if chunks:
+            return (
+                f"no summary.json: a sweep that stopped after {len(chunks)} checkpointed chunk(s); run its "
+                "command again to resume it"
+            )
+        if (path / ".hydra").is_dir():
+            return "no summary.json: the run stopped before writing its results"
+        return "no summary.json and no .hydra/: not an ssdx run directory"
+    try:
+        doc = json.loads(summary.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        return f"summary.json is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}): truncated?"
+    except OSError as e:
+        return f"summary.json cannot be read ({e.strerror})"
+    if not isinstance(doc, dict):
+        return "summary.json holds no object"
+    return None
+
+
+def headline(summary: dict[str, Any]) -> dict[str, float]:
+    """The run's headline figures: its summary's top-level numbers and, for a sweep, the first best
+    design's metric it is ranked by."""
+    out = {
+        k: float(v)
+        for k, v in summary.items()  # wall_s has its own column
+        if isinstance(v, int | float) and not isinstance(v, bool) and not k.startswith("_") and k != "wall_s"
+    }
+    best_by = summary.get("best_by") or {}
+    best = summary.get("best") or []
+    if best and isinstance(best_by, dict) and isinstance(best[0].get(best_by.get("metric")), int | float):
+        out[f"best {best_by['metric']}"] = float(best[0][best_by["metric"]])
+    return out
+
+
+def read_run(path: Path, write_pages: bool = True) -> Run:
+    """The :class:`Run` of a finished run directory (its ``report.html`` written if missing)."""
+    summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    overrides = run_dir.read_overrides(path)
+    is_sweep = "n_configs" in summary
+    name = str(
+        summary.get("sweep")
+        or next((o.split("=", 1)[1] for o in overrides if o.startswith(("experiment=", "sweep="))), "default")
+    )
+    started = None
+    if (path / ".hydra" / "config.yaml").is_file():
+        started = dt.datetime.fromtimestamp((path / ".hydra" / "config.yaml").stat().st_mtime)
+    wall = summary.get("wall_s")
+    if not isinstance(wall, int | float) and started is not None:
+        wall = (path / "summary.json").stat().st_mtime - started.timestamp()
+    page = path / "report.html"
+    if write_pages and not page.is_file():
+        try:
+            page = pages.write_report(path)
+        except Exception as e:  # noqa: BLE001 - the run is still listed; its page is named as missing
+            print(
+                f"ssdx dashboard: {path}: report.html not written ({type(e).__name__}: {e})", file=sys.stderr
+            )
+    return Run(
+        path,
+        "sweep" if is_sweep else "experiment",
+        name,
+        [o for o in overrides if not o.startswith("hydra.")],
+        started,
+        float(wall) if isinstance(wall, int | float) else None,
+        headline(summary),
+        page if page.is_file() else None,
+    )
+
+
+def collect(dirs: Sequence[str | Path], write_pages: bool = True) -> tuple[list[Run], list[tuple[Path, str]]]:
+    """The runs among ``dirs`` and, for every other directory, why it is not one."""
+    runs, problems = [], []
+    for d in dirs:
+        path = Path(d)
+        why = problem_of(path)
+        if why is None:
+            runs.append(read_run(path, write_pages))
+        else:
+            problems.append((path, why))
+    return runs, problems
+
+
+def page_text(runs: list[Run], problems: list[tuple[Path, str]], where: Path) -> str:
+    """The dashboard's HTML: a table of ``runs`` (links relative to ``where``, the page's directory), a
+    comparison of each figure shared by two or more runs, and the directories that hold no run."""
+    common = sorted({k for r in runs for k in r.figures if sum(k in s.figures for s in runs) >= 2})
+    first = [k for k in common if k.startswith("best ")] + [k for k in ("n_configs",) if k in common]
+    shown = list(dict.fromkeys(first + common))[:10]
+    cols = ["run", "kind", "name", "overrides", "started", "wall (s)", *shown]
+    rows = []
+    for r in runs:
+        link = (
+            {"href": os.path.relpath(r.page, where), "text": str(r.path)}
+            if r.page is not None
+            else str(r.path)
+        )
+        rows.append(
+            [
+                link,
+                r.kind,
+                r.name,
+                " ".join(r.overrides) or "(defaults)",
+                r.started.strftime("%Y-%m-%d %H:%M:%S") if r.started else None,
+                r.wall_s,
+                *[r.figures.get(k) for k in shown],
+            ]
+        )
+    sections = [
+        html.Section(
+            "Runs",
+            "table",
+            {"columns": cols, "rows": html.plain(rows)},
+            f"{len(runs)} runs. Click a run to open its page; click a column to sort.",
+        )
+    ]
+    labels = [f"{r.path.name} ({r.name})" for r in runs]
+    data, names = [], []
+    for k in common:
+        data.append(
+            {
+                "type": "bar",
+                "x": labels,
+                "y": [r.figures.get(k) for r in runs],
+                "name": k,
+                "visible": not names,
+                "marker": {"color": "#2a9d8f"},
+            }
+        )
+        names.append(k)
+    if names:
+        fig = run_dir.menu_figure(data, [[] for _ in names], names, "")
+        fig["layout"]["xaxis"] = {"title": {"text": "run"}, "automargin": True}
+        fig["layout"]["yaxis"] = {"title": {"text": "value"}}
+        sections.append(
+            html.Section(
+                "Compare one figure across runs",
+                "plot",
+                fig,
+                "Pick the figure in the menu; runs without it are left blank.",
+            )
+        )
+    if problems:
+        sections.append(
+            html.Section(
+                "Directories that hold no run",
+                "table",
+                {"columns": ["directory", "what is missing"], "rows": [[str(p), why] for p, why in problems]},
+            )
+        )
+    return html.render("ssdx dashboard", f"{len(runs)} runs", sections)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``ssdx dashboard``: returns the exit status (0, or 2 when no directory holds a run)."""
+    ap = argparse.ArgumentParser(
+        prog="ssdx dashboard", description="One page over many ssdx run directories."
+    )
+    ap.add_argument("dirs", nargs="+", help="run directories (a shell glob such as out/* works)")
+    ap.add_argument("-o", "--out", default="dashboard.html", help="the page to write (default: %(default)s)")
+    args = ap.parse_args(list(argv))
+    runs, problems = collect(args.dirs)
+    for path, why in problems:
+        print(f"ssdx dashboard: {path}: {why}", file=sys.stderr)
+    if not runs:
+        print("ssdx dashboard: no directory holds a finished run; nothing written", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    from ssdx.core import io
+
+    io.write_text(out, page_text(runs, problems, out.resolve().parent))
+    print(
+        f"dashboard: {out} ({len(runs)} runs"
+        + (f", {len(problems)} directories skipped)" if problems else ")")
+    )
+    return 0

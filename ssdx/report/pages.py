@@ -1,0 +1,32 @@
+"""``report.html``: one page per run directory, written by every experiment and sweep.
+
+A sweep's page is built by ``ssdx.report.sweep_page``, an experiment's by ``ssdx.report.experiment_page``,
+from what ``ssdx.report.run_dir`` reads of the run; ``ssdx.report.html`` writes it as one file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ssdx.report import experiment_page, html, sweep_page
+from ssdx.report.run_dir import read_config, read_json
+
+
+def write_report(out_dir: str | Path, argv: list[str] | None = None) -> Path:
+    """Write ``report.html`` into the run directory ``out_dir`` (which holds ``summary.json``) and return
+    its path.  ``argv``: the command line the run was given (default: Hydra's record of its overrides, in
+    which a ``sweep_file`` run names its sweep as registered, not its file).  Raises ``FileNotFoundError``
+    where there is no ``summary.json``."""
+    from ssdx.core import io
+
+    out_dir = Path(out_dir)
+    summary = read_json(out_dir / "summary.json")
+    cfg, overrides = read_config(out_dir)
+    overrides = list(argv) if argv is not None else overrides
+    is_sweep = "n_configs" in summary and ("sweep" in summary or "results" in summary)
+    page = sweep_page.sweep_page if is_sweep else experiment_page.experiment_page
+    title, subtitle, sections, rows = page(out_dir, summary, cfg, overrides)
+    text = html.render(title, subtitle, sections, rows)
+    path = out_dir / "report.html"
+    io.write_text(path, text)
+    return path
