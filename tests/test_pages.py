@@ -228,3 +228,25 @@ def test_dashboard_lists_runs_names_what_is_missing_and_exits_2_with_none(quick,
     assert dashboard.main([str(tmp_path / "empty"), "-o", str(tmp_path / "none.html")]) == 2
     assert "no directory holds a finished run" in capsys.readouterr().err
     assert not (tmp_path / "none.html").exists()
+
+
+def test_a_thermal_runs_page_draws_its_trace_against_tmt1_and_tmt2(tmp_path):
+    t = np.arange(1.0, 6.0)
+    pd.DataFrame(
+        {
+            "time_s": t,
+            "composite_k": 340 + t,
+            "nand_k": 338 + t,
+            "speed_mb_s": [2000, 2000, 900, 900, 0],
+            "level": [0, 0, 1, 1, 0],
+        }
+    ).to_csv(tmp_path / "thermal.csv", index=False)
+    (tmp_path / "summary.json").write_text(
+        json.dumps({"tmt1_k": 353.0, "tmt2_k": 358.0, "max_composite_c": 71.85})
+    )
+    pages.write_report(tmp_path)
+    d = page_data(tmp_path / "report.html")
+    fig = next(s for s in d["sections"] if s["title"] == "Temperature, speed and throttling")["spec"]
+    assert [tr["name"] for tr in fig["data"]] == ["composite", "NAND", "write speed", "throttle level"]
+    np.testing.assert_allclose(fig["data"][0]["y"], 340 + t - 273.15)
+    assert [round(s["y0"], 2) for s in fig["layout"]["shapes"]] == [79.85, 84.85]

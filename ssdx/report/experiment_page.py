@@ -15,16 +15,10 @@ from ssdx.report import html
 from ssdx.report.run_dir import png_sections, summary_tables
 
 
-def _fill_figure(out_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A fill's write speed against data written (``fill_curve.csv``) with its phases shaded."""
-    path = out_dir / "fill_curve.csv"
-    if not path.is_file():
-        return None
-    curve = pd.read_csv(path)
-    if not {"written_gb", "speed_mb_s"} <= set(curve.columns):
-        return None
+def _phase_bands(phases: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Shaded bands, one per phase of ``summary.json`` (``start_gb``, ``end_gb``, ``name``, ``mean_mb_s``)."""
     colours = ("rgba(69,123,157,.12)", "rgba(230,57,70,.12)", "rgba(42,157,143,.12)", "rgba(244,162,97,.15)")
-    shapes = [
+    return [
         {
             "type": "rect",
             "xref": "x",
@@ -35,39 +29,140 @@ def _fill_figure(out_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any] | 
             "y1": 1,
             "fillcolor": colours[i % len(colours)],
             "line": {"width": 0},
-            "label": {"text": f"{p['name']}: {p['mean_mb_s']:.0f} MB/s", "textposition": "top center"},
+            "label": {
+                "text": f"{p.get('name', '')}: {p.get('mean_mb_s', 0):.0f} MB/s",
+                "textposition": "top center",
+            },
         }
-        for i, p in enumerate(summary.get("phases") or [])
+        for i, p in enumerate(phases or [])
         if {"start_gb", "end_gb"} <= set(p)
     ]
-    data = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "write speed",
-            "x": curve["written_gb"].to_numpy(),
-            "y": curve["speed_mb_s"].to_numpy(),
-            "line": {"color": "#1d3557"},
-            "hovertemplate": "%{x:.1f} GB written: %{y:.0f} MB/s<extra></extra>",
-        }
-    ]
-    if "measured_mb_s" in curve:
+
+
+#: the curves of a fill's CSVs: file, x column, then (column, name, colour, dash) per curve
+CURVES = (
+    ("fill_curve.csv", "written_gb", (("speed_mb_s", "write speed", "#1d3557", "solid"),)),
+    (
+        "fit_curve.csv",
+        "gb",
+        (("measured_mb_s", "measured", "#e63946", "dot"), ("fitted_mb_s", "fitted", "#1d3557", "solid")),
+    ),
+)
+
+
+def _fill_figure(out_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A fill's write speed against data written (``fill_curve.csv``; a fit's measured and fitted curves,
+    ``fit_curve.csv``) with its phases shaded."""
+    data = []
+    for name, x, curves in CURVES:
+        if not (out_dir / name).is_file():
+            continue
+        curve = pd.read_csv(out_dir / name)
+        for col, label, colour, dash in curves:
+            if x in curve and col in curve:
+                data.append(
+                    {
+                        "type": "scatter",
+                        "mode": "lines",
+                        "name": label,
+                        "x": curve[x].to_numpy(),
+                        "y": curve[col].to_numpy(),
+                        "line": {"color": colour, "dash": dash},
+                        "hovertemplate": "%{x:.1f} GB written: %{y:.0f} MB/s<extra>" + label + "</extra>",
+                    }
+                )
+    if not data:
+        return None
+    return {
+        "data": data,
+        "layout": {
+            "shapes": _phase_bands(summary.get("phases") or []),
+            "xaxis": {"title": {"text": "data written (GB)"}},
+            "yaxis": {"title": {"text": "write speed (MB/s)"}, "rangemode": "tozero"},
+        },
+    }
+
+
+def _thermal_figure(out_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A thermal run's temperatures (°C) with TMT1/TMT2 drawn, above its write speed and throttle level,
+    against time (``thermal.csv``)."""
+    path = out_dir / "thermal.csv"
+    if not path.is_file():
+        return None
+    t = pd.read_csv(path)
+    if "time_s" not in t:
+        return None
+    data = []
+    for col, label, colour in (
+        ("composite_k", "composite", "#e63946"),
+        ("nand_k", "NAND", "#457b9d"),
+        ("ctrl_k", "controller", "#f4a261"),
+        ("case_k", "case", "#6a4c93"),
+    ):
+        if col in t:
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "name": label,
+                    "x": t["time_s"].to_numpy(),
+                    "y": (t[col] - 273.15).to_numpy(),
+                    "line": {"color": colour, "width": 1.5},
+                }
+            )
+    if "speed_mb_s" in t:
         data.append(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": "measured",
-                "x": curve["written_gb"].to_numpy(),
-                "y": curve["measured_mb_s"].to_numpy(),
-                "line": {"color": "#e63946", "dash": "dot"},
+                "name": "write speed",
+                "x": t["time_s"].to_numpy(),
+                "y": t["speed_mb_s"].to_numpy(),
+                "yaxis": "y2",
+                "line": {"color": "#1d3557", "width": 1},
             }
         )
+    if "level" in t:
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "throttle level",
+                "x": t["time_s"].to_numpy(),
+                "y": t["level"].to_numpy(),
+                "yaxis": "y3",
+                "line": {"color": "#2a9d8f", "shape": "hv", "dash": "dot"},
+            }
+        )
+    shapes = [
+        {
+            "type": "line",
+            "xref": "paper",
+            "x0": 0,
+            "x1": 1,
+            "yref": "y",
+            "y0": summary[k] - 273.15,
+            "y1": summary[k] - 273.15,
+            "line": {"color": "#999", "dash": "dash", "width": 1},
+            "label": {"text": f"{k[:4].upper()} {summary[k] - 273.15:.0f} °C", "textposition": "end"},
+        }
+        for k in ("tmt1_k", "tmt2_k")
+        if isinstance(summary.get(k), int | float)
+    ]
     return {
         "data": data,
         "layout": {
+            "height": 560,
             "shapes": shapes,
-            "xaxis": {"title": {"text": "data written (GB)"}},
-            "yaxis": {"title": {"text": "write speed (MB/s)"}, "rangemode": "tozero"},
+            "xaxis": {"title": {"text": "time (s)"}, "anchor": "y2"},
+            "yaxis": {"title": {"text": "temperature (°C)"}, "domain": [0.45, 1.0]},
+            "yaxis2": {"title": {"text": "write speed (MB/s)"}, "domain": [0.0, 0.38], "rangemode": "tozero"},
+            "yaxis3": {
+                "title": {"text": "throttle level"},
+                "overlaying": "y2",
+                "side": "right",
+                "rangemode": "tozero",
+            },
         },
     }
 
@@ -160,10 +255,16 @@ def experiment_page(
             "Write speed against data written; the shaded bands are the phases of summary.json.",
         ),
         (
+            "Temperature, speed and throttling",
+            _thermal_figure(out_dir, summary),
+            "Temperatures against time with the NVMe thresholds TMT1 and TMT2 (dashed), above the write "
+            "speed and the throttle level.",
+        ),
+        (
             "Latency CDF",
             _cdf_figure(out_dir, summary),
-            "The fraction of requests at or "
-            "below each latency, per direction; dotted lines at summary.json's percentiles.",
+            "The fraction of requests at or below each latency, per direction; dotted lines at "
+            "summary.json's percentiles.",
         ),
     ):
         if fig is not None:
