@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from test_cli import ssdx
 
-from ssdx.report import dashboard, html, pages, sweep_page
+from ssdx.report import dashboard, html, pages, run_dir, sweep_page
 
 
 def page_data(path) -> dict:
@@ -63,7 +63,7 @@ def test_the_default_sweeps_page_carries_every_design_its_knobs_and_its_front(qu
     )
     want = {(r[summary["pareto"]["x"]], r[summary["pareto"]["y"]]) for r in summary["pareto"]["front"]}
     assert {(x[i], y[i]) for i in front_of(x, y, False, True)} == want
-    assert rows["command"] == "ssdx +sweep.only={INDEX} hydra.run.dir=out/design_{INDEX}"
+    assert rows["command"] == "ssdx ++sweep.only={INDEX} hydra.run.dir=out/design_{INDEX}"
     kinds = [s["title"] for s in d["sections"]]
     for title in (
         "Parallel coordinates",
@@ -182,11 +182,11 @@ keep:
     assert "reduced in the runner" in text and "Which parameters matter" not in text
     assert (
         d["rows"]["command"]
-        == f"ssdx sweep_file={sweep} +sweep.only={{INDEX}} hydra.run.dir=out/design_{{INDEX}}"
+        == f"ssdx sweep_file={sweep} ++sweep.only={{INDEX}} hydra.run.dir=out/design_{{INDEX}}"
     )
     hist = next(s for s in d["sections"] if s["title"] == "Histograms")["spec"]
     counts = json.loads((out / "histograms.json").read_text())["groups"][0]["counts"]["mean_mb_s"]
-    assert sum(hist["data"][0]["y"]) + counts[0] + counts[-2] + counts[-1] == 36
+    assert sum(hist["data"][0]["y"][:-1]) + counts[0] + counts[-2] + counts[-1] == 36
 
 
 def test_an_experiments_page_holds_its_figures_tables_and_pngs(tmp_path):
@@ -250,3 +250,45 @@ def test_a_thermal_runs_page_draws_its_trace_against_tmt1_and_tmt2(tmp_path):
     assert [tr["name"] for tr in fig["data"]] == ["composite", "NAND", "write speed", "throttle level"]
     np.testing.assert_allclose(fig["data"][0]["y"], 340 + t - 273.15)
     assert [round(s["y0"], 2) for s in fig["layout"]["shapes"]] == [79.85, 84.85]
+
+
+def test_the_rerun_command_is_the_jobs_own_arguments_quoted():
+    cmd = run_dir.rerun_command(
+        ["-m", "hydra.run.dir=x", "sweep.only=3", "+sweep.only=4", "drive.nand=it's", "sweep_file=rel/s.yaml"]
+    )
+    assert (
+        cmd.startswith("ssdx 'drive.nand=it'\"'\"'s' sweep_file=/")
+        and "rel/s.yaml ++sweep.only={INDEX}" in cmd
+    )
+    assert "-m" not in cmd.split() and "hydra.run.dir=x" not in cmd and "sweep.only=3" not in cmd
+
+
+def test_importances_take_a_parameter_with_missing_values():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x.knob": rng.random(50), "y": rng.random(50)})
+    df.loc[3, "x.knob"] = np.nan
+    shares = sweep_page.importances(df, ["x.knob"], ["y"])["y"]
+    assert 0.0 <= shares["x.knob"] <= 1.0
+
+
+def test_dashboard_links_cannot_be_a_scheme_and_bad_records_are_named(quick, tmp_path, capsys):
+    import shutil
+
+    odd = tmp_path / "javascript:alert(1);0#x"
+    shutil.copytree(quick, odd)
+    (odd / "report.html").unlink()
+    bad_text = tmp_path / "bad_text"
+    bad_text.mkdir()
+    (bad_text / "summary.json").write_bytes(b"\xff\xfe{}")
+    bad_yaml = tmp_path / "bad_yaml"
+    shutil.copytree(quick, bad_yaml)
+    (bad_yaml / ".hydra" / run_dir.ARGS_FILE).write_text("a: [")
+    out = tmp_path / "dash.html"
+    assert dashboard.main([str(odd), str(bad_text), str(bad_yaml), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "bad_text: summary.json is not UTF-8 text" in err
+        and "bad_yaml: its .hydra/ record cannot be read" in err
+    )
+    href = page_data(out)["sections"][0]["spec"]["rows"][0][0]["href"]
+    assert href == "./javascript%3Aalert%281%29%3B0%23x/report.html"

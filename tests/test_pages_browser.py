@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from test_cli import ssdx
+from test_pages import front_of
 
 from ssdx.report import dashboard
 
@@ -111,7 +112,10 @@ def test_the_sweep_page_draws_every_plot_and_summarys_front(browser, quick):
         return gd.data[1].x.map((x, i) => [x, gd.data[1].y[i]]); }""")
     summary = json.loads((quick / "summary.json").read_text())
     p = summary["pareto"]
-    assert sorted(map(tuple, front)) == sorted((r[p["x"]], r[p["y"]]) for r in p["front"])
+    assert set(map(tuple, front)) == {(r[p["x"]], r[p["y"]]) for r in p["front"]}
+    # every design on the front by the definition, designs equal on both metrics included
+    df = pd.read_parquet(quick / "results.parquet")
+    assert len(front) == len(front_of(df[p["x"]], df[p["y"]], x_max=False, y_max=True)) > len(p["front"])
     assert page.locator("table").count() >= 2 and page.locator("img.fig").count() == 1  # pareto.png
     assert errors == []
     page.close()
@@ -143,7 +147,7 @@ def test_hovering_shows_a_design_and_clicking_gives_the_command_that_reruns_it(b
     cmd.wait_for(timeout=10_000)
     index = int(cmd.get_attribute("data-config-index"))
     text = cmd.text_content()
-    assert text == f"ssdx +sweep.only={index} hydra.run.dir=out/design_{index}"
+    assert text == f"ssdx ++sweep.only={index} hydra.run.dir=out/design_{index}"
     assert errors == []
     page.close()
     r = ssdx(*text.split()[1:], cwd=tmp_path)
@@ -186,5 +190,17 @@ def test_the_dashboard_draws_and_links_each_runs_page(browser, quick, tmp_path):
     page.locator("a", has_text=str(fill)).click()
     page.wait_for_function("window.ssdxReady === true", timeout=60_000)
     assert page.title() == "ssdx aldrin_pro_fill" and drawn_plots(page)[0]["title"] == "Fill curve"
+    # a table sorts numbers as numbers, text after them
+    page.locator("section", has_text="Figures").locator("th", has_text="value").click()
+    cells = (
+        page.locator("section", has_text="Figures").locator("tbody tr td:nth-child(2)").all_text_contents()
+    )
+    numbers = [float(c) for c in cells if c.replace(".", "", 1).replace("e+", "").replace("-", "").isdigit()]
+    assert (
+        len(numbers) > 5
+        and numbers == sorted(numbers)
+        and cells[: len(numbers)]
+        == [c for c in cells if c.replace(".", "", 1).replace("e+", "").replace("-", "").isdigit()]
+    )
     assert errors == []
     page.close()

@@ -61,6 +61,7 @@ from ssdx.cli import schema
 from ssdx.core import io
 from ssdx.params import ConfigError
 from ssdx.paths import conf_dir, sweeps_dir
+from ssdx.report import run_dir
 from ssdx.sweep import executors
 
 #: keys every registered sweep has, so that ``sweep.KEY=...`` overrides them
@@ -308,9 +309,9 @@ def check_quiet(quiet: object) -> bool:
 #: set once Hydra has composed the configuration and called :func:`run`: an exit before it is Hydra's
 #: refusal of the configuration (a value of the wrong type, a malformed override), not a failed job
 _composed: list[bool] = []
-#: the command line as given (before ``sweep_file=PATH`` is turned into a registered sweep), for the
-#: commands ``report.html`` shows
-_argv: list[str] = []
+#: the ``sweep_file`` the command line gave, made absolute (before it is turned into a registered sweep):
+#: what a run's recorded arguments name instead of that sweep (:func:`job_args`)
+_sweep_file: list[str] = []
 
 
 def run(cfg: DictConfig) -> None:
@@ -334,11 +335,12 @@ def run(cfg: DictConfig) -> None:
         if job.executor:
             executor = executors.from_config(container.get("runner"))
         logger.start(container, out)
+        run_dir.save_args(out, job_args())
         s = registry.run(job, container, out, progress=not quiet, executor=executor,
                          chunk_size=(container.get("runner") or {}).get("chunk_size"))
         for line in registry.lines(job, s, out):
             print(line)
-        page = write_page(out, _argv)
+        page = write_page(out)
         if page is not None:
             print(f"report: {page}")
         logger.finish(s, out)
@@ -365,16 +367,31 @@ def run(cfg: DictConfig) -> None:
             executor.close()
 
 
-def write_page(out: Path, argv: list[str] | None = None) -> Path | None:
-    """Write the run's ``report.html`` (``ssdx.report.pages``), its rerun commands built from ``argv`` (the
-    command line as given, ``sweep_file=PATH`` included); a page that cannot be drawn is said on stderr and
-    loses nothing (the results are written before it).  None where nothing was written."""
+def job_args() -> list[str]:
+    """This job's own arguments as Hydra composed it (its task overrides: one job of a multirun, no
+    ``hydra.*`` and no ``-m``), with the sweep a ``sweep_file=PATH`` registered named by its file again,
+    so that the arguments rerun the job as given."""
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        task = [str(o) for o in HydraConfig.get().overrides.task]
+    except ValueError:  # not under Hydra (a test calling run() directly)
+        return []
+    if _sweep_file:
+        task = [f"sweep_file={_sweep_file[0]}" if o.split("=", 1)[0] == "sweep" and
+                o.split("=", 1)[1].startswith("file_") else o for o in task]
+    return task
+
+
+def write_page(out: Path) -> Path | None:
+    """Write the run's ``report.html`` (``ssdx.report.pages``); a page that cannot be drawn is said on stderr
+    and loses nothing (the results are written before it).  None where nothing was written."""
     from ssdx.report import pages
 
     if not (out / "summary.json").is_file():
         return None
     try:
-        return pages.write_report(out, argv)
+        return pages.write_report(out)
     except Exception as e:  # noqa: BLE001 - the run's results stand; the page is a view of them
         print(f"ssdx: report.html not written ({type(e).__name__}: {e}); the results above are complete",
               file=sys.stderr)
@@ -429,7 +446,8 @@ def main() -> None:
     from ssdx.sweep import source
 
     _composed.clear()  # a process (a test) may call main() more than once
-    _argv[:] = sys.argv[1:]
+    _sweep_file[:] = [str(Path(a.split("=", 1)[1]).expanduser().resolve()) for a in sys.argv[1:]
+                      if a.split("=", 1)[0].lstrip("+") == source.FIELD and "=" in a][:1]
     if sys.argv[1:2] == ["dashboard"]:  # a page over run directories, not a job: no configuration
         from ssdx.report import dashboard
 

@@ -14,10 +14,13 @@ import datetime as dt
 import json
 import os
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ssdx.report import html, pages, run_dir
 
@@ -55,6 +58,8 @@ def problem_of(path: Path) -> str | None:
         doc = json.loads(summary.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         return f"summary.json is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}): truncated?"
+    except UnicodeDecodeError as e:
+        return f"summary.json is not UTF-8 text (byte {e.start}: {e.reason})"
     except OSError as e:
         return f"summary.json cannot be read ({e.strerror})"
     if not isinstance(doc, dict):
@@ -119,10 +124,23 @@ def collect(dirs: Sequence[str | Path], write_pages: bool = True) -> tuple[list[
         path = Path(d)
         why = problem_of(path)
         if why is None:
-            runs.append(read_run(path, write_pages))
-        else:
-            problems.append((path, why))
+            try:
+                runs.append(read_run(path, write_pages))
+                continue
+            except (ValueError, OSError, yaml.YAMLError) as e:  # a run's record of its arguments
+                why = f"its .hydra/ record cannot be read ({type(e).__name__}: {str(e).splitlines()[0]})"
+        problems.append((path, why))
     return runs, problems
+
+
+def page_link(page: Path, where: Path) -> str:
+    """A link from a page in the directory ``where`` to ``page``: relative (the pages move together),
+    percent-encoded and starting with ``./`` or ``../``, so that no directory name reads as a URL scheme,
+    a fragment or an escape.  Both paths are made absolute without resolving links, as a browser sees
+    them."""
+    rel = os.path.relpath(os.path.abspath(page), os.path.abspath(where))
+    rel = urllib.parse.quote(Path(rel).as_posix())
+    return rel if rel.startswith("../") else f"./{rel}"
 
 
 def page_text(runs: list[Run], problems: list[tuple[Path, str]], where: Path) -> str:
@@ -134,11 +152,7 @@ def page_text(runs: list[Run], problems: list[tuple[Path, str]], where: Path) ->
     cols = ["run", "kind", "name", "overrides", "started", "wall (s)", *shown]
     rows = []
     for r in runs:
-        link = (
-            {"href": os.path.relpath(r.page, where), "text": str(r.path)}
-            if r.page is not None
-            else str(r.path)
-        )
+        link = {"href": page_link(r.page, where), "text": str(r.path)} if r.page is not None else str(r.path)
         rows.append(
             [
                 link,
@@ -212,7 +226,7 @@ def main(argv: Sequence[str]) -> int:
     out = Path(args.out)
     from ssdx.core import io
 
-    io.write_text(out, page_text(runs, problems, out.resolve().parent))
+    io.write_text(out, page_text(runs, problems, Path(os.path.abspath(out)).parent))
     print(
         f"dashboard: {out} ({len(runs)} runs"
         + (f", {len(problems)} directories skipped)" if problems else ")")

@@ -235,7 +235,7 @@ def experiment_page(
     )
     name = name or str(cfg.get("task") or "run")
     scalars = [
-        (k, f"{v:.6g}" if isinstance(v, float) else v)
+        (k, v)  # numbers stay numbers: the page formats them and sorts them as numbers
         for k, v in loggers.flatten({k: v for k, v in summary.items() if not k.startswith("_")}).items()
         if v is not None
     ]

@@ -14,9 +14,9 @@ from ssdx.report.run_dir import read_config, read_json
 
 def write_report(out_dir: str | Path, argv: list[str] | None = None) -> Path:
     """Write ``report.html`` into the run directory ``out_dir`` (which holds ``summary.json``) and return
-    its path.  ``argv``: the command line the run was given (default: Hydra's record of its overrides, in
-    which a ``sweep_file`` run names its sweep as registered, not its file).  Raises ``FileNotFoundError``
-    where there is no ``summary.json``."""
+    its path.  ``argv``: the arguments the run was given (default: what the run directory records,
+    ``ssdx.report.run_dir.read_overrides``).  Raises ``FileNotFoundError`` where there is no
+    ``summary.json``."""
     from ssdx.core import io
 
     out_dir = Path(out_dir)

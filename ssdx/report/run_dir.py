@@ -34,10 +34,27 @@ def _hydra_file(out_dir: Path, name: str) -> Any:
     return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
+#: the file in a run's ``.hydra/`` that holds the arguments its job was run with (:func:`save_args`)
+ARGS_FILE = "ssdx_args.yaml"
+
+
+def save_args(out_dir: Path, args: list[str]) -> None:
+    """Record the arguments a run's job was given (``ssdx.cli.main.job_args``: its own overrides, a
+    ``sweep_file`` by its path) in ``.hydra/`` beside Hydra's own record, for the commands its pages show."""
+    import yaml
+
+    from ssdx.core import io
+
+    (Path(out_dir) / ".hydra").mkdir(parents=True, exist_ok=True)
+    io.write_text(Path(out_dir) / ".hydra" / ARGS_FILE, yaml.safe_dump([str(a) for a in args]))
+
+
 def read_overrides(out_dir: Path) -> list[str]:
-    """The run's command-line overrides as Hydra saved them (``.hydra/overrides.yaml``; empty where
-    absent)."""
-    return [str(o) for o in _hydra_file(out_dir, "overrides.yaml") or []]
+    """The arguments a run was given: those ssdx recorded (:func:`save_args`) or, for a run without that
+    record, Hydra's overrides (``.hydra/overrides.yaml``, where a ``sweep_file`` run names its sweep as
+    registered, not its file); empty where neither is there."""
+    saved = _hydra_file(out_dir, ARGS_FILE)
+    return [str(o) for o in (saved if saved is not None else _hydra_file(out_dir, "overrides.yaml")) or []]
 
 
 def read_config(out_dir: Path) -> tuple[dict[str, Any], list[str]]:
@@ -49,18 +66,19 @@ def read_config(out_dir: Path) -> tuple[dict[str, Any], list[str]]:
 
 def rerun_command(args: list[str]) -> str:
     """The ``ssdx`` command line that reruns one design of the sweep run with the arguments ``args``: the
-    same arguments (Hydra's own and ``sweep.only`` left out, a ``sweep_file`` made absolute) plus
-    ``+sweep.only={INDEX}`` and a run directory of its own; ``{INDEX}`` stands for the design's
-    ``config_index``."""
+    same arguments (Hydra's own, ``-m`` and any ``sweep.only`` left out, a ``sweep_file`` made absolute,
+    each quoted for a POSIX shell) plus ``++sweep.only={INDEX}`` (added or replaced) and a run directory of
+    its own; ``{INDEX}`` stands for the design's ``config_index``."""
     out = []
     for a in args:
         key, _, value = a.partition("=")
-        if key.lstrip("+").startswith("hydra.") or key.lstrip("+") == "sweep.only":
+        name = key.lstrip("+")
+        if name.startswith("hydra.") or name == "sweep.only" or a in ("-m", "--multirun"):
             continue
-        if key.lstrip("+") == "sweep_file" and value:
+        if name == "sweep_file" and value:
             a = f"{key}={Path(value).expanduser().resolve()}"
         out.append(shlex.quote(a))
-    return " ".join(["ssdx", *out, "+sweep.only={INDEX}", "hydra.run.dir=out/design_{INDEX}"])
+    return " ".join(["ssdx", *out, "++sweep.only={INDEX}", "hydra.run.dir=out/design_{INDEX}"])
 
 
 def png_sections(out_dir: Path) -> list[html.Section]:

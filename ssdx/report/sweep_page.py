@@ -4,7 +4,7 @@ The page shows its designs (a scatter of any two metrics with the Pareto front, 
 coordinates over the swept parameters and the metrics), the best design per group and the top-k as
 sortable tables, histograms with their quantiles, the infeasible designs by the rule they broke and which
 parameters matter for each metric (:func:`importances`).  Clicking a design shows the command line that
-reruns it alone (``+sweep.only=INDEX``).  A reduced sweep (``keep:`` without ``all``) is drawn from what it
+reruns it alone (``++sweep.only=INDEX``).  A reduced sweep (``keep:`` without ``all``) is drawn from what it
 kept (top-k, Pareto front, histograms), never from rows it did not keep; a whole table of more than
 :data:`MAX_ROWS` rows is sampled for the interactive views, and the page says so.
 """
@@ -41,11 +41,13 @@ BOOKKEEPING = ("config_id", "config_index", "rank", "ties")
 
 
 def group_codes(x: pd.Series, bins: int = 10) -> np.ndarray:
-    """Each row's group for a variance decomposition: its distinct value, or for a numeric column of more
-    than ``bins`` distinct values its quantile bin (of ``bins``)."""
+    """Each row's group for a variance decomposition, as integers: its distinct value, or for a numeric
+    column of more than ``bins`` distinct values its quantile bin (of ``bins``); a missing value is a
+    group of its own."""
     if pd.api.types.is_numeric_dtype(x) and not pd.api.types.is_bool_dtype(x) and x.nunique() > bins:
-        return pd.qcut(x, bins, labels=False, duplicates="drop").to_numpy()
-    return pd.factorize(x)[0]
+        codes = pd.qcut(x, bins, labels=False, duplicates="drop").to_numpy(dtype=float)
+        return np.where(np.isnan(codes), -1, codes).astype(np.int64)
+    return pd.factorize(x)[0].astype(np.int64)
 
 
 def importances(df: pd.DataFrame, params: list[str], metrics: list[str], bins: int = 10) -> dict[str, dict]:
@@ -125,24 +127,27 @@ def _histograms_of_rows(df: pd.DataFrame, metrics: list[str], bins: int = 40) ->
 
 def _histograms_of_counts(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The histograms a reduced sweep kept (``histograms.json``): the counts of every group summed per bin
-    (under- and overflow and NaN left out, their counts in the hover), one metric shown at a time."""
+    (under- and overflow and NaN left out, their counts in the hover), one metric shown at a time; each a
+    step outline whose ``y`` holds the bins' counts and the last one again (for the right edge)."""
     data, shapes, names = [], [], []
     for m, edges in doc["edges"].items():
         edges = np.asarray(edges, dtype=float)
         counts = np.sum([np.asarray(g["counts"][m], dtype=np.int64) for g in doc["groups"]], axis=0)
         inner = counts[1 : len(edges)]
-        x = np.sqrt(edges[:-1] * edges[1:]) if doc["scale"].get(m) == "log" else (edges[:-1] + edges[1:]) / 2
+        # a step outline over the bins' edges: right on a logarithmic axis too, where bars of one
+        # width in data units are not
         data.append(
             {
-                "type": "bar",
-                "x": x,
-                "y": inner,
-                "width": np.diff(edges),
+                "type": "scatter",
+                "mode": "lines",
+                "line": {"shape": "hv", "color": "#457b9d"},
+                "fill": "tozeroy",
+                "x": edges,
+                "y": np.append(inner, inner[-1:]),
                 "name": m,
                 "visible": not names,
-                "marker": {"color": "#457b9d"},
                 "hovertemplate": (
-                    f"[%{{x}}]: %{{y}} designs (below the range: {int(counts[0])}, above: "
+                    f"from %{{x}}: %{{y}} designs (below the range: {int(counts[0])}, above: "
                     f"{int(counts[len(edges)])}, NaN: {int(counts[-1])})<extra></extra>"
                 ),
             }
@@ -207,6 +212,14 @@ def model_metrics(sweep: Mapping[str, Any]) -> list[str]:
         return []
 
 
+def n_distinct(col: pd.Series) -> int:
+    """How many distinct values ``col`` holds (values that cannot be hashed, such as lists, by their text)."""
+    try:
+        return int(col.nunique())
+    except TypeError:
+        return int(col.astype(str).nunique())
+
+
 def _is_numeric(s: pd.Series) -> bool:
     return bool(pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s))
 
@@ -225,8 +238,8 @@ def sweep_page(
         ("sweep", summary.get("sweep")),
         ("model", sweep.get("model", "fluid")),
         ("designs run", f"{n_cfg} of {n_def} defined" if n_def is not None else f"{n_cfg}"),
-        ("wall time", f"{summary.get('wall_s', 0):.1f} s"),
-        ("compile time", f"{summary.get('compile_s', 0):.1f} s"),
+        ("wall time", f"{summary.get('wall_s') or 0:.1f} s"),
+        ("compile time", f"{summary.get('compile_s') or 0:.1f} s"),
         ("runner", json.dumps(summary.get("runner"))),
         ("outputs", "reduced in the runner (keep:)" if reduced else "every design's row (results.parquet)"),
         ("best by", json.dumps(summary.get("best_by")) if summary.get("best_by") else "—"),
@@ -260,7 +273,8 @@ def sweep_page(
         or [c for c in df.columns if "." not in c and c not in BOOKKEEPING]
     )
     metrics = [m for m in metrics_all if m in df.columns and _is_numeric(df[m])]
-    varying = [c for c in df.columns if c not in metrics_all and c not in BOOKKEEPING and df[c].nunique() > 1]
+    varying = [c for c in df.columns if c not in metrics_all and c not in BOOKKEEPING]
+    varying = [c for c in varying if n_distinct(df[c]) > 1]
     named = [c for c in swept_keys(sweep.get("space")) if c in varying]
     params = named or varying  # the sweep's own knobs, not what they imply
     sample = df
@@ -303,7 +317,7 @@ def sweep_page(
             )
         )
         sort_by = (summary.get("best_by") or {}).get("metric")
-        moving = [m for m in metrics if sample[m].nunique() > 1]  # a metric no design changes draws no axis
+        moving = [m for m in metrics if n_distinct(sample[m]) > 1]  # a metric no design changes draws no axis
         dims = (params + moving)[:MAX_AXES]
         sections.append(
             html.Section(
@@ -372,7 +386,7 @@ def sweep_page(
             )
         )
     elif len(df) and metrics:
-        moving = [m for m in metrics if df[m].nunique() > 1]
+        moving = [m for m in metrics if n_distinct(df[m]) > 1]
         sections.append(
             html.Section(
                 "Histograms",

@@ -10,15 +10,20 @@ function el(tag, attrs, text){ const e=document.createElement(tag); for(const k 
 function draw(div, data, layout){ pending.push(Plotly.newPlot(div, data,
   Object.assign({margin:{l:60,r:20,t:30,b:50}, hovermode:"closest"}, layout||{}), {responsive:true,
   displaylogo:false})); }
+function order(a, b){ // a total order for a table's cells: numbers by value, then text, empty last
+  const key=v=>(v!==null&&typeof v==="object")? v.text : v;
+  const x=key(a), y=key(b), rank=v=>v===null||v===undefined? 2 : typeof v==="number"? 0 : 1;
+  if(rank(x)!==rank(y)) return rank(x)-rank(y);
+  if(rank(x)===2) return 0;
+  if(rank(x)===0) return x-y;
+  return String(x).localeCompare(String(y), undefined, {numeric:true}); }
 function table(div, spec){
   const t=el("table"), head=el("tr"); const rows=spec.rows.slice();
   spec.columns.forEach((c,i)=>{ const th=el("th", {}, c); const isText=rows.some(r=>typeof r[i]==="string");
     if(isText) th.className="text"; th.addEventListener("click", ()=>{ const asc=!th.classList.contains("sorted-asc");
       head.querySelectorAll("th").forEach(h=>h.classList.remove("sorted-asc","sorted-desc"));
       th.classList.add(asc?"sorted-asc":"sorted-desc");
-      const key=v=>(v!==null&&typeof v==="object")? v.text : v;
-      rows.sort((a,b)=>{ const x=key(a[i]), y=key(b[i]); if(x===y) return 0; if(x===null) return 1; if(y===null) return -1;
-        return (x<y?-1:1)*(asc?1:-1); }); body(); });
+      rows.sort((a,b)=>order(a[i], b[i])*(asc?1:-1)); body(); });
     head.appendChild(th); });
   const thead=el("thead"); thead.appendChild(head); t.appendChild(thead); const tb=el("tbody"); t.appendChild(tb);
   function cell(v){ if(v!==null&&typeof v==="object"&&v.href!==undefined){ const td=el("td", {class:"text"});
@@ -30,7 +35,10 @@ function table(div, spec){
 function front(xs, ys, xmax, ymax){ // indices of the 2-D Pareto front (no point at least as good on both, better on one)
   const idx=[]; for(let i=0;i<xs.length;i++) if(xs[i]!==null&&ys[i]!==null) idx.push(i);
   const sx=xmax?-1:1, sy=ymax?-1:1; idx.sort((a,b)=> (sx*xs[a]-sx*xs[b]) || (sy*ys[a]-sy*ys[b]));
-  const out=[]; let best=Infinity; for(const i of idx){ const y=sy*ys[i]; if(y<best){ out.push(i); best=y; } }
+  // designs equal on both metrics do not dominate each other: all of them stay on the front
+  const out=[]; let best=Infinity, lx=null, ly=null;
+  for(const i of idx){ const x=sx*xs[i], y=sy*ys[i];
+    if(y<best){ out.push(i); best=y; lx=x; ly=y; } else if(x===lx&&y===ly) out.push(i); }
   return out; }
 function selector(label, options, value, onchange){
   const l=el("label", {}, label), s=el("select"); options.forEach(o=>{ const op=el("option", {value:o}, o);
@@ -53,7 +61,8 @@ function scatter(div, spec){
     const data=[{type:"scattergl", mode:"markers", name:"designs", x:xs, y:ys, text:text, customdata:xs.map((_, i)=>i),
       hovertemplate:"%{text}<br>"+st.x+" = %{x}<br>"+st.y+" = %{y}<extra></extra>", marker:{size:6, opacity:.6,
       color:"#457b9d"}},
-      {type:"scatter", mode:"lines+markers", name:"Pareto front ("+f.length+")", x:fx, y:fy, customdata:f,
+      {type:"scatter", mode:"lines+markers", name:"Pareto front ("+f.length+(R.n_rows<R.n_total? " of the designs shown)" : ")"),
+       x:fx, y:fy, customdata:f,
        text:f.map(i=>text[i]), hovertemplate:"%{text}<br>"+st.x+" = %{x}<br>"+st.y+" = %{y}<extra>front</extra>",
        line:{shape:"hv", color:"#e63946"}, marker:{size:9, color:"#e63946"}}];
     plot.setAttribute("data-front-size", f.length);
