@@ -168,7 +168,7 @@ space:
 keep:
   top_k: {k: 3, by: mean_mb_s, ascending: false}
   pareto: {x: time_s, x_better: min, y: mean_mb_s, y_better: max}
-  histograms: {metrics: [mean_mb_s], bins: 16}
+  histograms: {metrics: [mean_mb_s], bins: 16, quantiles: [0.5]}
 """)
     out = tmp_path / "run"
     r = ssdx(f"sweep_file={sweep}", f"hydra.run.dir={out}")
@@ -187,6 +187,9 @@ keep:
     hist = next(s for s in d["sections"] if s["title"] == "Histograms")["spec"]
     counts = json.loads((out / "histograms.json").read_text())["groups"][0]["counts"]["mean_mb_s"]
     assert sum(hist["data"][0]["y"][:-1]) + counts[0] + counts[-2] + counts[-1] == 36
+    median = json.loads((out / "histograms.json").read_text())["groups"][0]["quantiles"]["mean_mb_s"][0]
+    line = [m for m in hist["layout"]["shapes"] if m["type"] == "line"]
+    assert [m["x0"] for m in line] == [median["value"]] and median["q"] == 0.5
 
 
 def test_an_experiments_page_holds_its_figures_tables_and_pngs(tmp_path):

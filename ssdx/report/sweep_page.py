@@ -152,7 +152,7 @@ def _histograms_of_counts(doc: Mapping[str, Any]) -> dict[str, Any]:
                 ),
             }
         )
-        shapes.append([])
+        shapes.append(_quantile_marks(doc, m))
         names.append(m)
     fig = menu_figure(data, shapes, names, "designs")
     if names and doc["scale"].get(names[0]) == "log":  # one decade a tick; the menu's other metrics too
@@ -160,6 +160,44 @@ def _histograms_of_counts(doc: Mapping[str, Any]) -> dict[str, Any]:
     for b, m in zip(fig["layout"]["updatemenus"][0]["buttons"], names, strict=True):
         b["args"][1]["xaxis.type"] = "log" if doc["scale"].get(m) == "log" else "linear"
     return fig
+
+
+def _quantile_marks(doc: Mapping[str, Any], metric: str) -> list[dict[str, Any]]:
+    """The quantiles a reduced sweep read off its histogram of ``metric`` (one group only: with several,
+    each group has its own and the page draws their sum): a dashed line at each estimate over a band from
+    its lower to its upper bound."""
+    if len(doc.get("groups") or []) != 1:
+        return []
+    marks: list[dict[str, Any]] = []
+    for q in (doc["groups"][0].get("quantiles") or {}).get(metric) or []:
+        if q.get("value") is None:
+            continue
+        if q.get("low") is not None and q.get("high") is not None:
+            marks.append(
+                {
+                    "type": "rect",
+                    "yref": "paper",
+                    "x0": q["low"],
+                    "x1": q["high"],
+                    "y0": 0,
+                    "y1": 1,
+                    "fillcolor": "rgba(230,57,70,.10)",
+                    "line": {"width": 0},
+                }
+            )
+        marks.append(
+            {
+                "type": "line",
+                "yref": "paper",
+                "x0": q["value"],
+                "x1": q["value"],
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "#e63946", "dash": "dash"},
+                "label": {"text": f"q{q['q']:g}", "textposition": "end"},
+            }
+        )
+    return marks
 
 
 def _pareto_axes(
@@ -382,7 +420,8 @@ def sweep_page(
                 "Histograms",
                 "plot",
                 _histograms_of_counts(doc),
-                "Counted in the runner over every design (all groups summed).",
+                "Counted in the runner over every design (all groups summed); with one group, its "
+                "quantiles dashed within their bounds (shaded).",
             )
         )
     elif len(df) and metrics:
