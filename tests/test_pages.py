@@ -16,8 +16,8 @@ from ssdx.report import dashboard, html, pages, run_dir, sweep_page
 
 
 def page_data(path) -> dict:
-    """The ``window.SSDX`` document of a page."""
-    text = path.read_text(encoding="utf-8")
+    """The ``window.SSDX`` document of a page (its file, or its text)."""
+    text = path if isinstance(path, str) else path.read_text(encoding="utf-8")
     m = re.search(r"<script>window\.SSDX = (.*?);</script>", text, re.S)
     assert m, "no page data"
     return json.loads(m.group(1).replace("<\\/", "</"))
@@ -295,3 +295,32 @@ def test_dashboard_links_cannot_be_a_scheme_and_bad_records_are_named(quick, tmp
     )
     href = page_data(out)["sections"][0]["spec"]["rows"][0][0]["href"]
     assert href == "./javascript%3Aalert%281%29%3B0%23x/report.html"
+
+
+def test_a_served_dashboard_takes_in_runs_that_finish_later(quick, tmp_path):
+    import shutil
+    import threading
+    import urllib.request
+
+    runs = tmp_path / "out"
+    runs.mkdir()
+    shutil.copytree(quick, runs / "a")
+    server, page = dashboard.make_server([str(runs / "*")], tmp_path / "dash.html", port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+
+        def shown() -> int:
+            text = urllib.request.urlopen(url + "/", timeout=30).read().decode()  # redirected to the page
+            assert '<meta http-equiv="refresh" content="10">' in text
+            return len(page_data(text)["sections"][0]["spec"]["rows"])
+
+        assert page == "/dash.html" and shown() == 1
+        shutil.copytree(quick, runs / "b")  # a run that finished after the server started
+        assert shown() == 2
+        assert (
+            urllib.request.urlopen(url + "/out/b/report.html", timeout=30).status == 200
+        )  # its page, linked
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import glob
 import json
 import os
 import sys
@@ -143,9 +144,12 @@ def page_link(page: Path, where: Path) -> str:
     return rel if rel.startswith("../") else f"./{rel}"
 
 
-def page_text(runs: list[Run], problems: list[tuple[Path, str]], where: Path) -> str:
+def page_text(
+    runs: list[Run], problems: list[tuple[Path, str]], where: Path, refresh_s: int | None = None
+) -> str:
     """The dashboard's HTML: a table of ``runs`` (links relative to ``where``, the page's directory), a
-    comparison of each figure shared by two or more runs, and the directories that hold no run."""
+    comparison of each figure shared by two or more runs, and the directories that hold no run; reloaded
+    by the browser every ``refresh_s`` seconds where given."""
     common = sorted({k for r in runs for k in r.figures if sum(k in s.figures for s in runs) >= 2})
     first = [k for k in common if k.startswith("best ")] + [k for k in ("n_configs",) if k in common]
     shown = list(dict.fromkeys(first + common))[:10]
@@ -206,7 +210,63 @@ def page_text(runs: list[Run], problems: list[tuple[Path, str]], where: Path) ->
                 {"columns": ["directory", "what is missing"], "rows": [[str(p), why] for p, why in problems]},
             )
         )
-    return html.render("ssdx dashboard", f"{len(runs)} runs", sections)
+    return html.render("ssdx dashboard", f"{len(runs)} runs", sections, refresh_s=refresh_s)
+
+
+def expand(args: Sequence[str]) -> list[str]:
+    """The directories ``args`` name: a quoted glob (``'out/*'``) expanded here, each time, so that a
+    served dashboard takes in the runs that start after it; others as given."""
+    out: list[str] = []
+    for a in args:
+        out += sorted(glob.glob(a)) if any(c in a for c in "*?[") else [a]
+    return list(dict.fromkeys(out))
+
+
+def write(
+    args: Sequence[str], out: Path, refresh_s: int | None = None, quiet: bool = False, empty: bool = False
+) -> int:
+    """Collect the runs among ``args`` (:func:`expand`) and write the dashboard to ``out``; the number of
+    runs (with none, nothing is written unless ``empty``)."""
+    runs, problems = collect(expand(args))
+    if not quiet:
+        for path, why in problems:
+            print(f"ssdx dashboard: {path}: {why}", file=sys.stderr)
+    if runs or empty:
+        from ssdx.core import io
+
+        io.write_text(out, page_text(runs, problems, Path(os.path.abspath(out)).parent, refresh_s))
+    return len(runs)
+
+
+def make_server(args: Sequence[str], out: Path, port: int = 8765, refresh_s: int = 10):
+    """A local HTTP server (``http.server`` from Python's standard library, on 127.0.0.1 only) of the
+    dashboard ``out`` over ``args``: each request of the page collects the runs again and rewrites it,
+    and the page reloads itself every ``refresh_s`` seconds, so runs show up as they finish.  It serves
+    the files under the common directory of the page and the runs (the run pages it links), nothing
+    above it.  Returns the server, not yet serving, and the page's URL path."""
+    import functools
+    import http.server
+
+    dirs = [os.path.abspath(d) for d in expand(args)] or [os.getcwd()]
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(out)), *dirs])
+    page = "/" + urllib.parse.quote(Path(os.path.relpath(os.path.abspath(out), root)).as_posix())
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            if self.path == "/":
+                self.send_response(302)
+                self.send_header("Location", page)
+                self.end_headers()
+                return
+            if self.path.split("?")[0] == page:
+                write(args, out, refresh_s, quiet=True, empty=True)
+            super().do_GET()
+
+        def log_message(self, *a: Any) -> None:  # requests are not news
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Handler, directory=root))
+    return server, page
 
 
 def main(argv: Sequence[str]) -> int:
@@ -216,19 +276,30 @@ def main(argv: Sequence[str]) -> int:
     )
     ap.add_argument("dirs", nargs="+", help="run directories (a shell glob such as out/* works)")
     ap.add_argument("-o", "--out", default="dashboard.html", help="the page to write (default: %(default)s)")
+    ap.add_argument(
+        "--serve",
+        nargs="?",
+        const=8765,
+        type=int,
+        metavar="PORT",
+        help="serve the page on 127.0.0.1:PORT (default 8765), collecting the runs again on each "
+        "load and reloading every 10 s; quote a glob ('out/*') to take in new runs",
+    )
     args = ap.parse_args(list(argv))
-    runs, problems = collect(args.dirs)
-    for path, why in problems:
-        print(f"ssdx dashboard: {path}: {why}", file=sys.stderr)
-    if not runs:
+    out = Path(args.out)
+    n = write(args.dirs, out)
+    if not n and args.serve is None:
         print("ssdx dashboard: no directory holds a finished run; nothing written", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    from ssdx.core import io
-
-    io.write_text(out, page_text(runs, problems, Path(os.path.abspath(out)).parent))
-    print(
-        f"dashboard: {out} ({len(runs)} runs"
-        + (f", {len(problems)} directories skipped)" if problems else ")")
-    )
+    if args.serve is None:
+        print(f"dashboard: {out} ({n} runs)")
+        return 0
+    server, page = make_server(args.dirs, out, args.serve)
+    print(f"dashboard: http://127.0.0.1:{server.server_port}{page} ({n} runs so far; Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
     return 0

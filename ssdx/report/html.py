@@ -96,9 +96,14 @@ def asset(name: str) -> str:
 
 
 def render(
-    title: str, subtitle: str, sections: Sequence[Section], rows: Mapping[str, Any] | None = None
+    title: str,
+    subtitle: str,
+    sections: Sequence[Section],
+    rows: Mapping[str, Any] | None = None,
+    refresh_s: int | None = None,
 ) -> str:
-    """The HTML text of a page: ``title`` and ``subtitle`` in its header, then ``sections`` in order.
+    """The HTML text of a page: ``title`` and ``subtitle`` in its header, then ``sections`` in order; with
+    ``refresh_s``, the browser reloads it every so many seconds.
 
     ``rows`` (for the ``scatter``/``parcoords`` views): ``{columns: {name: values}, params, metrics,
     numeric: {name: bool}, command}``, ``command`` holding ``{INDEX}`` where a row's ``config_index`` goes."""
@@ -136,6 +141,7 @@ def render(
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f'<meta http-equiv="refresh" content="{int(refresh_s)}">' if refresh_s else "",
             f"<title>{html.escape(title)}</title>",
             f"<style>{asset('page.css')}</style>",
             f"<script>{plotly_js()}</script>",
