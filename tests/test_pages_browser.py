@@ -16,20 +16,10 @@ import pytest
 from test_cli import ssdx
 from test_pages import front_of
 
+from bench.pages import ARGS  # Chromium's switches for a headless run with no network and no GPU
 from ssdx.report import dashboard
 
 pytestmark = pytest.mark.validation
-
-#: Chromium's switches for a headless run on a machine with no network and no GPU
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def chromium_path() -> str | None:
