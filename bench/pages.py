@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ssdx.core import io
 from ssdx.report import dashboard, html, pages
 from ssdx.report.machine import machine
 
@@ -229,7 +230,7 @@ def main() -> None:
     }
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(html.plain(record), indent=2) + "\n")
+        args.json.write_text(json.dumps(io.jsonable(record), indent=2) + "\n")
         print(f"wrote {args.json}")
     shutil.rmtree(work, ignore_errors=True)
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from test_cli import ssdx
 
+from ssdx.core import io
 from ssdx.report import dashboard, html, pages, run_dir, sweep_page
 
 
@@ -95,7 +96,7 @@ def test_importance_is_the_main_effect_share_of_a_known_sum():
     a, b, c = np.meshgrid(np.arange(4.0), np.arange(5.0), [0.0, 1.0], indexing="ij")
     df = pd.DataFrame({"a": a.ravel(), "b": b.ravel(), "c": c.ravel()})
     df["y"] = 3 * df["a"] + df["b"]
-    s = sweep_page.importance(df, ["a", "b", "c"], "y")
+    s = sweep_page.importances(df, ["a", "b", "c"], ["y"]).get("y", {})
     var_a, var_b = 9 * np.var(np.arange(4.0)), np.var(np.arange(5.0))
     assert s["a"] == pytest.approx(var_a / (var_a + var_b)) and s["b"] == pytest.approx(
         var_b / (var_a + var_b)
@@ -103,9 +104,11 @@ def test_importance_is_the_main_effect_share_of_a_known_sum():
     assert s["c"] == pytest.approx(0.0, abs=1e-12)
     # an interaction alone (y = a * sign) is no main effect of either
     df["z"] = (df["a"] - 1.5) * np.where(df["c"] > 0, 1, -1)
-    s = sweep_page.importance(df, ["a", "c"], "z")
+    s = sweep_page.importances(df, ["a", "c"], ["z"]).get("z", {})
     assert s["a"] == pytest.approx(0.0, abs=1e-12) and s["c"] == pytest.approx(0.0, abs=1e-12)
-    assert sweep_page.importance(df.assign(k=1.0), ["a"], "k") == {}  # a constant metric: nothing to share
+    assert (
+        sweep_page.importances(df.assign(k=1.0), ["a"], ["k"]).get("k", {}) == {}
+    )  # a constant metric: nothing to share
 
 
 def _fake_sweep(tmp_path, n: int) -> None:
@@ -124,7 +127,7 @@ def _fake_sweep(tmp_path, n: int) -> None:
     best = df.nlargest(2, "iops").to_dict(orient="records")
     (tmp_path / "summary.json").write_text(
         json.dumps(
-            html.plain(
+            io.jsonable(
                 {
                     "sweep": "fake",
                     "n_configs": n,

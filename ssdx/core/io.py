@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -58,6 +59,10 @@ def jsonable(x: Any) -> Any:
     and non-finite floats into ``None``."""
     if isinstance(x, dict):
         return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype.kind in "fiub":  # a column: one conversion
+        if x.dtype.kind != "f":
+            return x.tolist()
+        return [v if math.isfinite(v) else None for v in x.tolist()]
     if isinstance(x, list | tuple | np.ndarray):
         return [jsonable(v) for v in x]
     if isinstance(x, np.generic):

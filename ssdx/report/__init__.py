@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def subplots(*args: Any, figsize: tuple[float, float] | None = None, layout: str | None = None,
-             **kwargs: Any) -> tuple[Any, Any]:
+def subplots(
+    *args: Any, figsize: tuple[float, float] | None = None, layout: str | None = None, **kwargs: Any
+) -> tuple[Any, Any]:
     """``matplotlib.pyplot.subplots`` without pyplot: ``(figure, axes)`` of a new standalone figure
     (``figsize`` in inches; ``layout`` e.g. ``"constrained"``); the other arguments go to
     :meth:`matplotlib.figure.Figure.subplots`.  Save it with ``fig.savefig(path)``; nothing to close."""

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from ssdx.core import io
 from ssdx.report import html, pages, run_dir
 
 
@@ -172,7 +173,7 @@ def page_text(
         html.Section(
             "Runs",
             "table",
-            {"columns": cols, "rows": html.plain(rows)},
+            {"columns": cols, "rows": io.jsonable(rows)},
             f"{len(runs)} runs. Click a run to open its page; click a column to sort.",
         )
     ]
@@ -232,8 +233,6 @@ def write(
         for path, why in problems:
             print(f"ssdx dashboard: {path}: {why}", file=sys.stderr)
     if runs or empty:
-        from ssdx.core import io
-
         io.write_text(out, page_text(runs, problems, Path(os.path.abspath(out)).parent, refresh_s))
     return len(runs)
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ssdx import loggers
+from ssdx.core import io
 from ssdx.report import html
 from ssdx.report.run_dir import png_sections, summary_tables
 
@@ -92,48 +93,28 @@ def _thermal_figure(out_dir: Path, summary: Mapping[str, Any]) -> dict[str, Any]
     t = pd.read_csv(path)
     if "time_s" not in t:
         return None
-    data = []
-    for col, label, colour in (
-        ("composite_k", "composite", "#e63946"),
-        ("nand_k", "NAND", "#457b9d"),
-        ("ctrl_k", "controller", "#f4a261"),
-        ("case_k", "case", "#6a4c93"),
-    ):
-        if col in t:
-            data.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines",
-                    "name": label,
-                    "x": t["time_s"].to_numpy(),
-                    "y": (t[col] - 273.15).to_numpy(),
-                    "line": {"color": colour, "width": 1.5},
-                }
-            )
-    if "speed_mb_s" in t:
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "name": "write speed",
-                "x": t["time_s"].to_numpy(),
-                "y": t["speed_mb_s"].to_numpy(),
-                "yaxis": "y2",
-                "line": {"color": "#1d3557", "width": 1},
-            }
-        )
-    if "level" in t:
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "name": "throttle level",
-                "x": t["time_s"].to_numpy(),
-                "y": t["level"].to_numpy(),
-                "yaxis": "y3",
-                "line": {"color": "#2a9d8f", "shape": "hv", "dash": "dot"},
-            }
-        )
+    # column, name, axis, line, offset (temperatures in K drawn in °C)
+    traces = (
+        ("composite_k", "composite", "y", {"color": "#e63946", "width": 1.5}, -273.15),
+        ("nand_k", "NAND", "y", {"color": "#457b9d", "width": 1.5}, -273.15),
+        ("ctrl_k", "controller", "y", {"color": "#f4a261", "width": 1.5}, -273.15),
+        ("case_k", "case", "y", {"color": "#6a4c93", "width": 1.5}, -273.15),
+        ("speed_mb_s", "write speed", "y2", {"color": "#1d3557", "width": 1}, 0.0),
+        ("level", "throttle level", "y3", {"color": "#2a9d8f", "shape": "hv", "dash": "dot"}, 0.0),
+    )
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": name,
+            "x": t["time_s"].to_numpy(),
+            "y": (t[col] + offset).to_numpy(),
+            "yaxis": axis,
+            "line": line,
+        }
+        for col, name, axis, line, offset in traces
+        if col in t
+    ]
     shapes = [
         {
             "type": "line",
@@ -244,7 +225,7 @@ def experiment_page(
         html.Section(
             "Figures",
             "table",
-            {"columns": ["name", "value"], "rows": html.plain(scalars)},
+            {"columns": ["name", "value"], "rows": io.jsonable(scalars)},
             "Every number and setting of summary.json (nested names joined with /).",
         ),
     ]

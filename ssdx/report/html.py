@@ -19,12 +19,11 @@ from __future__ import annotations
 import functools
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from ssdx.core import io
 
 
 @functools.cache
@@ -42,29 +41,9 @@ def plotly_version() -> str:
     return version("plotly")
 
 
-def plain(obj: Any) -> Any:
-    """``obj`` as JSON-ready Python: NumPy scalars and arrays as numbers and lists, NaN and infinities as
-    None, mappings with string keys."""
-    if isinstance(obj, Mapping):
-        return {str(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, np.ndarray):
-        if obj.dtype.kind == "f":  # vectorised: NaN and infinities to None, the rest as Python floats
-            return np.where(np.isfinite(obj), obj, None).tolist()
-        if obj.dtype.kind in "iub":
-            return obj.tolist()
-        return plain(obj.tolist())
-    if isinstance(obj, list | tuple):
-        return [plain(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
 def script_json(obj: Any) -> str:
     """``obj`` as JSON that can sit inside a ``<script>`` element (``</`` and ``<!--`` escaped)."""
-    text = json.dumps(plain(obj), allow_nan=False, separators=(",", ":"))
+    text = json.dumps(io.jsonable(obj), allow_nan=False, separators=(",", ":"))
     return text.replace("</", "<\\/").replace("<!--", "<\\!--")
 
 

@@ -20,6 +20,11 @@ def machine() -> dict[str, Any]:
             cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
     except OSError:
         pass
-    return {"node": platform.node(), "processor": cpu, "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "env": {k: os.environ[k] for k in XLA_ENV if k in os.environ}}
+    return {
+        "node": platform.node(),
+        "processor": cpu,
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "env": {k: os.environ[k] for k in XLA_ENV if k in os.environ},
+    }

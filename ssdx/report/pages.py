@@ -12,17 +12,16 @@ from ssdx.report import experiment_page, html, sweep_page
 from ssdx.report.run_dir import read_config, read_json
 
 
-def write_report(out_dir: str | Path, argv: list[str] | None = None) -> Path:
+def write_report(out_dir: str | Path) -> Path:
     """Write ``report.html`` into the run directory ``out_dir`` (which holds ``summary.json``) and return
-    its path.  ``argv``: the arguments the run was given (default: what the run directory records,
-    ``ssdx.report.run_dir.read_overrides``).  Raises ``FileNotFoundError`` where there is no
+    its path; its commands are built from the arguments the run directory records
+    (``ssdx.report.run_dir.read_overrides``).  Raises ``FileNotFoundError`` where there is no
     ``summary.json``."""
     from ssdx.core import io
 
     out_dir = Path(out_dir)
     summary = read_json(out_dir / "summary.json")
     cfg, overrides = read_config(out_dir)
-    overrides = list(argv) if argv is not None else overrides
     is_sweep = "n_configs" in summary and ("sweep" in summary or "results" in summary)
     page = sweep_page.sweep_page if is_sweep else experiment_page.experiment_page
     title, subtitle, sections, rows = page(out_dir, summary, cfg, overrides)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ssdx import loggers
+from ssdx.core import io
 from ssdx.report import html
 
 #: the summary tables a page shows open; the others are folded under their titles
@@ -42,8 +43,6 @@ def save_args(out_dir: Path, args: list[str]) -> None:
     """Record the arguments a run's job was given (``ssdx.cli.main.job_args``: its own overrides, a
     ``sweep_file`` by its path) in ``.hydra/`` beside Hydra's own record, for the commands its pages show."""
     import yaml
-
-    from ssdx.core import io
 
     (Path(out_dir) / ".hydra").mkdir(parents=True, exist_ok=True)
     io.write_text(Path(out_dir) / ".hydra" / ARGS_FILE, yaml.safe_dump([str(a) for a in args]))
@@ -101,12 +100,12 @@ def records_table(records: list[Mapping[str, Any]], columns: list[str] | None = 
         [
             r.get(c)
             if isinstance(r.get(c), str | int | float | bool | None)
-            else json.dumps(html.plain(r.get(c)))
+            else json.dumps(io.jsonable(r.get(c)))
             for c in cols
         ]
         for r in records
     ]
-    return {"columns": cols, "rows": html.plain(rows)}
+    return {"columns": cols, "rows": io.jsonable(rows)}
 
 
 def summary_tables(summary: Mapping[str, Any], skip: tuple[str, ...] = ()) -> list[html.Section]:
@@ -122,7 +121,7 @@ def summary_tables(summary: Mapping[str, Any], skip: tuple[str, ...] = ()) -> li
             html.Section(
                 key.replace("_", " "),
                 "table",
-                {"columns": [str(c) for c in df.columns], "rows": html.plain(df.to_numpy().tolist())},
+                {"columns": [str(c) for c in df.columns], "rows": io.jsonable(df.to_numpy().tolist())},
                 folded=len(out) >= OPEN_TABLES,
             )
         )

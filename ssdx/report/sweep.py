@@ -38,8 +38,9 @@ def better(spec: Mapping[str, Any], key: str, field: str) -> bool:
 def _column(df: pd.DataFrame, spec: Mapping[str, Any], key: str, field: str) -> str:
     col = spec.get(key)
     if col not in df.columns:
-        raise ConfigError(f"sweep.report.{field}.{key}", col,
-                          f"must name a result column, one of {list(df.columns)}")
+        raise ConfigError(
+            f"sweep.report.{field}.{key}", col, f"must name a result column, one of {list(df.columns)}"
+        )
     return str(col)
 
 
@@ -59,8 +60,9 @@ def pareto_mask(x: np.ndarray, y: np.ndarray, x_max: bool = True, y_max: bool = 
     return keep
 
 
-def pareto(df: pd.DataFrame, spec: Mapping[str, Any], path: Path | None = None,
-           title: str = "") -> pd.DataFrame:
+def pareto(
+    df: pd.DataFrame, spec: Mapping[str, Any], path: Path | None = None, title: str = ""
+) -> pd.DataFrame:
     """The Pareto-front rows of ``df`` for ``spec`` (x, y, x_better, y_better, color); with ``path``, the
     plot of every configuration with the front drawn through."""
     x, y = _column(df, spec, "x", "pareto"), _column(df, spec, "y", "pareto")
@@ -76,8 +78,9 @@ def pareto(df: pd.DataFrame, spec: Mapping[str, Any], path: Path | None = None,
             ax.legend(fontsize=7, loc="best")
         else:
             ax.scatter(df[x], df[y], s=8, alpha=0.5, color="0.6")
-        _draw_front(fig, ax, front, spec, path,
-                    title or f"{len(df)} configurations, {int(mask.sum())} on the front")
+        _draw_front(
+            fig, ax, front, spec, path, title or f"{len(df)} configurations, {int(mask.sum())} on the front"
+        )
     return front
 
 
@@ -112,17 +115,27 @@ def heatmap(df: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str = 
     for ax, (name, g) in zip(axes[0], panels, strict=True):
         tab = g.pivot_table(index=y, columns=x, values=value, aggfunc=agg)
         im = ax.imshow(tab.to_numpy(float), origin="lower", aspect="auto", cmap="viridis")
-        ax.set_xticks(range(len(tab.columns)), [f"{c:g}" if isinstance(c, float | int) else str(c)
-                                                for c in tab.columns], rotation=90, fontsize=6)
-        ax.set_yticks(range(len(tab.index)), [f"{c:g}" if isinstance(c, float | int) else str(c)
-                                              for c in tab.index], fontsize=6)
+        ax.set_xticks(
+            range(len(tab.columns)),
+            [f"{c:g}" if isinstance(c, float | int) else str(c) for c in tab.columns],
+            rotation=90,
+            fontsize=6,
+        )
+        ax.set_yticks(
+            range(len(tab.index)),
+            [f"{c:g}" if isinstance(c, float | int) else str(c) for c in tab.index],
+            fontsize=6,
+        )
         ax.set_xlabel(x)
         ax.set_ylabel(y)
         ax.set_title(f"{facet}={name}" if facet else value, fontsize=8)
         fig.colorbar(im, ax=ax, label=f"{agg} {value}")
         cells = tab.to_numpy(float)
-        grids[str(name)] = {"x": [_plain(c) for c in tab.columns], "y": [_plain(c) for c in tab.index],
-                            "value": np.where(np.isfinite(cells), cells, None).tolist()}
+        grids[str(name)] = {
+            "x": [_plain(c) for c in tab.columns],
+            "y": [_plain(c) for c in tab.index],
+            "value": np.where(np.isfinite(cells), cells, None).tolist(),
+        }
     fig.suptitle(title or f"{agg} {value} over the other parameters", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -168,5 +181,11 @@ def front(df: pd.DataFrame, spec: Mapping[str, Any], path: Path, title: str = ""
     """A reduced sweep's Pareto front (``pareto.parquet``: the front's rows only, no other configuration),
     ``spec`` the ``keep.pareto`` block."""
     fig, ax = report.subplots(figsize=(7, 4.5))
-    _draw_front(fig, ax, df.sort_values([spec["x"], spec["y"]]), spec, path,
-                title or f"{len(df)} configurations on the front")
+    _draw_front(
+        fig,
+        ax,
+        df.sort_values([spec["x"], spec["y"]]),
+        spec,
+        path,
+        title or f"{len(df)} configurations on the front",
+    )

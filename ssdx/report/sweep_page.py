@@ -78,11 +78,6 @@ def importances(df: pd.DataFrame, params: list[str], metrics: list[str], bins: i
     return out
 
 
-def importance(df: pd.DataFrame, params: list[str], metric: str, bins: int = 10) -> dict[str, float]:
-    """:func:`importances` of one metric (empty for a constant one)."""
-    return importances(df, params, [metric], bins).get(metric, {})
-
-
 def _histograms_of_rows(df: pd.DataFrame, metrics: list[str], bins: int = 40) -> dict[str, Any]:
     """A histogram figure of each metric over the rows (one shown at a time, a menu picks it), with the
     median, 90th and 99th percentiles drawn."""

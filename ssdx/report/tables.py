@@ -11,8 +11,9 @@ import pandas as pd
 TIE_FRACTION = 1e-3
 
 
-def best_per_group(df: pd.DataFrame, group_by: Sequence[str], sort_by: str,
-                   ascending: bool = True) -> pd.DataFrame:
+def best_per_group(
+    df: pd.DataFrame, group_by: Sequence[str], sort_by: str, ascending: bool = True
+) -> pd.DataFrame:
     """The best row of each group by ``sort_by`` (the 10 best rows if ``group_by`` is empty), with
     ``ties``: how many rows of its group (of all rows, ungrouped) have a ``sort_by`` value within
     :data:`TIE_FRACTION` of the row's, itself included.  A best row with ties is the first in sweep
@@ -30,8 +31,13 @@ def best_per_group(df: pd.DataFrame, group_by: Sequence[str], sort_by: str,
     first = groups[sort_by].transform("first").to_numpy(float)
     near = _near(ordered[sort_by].to_numpy(float), first)
     best = groups.head(1).copy()
-    best["ties"] = pd.Series(near.astype(np.int64), index=ordered.index).groupby(
-        keys, sort=False, dropna=False).transform("sum").loc[best.index].astype(np.int64)
+    best["ties"] = (
+        pd.Series(near.astype(np.int64), index=ordered.index)
+        .groupby(keys, sort=False, dropna=False)
+        .transform("sum")
+        .loc[best.index]
+        .astype(np.int64)
+    )
     return best.sort_values(list(group_by)).reset_index(drop=True)
 
 
