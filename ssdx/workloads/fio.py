@@ -41,7 +41,8 @@ the rest; the percentages must add up to 100), ``blockalign``, ``iodepth``, ``nu
 ``time_based``, ``rate``, ``rate_iops``, ``rate_process`` (linear, poisson), ``random_distribution``
 (random, zipf[:θ[:c]], pareto[:h[:c]], normal[:d[:c]], zoned:…, zoned_abs:…; one set for all
 directions), ``norandommap``, ``randseed``, ``thinktime``, ``thinktime_blocks``, ``thinktime_spin``,
-``kb_base``.
+``kb_base``, and the pacing options below (``startdelay``, ``flow``, ``verify_backlog``,
+``latency_target``), ``fill_device`` (to the drive's end) and ``cmd_type=nvme``.
 
 **Ignored by design** (:data:`IGNORED_BY_DESIGN`, each with its reason): options that do not change the
 requests the drive sees in ssdx's model — naming and files (``name``, ``filename``, ...), reporting and
@@ -50,12 +51,13 @@ logs (``group_reporting``, ``write_lat_log``, ...), how the host issues I/O (``i
 ``direct=1``), data content (``zero_buffers``, ``buffer_compress_percentage``, ...; ssdx models no
 data), ``io_submit_mode`` (which of fio's threads submit), the minimum rates ``rate_min``,
 ``rate_iops_min`` and their window ``rate_cycle`` (fio ends a job below them; ssdx runs it whole and
-reports its rate) and ``randrepeat`` (ssdx is always repeatable).  They are accepted and named in the
+reports its rate), I/O priorities (an NVMe command carries none), ``atomic`` (an ordinary write on the
+wire) and ``randrepeat`` (ssdx is always repeatable).  They are accepted and named in the
 summary's ``fio_ignored_by_design``.
 
 **Any other option is refused**: :class:`FioError` (a :class:`ssdx.params.ConfigError`: exit status 2)
-naming the option and its ``file:line`` — e.g. ``fsync``, ``ramp_time``, ``startdelay``,
-``exitall``, ``percentage_random``, ``nrfiles``, ``filesize``, ``zonemode``.  With
+naming the option and its ``file:line`` — e.g. ``fsync``, ``exitall``, ``percentage_random``,
+``nrfiles``, ``filesize``, ``zonemode``, ``fdp``, ``write_mode``.  With
 ``workload.fio_unknown=warn`` each is named in a :class:`FioIgnoredWarning` and in the summary's
 ``fio_ignored`` and the run goes on without it.  Malformed files (a line that is no section, option or
 comment, a bad number or unit, an unknown ``rw``, a missing file, no job, an unknown ``fio_job``) name
@@ -90,6 +92,17 @@ of what they wrote, in the order written (:class:`VerifyStream`).  A stream of s
 refused (:meth:`FioWorkload.stream`).  A group whose
 jobs carry fio's steady-state detection (``steadystate``/``ss``, ``ss_dur``, ``ss_ramp``, ``ss_interval``:
 ``ssdx.workloads.fio_job.SteadyState``) ends when fio would end it (``ssdx.models.engine.steady``).
+
+**Pacing** (fio HOWTO).  ``startdelay`` shifts a timed job's arrivals (a range ``lo-hi``: each clone
+draws its own delay from its seed); in the closed loop, which issues from the group's start, it is
+refused.  ``flow``/``flow_id`` (fio's ``flow.c``: a clone issues only while its share of the flow's
+issued requests is at most its weight's share): the clones of a flow keep the part of the closed loop
+their summed depths give them, split by weight request by request (:func:`flow_shares`); ``flow_sleep``
+other than 0 (a clone over its share drains its queue and sleeps) is refused.  ``verify_backlog`` N
+(fio's ``check_get_verify``): each clone's unverified writes are read back, oldest first,
+``verify_backlog_batch`` at a time, whenever they reach a multiple of N after a write, and the rest at
+the clone's end (:class:`_Backlog`).  ``latency_target`` runs fio's search for a queue depth
+(``ssdx.models.engine.latency_search``) in a group of its own.
 
 **Jobs share the drive.**  All selected jobs and clones of a group merge into one stream on one drive.
 Closed loop
@@ -187,8 +200,10 @@ def region(job: Job, clone: int, capacity: int) -> tuple[int, int]:
 class _Source:
     """The requests of one clone, in blocks, with their merge keys (arrival times, or ``(i + ½)/depth``)."""
 
-    def __init__(self, job: Job, clone: int, capacity: int, seed: int, cap: int, open_loop: bool):
+    def __init__(self, job: Job, clone: int, capacity: int, seed: int, cap: int, open_loop: bool,
+                 share: float | None = None):
         self.job, self.open_loop = job, open_loop
+        self.share = float(share or job.depth)  # the clone's share of the closed loop's issues
         start, span = region(job, clone, capacity)
         base = job.randseed if job.randseed is not None else seed
         self._key = [int(base), job.index, clone]
@@ -213,13 +228,18 @@ class _Source:
         self._poisson_t = [0.0, 0.0]
         self._u = 0.0
         self._min_bs = [min(job.read_sizes), min(job.write_sizes)]
+        lo, hi = job.start_delay
+        self.delay_s = lo if hi == lo else float(np.random.default_rng([*self._key, 2]).uniform(lo, hi))
+        self.taken = 0  # the job's own requests (verify reads aside)
+        self._backlog = _Backlog(job.verify_backlog, job.verify_batch, job.verify) if job.verify_backlog \
+            else None
 
     def next(self) -> dict[str, np.ndarray] | None:
         """The next block (op, offset, size, time_s, key), or None when the clone is done."""
-        if self.done or self.n >= self.max_requests:
+        if self.done or self.taken >= self.max_requests:
             self.done = True
             return None
-        k = min(GEN_BLOCK, self.max_requests - self.n)
+        k = min(GEN_BLOCK, self.max_requests - self.taken)
         try:
             ch = self.stream.take(k)
         except ValueError as e:
@@ -231,23 +251,27 @@ class _Source:
             if hit < k:
                 keep, self.done = hit + 1, True
         op, size = ch.op[:keep], ch.size[:keep]
-        t = self._times(op, size) if self.open_loop else np.full(keep, np.nan)
+        t = self._times(op, size) + self.delay_s if self.open_loop else np.full(keep, np.nan)
         if self.max_time is not None:
-            cut = int(np.searchsorted(t, self.max_time, side="left"))
+            cut = int(np.searchsorted(t, self.max_time + self.delay_s, side="left"))
             if cut < keep:
                 keep, self.done = cut, True
         self._block += 1
-        if keep == 0:
+        self.taken += keep
+        self.bytes += int(size[:keep].sum())
+        if self.taken >= self.max_requests:
+            self.done = True
+        out = {"op": op[:keep], "offset": ch.offset[:keep], "size": size[:keep], "time_s": t[:keep]}
+        if self._backlog is not None:
+            out = self._backlog.interleave(out, final=self.done)
+        n = len(out["op"])
+        if n == 0:
             self.done = True
             return None
-        idx = self.n + np.arange(keep, dtype=np.float64)
-        self.n += keep
-        self.bytes += int(size[:keep].sum())
-        if self.n >= self.max_requests:
-            self.done = True
-        key = t[:keep] if self.open_loop else (idx + 0.5) / self.job.depth
-        return {"op": op[:keep], "offset": ch.offset[:keep], "size": size[:keep], "time_s": t[:keep],
-                "key": key}
+        idx = self.n + np.arange(n, dtype=np.float64)
+        self.n += n
+        out["key"] = out["time_s"] if self.open_loop else (idx + 0.5) / self.share
+        return out
 
     def _times(self, op: np.ndarray, size: np.ndarray) -> np.ndarray:
         """Issue times, s (module docstring, *Timing*), carrying the rate and pause state."""
@@ -267,11 +291,65 @@ class _Source:
                 s = size[idx]
                 due[idx] = (self._rate_bytes[d] + np.cumsum(s) - s) / bps
                 self._rate_bytes[d] += int(s.sum())
-        i = self.n + np.arange(len(op))
+        i = self.taken + np.arange(len(op))
         pause = job.thinktime_s * (i // job.thinktime_blocks) if job.thinktime_s else np.zeros(len(op))
         u = np.maximum.accumulate(np.maximum(due - pause, self._u))
         self._u = float(u[-1])
         return u + pause
+
+
+def flow_shares(jobs: list[Job]) -> dict[int, float]:
+    """Each flow-controlled job's (``flow`` > 0) share of its closed loop's issues, per clone (keyed by
+    ``id(job)``).  fio (``flow.c``) holds each clone's count of issued requests to at most its weight's
+    share of all issued by the clones of its ``flow_id``; here the flow's clones together keep the share of
+    the loop their summed ``iodepth`` gives them, split among them by weight.  A clone that ends leaves
+    the flow, as in fio."""
+    flows: dict[int, list[Job]] = {}
+    for j in jobs:
+        if j.flow:
+            flows.setdefault(j.flow_id, []).append(j)
+    out = {}
+    for members in flows.values():
+        depth = sum(j.depth * j.numjobs for j in members)
+        weight = sum(j.flow * j.numjobs for j in members)
+        out.update({id(j): depth * j.flow / weight for j in members})
+    return out
+
+
+class _Backlog:
+    """fio's ``verify_backlog`` N and ``verify_backlog_batch`` B (default N) for one clone (fio's
+    ``io_u.c`` ``check_get_verify``): each write joins the clone's history of unverified blocks; when the
+    history holds a multiple of N after a write, the next B requests are reads of its oldest blocks, in
+    the order written; at the clone's end the blocks still unverified are read back where ``rest`` (fio's
+    verify phase, ``do_verify``)."""
+
+    def __init__(self, backlog: int, batch: int, rest: bool):
+        self.backlog, self.batch, self.rest = backlog, batch or backlog, rest
+        self.hist: list[tuple[int, int]] = []  # (offset, size), oldest first
+        self.head = 0
+
+    def interleave(self, c: dict[str, np.ndarray], final: bool) -> dict[str, np.ndarray]:
+        """The requests ``c`` with the verify reads they trigger (and with ``final`` the history left)."""
+        ops, offs, sizes, times = [], [], [], []
+
+        def read(n: int) -> None:
+            for off, sz in self.hist[self.head:self.head + n]:
+                ops.append(READ), offs.append(off), sizes.append(sz), times.append(np.nan)
+            self.head += min(n, len(self.hist) - self.head)
+
+        for o, off, sz, t in zip(c["op"].tolist(), c["offset"].tolist(), c["size"].tolist(),
+                                 c["time_s"].tolist(), strict=True):
+            ops.append(o), offs.append(off), sizes.append(sz), times.append(t)
+            if o == WRITE:
+                self.hist.append((off, sz))
+                if (len(self.hist) - self.head) % self.backlog == 0:
+                    read(self.batch)
+        if final and self.rest:
+            read(len(self.hist) - self.head)
+        if self.head > 4096:  # drop what is verified
+            self.hist, self.head = self.hist[self.head:], 0
+        return {"op": np.asarray(ops, np.int8), "offset": np.asarray(offs, np.int64),
+                "size": np.asarray(sizes, np.int64), "time_s": np.asarray(times, np.float64)}
 
 
 class VerifyStream:
@@ -307,7 +385,8 @@ class FioStream:
 
     def __iter__(self) -> Iterator[Chunk]:
         wl = self.workload
-        srcs = [_Source(job, k, self.capacity, self.seed, self.max_requests, wl.open_loop)
+        share = flow_shares(wl.jobs)
+        srcs = [_Source(job, k, self.capacity, self.seed, self.max_requests, wl.open_loop, share.get(id(job)))
                 for job in wl.jobs for k in range(job.numjobs)]
         bufs: list[dict[str, np.ndarray] | None] = [None] * len(srcs)
         pending: list[dict[str, np.ndarray]] = []
@@ -405,14 +484,15 @@ class FioWorkload:
         for g in self._stonewalled():
             run = FioWorkload(self.path, g, self.ignored, self.ignored_by_design, "run")
             out.append(run)
-            if any(j.verify for j in g):
-                out.append(dataclasses.replace(run, phase="verify"))
+            after = [j for j in g if j.verify and not j.verify_backlog]  # verify_backlog: while writing
+            if after:
+                out.append(dataclasses.replace(run, jobs=after, phase="verify"))
         return [self] if len(out) == 1 else out
 
     def describe(self) -> list[dict[str, Any]]:
         """Per job: name, where, group (:meth:`groups`), rw, read fraction, clones, depth, loop and what ends
         it."""
-        group = {id(j): g for g, w in enumerate(self.groups()) for j in w.jobs}
+        group = {id(j): g for g, w in enumerate(self.groups()) for j in w.jobs if w.phase != "verify"}
         return [{"name": j.name, "where": f"{j.path}:{j.line}", "group": group[id(j)], "rw": j.rw,
                  "read_fraction": j.read_fraction, "numjobs": j.numjobs, "depth": j.depth,
                  "open_loop": j.timed, "bound": j.bound(j.timed)}
@@ -563,6 +643,15 @@ def _check_group(jobs: list[Job]) -> None:
                        f"job [{closed.name}] has no rate, rate_iops or thinktime but job [{timed[0].name}] "
                        "has: the merged jobs run in one loop; pick one with workload.fio_job, time both, or "
                        "run them one after the other (stonewall)")
+    for j in jobs:
+        if j.start_delay != (0.0, 0.0) and not j.timed:
+            j.fail("startdelay", "startdelay in a closed-loop job: the closed loop issues each request as a "
+                                 "slot frees, from the group's start; time the job (rate, rate_iops, "
+                                 "thinktime) or run it after the others (stonewall)")
+        if j.latency is not None and (len(jobs) > 1 or j.numjobs > 1 or j.timed or j.steady or j.ramp_s):
+            j.fail("latency_target", "latency_target searches one clone's queue depth: give it a group of "
+                                     "its own (stonewall), numjobs=1, no rate, rate_iops or thinktime, no "
+                                     "steadystate and no ramp_time")
     depth = sum(j.depth * j.numjobs for j in jobs)
     if depth > MAX_QUEUE_DEPTH:
         raise FioError(jobs[0].path, jobs[0].line, f"iodepth x numjobs summed over the jobs is {depth}, more "

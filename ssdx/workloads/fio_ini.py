@@ -24,7 +24,8 @@ MAX_JOBS = 256
 ALIASES = {"readwrite": "rw", "blocksize": "bs", "blocksize_range": "bsrange", "ba": "blockalign",
            "io_limit": "io_size", "timeout": "runtime", "ratemin": "rate_min", "ratecycle": "rate_cycle",
            "wait_for_previous": "stonewall", "ss": "steadystate", "ss_dur": "steadystate_duration",
-           "ss_ramp": "steadystate_ramp_time", "ss_interval": "steadystate_check_interval"}
+           "ss_ramp": "steadystate_ramp_time", "ss_interval": "steadystate_check_interval",
+           "fill_fs": "fill_device"}
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*\Z")
 _ENV = re.compile(r"\$\{([^}]*)\}")
 _RESERVED = re.compile(r"\$(pagesize|mb_memory|ncpus)")

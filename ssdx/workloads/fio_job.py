@@ -16,6 +16,7 @@ from ssdx.workloads.fio_ini import FioError, Section, Setting
 from ssdx.workloads.traces import READ, SECTOR, WRITE
 
 MAX_NUMJOBS = 1024
+FLOW_MAX_WEIGHT = 1000  # fio's flow.h
 MAX_QUEUE_DEPTH = MAX_SLOTS  # outstanding commands the engine tracks
 MAX_BLOCK = 1 << 28  # 256 MiB
 MAX_BYTES = 1 << 62
@@ -126,9 +127,10 @@ class _Job:
 
     def seconds(self, name: str, default_unit: float) -> float:
         st = self.get(name)
-        if st is None:
-            return 0.0
-        t = self.value(st)
+        return 0.0 if st is None else self.time(st, self.value(st), default_unit)
+
+    def time(self, st: Setting, t: str, default_unit: float) -> float:
+        """Seconds of ``t`` (a value of ``st``, or a part of one), ``default_unit`` s without a unit."""
         m = re.fullmatch(r"(\d+)([A-Za-z]*)", t)
         if not m:
             if t.startswith("("):
@@ -330,6 +332,15 @@ class Job:
     steady: SteadyState | None = None
     verify: bool = False
     ramp_s: float = 0.0
+    #: ``startdelay``: the clone's start, s, or a range (lo, hi) each clone draws from
+    start_delay: tuple[float, float] = (0.0, 0.0)
+    #: ``flow``/``flow_id``: the weight (0: no flow control) and the flow it shares
+    flow: int = 0
+    flow_id: int = 0
+    #: ``verify_backlog``/``verify_backlog_batch``: verify while writing (0: after the writes)
+    verify_backlog: int = 0
+    verify_batch: int = 0
+    latency: LatencyTarget | None = None
 
     @property
     def timed(self) -> bool:
@@ -462,7 +473,7 @@ def read_job(sec: Section) -> Job:
         hole_bytes=hole, read_sizes=tables[READ], write_sizes=tables[WRITE], read_align=aligns[READ],
         write_align=aligns[WRITE], iodepth=j.count("iodepth", 1, MAX_QUEUE_DEPTH, 1),  # type: ignore[arg-type]
         numjobs=j.count("numjobs", 1, MAX_NUMJOBS, 1),  # type: ignore[arg-type]
-        size=amount("size", False), offset=amount("offset", True) or 0,
+        size=None if j.flag("fill_device") else amount("size", False), offset=amount("offset", True) or 0,
         offset_align=j.count("offset_align", 1, MAX_BYTES),
         offset_increment=amount("offset_increment", True) or 0,
         io_size=j.count("io_size", 1, MAX_BYTES), number_ios=j.count("number_ios", 0, MAX_BYTES) or None,
@@ -474,22 +485,104 @@ def read_job(sec: Section) -> Job:
         thinktime_blocks=j.count("thinktime_blocks", 1, MAX_BYTES, 1),  # type: ignore[arg-type]
         stonewall=j.flag("stonewall"),
         steady=_steady_state(j),
-        verify=_verifies(j, read_fraction),
+        verify=_verifies(j, read_fraction)[1],
         ramp_s=j.seconds("ramp_time", 1.0),
+        start_delay=_start_delay(j),
+        flow=j.count("flow", 0, FLOW_MAX_WEIGHT, 0),  # type: ignore[arg-type]
+        flow_id=j.count("flow_id", 0, (1 << 31) - 1, 0),  # type: ignore[arg-type]
+        verify_backlog=j.count("verify_backlog", 0, MAX_BYTES, 0) if _verifies(j, read_fraction)[0] else 0,
+        verify_batch=j.count("verify_backlog_batch", 0, MAX_BYTES, 0),  # type: ignore[arg-type]
+        latency=_latency_target(j),
     )
+    _check_flow_and_backlog(j, job)
+    cmd = j.get("cmd_type")
+    if cmd is not None and j.value(cmd).lower() != "nvme":
+        j.fail(cmd, f"cmd_type={cmd.value}: SCSI commands through the bsg driver, whose write variants the "
+                    "engine does not model; nvme (the same reads and writes) is taken")
     return job
 
 
-def _verifies(j: _Job, read_fraction: float) -> bool:
-    """Whether the job reads back what it wrote once its writes end (fio's verify phase: ``verify`` set to a
-    method other than ``0``, ``do_verify`` not 0, and writes to verify)."""
+def _start_delay(j: _Job) -> tuple[float, float]:
+    """``startdelay`` (fio HOWTO: ``irange(time)``, seconds without a unit): one value, or a range ``lo-hi``
+    (or ``lo:hi``) each clone draws its delay from."""
+    st = j.get("startdelay")
+    if st is None:
+        return 0.0, 0.0
+    parts = re.split(r"[-:]", j.value(st))
+    if len(parts) > 2:
+        j.fail(st, f"{st.value!r}: one time or a range lo-hi")
+    lo, hi = (j.time(st, p.strip(), 1.0) for p in (parts[0], parts[-1]))
+    if hi < lo:
+        j.fail(st, f"{st.value!r}: the range's end is before its start")
+    return lo, hi
+
+
+def _check_flow_and_backlog(j: _Job, job: Job) -> None:
+    """Refuse the forms of ``flow_sleep`` and ``verify_backlog`` whose timing the engine cannot hold."""
+    sleep = j.get("flow_sleep")
+    if sleep is not None and j.count("flow_sleep", 0, 1 << 31) and job.flow:
+        j.fail(sleep, "a job ahead of its flow share waits for its requests in flight and sleeps this many "
+                      "microseconds (fio's flow.c): per-job pauses the closed loop cannot hold; without "
+                      "flow_sleep (0, fio's default) ssdx keeps the flow's shares request by request")
+    if job.flow and job.timed:
+        j.fail(j.get("flow"), "flow with rate, rate_iops or thinktime: a timed job issues at its own times "
+                              "here; drop one of the two")
+    if job.verify_backlog and job.timed:
+        j.fail(j.get("verify_backlog"), "verify_backlog in a timed job (rate, rate_iops, thinktime): the "
+                                        "verify reads would need times of their own; use it in a closed-loop "
+                                        "job")
+
+
+@dataclass(frozen=True)
+class LatencyTarget:
+    """fio's latency-target search (HOWTO ``latency_target``, ``latency_window``, ``latency_percentile``,
+    ``latency_run``; fio's ``io_u.c``): the job runs window after window of ``window_s`` at a queue depth
+    the search moves — up after a window where at least ``percentile`` % of the requests completed within
+    ``target_s``, down after one where fewer did — between 1 and ``iodepth``."""
+
+    target_s: float
+    window_s: float
+    percentile: float
+    run: bool
+
+
+def _latency_target(j: _Job) -> LatencyTarget | None:
+    """The job's :class:`LatencyTarget` (times in microseconds without a unit, fio's rule), or None."""
+    target = j.seconds("latency_target", 1e-6)
+    for name in ("latency_window", "latency_percentile", "latency_run"):
+        if j.get(name) is not None and not target:
+            j.fail(j.get(name), f"{name} needs latency_target")
+    if not target:
+        return None
+    window = j.seconds("latency_window", 1e-6)
+    if not window:
+        j.fail(j.get("latency_window") or j.get("latency_target"),
+               "latency_target needs a latency_window (fio checks the target once per window)")
+    pct = 100.0
+    st = j.get("latency_percentile")
+    if st is not None:
+        try:
+            pct = float(j.value(st))
+        except ValueError:
+            j.fail(st, f"{st.value!r} is not a number")
+        if not 0.0 < pct <= 100.0:
+            j.fail(st, f"must lie in (0, 100], got {pct:g}")
+    return LatencyTarget(target, window, pct, j.flag("latency_run"))
+
+
+def _verifies(j: _Job, read_fraction: float) -> tuple[bool, bool]:
+    """Whether the job keeps what it writes for verifying (``verify`` set to a method other than ``0``, and
+    writes to verify: fio logs the written blocks then, which ``verify_backlog`` reads back while writing)
+    and whether it reads back the rest once its writes end (fio's verify phase: also ``do_verify`` not
+    0)."""
     st = j.get("verify")
     if st is None or j.value(st).lower() == "0":
-        return False
+        return False, False
     do = j.get("do_verify")
     if do is not None and j.value(do) not in ("0", "1"):
         j.fail(do, f"must be 0 or 1, got {do.value!r}")
-    return (do is None or j.value(do) == "1") and read_fraction < 1
+    logs = read_fraction < 1
+    return logs, logs and (do is None or j.value(do) == "1")
 
 
 #: fio's steady-state criteria (HOWTO, ``steadystate``): what is sampled, and whether the slope is judged

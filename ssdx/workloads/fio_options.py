@@ -50,6 +50,24 @@ SUPPORTED: dict[str, str] = {
     "do_verify": "0: no verify phase (default 1)",
     "ramp_time": "the job runs this long before its figures are counted (the requests issued before it warm "
                  "the drive and are left out of the group's report); seconds by default",
+    "fill_device": "write (or read) to the end of the drive from offset, whatever size says: fio's end at "
+                   "ENOSPC or the device's end (alias fill_fs)",
+    "cmd_type": "nvme only: io_uring_cmd's NVMe pass-through sends the drive the same reads and writes "
+                "(bsg, SCSI commands, refused)",
+    "startdelay": "a timed job's requests start this late (a range lo-hi: each clone draws its delay); "
+                  "seconds by default; refused in the closed loop",
+    "flow": "weight of the job's clones in their flow: their shares of the flow's issues (closed loop)",
+    "flow_id": "the flow a job's weight counts in (default 0)",
+    "flow_sleep": "0 only (fio's default): a job over its share waits for the others without pausing",
+    "verify_backlog": "verify while writing: after every N blocks of the history, read back the oldest "
+                      "(verify_backlog_batch of them, default N); the rest after the writes",
+    "verify_backlog_batch": "blocks read back each time verify_backlog triggers (default verify_backlog)",
+    "latency_target": "fio's search for the highest queue depth (1 .. iodepth) whose windows meet the "
+                      "target; microseconds by default",
+    "latency_window": "the window the target is judged over at each depth; microseconds by default",
+    "latency_percentile": "share of a window's requests that must meet the target (default 100)",
+    "latency_run": "1: keep adjusting the depth until the job ends, every window counted; 0 (default): "
+                   "stop after one more window at the depth found, which alone is reported",
 }
 _HOST = "how fio issues I/O on the host; the engine models the device (as direct=1)"
 _REPORT = "fio's reporting and logs; ssdx writes its own summary"
@@ -78,14 +96,31 @@ IGNORED_BY_DESIGN: dict[str, str] = {
                      "sqthread_poll_cpu", "nonvectored", "cpus_allowed", "cpus_allowed_policy", "cpumask",
                      "numa_cpu_nodes", "numa_mem_policy", "nice", "iomem", "mem", "iomem_align", "mem_align",
                      "hugepage-size", "userspace_reap", "continue_on_error", "ignore_error",
-                     "error_dump"), _HOST),
+                     "error_dump", "libblkio_driver", "libblkio_path", "libblkio_pre_connect_props",
+                     "libblkio_pre_start_props", "libblkio_vectored", "libblkio_write_zeroes_on_trim",
+                     "libblkio_wait_mode", "libblkio_force_enable_completion_eventfd", "gpu_dev_ids",
+                     "cuda_io", "rocm_io"), _HOST),
     **dict.fromkeys(("zero_buffers", "refill_buffers", "scramble_buffers", "buffer_pattern",
-                     "buffer_compress_percentage", "buffer_compress_chunk", "dedupe_percentage"), _DATA),
+                     "buffer_compress_percentage", "buffer_compress_chunk", "dedupe_percentage",
+                     "dedupe_mode", "dedupe_global", "dedupe_working_set_percentage"), _DATA),
     "io_submit_mode": "whether fio's job threads or a pool of its threads submit the I/O (inline, offload); "
                       "ssdx issues each request at its rate's time either way",
     **dict.fromkeys(("rate_min", "rate_iops_min", "rate_cycle"),
                     "fio's check that ends a job running below this rate (averaged over rate_cycle ms); it "
                     "does not shape the requests: ssdx runs the job whole and reports the rate it reached"),
+    **dict.fromkeys(("verify_pattern", "verify_interval", "verify_offset", "verify_fatal", "verify_dump",
+                     "verify_async", "verify_async_cpus", "verify_header_seed", "verify_write_sequence"),
+                    "what a verify read checks in the data and how fio reports a mismatch; the reads are "
+                    "the same"),
+    **dict.fromkeys(("prio", "prioclass", "priohint", "cmdprio_percentage", "cmdprio_class", "cmdprio",
+                     "cmdprio_hint", "cmdprio_bssplit"),
+                    "an I/O priority: the host's I/O schedulers order by it and ATA (NCQ priority) and SCSI "
+                    "(command duration limits) drives receive it, but an NVMe command has no priority field "
+                    "(NVMe arbitrates submission queues, not commands): the engine's NVMe drive sees the "
+                    "same requests"),
+    "atomic": "torn-write protection (RWF_ATOMIC): the kernel checks a write's size and alignment against "
+              "the device's atomic-write limits and sends an ordinary write, which an NVMe drive completes "
+              "atomically within its AWUPF; the requests are the same",
     "randrepeat": "ssdx streams are always repeatable",
     "allrandrepeat": "ssdx streams are always repeatable",
     "random_generator": "fio's generator; ssdx draws its own (random map: a keyed permutation)",

@@ -28,6 +28,7 @@ replays), and ``warnings`` says so, with the first one's trace line (:class:`Bey
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +39,9 @@ import numpy as np
 from ssdx import params, presets
 from ssdx.core import io, stats
 from ssdx.models.engine import backends as engine_backends
+from ssdx.models.engine import latency_search, replay, steady
 from ssdx.models.engine import params as engine_params
 from ssdx.models.engine import plots as engine_report
-from ssdx.models.engine import replay, steady
 from ssdx.models.fluid import model as fluid
 from ssdx.workloads import fio, synthetic
 from ssdx.workloads.traces import READ, WRITE, Chunk, TraceError, no_requests
@@ -300,7 +301,8 @@ def run_replay(cfg: Mapping[str, Any], out_dir: Path, progress: bool = True) -> 
     backend = engine_backends.select(cfg["engine"])
     capacity = capacity_bytes(cfg)
     groups = jobs.groups() if jobs is not None else []
-    by_group = jobs is not None and (len(groups) > 1 or any(j.steady or j.ramp_s for j in jobs.jobs))
+    by_group = jobs is not None and (len(groups) > 1
+                                     or any(j.steady or j.ramp_s or j.latency for j in jobs.jobs))
     if by_group:  # streamed group by group (replay_groups)
         chunks, reader, label = None, None, str(cfg["workload"]["fio"])
     else:
@@ -387,8 +389,19 @@ def replay_groups(cfg: Mapping[str, Any], groups: list[fio.FioWorkload], dtype, 
         stream_g = g.stream(capacity, _requests(cfg["workload"]), seed=int(cfg.get("seed", 0)))
         spec = steady.group_spec(g.jobs)
         ramp_s = steady.group_ramp(g.jobs) if g.phase != "verify" else 0.0
-        found, ramped = None, None
-        if ramp_s:  # fio's ramp_time: the requests issued before it run, uncounted
+        target = g.jobs[0].latency if g.phase != "verify" else None
+        found, ramped, search = None, None, None
+        if target is not None:  # fio's latency-target search: windows at the depths it moves to
+            def trees_at(qd: int, gcfg=gcfg) -> tuple:
+                c_qd = engine_params.columns_from_config(dict(gcfg, workload=dict(gcfg["workload"],
+                                                                                  queue_depth=qd)))
+                return engine_params.build(c_qd, dtype=dtype, warn=False)[:3] + (lay,)
+
+            parts, search = latency_search.replay_search(
+                functools.lru_cache(maxsize=None)(trees_at), list(within(stream_g, capacity, label, beyond)),
+                target, g.queue_depth, carry, progress=False, backend=backend)
+            res = combine(parts)
+        elif ramp_s:  # fio's ramp_time: the requests issued before it run, uncounted
             res, ramped = steady.replay_after_ramp(
                 trees, list(within(stream_g, capacity, label, beyond)), ramp_s, g.queue_depth, g.open_loop,
                 float(gcfg["engine"]["time_scale"]), carry, progress=progress, desc=f"group {i}",
@@ -406,7 +419,7 @@ def replay_groups(cfg: Mapping[str, Any], groups: list[fio.FioWorkload], dtype, 
         m = res.metrics
         truncated = truncated or stream_g.truncated
         out.append({"group": i, "jobs": [j.name for j in g.jobs], "phase": g.phase or "run",
-                    "queue_depth": g.queue_depth,
+                    "queue_depth": search.depth if search else g.queue_depth,
                     "loop": gcfg["engine"]["loop"], "requests": int(m["requests"][0]),
                     "makespan_s": float(m["makespan_s"][0]), "iops": float(m["iops"][0]),
                     "mb_s": float(m["mb_s"][0]), "latency_us": _latency_block(m, 0),
@@ -415,21 +428,28 @@ def replay_groups(cfg: Mapping[str, Any], groups: list[fio.FioWorkload], dtype, 
                     "die_utilisation_mean": float(m["die_utilisation_mean"][0]),
                     "nand": {k: float(m[k][0]) for k in ("nand_read_pages", "nand_program_pages",
                                                          "pslc_bytes", "native_bytes", "folding_bytes")},
-                    "truncated": bool(stream_g.truncated) and not (found and found.attained),
+                    "truncated": bool(stream_g.truncated) and not (found and found.attained)
+                    and not (search and search.done),
                     **({"steady_state": found.summary(spec)} if found else {}),
+                    **({"latency_target": search.summary(target)} if search else {}),
                     **({"ramp": {"ramp_s": ramp_s, "ramp_requests": ramped}} if ramp_s else {}),
                     **fio_figures(m, res.extra["sums"])})
+    return combine(results), out, truncated
+
+
+def combine(results: list[replay.Result]) -> replay.Result:
+    """Replays run one after another on the same drives as one result: their sums added, the makespan
+    their sum, die utilisation over it; the last one's carry (the drive after them all)."""
     sums = {k: sum(r.extra["sums"][k] for r in results) for k in results[0].extra["sums"]}
     makespan = sum(np.asarray(r.metrics["makespan_s"], np.float64) for r in results)
     busy_end = makespan - results[-1].metrics["makespan_s"] + results[-1].extra["horizon_s"]
     from ssdx.models.engine import model as engine
 
     metrics = engine.metrics(sums, makespan, results[-1].extra["mask"], busy_end_s=busy_end)
-    whole = replay.Result(metrics=metrics, compile_s=sum(r.compile_s for r in results),
-                          run_s=sum(r.run_s for r in results),
-                          extra={"sums": sums, "backend": results[-1].extra["backend"],
-                                 "horizon_s": busy_end})
-    return whole, out, truncated
+    return replay.Result(metrics=metrics, compile_s=sum(r.compile_s for r in results),
+                         run_s=sum(r.run_s for r in results),
+                         extra={"sums": sums, "backend": results[-1].extra["backend"], "horizon_s": busy_end,
+                                "mask": results[-1].extra["mask"], "carry": results[-1].extra.get("carry")})
 
 
 # ------------------------------------------------------------------------------------------- boot
