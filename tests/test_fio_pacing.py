@@ -183,3 +183,19 @@ def test_latency_target_is_refused_where_one_depth_cannot_be_searched(tmp_path):
         fio.load(_job(tmp_path, "[a]\nlatency_target=100\n"))
     with pytest.raises(ConfigError, match=r"latency_percentile: must lie in \(0, 100\]"):
         fio.load(_job(tmp_path, "[a]\nlatency_target=100\nlatency_window=1s\nlatency_percentile=0\n"))
+
+
+# -------------------------------------------------------------------------------------------- wait_for
+
+def test_wait_for_starts_a_group_once_the_named_job_is_done(tmp_path):
+    # fio's examples/waitfor.fio, its chain of jobs each waiting for the one before
+    text = ("[global]\nbs=4k\nsize=1g\n[writers]\nrw=write\nnumjobs=4\n[readers]\nnew_group\nwait_for=writers\n"
+            "rw=randread\n[writers2]\nwait_for=readers\nrw=randwrite\n[late]\nwait_for=writers\nrw=read\n")
+    g = fio.load(_job(tmp_path, text)).groups()
+    assert [[j.name for j in x.jobs] for x in g] == [["writers"], ["readers"], ["writers2", "late"]]
+    with pytest.raises(ConfigError, match=r"s.fio:7: job \[b\]: wait_for=a: that job runs beside c"):
+        fio.load(_job(tmp_path, "[a]\nrw=read\n[c]\nrw=read\n[b]\nrw=read\nwait_for=a\n", "s.fio"))
+    with pytest.raises(ConfigError, match=r"wait_for=z: no job of that name before it"):
+        fio.load(_job(tmp_path, "[a]\nrw=read\n[b]\nwait_for=z\n", "z.fio"))
+    with pytest.raises(ConfigError, match=r"a job cannot wait for itself"):
+        fio.load(_job(tmp_path, "[a]\nwait_for=a\n", "i.fio"))

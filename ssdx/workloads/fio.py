@@ -86,8 +86,8 @@ requests per clone at a time, merged into chunks of 65,536), so a long stream co
 
 **Job groups** (fio HOWTO, ``stonewall``).  A job with ``stonewall`` (alias ``wait_for_previous``) waits
 for every job before it to finish: it starts a group (:meth:`FioWorkload.groups`), and the groups run one
-after another on the same drive (``ssdx.models.engine.jobs.replay_groups``); ``new_group`` only regroups
-fio's report.  A group whose jobs ``verify`` (fio's verify phase; ``do_verify``) is followed by the reads
+after another on the same drive (``ssdx.models.engine.jobs.replay_groups``); ``wait_for=NAME`` starts a
+group where the named job is the only one running before it; ``new_group`` only regroups fio's report.  A group whose jobs ``verify`` (fio's verify phase; ``do_verify``) is followed by the reads
 of what they wrote, in the order written (:class:`VerifyStream`).  A stream of several phases at once is
 refused (:meth:`FioWorkload.stream`).  A group whose
 jobs carry fio's steady-state detection (``steadystate``/``ss``, ``ss_dur``, ``ss_ramp``, ``ss_interval``:
@@ -467,10 +467,29 @@ class FioWorkload:
     def _stonewalled(self) -> list[list[Job]]:
         out: list[list[Job]] = []
         for j in self.jobs:
-            if not out or j.stonewall:
+            if not out or j.stonewall or j.wait_for is not None and self._waits(j, out):
                 out.append([])
             out[-1].append(j)
         return out
+
+    @staticmethod
+    def _waits(job: Job, groups: list[list[Job]]) -> bool:
+        """Whether ``job``'s ``wait_for`` starts a new group after ``groups`` (fio HOWTO ``wait_for``: the job
+        starts once every clone of the named one is done).  It does where the named job is the only one
+        running before it; one of an earlier group is done already; a job waiting for one of several jobs
+        that run together would start while the others still run, which groups cannot hold: refused."""
+        named = job.wait_for
+        if [j.name for j in groups[-1]] == [named]:
+            return True
+        if any(j.name == named for g in groups[:-1] for j in g):
+            return False
+        if not any(j.name == named for j in groups[-1]):
+            job.fail("wait_for", f"wait_for={named}: no job of that name before it (fio takes no forward "
+                                 "references; with workload.fio_job, select the job it waits for too)")
+        others = ", ".join(j.name for j in groups[-1] if j.name != named)
+        job.fail("wait_for", f"wait_for={named}: that job runs beside {others}, beside which this job would "
+                             "start; separate them with stonewall")
+        return False
 
     def groups(self) -> list[FioWorkload]:
         """The phases fio runs one after another: a job with ``stonewall`` (or ``wait_for_previous``) waits

@@ -329,6 +329,8 @@ class Job:
     thinktime_s: float
     thinktime_blocks: int
     stonewall: bool = False
+    #: ``wait_for``: the job whose clones must all be done before this one starts
+    wait_for: str | None = None
     steady: SteadyState | None = None
     verify: bool = False
     ramp_s: float = 0.0
@@ -484,6 +486,7 @@ def read_job(sec: Section) -> Job:
         randseed=j.count("randseed", 0, (1 << 64) - 1), thinktime_s=thinktime,
         thinktime_blocks=j.count("thinktime_blocks", 1, MAX_BYTES, 1),  # type: ignore[arg-type]
         stonewall=j.flag("stonewall"),
+        wait_for=j.value(j.get("wait_for")) if j.get("wait_for") is not None else None,  # type: ignore[arg-type]
         steady=_steady_state(j),
         verify=_verifies(j, read_fraction)[1],
         ramp_s=j.seconds("ramp_time", 1.0),
@@ -495,6 +498,8 @@ def read_job(sec: Section) -> Job:
         latency=_latency_target(j),
     )
     _check_flow_and_backlog(j, job)
+    if job.wait_for == job.name:  # fio's init.c, wait_for_ok
+        j.fail(j.get("wait_for"), "a job cannot wait for itself")
     cmd = j.get("cmd_type")
     if cmd is not None and j.value(cmd).lower() != "nvme":
         j.fail(cmd, f"cmd_type={cmd.value}: SCSI commands through the bsg driver, whose write variants the "

@@ -54,6 +54,8 @@ SUPPORTED: dict[str, str] = {
                    "ENOSPC or the device's end (alias fill_fs)",
     "cmd_type": "nvme only: io_uring_cmd's NVMe pass-through sends the drive the same reads and writes "
                 "(bsg, SCSI commands, refused)",
+    "wait_for": "start once every clone of the named job is done: a new group after it, where it is the only "
+                "job running before this one",
     "startdelay": "a timed job's requests start this late (a range lo-hi: each clone draws its delay); "
                   "seconds by default; refused in the closed loop",
     "flow": "weight of the job's clones in their flow: their shares of the flow's issues (closed loop)",
