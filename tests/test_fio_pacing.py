@@ -199,3 +199,29 @@ def test_wait_for_starts_a_group_once_the_named_job_is_done(tmp_path):
         fio.load(_job(tmp_path, "[a]\nrw=read\n[b]\nwait_for=z\n", "z.fio"))
     with pytest.raises(ConfigError, match=r"a job cannot wait for itself"):
         fio.load(_job(tmp_path, "[a]\nwait_for=a\n", "i.fio"))
+
+
+# ------------------------------------------------------------------------------ sequence distribution
+
+def test_sequence_distribution_takes_its_blocks_in_turn_and_strides_as_fios_io_u(tmp_path):
+    # fio's examples/sequence-distribution.fio: 2,0,1,2,0,1 repeated; with the stride 2,0,1,5,3,4
+    base = "[global]\nrw=randread\nbs=4k\nsize=48k\nio_size=24k\n[s]\nrandom_distribution=sequence:2,0,1\n"
+    r = _requests(_job(tmp_path, base))
+    assert (r["offset"] // 4096).tolist() == [2, 0, 1, 2, 0, 1]
+    r = _requests(_job(tmp_path, base + "random_sequence_stride=1\n", "s.fio"))
+    assert (r["offset"] // 4096).tolist() == [2, 0, 1, 5, 3, 4]
+    # a block past the region ends the job (fio's __get_next_rand_offset_sequence returns 1)
+    text = "[s]\nrw=randread\nbs=4k\nsize=16k\nrandom_distribution=sequence:2,0,1\nrandom_sequence_stride=1\n"
+    r = _requests(_job(tmp_path, text, "e.fio"))
+    assert (r["offset"] // 4096).tolist() == [2, 0, 1]
+    # each direction counts its own requests
+    text = ("[s]\nrw=randrw\nbs=4k\nsize=64k\nio_size=32k\nrandom_distribution=sequence:3,1\n"
+            "random_sequence_stride=1\n")
+    r = _requests(_job(tmp_path, text, "m.fio"))
+    for d in (READ, WRITE):
+        blocks = (r["offset"][r["op"] == d] // 4096).tolist()
+        assert blocks == [3, 1, 5, 3, 7, 5, 9, 7][:len(blocks)]
+    with pytest.raises(ConfigError, match=r"sequence block 9 lies past the region's 4 blocks"):
+        _requests(_job(tmp_path, "[s]\nrw=randread\nbs=4k\nsize=16k\nrandom_distribution=sequence:9\n", "p.fio"))
+    with pytest.raises(ConfigError, match=r"sequence:2,x: block indices"):
+        fio.load(_job(tmp_path, "[s]\nrw=randread\nrandom_distribution=sequence:2,x\n", "x.fio"))

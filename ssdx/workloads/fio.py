@@ -87,10 +87,11 @@ requests per clone at a time, merged into chunks of 65,536), so a long stream co
 **Job groups** (fio HOWTO, ``stonewall``).  A job with ``stonewall`` (alias ``wait_for_previous``) waits
 for every job before it to finish: it starts a group (:meth:`FioWorkload.groups`), and the groups run one
 after another on the same drive (``ssdx.models.engine.jobs.replay_groups``); ``wait_for=NAME`` starts a
-group where the named job is the only one running before it; ``new_group`` only regroups fio's report.  A group whose jobs ``verify`` (fio's verify phase; ``do_verify``) is followed by the reads
-of what they wrote, in the order written (:class:`VerifyStream`).  A stream of several phases at once is
-refused (:meth:`FioWorkload.stream`).  A group whose
-jobs carry fio's steady-state detection (``steadystate``/``ss``, ``ss_dur``, ``ss_ramp``, ``ss_interval``:
+group where the named job is the only one running before it; ``new_group`` only regroups fio's report.  A
+group whose jobs ``verify`` (fio's verify phase; ``do_verify``) is followed by the reads of what they
+wrote, in the order written (:class:`VerifyStream`).  A stream of several phases at once is refused
+(:meth:`FioWorkload.stream`).  A group whose jobs carry fio's steady-state detection (``steadystate``/``ss``,
+``ss_dur``, ``ss_ramp``, ``ss_interval``:
 ``ssdx.workloads.fio_job.SteadyState``) ends when fio would end it (``ssdx.models.engine.steady``).
 
 **Pacing** (fio HOWTO).  ``startdelay`` shifts a timed job's arrivals (a range ``lo-hi``: each clone
@@ -245,6 +246,9 @@ class _Source:
         except ValueError as e:
             self.job.fail("random_distribution", str(e))
         keep = k
+        if self.stream.ended_at is not None:  # a sequence block past the region ends fio's job
+            keep, self.done = self.stream.ended_at, True
+            ch = Chunk(**{f: getattr(ch, f)[:keep] for f in ("time_s", "op", "offset", "size", "line")})
         if self.max_bytes is not None:
             cum = self.bytes + np.cumsum(ch.size)
             hit = int(np.searchsorted(cum, self.max_bytes, side="left"))

@@ -231,6 +231,16 @@ def _distribution(job: _Job, st: Setting | None) -> synthetic.Distribution:
         if rest:
             job.fail(st, "random takes no value")
         return synthetic.Distribution()
+    if kind == "sequence":
+        parts = [x.strip() for x in rest.split(",")]
+        if not all(re.fullmatch(r"\d+", x) for x in parts):
+            job.fail(st, f"sequence:{rest}: block indices, whole numbers separated by ','")
+        stride = job.get("random_sequence_stride")
+        try:
+            return synthetic.Distribution("sequence", sequence=tuple(int(x) for x in parts),
+                                          stride=job.flag("random_sequence_stride") if stride else False)
+        except ValueError as e:
+            job.fail(st, str(e))
     if "," in rest:
         job.fail(st, "one distribution for all directions only (no per-direction ',' sets)")
     try:
@@ -245,10 +255,9 @@ def _distribution(job: _Job, st: Setting | None) -> synthetic.Distribution:
             return synthetic.Distribution(kind, zones=_zones(job, st, rest, kind == "zoned_abs"))
     except ValueError as e:
         job.fail(st, str(e))
-    if kind == "sequence":
-        job.fail(st, "the 'sequence' distribution is not modelled")
     hint = " (write zoned_abs:...)" if kind.startswith("zoned_abs=") else ""
-    job.fail(st, f"unknown distribution {kind!r}{hint}: random, zipf, pareto, normal, zoned, zoned_abs")
+    job.fail(st, f"unknown distribution {kind!r}{hint}: random, zipf, pareto, normal, zoned, zoned_abs, "
+                 "sequence")
     raise AssertionError  # unreachable
 
 

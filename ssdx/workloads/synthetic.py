@@ -234,7 +234,8 @@ def permute(i: np.ndarray, n: int, key: int) -> np.ndarray:
     return out.astype(np.int64)
 
 
-DISTRIBUTIONS = ("random", "zipf", "pareto", "normal", "zoned", "zoned_abs")
+DISTRIBUTIONS = ("random", "zipf", "pareto", "normal", "zoned", "zoned_abs", "sequence")
+MAX_SEQUENCE = 64  # fio's sequence distribution: at most 64 block indices
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,11 @@ class Distribution:
       sum to 1, size fractions to at most 1 (the rest of the region is not accessed).
     * ``zoned_abs`` — the same with zone sizes in bytes (:meth:`slots` needs the slot size).
 
+    * ``sequence`` — ``sequence``: block indices (of the smallest block size) taken in turn, per direction
+      (fio's ``__get_next_rand_offset_sequence``: index ``i mod len`` of the direction's ``i``-th request);
+      with ``stride`` the ``g``-th pass adds ``g × len`` (fio's ``random_sequence_stride``), and a block
+      past the region ends the stream (:meth:`PatternStream.take`'s ``ended_at``) as it ends fio's job.
+
     ``center`` (zipf, pareto, normal; 0-1) is fio's second float: the hashed slots are rotated by
     ``⌊n·center⌋`` (normal: ``⌊n·(center - 0.5)⌋``), as fio adds it after its hash.  Without it fio rotates
     by a random amount, which after the hash only relabels slots; it is left out.
@@ -260,10 +266,15 @@ class Distribution:
     value: float = 0.0
     center: float | None = None
     zones: tuple[tuple[float, float], ...] = ()
+    sequence: tuple[int, ...] = ()
+    stride: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in DISTRIBUTIONS:
             raise ValueError(f"distribution must be one of {list(DISTRIBUTIONS)}, got {self.kind!r}")
+        if self.kind == "sequence" and not (1 <= len(self.sequence) <= MAX_SEQUENCE
+                                            and min(self.sequence) >= 0):
+            raise ValueError(f"a sequence takes 1 to {MAX_SEQUENCE} block indices >= 0, got {self.sequence}")
         numbers = [self.value, *([] if self.center is None else [self.center]),
                    *(x for z in self.zones for x in z)]
         if not all(math.isfinite(x) for x in numbers):
@@ -291,8 +302,16 @@ class Distribution:
         """Uniform over the slots (fio keeps its random map only for these)."""
         return self.kind == "random"
 
+    def sequence_slots(self, first: int, count: int) -> np.ndarray:
+        """The ``sequence`` slots of a direction's requests ``first`` .. ``first + count - 1`` (unbounded)."""
+        i = first + np.arange(count, dtype=np.int64)
+        seq = np.asarray(self.sequence, np.int64)
+        return seq[i % len(seq)] + (i // len(seq) * len(seq) if self.stride else 0)
+
     def slots(self, rng: np.random.Generator, count: int, n: int, unit_bytes: int = 1) -> np.ndarray:
         """``count`` slots in ``[0, n)``; ``unit_bytes`` the slot size (``zoned_abs`` zones are bytes)."""
+        if self.kind == "sequence":
+            raise ValueError("a sequence's slots depend on the requests before: sequence_slots")
         if self.kind == "random":
             return rng.integers(0, n, count)
         if self.kind.startswith("zoned"):
@@ -408,6 +427,12 @@ class PatternStream:
         self._pos: dict[Any, int] = {READ: 0, WRITE: 0, "shared": 0}
         self._end: dict[Any, int | None] = {READ: None, WRITE: None, "shared": None}  # backwards: last end
         self._last: dict[int, tuple[int, int]] = {READ: (0, 0), WRITE: (0, 0)}  # (start, end) in the region
+        self._seq = {READ: 0, WRITE: 0}  # requests per direction so far (the sequence distribution)
+        #: the first request of the last chunk whose ``sequence`` block lies past the region (None: none)
+        self.ended_at: int | None = None
+        if p.random and p.distribution.kind == "sequence" and max(p.distribution.sequence) >= self._slots:
+            raise ValueError(f"sequence block {max(p.distribution.sequence)} lies past the region's "
+                             f"{self._slots} blocks of {self._unit} bytes")
 
     @property
     def unit_bytes(self) -> int:
@@ -477,6 +502,16 @@ class PatternStream:
             for pss in np.unique(j // n):
                 sel = j // n == pss
                 slot[sel] = permute(j[sel] % n, n, _mix64(self._map_key ^ _mix64(int(pss))))
+        elif p.distribution.kind == "sequence":
+            slot = np.empty(na, np.int64)
+            a_op = op[anchor]
+            for d in (READ, WRITE):
+                sel = a_op == d
+                slot[sel] = p.distribution.sequence_slots(self._seq[d], int(sel.sum()))
+                self._seq[d] += int(sel.sum())
+            past = np.flatnonzero(slot >= n)
+            self.ended_at = int(np.flatnonzero(anchor)[past[0]]) if past.size else None
+            slot = np.minimum(slot, n - 1)
         else:
             slot = p.distribution.slots(rng, na, n, unit)
         self._anchors += na
