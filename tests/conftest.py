@@ -146,6 +146,20 @@ def x64():
     return fn(True) if fn is not None else contextlib.nullcontext()
 
 
+def padded_layout(lay, slots: int = 32, map_sets: int = 64):
+    """``lay`` (an engine ``Layout``) widened so that the tests of a file share one compiled scan: the
+    suspension, LRU, write-back, eager, held-read and program-counting mechanisms on, every read gap kept,
+    and at least ``slots`` queue slots and ``map_sets`` mapping-cache sets.  A configuration that does not
+    use a mechanism gets the same results with it on (``test_engine_mechanisms.py``,
+    ``test_a_mechanism_no_configuration_uses_is_left_out_exactly``), so the tests' expectations hold and
+    the scan is compiled once per shape instead of once per layout."""
+    from ssdx.models.engine import params as engine_params
+
+    return lay._replace(slots=max(lay.slots, slots), map_sets=max(lay.map_sets, map_sets), suspension=True,
+                        map_lru=True, map_writeback=True, eager=True, hold_read=True, bp_programs=True,
+                        read_gaps=engine_params.READ_GAPS)
+
+
 def build_one(drive: dict | None = None, workload: dict | None = None, dtype=np.float32, **drive_over):
     d = presets.drive("aldrin_pro_2tb", **drive_over) if drive is None else drive
     w = presets.workload("seq_fill") if workload is None else workload

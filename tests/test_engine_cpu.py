@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import padded_layout, x64
 
 from ssdx import params, presets
 from ssdx.models.engine import backends as engine_backends
@@ -20,6 +20,10 @@ from ssdx.workloads.traces import Chunk
 ENGINE = {"loop": "closed", "write_buffer_mib": 16, "map_cache_mib": 2, "map_hit_us": 0.5, "ctrl_kiops": 1000,
           "time_scale": 1.0}
 DRIVES = ("sata_tlc_500", "generic_tlc_1tb", "sn8e_1920", "aldrin_pro_2tb")  # DRAM-less and DRAM, 16/32 dies
+
+
+#: mapping-cache sets of the largest cache of the tests that share :func:`erasing_plan`'s layout
+MAP_SETS = 128
 
 
 def batch(qds=(1, 4, 32), **eng) -> dict:
@@ -47,8 +51,10 @@ def mixed(n: int, seed: int = 3, timed: bool = False) -> Chunk:
 def erasing_plan(qds, room_bytes: float, **eng):
     """The batched plan of :func:`batch` (engine fields ``eng``) with blocks of 3 program units, so writes
     erase, and pSLC and native rooms cut to ``room_bytes``, so writes end up folding (float64); returns
-    ``(plan, layout)``."""
+    ``(plan, layout)``, the layout padded (``conftest.padded_layout``) to hold every policy's mechanisms
+    and :data:`MAP_SETS` cache sets."""
     drive, workload, eng, lay = engine_params.build(batch(qds=qds, **eng), dtype=np.float64)
+    lay = padded_layout(lay, map_sets=MAP_SETS)  # one compiled scan for every policy of the tests below
     p = engine.plan_batch(drive, workload, eng, lay)
     return p._replace(units_per_block=np.full(np.shape(p.units_per_block), 3.0),
                       room_slc0=np.minimum(p.room_slc0, room_bytes),
@@ -56,7 +62,10 @@ def erasing_plan(qds, room_bytes: float, **eng):
 
 
 def both(cols: dict, ch: Chunk, chunk_len: int, dtype=np.float64) -> tuple[replay.Result, replay.Result]:
+    """The JAX scan's and the CPU loop's replays of ``ch`` on the batch ``cols``, its layout padded
+    (``conftest.padded_layout``: tests of one batch size, chunk length and dtype share a compiled scan)."""
     trees = engine_params.build(cols, dtype=dtype)
+    trees = trees[:3] + (padded_layout(trees[3], map_sets=MAP_SETS),)
     return tuple(replay.replay(trees, [ch], chunk_len=chunk_len, keep_latency=True, backend=b)
                  for b in ("jax", "cpu"))
 
@@ -223,7 +232,7 @@ def test_idle_folding_matches_between_backends():
     ch = Chunk(time_s=t, op=np.ones(n, np.int8), offset=np.arange(n, dtype=np.int64) * 131072,
                size=np.full(n, 131072, np.int64), line=np.arange(1, n + 1))
     with x64():
-        ref, cpu = both(batch(qds=(4,), loop="open"), ch, chunk_len=512)
+        ref, cpu = both(batch(qds=(4, 4, 4), loop="open"), ch, chunk_len=700)  # the shape of the test above
     assert (ref.metrics["idle_folded_bytes"][2:] > 0).any()
     np.testing.assert_allclose(cpu.metrics["idle_folded_bytes"], ref.metrics["idle_folded_bytes"], rtol=1e-9)
     np.testing.assert_allclose(cpu.latencies, ref.latencies, rtol=1e-9, atol=1e-15)

@@ -19,7 +19,7 @@ import types
 import jax
 import numpy as np
 import pytest
-from conftest import x64
+from conftest import padded_layout, x64
 
 from ssdx import catalog, params, presets
 from ssdx.models.engine import cpu as engine_cpu
@@ -42,17 +42,6 @@ US = 1e-6
 RUN_CHUNK = jax.jit(engine.run_chunk, static_argnums=(3, 4))
 
 
-def padded(lay: engine_params.Layout) -> engine_params.Layout:
-    """``lay`` widened to one layout that serves every timeline of this file: the suspension, LRU,
-    write-back, eager, held-read and program-counting mechanisms on, every read gap kept, and at least
-    the queue and mapping-cache sizes of the largest test.  A configuration that does not use a mechanism
-    gets the same results with it on (``test_a_mechanism_no_configuration_uses_is_left_out_exactly``), so
-    the expectations hold, and the scan is compiled once for the file instead of once per layout."""
-    return lay._replace(slots=max(lay.slots, 32), map_sets=max(lay.map_sets, 64), suspension=True,
-                        map_lru=True, map_writeback=True, eager=True, hold_read=True, bp_programs=True,
-                        read_gaps=engine_params.READ_GAPS)
-
-
 def _cols(**eng) -> dict:
     """The columns of the file's drive and workload with the engine options ``eng``."""
     cols = params.columns_from_config(presets.drive("aldrin_pro_2tb"), WORK)
@@ -61,9 +50,9 @@ def _cols(**eng) -> dict:
 
 def _plan(erase_every_unit: bool = False, **eng):
     """The float64 batched plan of one configuration with the program time set to :data:`T_PROG` (and an
-    erase of :data:`T_ERASE` with every unit), and its layout, :func:`padded`."""
+    erase of :data:`T_ERASE` with every unit), and its layout, padded (``conftest.padded_layout``)."""
     drive, workload, e, lay = engine_params.build(_cols(**eng), dtype=np.float64)
-    lay = padded(lay)
+    lay = padded_layout(lay)
     with x64():
         p = jax.tree_util.tree_map(np.asarray, engine.plan_batch(drive, workload, e, lay))
     p = p._replace(t_unit=np.full(np.shape(p.t_unit), T_PROG))

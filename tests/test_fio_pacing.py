@@ -189,8 +189,9 @@ def test_latency_target_is_refused_where_one_depth_cannot_be_searched(tmp_path):
 
 def test_wait_for_starts_a_group_once_the_named_job_is_done(tmp_path):
     # fio's examples/waitfor.fio, its chain of jobs each waiting for the one before
-    text = ("[global]\nbs=4k\nsize=1g\n[writers]\nrw=write\nnumjobs=4\n[readers]\nnew_group\nwait_for=writers\n"
-            "rw=randread\n[writers2]\nwait_for=readers\nrw=randwrite\n[late]\nwait_for=writers\nrw=read\n")
+    text = ("[global]\nbs=4k\nsize=1g\n[writers]\nrw=write\nnumjobs=4\n[readers]\nnew_group\n"
+            "wait_for=writers\nrw=randread\n[writers2]\nwait_for=readers\nrw=randwrite\n[late]\n"
+            "wait_for=writers\nrw=read\n")
     g = fio.load(_job(tmp_path, text)).groups()
     assert [[j.name for j in x.jobs] for x in g] == [["writers"], ["readers"], ["writers2", "late"]]
     with pytest.raises(ConfigError, match=r"s.fio:7: job \[b\]: wait_for=a: that job runs beside c"):
@@ -222,6 +223,7 @@ def test_sequence_distribution_takes_its_blocks_in_turn_and_strides_as_fios_io_u
         blocks = (r["offset"][r["op"] == d] // 4096).tolist()
         assert blocks == [3, 1, 5, 3, 7, 5, 9, 7][:len(blocks)]
     with pytest.raises(ConfigError, match=r"sequence block 9 lies past the region's 4 blocks"):
-        _requests(_job(tmp_path, "[s]\nrw=randread\nbs=4k\nsize=16k\nrandom_distribution=sequence:9\n", "p.fio"))
+        _requests(_job(tmp_path, "[s]\nrw=randread\nbs=4k\nsize=16k\nrandom_distribution=sequence:9\n",
+                       "p.fio"))
     with pytest.raises(ConfigError, match=r"sequence:2,x: block indices"):
         fio.load(_job(tmp_path, "[s]\nrw=randread\nrandom_distribution=sequence:2,x\n", "x.fio"))
