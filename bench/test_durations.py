@@ -13,7 +13,8 @@ Usage::
     python -m bench.test_durations --report fast_cold=FAST_COLD.xml --wall fast_cold=312 \\
         --report fast_warm=... --wall fast_warm=... [--top 30] [--out bench/results/test_durations.json]
 
-It prints one markdown table a report (``--markdown FILE`` writes them to a file too).
+It prints one markdown table a report (``--markdown FILE`` writes them to a file too); ``--merge`` keeps
+the reports already in ``--out`` that this run does not give, so one tier can be timed again alone.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--note", default="", help="how the reports were made (written into the JSON)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/test_durations.json"))
     ap.add_argument("--markdown", type=Path, default=None)
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the reports already in --out that this run does not give (another tier's)")
     args = ap.parse_args(argv)
     reports, walls = _pairs(args.report, "report"), _pairs(args.wall, "wall")
     if not reports:
@@ -94,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": sys.version.split()[0]}, "note": args.note, "top": args.top,
               "reports": {}}
+    if args.merge and args.out.exists():
+        result["reports"] = json.loads(args.out.read_text(encoding="utf-8")).get("reports", {})
     text = []
     for name, path in reports.items():
         s = summarise(read_junit(Path(path)), args.top)
@@ -102,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         text.append(markdown(name, s))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    text = [markdown(name, s) for name, s in result["reports"].items()]
     print("\n".join(text))
     if args.markdown is not None:
         args.markdown.write_text("\n".join(text), encoding="utf-8")
