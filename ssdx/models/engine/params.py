@@ -99,7 +99,7 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   The wait delays the write's acknowledgement, not its programs: they are booked from its host transfer
   on, as with ``fluid``.  MQSim sends a held write to flash only once it is let in, but a die's backlog
   here is one end time, read as back-to-back programs, and a program booked after an idle gap would be
-  counted as the gap's worth of programs (measured in docs/mqsim.md).
+  counted as the gap's worth of programs (measured in docs/mqsim_cases.md).
 * ``page_types`` — ``plane_merge``: ``mean`` (default) times every program at ``nand.t_prog_us``;
   ``mqsim`` at its page type's time, ``nand.t_prog_us`` times ``prog_lsb_factor``, ``prog_csb_factor`` or
   ``prog_msb_factor``, the page type given by the page's index in its block (the plane's count of pages
@@ -407,7 +407,7 @@ MASK_PAGES = 31
 #: program start times a modelled die remembers per plane for :func:`plane_merge` (its ring of the latest
 #: programs; a page finds a partner among the last this many programs of the other plane).  MQSim searches
 #: its whole queue; a partner further back than this is rare, and the figures hardly move past it (the
-#: ring's sensitivity is measured in docs/mqsim.md)
+#: ring's sensitivity is measured in docs/mqsim_cases.md)
 MERGE_RING = 8
 
 
