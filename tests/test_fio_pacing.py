@@ -97,11 +97,14 @@ def test_verify_backlog_reads_back_the_oldest_blocks_while_writing(tmp_path):
     ops = "".join("W" if o == WRITE else "R" for o in r["op"])
     assert ops == "WWWWRR" + "WWRR" * 3 + "RR"
     np.testing.assert_array_equal(r["offset"][r["op"] == READ], r["offset"][r["op"] == WRITE])
-    # do_verify=0: no verify phase, the backlog's reads only; no verify method: nothing is kept to verify
-    r = _requests(_job(tmp_path, base + "do_verify=0\n", "d.fio"))
-    assert "".join("W" if o == WRITE else "R" for o in r["op"]) == "WWWWRRRR" * 2 + "WW"
-    r = _requests(_job(tmp_path, base.replace("verify=crc32c\n", ""), "n.fio"))
-    assert (r["op"] == WRITE).all()
+    # a batch larger than the backlog goes on reading each new write back as it is written (fio keeps
+    # the batch's count, io_u.c check_get_verify)
+    big = base.replace("size=40k", "size=64k") + "verify_backlog_batch=8\n"
+    r = _requests(_job(tmp_path, big, "g8.fio"))
+    assert "".join("W" if o == WRITE else "R" for o in r["op"]) == ("WWWWRRRR" + "WR" * 4) * 2
+    # do_verify=0 or no verify method: fio logs no written block (backend.c), so nothing is read back
+    for name, text in (("d.fio", base + "do_verify=0\n"), ("n.fio", base.replace("verify=crc32c\n", ""))):
+        assert (_requests(_job(tmp_path, text, name))["op"] == WRITE).all()
     assert len(fio.load(_job(tmp_path, base, "g.fio")).groups()) == 1  # no separate verify phase
 
 
@@ -188,18 +191,25 @@ def test_latency_target_is_refused_where_one_depth_cannot_be_searched(tmp_path):
 # -------------------------------------------------------------------------------------------- wait_for
 
 def test_wait_for_starts_a_group_once_the_named_job_is_done(tmp_path):
-    # fio's examples/waitfor.fio, its chain of jobs each waiting for the one before
+    # fio's examples/waitfor.fio, its chain of jobs each waiting for the one before; a second job waiting
+    # for the same one joins the group
     text = ("[global]\nbs=4k\nsize=1g\n[writers]\nrw=write\nnumjobs=4\n[readers]\nnew_group\n"
-            "wait_for=writers\nrw=randread\n[writers2]\nwait_for=readers\nrw=randwrite\n[late]\n"
-            "wait_for=writers\nrw=read\n")
+            "wait_for=writers\nrw=randread\n[writers2]\nwait_for=readers\nrw=randwrite\n[also]\n"
+            "wait_for=readers\nrw=read\n")
     g = fio.load(_job(tmp_path, text)).groups()
-    assert [[j.name for j in x.jobs] for x in g] == [["writers"], ["readers"], ["writers2", "late"]]
-    with pytest.raises(ConfigError, match=r"s.fio:7: job \[b\]: wait_for=a: that job runs beside c"):
-        fio.load(_job(tmp_path, "[a]\nrw=read\n[c]\nrw=read\n[b]\nrw=read\nwait_for=a\n", "s.fio"))
-    with pytest.raises(ConfigError, match=r"wait_for=z: no job of that name before it"):
-        fio.load(_job(tmp_path, "[a]\nrw=read\n[b]\nwait_for=z\n", "z.fio"))
-    with pytest.raises(ConfigError, match=r"a job cannot wait for itself"):
-        fio.load(_job(tmp_path, "[a]\nwait_for=a\n", "i.fio"))
+    assert [[j.name for j in x.jobs] for x in g] == [["writers"], ["readers"], ["writers2", "also"]]
+    refusals = [  # fio would start the job while other jobs still run (backend.c, run_threads)
+        ("[a]\nrw=read\n[c]\nrw=read\n[b]\nrw=read\nwait_for=a\n", r"s.fio:7: job \[b\]: wait_for=a: that "
+         r"job runs beside c"),
+        ("[a]\nrw=read\n[b]\nwait_for=a\n[c]\nrw=write\n", r"s.fio:5: job \[c\]: this job would start at "
+         r"once, beside job \[a\]"),  # c starts at once in fio, beside a
+        ("[a]\nrw=read\n[b]\nwait_for=a\n[c]\nwait_for=b\n[d]\nwait_for=a\n", r"wait_for=a: no job of that "
+         "name runs just before it"),  # a ended while b ran
+        ("[a]\nrw=read\n[b]\nwait_for=z\n", r"wait_for=z: no job of that name"),
+        ("[a]\nwait_for=a\n", r"a job cannot wait for itself")]
+    for text, match in refusals:
+        with pytest.raises(ConfigError, match=match):
+            fio.load(_job(tmp_path, text, "s.fio"))
 
 
 # ------------------------------------------------------------------------------ sequence distribution
@@ -215,14 +225,18 @@ def test_sequence_distribution_takes_its_blocks_in_turn_and_strides_as_fios_io_u
     text = "[s]\nrw=randread\nbs=4k\nsize=16k\nrandom_distribution=sequence:2,0,1\nrandom_sequence_stride=1\n"
     r = _requests(_job(tmp_path, text, "e.fio"))
     assert (r["offset"] // 4096).tolist() == [2, 0, 1]
-    # each direction counts its own requests
-    text = ("[s]\nrw=randrw\nbs=4k\nsize=64k\nio_size=32k\nrandom_distribution=sequence:3,1\n"
+    # each direction counts its own requests, in blocks of its own size (fio: b x ba[ddir])
+    text = ("[s]\nrw=randrw\nbs=4k,8k\nsize=64k\nio_size=64k\nrandom_distribution=sequence:3,1\n"
             "random_sequence_stride=1\n")
     r = _requests(_job(tmp_path, text, "m.fio"))
-    for d in (READ, WRITE):
-        blocks = (r["offset"][r["op"] == d] // 4096).tolist()
-        assert blocks == [3, 1, 5, 3, 7, 5, 9, 7][:len(blocks)]
-    with pytest.raises(ConfigError, match=r"sequence block 9 lies past the region's 4 blocks"):
+    for d, bs in ((READ, 4096), (WRITE, 8192)):
+        blocks = (r["offset"][r["op"] == d] // bs).tolist()
+        assert len(blocks) >= 3 and blocks == [3, 1, 5, 3, 7, 5, 9, 7][:len(blocks)]
+    # every request of the direction counts, those that continue a run of rw=randread:2 too (io_issues)
+    text = ("[s]\nrw=randread:2\nbs=4k\nsize=64k\nio_size=32k\nrandom_distribution=sequence:2,0,1\n"
+            "random_sequence_stride=1\n")
+    assert (_requests(_job(tmp_path, text, "r.fio"))["offset"] // 4096).tolist() == [2, 3, 1, 2, 3, 4, 8, 9]
+    with pytest.raises(ConfigError, match=r"sequence block 9 lies past the region's 4 blocks of reads"):
         _requests(_job(tmp_path, "[s]\nrw=randread\nbs=4k\nsize=16k\nrandom_distribution=sequence:9\n",
                        "p.fio"))
     with pytest.raises(ConfigError, match=r"sequence:2,x: block indices"):

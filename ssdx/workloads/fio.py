@@ -87,7 +87,8 @@ requests per clone at a time, merged into chunks of 65,536), so a long stream co
 **Job groups** (fio HOWTO, ``stonewall``).  A job with ``stonewall`` (alias ``wait_for_previous``) waits
 for every job before it to finish: it starts a group (:meth:`FioWorkload.groups`), and the groups run one
 after another on the same drive (``ssdx.models.engine.jobs.replay_groups``); ``wait_for=NAME`` starts a
-group where the named job is the only one running before it; ``new_group`` only regroups fio's report.  A
+group where the named job is the only one running before it (later jobs waiting for the same job join it;
+where fio would start a job while others run, it is refused); ``new_group`` only regroups fio's report.  A
 group whose jobs ``verify`` (fio's verify phase; ``do_verify``) is followed by the reads of what they
 wrote, in the order written (:class:`VerifyStream`).  A stream of several phases at once is refused
 (:meth:`FioWorkload.stream`).  A group whose jobs carry fio's steady-state detection (``steadystate``/``ss``,
@@ -102,8 +103,9 @@ their summed depths give them, split by weight request by request (:func:`flow_s
 other than 0 (a clone over its share drains its queue and sleeps) is refused.  ``verify_backlog`` N
 (fio's ``check_get_verify``): each clone's unverified writes are read back, oldest first,
 ``verify_backlog_batch`` at a time, whenever they reach a multiple of N after a write, and the rest at
-the clone's end (:class:`_Backlog`).  ``latency_target`` runs fio's search for a queue depth
-(``ssdx.models.engine.latency_search``) in a group of its own.
+the clone's end (:class:`_Backlog`); fio keeps written blocks only with ``do_verify``.
+``latency_target`` runs fio's search for a queue depth (``ssdx.models.engine.latency_search``) in a group
+of its own.
 
 **Jobs share the drive.**  All selected jobs and clones of a group merge into one stream on one drive.
 Closed loop
@@ -232,8 +234,7 @@ class _Source:
         lo, hi = job.start_delay
         self.delay_s = lo if hi == lo else float(np.random.default_rng([*self._key, 2]).uniform(lo, hi))
         self.taken = 0  # the job's own requests (verify reads aside)
-        self._backlog = _Backlog(job.verify_backlog, job.verify_batch, job.verify) if job.verify_backlog \
-            else None
+        self._backlog = _Backlog(job.verify_backlog, job.verify_batch) if job.verify_backlog else None
 
     def next(self) -> dict[str, np.ndarray] | None:
         """The next block (op, offset, size, time_s, key), or None when the clone is done."""
@@ -322,33 +323,39 @@ def flow_shares(jobs: list[Job]) -> dict[int, float]:
 
 class _Backlog:
     """fio's ``verify_backlog`` N and ``verify_backlog_batch`` B (default N) for one clone (fio's
-    ``io_u.c`` ``check_get_verify``): each write joins the clone's history of unverified blocks; when the
-    history holds a multiple of N after a write, the next B requests are reads of its oldest blocks, in
-    the order written; at the clone's end the blocks still unverified are read back where ``rest`` (fio's
-    verify phase, ``do_verify``)."""
+    ``io_u.c`` ``check_get_verify``, ``verify.c`` ``get_next_verify``): each write joins the clone's history
+    of unverified blocks; when the history holds a multiple of N after a write, a batch of B reads of its
+    oldest blocks starts, in the order written — a batch larger than the history goes on reading each new
+    write back as it is written, until B are read; at the clone's end the blocks still unverified are read
+    back (fio's verify phase)."""
 
-    def __init__(self, backlog: int, batch: int, rest: bool):
-        self.backlog, self.batch, self.rest = backlog, batch or backlog, rest
+    def __init__(self, backlog: int, batch: int):
+        self.backlog, self.batch = backlog, batch or backlog
         self.hist: list[tuple[int, int]] = []  # (offset, size), oldest first
         self.head = 0
+        self.pending = 0  # reads left of the batch in progress
 
     def interleave(self, c: dict[str, np.ndarray], final: bool) -> dict[str, np.ndarray]:
         """The requests ``c`` with the verify reads they trigger (and with ``final`` the history left)."""
         ops, offs, sizes, times = [], [], [], []
 
-        def read(n: int) -> None:
+        def read(n: int) -> int:
+            n = min(n, len(self.hist) - self.head)
             for off, sz in self.hist[self.head:self.head + n]:
                 ops.append(READ), offs.append(off), sizes.append(sz), times.append(np.nan)
-            self.head += min(n, len(self.hist) - self.head)
+            self.head += n
+            return n
 
         for o, off, sz, t in zip(c["op"].tolist(), c["offset"].tolist(), c["size"].tolist(),
                                  c["time_s"].tolist(), strict=True):
             ops.append(o), offs.append(off), sizes.append(sz), times.append(t)
             if o == WRITE:
                 self.hist.append((off, sz))
-                if (len(self.hist) - self.head) % self.backlog == 0:
-                    read(self.batch)
-        if final and self.rest:
+                if not self.pending and (len(self.hist) - self.head) % self.backlog == 0:
+                    self.pending = self.batch
+                if self.pending:
+                    self.pending -= read(self.pending)
+        if final:
             read(len(self.hist) - self.head)
         if self.head > 4096:  # drop what is verified
             self.hist, self.head = self.hist[self.head:], 0
@@ -470,30 +477,38 @@ class FioWorkload:
 
     def _stonewalled(self) -> list[list[Job]]:
         out: list[list[Job]] = []
+        waitee: str | None = None  # the job the current group waits for (wait_for), else None
         for j in self.jobs:
-            if not out or j.stonewall or j.wait_for is not None and self._waits(j, out):
+            if not out or j.stonewall:
                 out.append([])
+                waitee = None
+            elif j.wait_for is not None and j.wait_for != waitee:
+                self._check_wait(j, out[-1])
+                out.append([])
+                waitee = j.wait_for
+            elif waitee is not None and j.wait_for is None:
+                j.fail("name", f"this job would start at once, beside job [{waitee}], while the job before "
+                               f"it waits for [{waitee}]: give it wait_for={waitee}, or stonewall")
             out[-1].append(j)
         return out
 
     @staticmethod
-    def _waits(job: Job, groups: list[list[Job]]) -> bool:
-        """Whether ``job``'s ``wait_for`` starts a new group after ``groups`` (fio HOWTO ``wait_for``: the job
-        starts once every clone of the named one is done).  It does where the named job is the only one
-        running before it; one of an earlier group is done already; a job waiting for one of several jobs
-        that run together would start while the others still run, which groups cannot hold: refused."""
+    def _check_wait(job: Job, group: list[Job]) -> None:
+        """Refuse a ``wait_for`` that is not a group boundary (fio HOWTO ``wait_for``: the job starts once
+        every clone of the named job is done, the jobs after it that do not wait starting at once): the
+        named job must be the only one running before it; one that runs beside others, or that ran in an
+        earlier group, would have this job start while other jobs run."""
         named = job.wait_for
-        if [j.name for j in groups[-1]] == [named]:
-            return True
-        if any(j.name == named for g in groups[:-1] for j in g):
-            return False
-        if not any(j.name == named for j in groups[-1]):
-            job.fail("wait_for", f"wait_for={named}: no job of that name before it (fio takes no forward "
-                                 "references; with workload.fio_job, select the job it waits for too)")
-        others = ", ".join(j.name for j in groups[-1] if j.name != named)
+        if [j.name for j in group] == [named]:
+            return
+        if not any(j.name == named for j in group):
+            job.fail("wait_for", f"wait_for={named}: no job of that name runs just before it (fio takes no "
+                                 "forward references, and a job that ran in an earlier group ended while "
+                                 "others ran; with workload.fio_job, select the job it waits for too): use "
+                                 "stonewall")
+        others = ", ".join(j.name for j in group if j.name != named)
         job.fail("wait_for", f"wait_for={named}: that job runs beside {others}, beside which this job would "
                              "start; separate them with stonewall")
-        return False
 
     def groups(self) -> list[FioWorkload]:
         """The phases fio runs one after another: a job with ``stonewall`` (or ``wait_for_previous``) waits

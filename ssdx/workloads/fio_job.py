@@ -497,12 +497,12 @@ def read_job(sec: Section) -> Job:
         stonewall=j.flag("stonewall"),
         wait_for=j.value(j.get("wait_for")) if j.get("wait_for") is not None else None,  # type: ignore[arg-type]
         steady=_steady_state(j),
-        verify=_verifies(j, read_fraction)[1],
+        verify=_verifies(j, read_fraction),
         ramp_s=j.seconds("ramp_time", 1.0),
         start_delay=_start_delay(j),
         flow=j.count("flow", 0, FLOW_MAX_WEIGHT, 0),  # type: ignore[arg-type]
         flow_id=j.count("flow_id", 0, (1 << 31) - 1, 0),  # type: ignore[arg-type]
-        verify_backlog=j.count("verify_backlog", 0, MAX_BYTES, 0) if _verifies(j, read_fraction)[0] else 0,
+        verify_backlog=j.count("verify_backlog", 0, MAX_BYTES, 0) if _verifies(j, read_fraction) else 0,
         verify_batch=j.count("verify_backlog_batch", 0, MAX_BYTES, 0),  # type: ignore[arg-type]
         latency=_latency_target(j),
     )
@@ -584,19 +584,17 @@ def _latency_target(j: _Job) -> LatencyTarget | None:
     return LatencyTarget(target, window, pct, j.flag("latency_run"))
 
 
-def _verifies(j: _Job, read_fraction: float) -> tuple[bool, bool]:
-    """Whether the job keeps what it writes for verifying (``verify`` set to a method other than ``0``, and
-    writes to verify: fio logs the written blocks then, which ``verify_backlog`` reads back while writing)
-    and whether it reads back the rest once its writes end (fio's verify phase: also ``do_verify`` not
-    0)."""
+def _verifies(j: _Job, read_fraction: float) -> bool:
+    """Whether the job reads back what it writes (``verify`` set to a method other than ``0``, ``do_verify``
+    not 0, and writes to verify): fio logs the written blocks only then (``backend.c``, ``log_io_piece``),
+    for its verify phase after the writes or, with ``verify_backlog``, while writing."""
     st = j.get("verify")
     if st is None or j.value(st).lower() == "0":
-        return False, False
+        return False
     do = j.get("do_verify")
     if do is not None and j.value(do) not in ("0", "1"):
         j.fail(do, f"must be 0 or 1, got {do.value!r}")
-    logs = read_fraction < 1
-    return logs, logs and (do is None or j.value(do) == "1")
+    return (do is None or j.value(do) == "1") and read_fraction < 1
 
 
 #: fio's steady-state criteria (HOWTO, ``steadystate``): what is sampled, and whether the slope is judged

@@ -56,14 +56,14 @@ SUPPORTED: dict[str, str] = {
     "cmd_type": "nvme only: io_uring_cmd's NVMe pass-through sends the drive the same reads and writes "
                 "(bsg, SCSI commands, refused)",
     "wait_for": "start once every clone of the named job is done: a new group after it, where it is the only "
-                "job running before this one",
+                "job running before this one (later jobs waiting for it join the group)",
     "startdelay": "a timed job's requests start this late (a range lo-hi: each clone draws its delay); "
                   "seconds by default; refused in the closed loop",
     "flow": "weight of the job's clones in their flow: their shares of the flow's issues (closed loop)",
     "flow_id": "the flow a job's weight counts in (default 0)",
     "flow_sleep": "0 only (fio's default): a job over its share waits for the others without pausing",
-    "verify_backlog": "verify while writing: after every N blocks of the history, read back the oldest "
-                      "(verify_backlog_batch of them, default N); the rest after the writes",
+    "verify_backlog": "verify while writing: each time the unverified writes reach a multiple of N, read "
+                      "back the oldest (verify_backlog_batch of them, default N); the rest after the writes",
     "verify_backlog_batch": "blocks read back each time verify_backlog triggers (default verify_backlog)",
     "latency_target": "fio's search for the highest queue depth (1 .. iodepth) whose windows meet the "
                       "target; microseconds by default",

@@ -430,9 +430,13 @@ class PatternStream:
         self._seq = {READ: 0, WRITE: 0}  # requests per direction so far (the sequence distribution)
         #: the first request of the last chunk whose ``sequence`` block lies past the region (None: none)
         self.ended_at: int | None = None
-        if p.random and p.distribution.kind == "sequence" and max(p.distribution.sequence) >= self._slots:
-            raise ValueError(f"sequence block {max(p.distribution.sequence)} lies past the region's "
-                             f"{self._slots} blocks of {self._unit} bytes")
+        #: blocks of the region per direction, of the direction's smallest size (fio: io_size / min_bs)
+        self._blocks = {READ: self._span // int(self._r_vals.min()), WRITE: self._span // int(w_vals.min())}
+        if p.random and p.distribution.kind == "sequence":
+            for d, on in ((READ, p.read_fraction > 0), (WRITE, p.read_fraction < 1)):
+                if on and max(p.distribution.sequence) >= self._blocks[d]:
+                    raise ValueError(f"sequence block {max(p.distribution.sequence)} lies past the region's "
+                                     f"{self._blocks[d]} blocks of {'reads' if d == READ else 'writes'}")
 
     @property
     def unit_bytes(self) -> int:
@@ -503,15 +507,7 @@ class PatternStream:
                 sel = j // n == pss
                 slot[sel] = permute(j[sel] % n, n, _mix64(self._map_key ^ _mix64(int(pss))))
         elif p.distribution.kind == "sequence":
-            slot = np.empty(na, np.int64)
-            a_op = op[anchor]
-            for d in (READ, WRITE):
-                sel = a_op == d
-                slot[sel] = p.distribution.sequence_slots(self._seq[d], int(sel.sum()))
-                self._seq[d] += int(sel.sum())
-            past = np.flatnonzero(slot >= n)
-            self.ended_at = int(np.flatnonzero(anchor)[past[0]]) if past.size else None
-            slot = np.minimum(slot, n - 1)
+            return self._sequence(op, size, anchor)
         else:
             slot = p.distribution.slots(rng, na, n, unit)
         self._anchors += na
@@ -521,6 +517,34 @@ class PatternStream:
         a_off -= a_off % a_align
         a_off = np.minimum(a_off, self._span - a_size)  # keep every request inside the span
         a_off -= a_off % a_align
+        return self._runs(op, size, anchor, a_off)
+
+    def _sequence(self, op: np.ndarray, size: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+        """Offsets of the ``sequence`` distribution (fio's ``__get_next_rand_offset_sequence``): the anchor
+        that is a direction's ``i``-th request (every request of the direction counted, those of a run
+        too) takes block ``sequence_slots(i)`` of the direction's alignment (``blockalign``, else its
+        smallest size); a block past the region's blocks of that direction ends the stream there
+        (``ended_at``)."""
+        a_off = np.empty(int(anchor.sum()), np.int64)
+        a_op, end = op[anchor], len(op)
+        for d in (READ, WRITE):
+            idx = np.flatnonzero(op == d)
+            at = np.flatnonzero(anchor[idx])  # the direction's anchors, by their place among its requests
+            b = self.p.distribution.sequence_slots(self._seq[d], len(idx))[at]
+            past = np.flatnonzero(b >= self._blocks[d])
+            if past.size:
+                end = min(end, int(idx[at[past[0]]]))
+            a_off[a_op == d] = np.minimum(b, self._blocks[d] - 1) * self._align[d]
+            self._seq[d] += len(idx)
+        self.ended_at = end if end < len(op) else None
+        self._anchors += len(a_off)
+        a_off = np.minimum(a_off, self._span - size[anchor])
+        return self._runs(op, size, anchor, a_off)
+
+    def _runs(self, op: np.ndarray, size: np.ndarray, anchor: np.ndarray, a_off: np.ndarray) -> np.ndarray:
+        """The offsets of every request: the anchors' ``a_off``, the requests between them continuing their
+        anchor's run (sequentially, or repeating it with ``identical``)."""
+        p, n, unit, k, run = self.p, self._slots, self._unit, len(op), self.p.run_length
         if run == 1:
             return a_off
         offset = np.zeros(k, np.int64)
