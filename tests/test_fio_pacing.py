@@ -10,7 +10,7 @@ from ssdx.models.engine import jobs as engine_jobs
 from ssdx.models.engine.latency_search import Search, window_end
 from ssdx.params import ConfigError
 from ssdx.workloads import fio
-from ssdx.workloads.fio_job import LatencyTarget
+from ssdx.workloads.fio_timing import LatencyTarget
 from ssdx.workloads.traces import READ, WRITE
 
 

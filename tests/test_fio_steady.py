@@ -11,7 +11,7 @@ from ssdx.models.engine import jobs as engine_jobs
 from ssdx.models.engine import steady
 from ssdx.params import ConfigError
 from ssdx.workloads import fio
-from ssdx.workloads.fio_job import SteadyState
+from ssdx.workloads.fio_timing import SteadyState
 
 
 def _spec(**kw) -> SteadyState:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ssdx.workloads.fio_job import LatencyTarget
+from ssdx.workloads.fio_timing import LatencyTarget
 
 #: requests a window's first replay holds at least, per unit of queue depth
 MIN_PER_SLOT = 16

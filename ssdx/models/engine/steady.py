@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ssdx.workloads.fio_job import SteadyState
+from ssdx.workloads.fio_timing import SteadyState
 
 
 def times(lat_s: np.ndarray, queue_depth: int, arrival_s: np.ndarray | None = None) -> tuple[np.ndarray,
