@@ -272,7 +272,7 @@ class FioWorkload:
                            f"job [{j.name}]: {how}, on the drive they leave; experiment=trace_replay runs "
                            "the phases in turn, here they would run at once: pick one group's jobs with "
                            "workload.fio_job, or drop verify", field="workload.fio", value=self.path)
-        stream = FioStream(self, int(capacity_bytes), int(max_requests), int(seed))
+        stream = FioStream(self.jobs, self.open_loop, int(capacity_bytes), int(max_requests), int(seed))
         return VerifyStream(stream) if self.phase == "verify" else stream
 
     def fill(self, capacity_bytes: float, prefill_fraction: float) -> dict[str, Any]:

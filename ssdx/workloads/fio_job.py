@@ -1,4 +1,4 @@
-"""fio job files, part 2: what the options of a job mean (sizes, mixes, distributions, rates, limits).
+"""fio job files, part 3: what the options of a job mean (sizes, mixes, distributions, rates, limits).
 
 :func:`read_job` turns a :class:`~ssdx.workloads.fio_ini.Section` into a :class:`Job`, refusing what
 ssdx does not model with its name and line, as ``ssdx.workloads.fio`` documents ("Options").
@@ -21,13 +21,12 @@ from ssdx.workloads.fio_timing import (
     read_start_delay,
     read_steady_state,
 )
-from ssdx.workloads.traces import READ, SECTOR, WRITE
+from ssdx.workloads.fio_values import MAX_BYTES, OptionReader
+from ssdx.workloads.traces import READ, WRITE
 
 MAX_NUMJOBS = 1024
 FLOW_MAX_WEIGHT = 1000  # fio's flow.h
 MAX_QUEUE_DEPTH = MAX_SLOTS  # outstanding commands the engine tracks
-MAX_BLOCK = 1 << 28  # 256 MiB
-MAX_BYTES = 1 << 62
 MAX_SPLIT = 64  # bssplit entries per direction (fio's BSSPLIT_MAX)
 MAX_ZONES = 256  # zoned entries (fio's ZONESPLIT_MAX)
 MAX_RANGE_SIZES = 1 << 16  # distinct sizes of one bsrange
@@ -36,152 +35,9 @@ DEFAULT_BS = 4096
 _RW = {"read": (False, 1.0), "write": (False, 0.0), "randread": (True, 1.0), "randwrite": (True, 0.0),
        "rw": (False, None), "readwrite": (False, None), "randrw": (True, None)}
 _TRIM = ("trim", "randtrim", "trimwrite", "randtrimwrite")
-_TIME = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "msec": 1e-3, "us": 1e-6, "usec": 1e-6}
-_NUM = re.compile(r"(?P<num>0[xX][0-9a-fA-F]+|\d+)(?P<suf>[A-Za-z%]*)\Z")
 
 
-# --------------------------------------------------------------------------------------------- values
-
-def _split_rwt(value: str) -> list[str | None]:
-    """fio's ``r,w,t`` lists: a value not ending in a comma applies to the types after it."""
-    parts = value.split(",")
-    if parts[-1] == "" and len(parts) > 1:
-        given = parts[:-1]
-        out = given + [""] * (3 - len(given))
-    else:
-        out = parts + [parts[-1]] * (3 - len(parts))
-    return [p.strip() or None for p in out[:3]] if len(parts) <= 3 or parts[3:] == [""] else []
-
-
-class _Job:
-    """Reads one section's options into values, naming the option's file and line on any error."""
-
-    def __init__(self, sec: Section):
-        self.sec = sec
-        for kb in [*sec.kb_bases.values(), sec.options.get("kb_base")]:
-            if kb is not None and (kb.value or "").strip() not in ("1000", "1024"):
-                self.fail(kb, f"kb_base must be 1000 or 1024, got {kb.value!r}")
-
-    def kb_base(self, st: Setting) -> int:
-        """The ``kb_base`` the section that holds ``st`` reads its values with (``Section.kb_bases``)."""
-        kb = self.sec.kb_bases.get(st.scope)
-        return 1024 if kb is None else int(kb.value.strip())  # type: ignore[union-attr]
-
-    def get(self, name: str) -> Setting | None:
-        return self.sec.options.get(name)
-
-    def fail(self, st: Setting | None, problem: str) -> None:
-        if st is None:
-            raise FioError(self.sec.path, self.sec.line, f"job [{self.sec.name}]: {problem}")
-        raise FioError(st.path, st.line, f"{st.key}: {problem}")
-
-    def value(self, st: Setting) -> str:
-        if st.value is None or st.value.strip() == "":
-            self.fail(st, "needs a value")
-        return st.value.strip()
-
-    def size(self, st: Setting, text: str, percent: bool = False, zero: bool = False,
-             limit: int = MAX_BYTES) -> int | float:
-        """Bytes (an int), or with ``percent`` a ``N%`` as the float fraction N/100."""
-        t = text.strip()
-        if t.startswith("("):
-            self.fail(st, "arithmetic expressions in parentheses are not supported: write the value")
-        m = _NUM.match(t)
-        if not m:
-            if re.fullmatch(r"\d*\.\d+[A-Za-z%]*", t):
-                self.fail(st, f"{t!r}: fio reads whole numbers only (it would take the part before the "
-                              "point); write e.g. 1536k for 1.5m")
-            self.fail(st, f"{t!r} is not a whole number with an optional unit")
-        num, suf = m["num"], m["suf"].lower()
-        value = int(num, 16) if num.lower().startswith("0x") else int(num)
-        if suf == "%":
-            if not percent:
-                self.fail(st, "a percentage is not allowed here")
-            if not (0 if zero else 1) <= value <= 100:
-                self.fail(st, f"a percentage must lie in {0 if zero else 1}-100, got {value}")
-            return value / 100.0
-        if num.lower().startswith("0x") and suf:
-            self.fail(st, f"{t!r}: a hexadecimal value takes no unit")
-        if suf in ("ki", "mi", "gi", "ti", "pi"):
-            self.fail(st, f"{t!r}: fio's HOWTO and its parser read '{suf}' differently; write {num}{suf}b "
-                          f"(see kb_base) or {num}{suf[0]}")
-        mult = self._mult(suf, self.kb_base(st))
-        if mult is None:
-            self.fail(st, f"{t!r}: unknown unit {suf!r} (b, k, m, g, t, p with an optional b; KiB ... PiB)")
-        v = value * mult
-        if v > limit or (v == 0 and not zero):
-            self.fail(st, f"{t!r} must lie in {0 if zero else 1} .. {limit}")
-        return v
-
-    @staticmethod
-    def _mult(suf: str, kb_base: int) -> int | None:
-        if suf in ("", "b"):
-            return 1
-        pre = "kmgtp"
-        if suf[0] in pre and suf[1:] in ("", "b"):
-            return kb_base ** (pre.index(suf[0]) + 1)
-        if suf[0] in pre and suf[1:] == "ib":
-            return (1024 if kb_base == 1000 else 1000) ** (pre.index(suf[0]) + 1)
-        return None
-
-    def count(self, name: str, lo: int, hi: int, default: int | None = None) -> int | None:
-        st = self.get(name)
-        if st is None:
-            return default
-        v = self.size(st, self.value(st), zero=True, limit=max(hi, 1))
-        if not lo <= v <= hi:
-            self.fail(st, f"must lie in {lo} .. {hi}, got {v}")
-        return int(v)
-
-    def seconds(self, name: str, default_unit: float) -> float:
-        st = self.get(name)
-        return 0.0 if st is None else self.time(st, self.value(st), default_unit)
-
-    def time(self, st: Setting, t: str, default_unit: float) -> float:
-        """Seconds of ``t`` (a value of ``st``, or a part of one), ``default_unit`` s without a unit."""
-        m = re.fullmatch(r"(\d+)([A-Za-z]*)", t)
-        if not m:
-            if t.startswith("("):
-                self.fail(st, "arithmetic expressions in parentheses are not supported: write the value")
-            self.fail(st, f"{t!r} is not a whole number with an optional time unit (d, h, m, s, ms, us)")
-        unit = m.group(2).lower()
-        if unit == "sec":
-            self.fail(st, f"{t!r}: fio's HOWTO reads 'sec' as seconds, its parser as microseconds; write "
-                          f"{m.group(1)}s")
-        if unit and unit not in _TIME:
-            self.fail(st, f"{t!r}: unknown time unit {unit!r} (d, h, m, s, ms, msec, us, usec)")
-        return int(m.group(1)) * (_TIME[unit] if unit else default_unit)
-
-    def flag(self, name: str) -> bool:
-        st = self.get(name)
-        if st is None:
-            return False
-        if st.value is None or st.value.strip() in ("", "1"):
-            return True
-        if st.value.strip() == "0":
-            return False
-        self.fail(st, f"a flag takes no value, 1 or 0, got {st.value!r}")
-        return False
-
-    def per_direction(self, name: str) -> tuple[Setting | None, list[str | None]]:
-        st = self.get(name)
-        if st is None:
-            return None, [None, None, None]
-        parts = _split_rwt(self.value(st))
-        if not parts:
-            self.fail(st, "at most three comma-separated values (reads, writes, trims)")
-        return st, parts
-
-    def block(self, st: Setting, text: str) -> int:
-        v = int(self.size(st, text, limit=MAX_BLOCK))
-        if v % SECTOR:
-            hint = " (under fio's default kb_base=1024, KiB/MiB are powers of 1000)" \
-                if "ib" in text.lower() else ""
-            self.fail(st, f"{text!r} = {v} bytes is not a multiple of {SECTOR}{hint}")
-        return v
-
-
-def _bsrange(job: _Job, st: Setting, text: str) -> dict[int, float]:
+def _bsrange(job: OptionReader, st: Setting, text: str) -> dict[int, float]:
     """fio's draw: ``lo + ⌊hi·u⌋`` rounded down to a multiple of lo, capped at hi (``get_next_buflen``):
     the multiples ``k·lo ≤ hi`` with probability lo/hi each, hi the rest."""
     m = re.fullmatch(r"(.+?)[-:](.+)", text)
@@ -197,7 +53,7 @@ def _bsrange(job: _Job, st: Setting, text: str) -> dict[int, float]:
     return table
 
 
-def _bssplit(job: _Job, st: Setting, text: str) -> dict[int, float]:
+def _bssplit(job: OptionReader, st: Setting, text: str) -> dict[int, float]:
     entries = text.split(":")
     if len(entries) > MAX_SPLIT:
         job.fail(st, f"more than {MAX_SPLIT} block sizes")
@@ -229,7 +85,7 @@ def _bssplit(job: _Job, st: Setting, text: str) -> dict[int, float]:
     return table
 
 
-def _distribution(job: _Job, st: Setting | None) -> synthetic.Distribution:
+def _distribution(job: OptionReader, st: Setting | None) -> synthetic.Distribution:
     if st is None:
         return synthetic.Distribution()
     text = job.value(st)
@@ -269,7 +125,7 @@ def _distribution(job: _Job, st: Setting | None) -> synthetic.Distribution:
     raise AssertionError  # unreachable
 
 
-def _zones(job: _Job, st: Setting, text: str, absolute: bool) -> tuple[tuple[float, float], ...]:
+def _zones(job: OptionReader, st: Setting, text: str, absolute: bool) -> tuple[tuple[float, float], ...]:
     entries = [e for e in text.split(":") if e.strip()]
     if not entries or len(entries) > MAX_ZONES:
         job.fail(st, f"zoned needs 1 to {MAX_ZONES} access/size entries")
@@ -409,7 +265,7 @@ class Job:
 
 def read_job(sec: Section) -> Job:
     """The :class:`Job` of a section (supported options only; the others are the caller's concern)."""
-    j = _Job(sec)
+    j = OptionReader(sec)
     rw_st = j.get("rw")
     mode, post = "read", ""
     if rw_st is not None:
@@ -514,7 +370,7 @@ def read_job(sec: Section) -> Job:
         verify_batch=j.count("verify_backlog_batch", 0, MAX_BYTES, 0),  # type: ignore[arg-type]
         latency=read_latency_target(j),
     )
-    check_pacing(j, job)
+    check_pacing(j, job.flow, job.timed, job.verify_backlog)
     if job.wait_for == job.name:  # fio's init.c, wait_for_ok
         j.fail(j.get("wait_for"), "a job cannot wait for itself")
     cmd = j.get("cmd_type")
@@ -524,7 +380,7 @@ def read_job(sec: Section) -> Job:
     return job
 
 
-def _verifies(j: _Job, read_fraction: float) -> bool:
+def _verifies(j: OptionReader, read_fraction: float) -> bool:
     """Whether the job reads back what it writes (``verify`` set to a method other than ``0``, ``do_verify``
     not 0, and writes to verify): fio logs the written blocks only then (``backend.c``, ``log_io_piece``),
     for its verify phase after the writes or, with ``verify_backlog``, while writing."""

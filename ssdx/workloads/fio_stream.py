@@ -1,4 +1,4 @@
-"""fio job files, part 4: the request streams of a job file's jobs on one drive (``ssdx.workloads.fio``
+"""fio job files, part 5: the request streams of a job file's jobs on one drive (``ssdx.workloads.fio``
 documents the rules: *Streams*, *How many requests*, *Pacing*, *Jobs share the drive*, *Timing*).
 
 :class:`FioStream` merges the clones' streams (:class:`_Source`: offsets from
@@ -10,16 +10,12 @@ flows.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ssdx.workloads import synthetic
 from ssdx.workloads.fio_job import Job
 from ssdx.workloads.traces import READ, WRITE, Chunk
-
-if TYPE_CHECKING:
-    from ssdx.workloads.fio import FioWorkload
 
 BLOCK = 65_536  # requests per emitted chunk
 GEN_BLOCK = 2048  # requests a clone generates at a time (memory: clones x this)
@@ -236,22 +232,22 @@ class VerifyStream:
 
 
 class FioStream:
-    """The merged request stream of a :class:`FioWorkload` on one drive (iterate for :class:`Chunk`\\ s of
-    at most 65,536 requests).  After iteration: ``requests`` emitted, ``truncated`` (the jobs held more
-    than ``max_requests``)."""
+    """The merged request stream of the jobs ``jobs`` of a job file on one drive, in the open or the closed
+    loop (iterate for :class:`Chunk`\\ s of at most 65,536 requests).  After iteration: ``requests``
+    emitted, ``truncated`` (the jobs held more than ``max_requests``)."""
 
-    def __init__(self, workload: FioWorkload, capacity: int, max_requests: int, seed: int):
-        self.workload, self.capacity, self.max_requests, self.seed = workload, capacity, max_requests, seed
+    def __init__(self, jobs: list[Job], open_loop: bool, capacity: int, max_requests: int, seed: int):
+        self.jobs, self.open_loop = jobs, open_loop
+        self.capacity, self.max_requests, self.seed = capacity, max_requests, seed
         self.requests, self.truncated = 0, False
-        for job in workload.jobs:  # region errors before any compute
+        for job in jobs:  # region errors before any compute
             for k in range(job.numjobs):
                 region(job, k, capacity)
 
     def __iter__(self) -> Iterator[Chunk]:
-        wl = self.workload
-        share = flow_shares(wl.jobs)
-        srcs = [_Source(job, k, self.capacity, self.seed, self.max_requests, wl.open_loop, share.get(id(job)))
-                for job in wl.jobs for k in range(job.numjobs)]
+        share = flow_shares(self.jobs)
+        srcs = [_Source(job, k, self.capacity, self.seed, self.max_requests, self.open_loop,
+                        share.get(id(job))) for job in self.jobs for k in range(job.numjobs)]
         bufs: list[dict[str, np.ndarray] | None] = [None] * len(srcs)
         pending: list[dict[str, np.ndarray]] = []
         n_pending = emitted = 0

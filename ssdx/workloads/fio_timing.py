@@ -1,4 +1,4 @@
-"""fio job files, part 3: the options that time a job — ``startdelay``, ``flow``, ``verify_backlog``'s
+"""fio job files, part 4: the options that time a job — ``startdelay``, ``flow``, ``verify_backlog``'s
 checks, ``latency_target`` and fio's steady-state detection (``steadystate``) — read from a job's section
 by ``ssdx.workloads.fio_job.read_job``, naming the option and its line on any error."""
 
@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ssdx.workloads.fio_job import Job, _Job
+from ssdx.workloads.fio_values import OptionReader
 
 
-def read_start_delay(j: _Job) -> tuple[float, float]:
+def read_start_delay(j: OptionReader) -> tuple[float, float]:
     """``startdelay`` (fio HOWTO: ``irange(time)``, seconds without a unit): one value, or a range ``lo-hi``
     (or ``lo:hi``) each clone draws its delay from."""
     st = j.get("startdelay")
@@ -27,17 +25,18 @@ def read_start_delay(j: _Job) -> tuple[float, float]:
     return lo, hi
 
 
-def check_pacing(j: _Job, job: Job) -> None:
-    """Refuse the forms of ``flow_sleep`` and ``verify_backlog`` whose timing the engine cannot hold."""
+def check_pacing(j: OptionReader, flow: int, timed: bool, backlog: int) -> None:
+    """Refuse the forms of ``flow_sleep`` and ``verify_backlog`` whose timing the engine cannot hold, for a
+    job of ``flow`` weight, timed (open loop) or not, with a ``verify_backlog`` of ``backlog``."""
     sleep = j.get("flow_sleep")
-    if sleep is not None and j.count("flow_sleep", 0, 1 << 31) and job.flow:
+    if sleep is not None and j.count("flow_sleep", 0, 1 << 31) and flow:
         j.fail(sleep, "a job ahead of its flow share waits for its requests in flight and sleeps this many "
                       "microseconds (fio's flow.c): per-job pauses the closed loop cannot hold; without "
                       "flow_sleep (0, fio's default) ssdx keeps the flow's shares request by request")
-    if job.flow and job.timed:
+    if flow and timed:
         j.fail(j.get("flow"), "flow with rate, rate_iops or thinktime: a timed job issues at its own times "
                               "here; drop one of the two")
-    if job.verify_backlog and job.timed:
+    if backlog and timed:
         j.fail(j.get("verify_backlog"), "verify_backlog in a timed job (rate, rate_iops, thinktime): the "
                                         "verify reads would need times of their own; use it in a closed-loop "
                                         "job")
@@ -56,7 +55,7 @@ class LatencyTarget:
     run: bool
 
 
-def read_latency_target(j: _Job) -> LatencyTarget | None:
+def read_latency_target(j: OptionReader) -> LatencyTarget | None:
     """The job's :class:`LatencyTarget` (times in microseconds without a unit, fio's rule), or None."""
     target = j.seconds("latency_target", 1e-6)
     for name in ("latency_window", "latency_percentile", "latency_run"):
@@ -108,7 +107,7 @@ class SteadyState:
         return int(round(self.duration_s / self.interval_s))
 
 
-def read_steady_state(j: _Job) -> SteadyState | None:
+def read_steady_state(j: OptionReader) -> SteadyState | None:
     """The job's :class:`SteadyState`, or None where ``steadystate_duration`` is 0 (fio's default: none)."""
     duration = j.seconds("steadystate_duration", 1.0)
     ss = j.get("steadystate")
