@@ -433,7 +433,7 @@ def sweep_chunk(sweep: Mapping[str, Any], chunk_size: int | None) -> int:
 
 #: configurations per chunk that a device-generated sweep runs with at least on an accelerator, unless the
 #: runner's ``chunk_size`` is given: each time step of the model is a few kernel launches, so a small chunk
-#: leaves a GPU waiting on launches rather than computing (measured in docs/performance.md)
+#: leaves a GPU waiting on launches rather than computing (measured in docs/performance_sweeps.md)
 ACCELERATOR_CHUNK = 1 << 20
 
 

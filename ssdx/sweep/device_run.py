@@ -515,7 +515,7 @@ class Outcome(NamedTuple):
 #: a chunk's length is a multiple of SMALL_ALIGN, and of TOP_K_BLOCK where that takes no more chunks: XLA's
 #: CPU loops run a length that is not a multiple of the vector width with a scalar tail, and the top-k
 #: blocking copies a chunk that is not whole blocks to pad it (``bench.scale_device`` and
-#: docs/performance.md measure the difference)
+#: docs/performance_sweeps.md measure the difference)
 SMALL_ALIGN = 8
 
 
