@@ -110,8 +110,10 @@ def test_verify_backlog_reads_back_the_oldest_blocks_while_writing(tmp_path):
 
 def test_verify_phase_reads_only_what_the_verifying_jobs_wrote(tmp_path):
     text = "[global]\nbs=4k\nsize=40k\n[v]\nrw=write\nverify=md5\n[p]\nrw=write\noffset=1m\n"
-    g = fio.load(_job(tmp_path, text)).groups()
+    w = fio.load(_job(tmp_path, text))
+    g = w.groups()
     assert [x.phase for x in g] == ["run", "verify"] and [j.name for j in g[1].jobs] == ["v"]
+    assert [d["group"] for d in w.describe()] == [0, 0]  # each job's run group, not its verify phase
     reads = np.concatenate([c.offset for c in g[1].stream(1e12, 1000)])
     assert len(reads) == 10 and (reads < 1 << 20).all()
 

@@ -137,7 +137,7 @@ def test_ramp_time_runs_its_requests_uncounted_and_the_rest_goes_on_as_one_strea
     rest, n2 = steady.replay_after_ramp(trees, chunks, 0.02, jobs.queue_depth, jobs.open_loop, 1.0,
                                          backend="cpu")
     assert n2 == n
-    ramp = replay.replay(trees, steady._prefix(chunks, n)[0], backend="cpu").extra["sums"]
+    ramp = replay.replay(trees, steady.split_at(chunks, n)[0], backend="cpu").extra["sums"]
     for k in ("count", "bytes", "prog_pages"):
         np.testing.assert_array_equal(ramp[k] + rest.extra["sums"][k], whole[k], err_msg=k)
     for k in ("lat_sum", "busy"):  # summed in float32 within a replay's chunk: split where the ramp ends

@@ -136,7 +136,7 @@ def replay_search(trees_at: Callable[[int], tuple], chunks: list, spec: LatencyT
         want = MIN_PER_SLOT * qd if rate is None else math.ceil(1.5 * rate * qd * spec.window_s) + 2 * qd
         while True:
             n_try = min(max(want, MIN_PER_SLOT * qd), left)
-            head = steady._prefix(rest, n_try)[0]
+            head = steady.split_at(rest, n_try)[0]
             full = replay.replay(trees, head, keep_latency=True, carry=copy.deepcopy(carry), **kw)
             lat = np.asarray(full.latencies[0], np.float64)
             issue, done = steady.times(lat, qd)
@@ -144,7 +144,7 @@ def replay_search(trees_at: Callable[[int], tuple], chunks: list, spec: LatencyT
             if (why is not None and n < len(issue)) or n_try == left:
                 break
             want = 4 * n_try
-        head, rest = steady._prefix(rest, n)
+        head, rest = steady.split_at(rest, n)
         res = replay.replay(trees, head, carry=carry, **kw)
         carry = res.extra["carry"]
         last = res

@@ -158,7 +158,7 @@ def replay_until_steady(trees: tuple, chunks: list, spec: SteadyState, queue_dep
     if not found.attained:
         return full, found
     n = int(np.searchsorted(issue, found.at_s, side="right"))  # issued up to the check that ended the job
-    return replay.replay(trees, _prefix(chunks, n)[0], carry=carry, **kw), found
+    return replay.replay(trees, split_at(chunks, n)[0], carry=carry, **kw), found
 
 
 def _timed_replay(trees: tuple, chunks: list, queue_depth: int, open_loop: bool, time_scale: float,
@@ -193,7 +193,7 @@ def group_ramp(jobs: list) -> float:
     return float(ramps[0])
 
 
-def _prefix(chunks: list, n: int) -> tuple[list, list]:
+def split_at(chunks: list, n: int) -> tuple[list, list]:
     """The first ``n`` requests of ``chunks`` and the rest, as chunks."""
     head, tail, left = [], [], n
     for c in chunks:
@@ -224,7 +224,7 @@ def replay_after_ramp(trees: tuple, chunks: list, ramp_s: float, queue_depth: in
                           f"({ramp_s:g} s), so nothing would be counted: raise workload.requests")
     if n == 0:
         return full, 0
-    head, tail = _prefix(chunks, n)
+    head, tail = split_at(chunks, n)
     ramp = replay.replay(trees, head, carry=carry, **kw)
     go_on = dataclasses.replace(ramp.extra["carry"], barrier=False)
     return replay.replay(trees, tail, carry=go_on, **kw), n
