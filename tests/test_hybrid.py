@@ -31,9 +31,21 @@ def cols_for(n: int = 1, **over) -> dict[str, np.ndarray]:
     return concat_columns(rows)
 
 
-def build(cols, footprint_lines: int):
+#: layout sizes the tests' batches are widened to, so that they share compiled programs (dies, channels,
+#: SCM banks and host slots a configuration does not use are masked out:
+#: ``test_a_larger_layout_and_chunk_give_the_same_results``); SCM sets are rounded up to a power of two
+SHARED_FLOOR = {"dies": 32, "slots": 64, "channels": 8, "banks": 64}
+
+
+def build(cols, footprint_lines: int, shared: bool = True):
+    """``hybrid.build`` of ``cols`` with every footprint ``footprint_lines`` lines; with ``shared`` on the
+    layout widened to :data:`SHARED_FLOOR` and its sets to a power of two (at least 128)."""
     n = len(cols["hybrid.nand"])
-    return hybrid.build(cols, np.full(n, footprint_lines * LINE))
+    hp, lay = hybrid.build(cols, np.full(n, footprint_lines * LINE))
+    if not shared:
+        return hp, lay
+    floor = SHARED_FLOOR | {"sets": max(128, 1 << (lay.sets - 1).bit_length())}
+    return hybrid.build(cols, np.full(n, footprint_lines * LINE), floor=floor)
 
 
 def random_requests(rng, n, span, read_fraction=0.5, max_lines=3, theta=None):
@@ -383,7 +395,7 @@ def test_a_larger_layout_and_chunk_give_the_same_results():
     op, off, size = random_requests(rng, 1500, 2000, theta=0.6)
     lines = hybrid.lines_from_requests(op, off, size, measure_from=300)
     cols = cols_for(ways=16, scm_ratio=0.2, channels=2, dies_per_channel=2, scm_banks=2, queue_depth=4)
-    hp, lay = build(cols, 2000)
+    hp, lay = build(cols, 2000, shared=False)
     floor = {"sets": 4 * lay.sets, "dies": 16, "slots": 32, "channels": 8, "banks": 32, "ways": 1}
     hp2, big = hybrid.build(cols, [2000 * LINE], floor=floor)
     assert big == lay._replace(sets=4 * lay.sets, dies=16, slots=32, channels=8, banks=32)  # not ways

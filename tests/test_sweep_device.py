@@ -50,19 +50,22 @@ def _outputs(d) -> tuple:
             json.loads((d / "histograms.json").read_text()))
 
 
-def test_device_and_host_give_the_same_outputs_and_counts(tmp_path):
+# chunks of 13 (many, the last one short) in the fast tier, as the tests below compile them; one large
+# chunk and another short last one in the full validation
+@pytest.mark.parametrize("chunk", [13, pytest.param(97, marks=pytest.mark.validation),
+                                   pytest.param(1000, marks=pytest.mark.validation)])
+def test_device_and_host_give_the_same_outputs_and_counts(tmp_path, chunk):
     host = run_sweep(_sweep(generate="host"), BASE, tmp_path / "host", progress=False)
     want = _outputs(tmp_path / "host")
-    for chunk in (97, 1000, 13):
-        d = tmp_path / f"dev{chunk}"
-        dev = run_sweep(_sweep(chunk=chunk), BASE, d, progress=False)
-        assert dev["generated_on"] == "device"
-        for k in ("n_configs", "n_defined", "n_dropped", "dropped_rules", "n_infeasible_by_rule"):
-            assert dev[k] == host[k], k
-        got = _outputs(d)
-        for f in want[0]:
-            pd.testing.assert_frame_equal(got[0][f], want[0][f], check_exact=True)
-        assert got[1] == want[1]
+    d = tmp_path / f"dev{chunk}"
+    dev = run_sweep(_sweep(chunk=chunk), BASE, d, progress=False)
+    assert dev["generated_on"] == "device"
+    for k in ("n_configs", "n_defined", "n_dropped", "dropped_rules", "n_infeasible_by_rule"):
+        assert dev[k] == host[k], k
+    got = _outputs(d)
+    for f in want[0]:
+        pd.testing.assert_frame_equal(got[0][f], want[0][f], check_exact=True)
+    assert got[1] == want[1]
     assert host["n_dropped"] > 0 and host["n_configs"] > 100
     assert len(want[0]["top_k.parquet"]) > 10 and len(want[1]["groups"]) == 2
 
