@@ -63,6 +63,23 @@ def _load(group: str, name: str) -> dict[str, Any]:
     return node
 
 
+@cache
+def default_name(group: str) -> str:
+    """The option ``conf/config.yaml``'s defaults list selects for a config ``group`` (what ``ssdx``
+    composes without an override of it); a group the list does not name raises ``KeyError``."""
+    root = OmegaConf.to_container(OmegaConf.load(conf_dir() / "config.yaml"), resolve=False)
+    for entry in root.get("defaults", []):
+        if isinstance(entry, dict) and group in entry:
+            return str(entry[group])
+    raise KeyError(f"conf/config.yaml selects no default for the group {group!r}")
+
+
+def group_default(group: str) -> dict[str, Any]:
+    """The settings of a config ``group`` as ``ssdx`` composes them without overrides
+    (``conf/GROUP/<default_name(group)>.yaml``)."""
+    return dict(_load(group, default_name(group)))
+
+
 def drive(name: str = "aldrin_pro_2tb", **overrides: Any) -> dict[str, Any]:
     """A drive preset (``conf/drive/NAME.yaml``) as a dict, with field overrides."""
     return {**_load("drive", name), **overrides}

@@ -50,12 +50,15 @@ def sweep_columns(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tupl
 
 def sweep_base(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """The one-row base columns of a sweep: the composed config, or the sweep's own ``drive``/``workload``
-    presets, plus the ``gc.*`` or ``power.*``/``thermal.*`` columns its model needs."""
+    presets (a fio job given as the workload, ``workload.fio``, wins over the sweep's workload preset),
+    plus the ``gc.*`` or ``power.*``/``thermal.*`` columns its model needs."""
     from ssdx import presets
 
     spec = _vmap_model(sweep)
     base_cfg = dict(base_cfg)
     for group in ("drive", "workload"):  # a sweep may name its own base presets
+        if group == "workload" and (base_cfg.get("workload") or {}).get("fio"):
+            continue
         if sweep.get(group):
             try:
                 base_cfg[group] = getattr(presets, group)(str(sweep[group]))
@@ -201,11 +204,8 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
         _on_device(sweep, spec, None)  # sweep.generate checked: such a model generates on the host only
         return registry.resolve(spec.run)(sweep, base_cfg, out_dir, progress=progress, executor=executor)
     dtype = io.dtype(base_cfg.get("precision", "float32"))
-    if spec.build is not None and base_cfg.get("workload", {}).get("fio"):
-        from ssdx.models.engine.jobs import with_fio_fill
-
-        base_cfg, _ = with_fio_fill(base_cfg)  # the base workload of a fluid or thermal sweep (an engine
-        # sweep replays the job itself: ssdx.models.engine.sweep)
+    if spec.prepare is not None:  # a fio job as a fluid or thermal sweep's base workload (an engine sweep
+        base_cfg = registry.resolve(spec.prepare)(base_cfg)  # replays the job itself)
     from ssdx.sweep import reduce
 
     keep = reduce.parse(sweep.get("keep", "all"))

@@ -529,3 +529,18 @@ fsync=8
     r = ssdx("experiment=trace_replay", f"workload.fio={job}", f"hydra.run.dir={tmp_path / 'refused'}")
     assert r.returncode == 2
     assert f"{job}:14" in r.stderr and "fsync" in r.stderr and "workload.fio" in r.stderr
+
+
+@pytest.mark.parametrize("sweep", ["quick", "tmt_grid"])
+def test_a_fio_write_job_is_the_base_workload_of_a_fluid_or_thermal_sweep(tmp_path, sweep):
+    # the job's pattern, block size and depth become the configurations' workload (what a fill of the same
+    # job takes), over the workload preset a sweep file names (tmt_grid's seq_fill: 128 KiB at QD32)
+    job = tmp_path / "seq.fio"
+    job.write_text("[seq]\nrw=write\nbs=64k\niodepth=8\nsize=100%\n")
+    r = ssdx(f"sweep={sweep}", "+sweep.only=3", f"workload.fio={job}", f"hydra.run.dir={tmp_path / 'out'}")
+    assert r.returncode == 0, r.stderr
+    import pandas as pd
+
+    df = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert len(df) == 1 and (df["workload.block_kib"] == 64).all() and (df["workload.queue_depth"] == 8).all()
+    assert (df["workload.pattern"] == "sequential").all()

@@ -350,3 +350,18 @@ def test_auto_ranges_come_from_a_pilot_fixed_by_the_sweep_and_lose_nothing(tmp_p
     with pytest.raises(ConfigError, match="pilot sample"):
         reduce.set_auto_ranges(reduce.parse({"histograms": {"metrics": ["m"], "log": ["m"]}}),
                                {"m": np.array([0.0, -1.0, np.nan])}, 3)
+
+
+@pytest.mark.parametrize("name", ["quick", "tmt_grid", "wa_spare", "engine_design", "nand_per_workload"])
+def test_a_configuration_is_decoded_on_the_composed_defaults_without_a_base(name):
+    # config_of without a base config decodes on what `ssdx sweep=NAME` composes without overrides: the
+    # default drive and workload and each block the sweep's model reads (thermal, gc, engine, hybrid)
+    from conftest import compose_config
+
+    composed = compose_config(f"sweep={name}")
+    sweep = composed["sweep"]
+    for index in (0, 3):
+        alone, on_composed = config_of(sweep, index), config_of(sweep, index, composed)
+        assert sorted(alone) == sorted(on_composed)
+        for key, value in on_composed.items():
+            np.testing.assert_array_equal(np.asarray(alone[key]), np.asarray(value), err_msg=key)

@@ -63,17 +63,19 @@ class JobSpec:
 class SweepModelSpec:
     """One ``sweep.model``.
 
-    For the chunked runner: ``base_columns`` (``"module:function"``, ``base_cfg -> columns``, added to
-    the drive/workload columns), ``checks`` (validators of the columns besides ``ssdx.params.validate``)
-    and ``build`` (``(cols, sweep, base_cfg, dtype) -> (trees, groups, factory, n_steps)``, the inputs of
-    :func:`ssdx.sweep.runner.run`).  A model with its own runner gives ``run`` instead
-    (``(sweep, cfg, out_dir, progress=, executor=) -> summary``); it does not reduce in the runner
+    For the chunked runner: ``base_columns`` (``"module:function"``, ``base_cfg -> columns``, added to the
+    drive/workload columns; a model with its own runner: its whole one-row base, which
+    ``ssdx.sweep.config_of`` decodes a configuration from), ``prepare`` (``base_cfg -> base_cfg``, run before
+    the columns are made: a fio job as the base workload), ``checks`` (validators of the columns besides
+    ``ssdx.params.validate``) and ``build`` (``(cols, sweep, base_cfg, dtype) -> (trees, groups, factory,
+    n_steps)``, the inputs of :func:`ssdx.sweep.runner.run`).  A model with its own runner gives ``run``
+    instead (``(sweep, cfg, out_dir, progress=, executor=) -> summary``); it does not reduce in the runner
     (``reduces`` False: ``keep`` must be ``all``).  ``fio``, ``trace_path`` and ``synthetic``: whether its
     sweeps read ``workload.fio`` (the base workload), ``workload.trace_path`` and ``workload.synthetic``
-    (:func:`check_sources`).  ``blocks`` are the config blocks its columns come from; ``metrics`` the
-    scalar metrics its per-configuration function returns, the table's columns besides ``config_id`` and
-    the parameters (a model with its own runner lists none here: its table is that runner's), or
-    ``"module:NAME"`` of the tuple that lists them (:meth:`metric_names`).
+    (:func:`check_sources`).  ``blocks`` are the config blocks its columns come from; ``metrics`` the scalar
+    metrics its per-configuration function returns, the table's columns besides ``config_id`` and the
+    parameters (a model with its own runner lists none here: its table is that runner's), or ``"module:NAME"``
+    of the tuple that lists them (:meth:`metric_names`).
 
     A model whose configurations are not one ``vmap``-ped function each (the request engine: a batch replays
     a shared request stream) gives ``rows`` instead of ``build``: ``"module:function"`` taking ``(cols,
@@ -87,6 +89,7 @@ class SweepModelSpec:
     name: str
     lines: str
     base_columns: str | None = None
+    prepare: str | None = None
     checks: tuple[str, ...] = ()
     build: str | None = None
     run: str | None = None
@@ -181,6 +184,15 @@ def thermal_columns(base_cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return thermal_params.columns(base_cfg["drive"]["power"], base_cfg["thermal"])
 
 
+def fio_fill_base(base_cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A fluid or thermal sweep's base config with the fill a fio write job sets as its workload
+    (``workload.fio``: ``ssdx.models.engine.jobs.with_fio_fill``); unchanged without one."""
+    if not base_cfg.get("workload", {}).get("fio"):
+        return base_cfg
+    from ssdx.models.engine.jobs import with_fio_fill
+    return with_fio_fill(base_cfg)[0]
+
+
 def gc_columns(base_cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """The ``gc.*`` base columns of a GC sweep (``pages_per_block`` resolved from the drive's NAND)."""
     from ssdx.models.gc import jobs as tasks_gc
@@ -240,12 +252,14 @@ JOBS: dict[str, JobSpec] = {s.name: s for s in (
 
 SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
     SweepModelSpec("fluid", f"{_CONSOLE}:sweep", build="ssdx.core.registry:fluid_build",
+                   prepare="ssdx.core.registry:fio_fill_base",
                    blocks=("drive", "nand", "workload", "model"),
                    metrics=("cache_gb", "capacity_gb", "direct_gb", "folding_gb", "folding_mb_s",
                             "host_mb_s", "mean_mb_s", "min_mb_s", "native_mb_s", "p5_mb_s", "pslc_gb",
                             "pslc_mb_s", "raw_gb", "time_s", "written_gb"),
                    description="fluid write model: fill time, speeds, cache phases"),
     SweepModelSpec("thermal", f"{_CONSOLE}:sweep", base_columns="ssdx.core.registry:thermal_columns",
+                   prepare="ssdx.core.registry:fio_fill_base",
                    checks=("ssdx.models.thermal.params:validate",), build="ssdx.core.registry:thermal_build",
                    blocks=("drive", "nand", "workload", "thermal"),
                    metrics=("energy_j", "max_composite_k", "max_nand_k", "mb_per_j", "mean_mb_s",
@@ -267,7 +281,8 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                    metrics="ssdx.models.engine.sweep:METRICS",
                    description="request engine: latency percentiles, IOPS and cost of drive designs on a fio "
                                "job, trace or generated stream"),
-    SweepModelSpec("hybrid", f"{_CONSOLE}:hybrid_sweep", run="ssdx.models.hybrid.jobs:run_sweep",
+    SweepModelSpec("hybrid", f"{_CONSOLE}:hybrid_sweep", base_columns="ssdx.models.hybrid.jobs:base_columns",
+                   run="ssdx.models.hybrid.jobs:run_sweep",
                    blocks=("workload", "hybrid"), fio=False, trace_path=True, reduces=False,
                    description="SCM/NAND hybrid drive replaying MSR streams (its own runner: one replay "
                                "per group of configurations sharing a stream)"),

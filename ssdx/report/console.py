@@ -43,15 +43,13 @@ def fill(s: Mapping[str, Any], out: Path) -> list[str]:
 
 def hybrid_sweep(s: Mapping[str, Any], out: Path) -> list[str]:
     """The lines ``ssdx`` prints after a ``model: hybrid`` sweep: IOPS relative to the baseline NAND."""
-    from ssdx.models.hybrid.jobs import BASELINE, TABLE1
-
     lines: list[str] = []
     lines.append(
         f"sweep {s['sweep']}: {s['n_configs']} hybrid drives in {s['wall_s']:.1f} s; "
         f"IOPS relative to "
-        f"{BASELINE} at SCM = {s['scm_ratio']:g} x {s['scm_basis']}:"
+        f"{s['baseline']} at SCM = {s['scm_ratio']:g} x {s['scm_basis']}:"
     )
-    nands = list(TABLE1)
+    nands = list(s["nands"])
     lines.append(f"  {'workload':<8} " + " ".join(f"{n:>10}" for n in nands) + "  best")
     for w, rel in s["relative_iops"].items():
         ties = s["best_nand_ties"][w]

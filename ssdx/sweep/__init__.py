@@ -20,26 +20,33 @@ def config_of(sweep: Mapping[str, Any], index: int, base_cfg: Mapping[str, Any] 
     the expanded sweep's row column for column.  The index counts every configuration the space
     defines, including any ``on_invalid: drop`` removed.  Raises :class:`ssdx.params.ConfigError` for an
     index outside the space."""
-    from ssdx import presets, tasks
+    from ssdx import tasks
+    from ssdx.core import registry
     from ssdx.params import ConfigError
     from ssdx.sweep import space
 
     if isinstance(index, bool) or not isinstance(index, int | np.integer):
         raise ConfigError("index", index, "must be an integer configuration index")
-    if sweep.get("model") == "hybrid":  # its own columns: workload.msr and hybrid.*
-        from ssdx.models.hybrid import jobs as hybrid_jobs
-        from ssdx.models.hybrid import params as hybrid_params
-
-        cfg = {"hybrid": hybrid_params.defaults(), "workload": {}} if base_cfg is None else base_cfg
-        return space.sweep_row(hybrid_jobs.base_columns(cfg), sweep, int(index))
+    spec = registry.sweep_model(sweep)
     if base_cfg is None:
-        base_cfg = {"drive": presets.drive(), "workload": presets.workload(), "nand": None}
-        if sweep.get("model") == "engine":
-            base_cfg["engine"] = presets.engine()
+        base_cfg = default_base(spec.blocks)
+    if spec.run is not None:  # a model with its own runner: its own base columns alone
+        return space.sweep_row(registry.resolve(spec.base_columns)(base_cfg), sweep, int(index))
     row = space.sweep_row(tasks.sweep_base(sweep, base_cfg), sweep, int(index))
     spec = tasks._vmap_model(sweep)
     if spec.complete:  # the model's finishing of the columns (an engine sweep's fio queue depths)
-        from ssdx.core import registry
-
         row = registry.resolve(spec.complete)(row, sweep, base_cfg)
     return row
+
+
+def default_base(blocks: tuple[str, ...]) -> dict[str, Any]:
+    """The composed config ``ssdx sweep=NAME`` gives a sweep reading the config ``blocks`` without
+    overrides: the default drive and workload presets, no NAND override, and each other block's default
+    (``conf/config.yaml``'s defaults list)."""
+    from ssdx import presets
+
+    base: dict[str, Any] = {"drive": presets.drive(), "workload": presets.workload(), "nand": None}
+    for block in blocks:
+        if block not in base and block != "model":
+            base[block] = presets.group_default(block)
+    return base

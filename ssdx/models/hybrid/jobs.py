@@ -420,7 +420,7 @@ def run_sweep(sweep: Mapping[str, Any], cfg: Mapping[str, Any], out_dir: Path,
                        for _, r in g.iterrows()} for w, g in at.groupby("workload.msr", sort=False)}
     summary = {
         "sweep": sweep.get("name"), "n_configs": len(df), "wall_s": wall, "scm_ratio": ref,
-        "scm_basis": want_basis, "relative_iops": rel,
+        "scm_basis": want_basis, "baseline": BASELINE, "nands": list(TABLE1), "relative_iops": rel,
         "best_nand": by_ratio[size_key(want_basis, ref)]["best_nand"],
         "best_nand_ties": {w: sorted(n for n, x in v.items()
                                      if x >= max(v.values()) * (1 - TIE_PERCENT / 100))
