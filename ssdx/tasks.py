@@ -19,8 +19,6 @@ from ssdx.core import io, registry
 from ssdx.report.tables import best_per_group, format_table
 from ssdx.sweep import runner, source, space
 
-#: sweep keys that only some models read: key -> those models (any other model would ignore the key)
-MODEL_KEYS = {"n_steps": ("fluid",), "rounds": ("gc",), "requests": ("hybrid", "engine"), "cost": ("engine",)}
 #: sweep keys of the chunked runner's models only (a model with its own runner, hybrid, has its own base)
 CHUNKED_KEYS = ("drive", "workload", "on_invalid", "chunk_size", "only")
 
@@ -32,8 +30,9 @@ def check_model_keys(sweep: Mapping[str, Any], model: str, chunked: bool) -> Non
     name = sweep.get("name")
     if name is not None and not isinstance(name, str):
         raise params.ConfigError("sweep.name", name, "must be a string (the sweep's name, in its outputs)")
+    model_keys = registry.model_keys()
     for key, value in sweep.items():
-        models = MODEL_KEYS.get(key)
+        models = model_keys.get(key)
         if models is not None and model not in models:
             raise params.ConfigError(f"sweep.{key}", value, f"is read by {' and '.join(models)} sweeps only; "
                                      f"a {model} sweep would ignore it: remove it")
@@ -339,16 +338,13 @@ def check_outputs(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
                   keep is None or bool(keep["all"]))
 
 
-#: the report's ranking of a sweep without ``report.sort_by``, by model: (metric, ascending)
-DEFAULT_SORT = {"fluid": ("time_s", True), "thermal": ("written_gb", False),
-                "gc": ("write_amplification", True), "engine": ("latency_p99_us", True)}
-
-
 def default_sort(model: str) -> tuple[str, bool]:
     """The metric a ``model`` sweep's report ranks by when its ``report`` sets no ``sort_by``, and whether
-    lower is better: the fill's time (fluid), the data written in the run (thermal: the least throttled),
-    the write amplification (GC), the p99 latency (engine)."""
-    return DEFAULT_SORT.get(model, DEFAULT_SORT["fluid"])
+    lower is better (the model's registry line, ``SweepModelSpec.sort``: the fill's time for the fluid
+    model, the data written in the run for the thermal one, the write amplification for GC, the p99
+    latency for the engine)."""
+    spec = registry.SWEEP_MODELS.get(model, registry.SWEEP_MODELS["fluid"])
+    return spec.sort
 
 
 def _check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics: tuple[str, ...],

@@ -56,7 +56,7 @@ def test_every_registered_function_resolves():
     for j in registry.JOBS.values():
         assert callable(registry.resolve(j.run)) and callable(registry.resolve(j.lines)), j.name
     for m in registry.SWEEP_MODELS.values():
-        own = (m.base_columns, m.build, m.run, m.rows, m.complete, m.fields)
+        own = (m.base_columns, m.prepare, m.build, m.run, m.rows, m.complete, m.fields)
         refs = [m.lines, *m.checks] + [r for r in own if r]
         assert all(callable(registry.resolve(r)) for r in refs), m.name
         # the chunked runner on a vmapped model (build), its rows runner (rows) or its own, one of them
@@ -94,6 +94,31 @@ def test_the_sweep_runner_imports_no_model_or_job():
     names += [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
               for a in n.names]  # from ssdx.models import fluid -> ssdx.models.fluid.model
     assert not [m for m in names if m.startswith(("ssdx.models", "ssdx.tasks", "ssdx.params"))], names
+
+
+def test_the_hubs_import_no_model():
+    # what the CLI, the sweep package, the reports and the sweep orchestration need of a model comes from
+    # its registry line (resolved by name), so a model's change stays in its folder and the registry
+    root = Path(registry.__file__).parents[1]
+    for path in [*root.glob("cli/*.py"), *root.glob("sweep/*.py"), *root.glob("report/*.py"),
+                 root / "tasks.py"]:
+        tree = ast.parse(path.read_text())
+        names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        names += [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+                  for a in n.names]
+        assert not [m for m in names if m.startswith("ssdx.models")], path.name
+
+
+def test_a_sweep_key_only_other_models_read_is_refused_naming_them():
+    assert registry.model_keys() == {"n_steps": ("fluid",), "rounds": ("gc",),
+                                     "requests": ("engine", "hybrid"), "cost": ("engine",)}
+    with pytest.raises(ConfigError, match=r"sweep.rounds.*read by gc sweeps only; a fluid sweep would"):
+        tasks.check_model_keys({"name": "s", "rounds": 3}, "fluid", chunked=True)
+    with pytest.raises(ConfigError, match=r"sweep.requests.*read by engine and hybrid sweeps only"):
+        tasks.check_model_keys({"requests": 300}, "gc", chunked=True)
+    tasks.check_model_keys({"requests": 300, "cost": {}}, "engine", chunked=True)
+    assert tasks.default_sort("thermal") == ("written_gb", False)
+    assert tasks.default_sort("hybrid") == ("time_s", True)  # a model without a ranked table: the fluid's
 
 
 def test_the_runner_needs_trees_from_the_factory_or_the_caller():

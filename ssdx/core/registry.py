@@ -75,7 +75,9 @@ class SweepModelSpec:
     (:func:`check_sources`).  ``blocks`` are the config blocks its columns come from; ``metrics`` the scalar
     metrics its per-configuration function returns, the table's columns besides ``config_id`` and the
     parameters (a model with its own runner lists none here: its table is that runner's), or ``"module:NAME"``
-    of the tuple that lists them (:meth:`metric_names`).
+    of the tuple that lists them (:meth:`metric_names`).  ``sweep_keys``: the keys of a sweep definition
+    that this model reads and some others do not (:func:`model_keys`); ``sort``: the metric its report ranks
+    by when ``report.sort_by`` is not set, and whether lower is better.
 
     A model whose configurations are not one ``vmap``-ped function each (the request engine: a batch replays
     a shared request stream) gives ``rows`` instead of ``build``: ``"module:function"`` taking ``(cols,
@@ -102,6 +104,8 @@ class SweepModelSpec:
     synthetic: bool = False
     reduces: bool = True
     metrics: tuple[str, ...] | str = ()
+    sweep_keys: tuple[str, ...] = ()
+    sort: tuple[str, bool] = ("time_s", True)
     description: str = ""
 
     def metric_names(self) -> tuple[str, ...]:
@@ -257,6 +261,7 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                    metrics=("cache_gb", "capacity_gb", "direct_gb", "folding_gb", "folding_mb_s",
                             "host_mb_s", "mean_mb_s", "min_mb_s", "native_mb_s", "p5_mb_s", "pslc_gb",
                             "pslc_mb_s", "raw_gb", "time_s", "written_gb"),
+                   sweep_keys=("n_steps",), sort=("time_s", True),
                    description="fluid write model: fill time, speeds, cache phases"),
     SweepModelSpec("thermal", f"{_CONSOLE}:sweep", base_columns="ssdx.core.registry:thermal_columns",
                    prepare="ssdx.core.registry:fio_fill_base",
@@ -266,27 +271,40 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                             "mean_power_w", "p5_mb_s", "throttled_mean_mb_s", "throttled_s",
                             "time_above_cctemp_s", "time_above_wctemp_s", "time_tmt1_s", "time_tmt2_s",
                             "tmt1_transitions", "tmt2_transitions", "unthrottled_mean_mb_s", "written_gb"),
-                   description="coupled write/power/thermal model"),
+                   sort=("written_gb", False), description="coupled write/power/thermal model"),
     SweepModelSpec("gc", f"{_CONSOLE}:sweep", base_columns="ssdx.core.registry:gc_columns",
                    checks=("ssdx.models.gc.params:validate",), build="ssdx.models.gc.jobs:sweep_model",
                    blocks=("drive", "nand", "workload", "gc"), fio=False,
                    metrics=("complete", "cycles", "erases_per_host_page", "mb_s", "precondition_wa",
                             "steady_state_round", "write_amplification"),
+                   sweep_keys=("rounds",), sort=("write_amplification", True),
                    description="block-level GC: write amplification after SNIA preconditioning"),
     SweepModelSpec("engine", f"{_CONSOLE}:sweep", base_columns="ssdx.models.engine.sweep:base_columns",
                    checks=("ssdx.models.engine.sweep:validate",), rows="ssdx.models.engine.sweep:run_rows",
                    complete="ssdx.models.engine.sweep:complete",
                    fields="ssdx.models.engine.sweep:check_fields",
                    blocks=("drive", "nand", "workload", "engine"), trace_path=True, synthetic=True,
-                   metrics="ssdx.models.engine.sweep:METRICS",
+                   metrics="ssdx.models.engine.sweep:METRICS", sweep_keys=("requests", "cost"),
+                   sort=("latency_p99_us", True),
                    description="request engine: latency percentiles, IOPS and cost of drive designs on a fio "
                                "job, trace or generated stream"),
     SweepModelSpec("hybrid", f"{_CONSOLE}:hybrid_sweep", base_columns="ssdx.models.hybrid.jobs:base_columns",
                    run="ssdx.models.hybrid.jobs:run_sweep",
                    blocks=("workload", "hybrid"), fio=False, trace_path=True, reduces=False,
+                   sweep_keys=("requests",),
                    description="SCM/NAND hybrid drive replaying MSR streams (its own runner: one replay "
                                "per group of configurations sharing a stream)"),
 )}
+
+
+def model_keys() -> dict[str, tuple[str, ...]]:
+    """Each sweep-definition key that only some models read, and the models that read it (another model
+    would ignore the key, so its sweep is refused)."""
+    keys: dict[str, tuple[str, ...]] = {}
+    for spec in SWEEP_MODELS.values():
+        for key in spec.sweep_keys:
+            keys[key] = (*keys.get(key, ()), spec.name)
+    return keys
 
 
 def _names(names: list[str]) -> str:
