@@ -188,10 +188,10 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     The model (``sweep.model``) is the registry's (``ssdx.core.registry.SWEEP_MODELS``): its spec builds
     the runner's inputs; a model with its own runner (``hybrid``) is run by it (``chunk_size`` unused).
 
-    The definition is checked before anything runs or is written: its keys (``ssdx.sweep.source.KEYS``),
+    The definition is checked before anything runs or is written: its keys (``ssdx.sweep.source.keys``),
     its ``keep`` (``ssdx.sweep.reduce.parse``) and the names its ``keep`` and ``report`` use
     (:func:`check_outputs`); a breach raises :class:`ssdx.params.ConfigError`."""
-    source.check_keys(sweep, "sweep", source.KEYS)
+    source.check_keys(sweep, "sweep", source.keys())
     spec = registry.sweep_model(sweep)
     check_model_keys(sweep, spec.name, chunked=spec.run is None)
     # workload.fio / trace_path / synthetic only where the model reads them (as the CLI checks)

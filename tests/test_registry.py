@@ -112,6 +112,8 @@ def test_the_hubs_import_no_model():
 def test_a_sweep_key_only_other_models_read_is_refused_naming_them():
     assert registry.model_keys() == {"n_steps": ("fluid",), "rounds": ("gc",),
                                      "requests": ("engine", "hybrid"), "cost": ("engine",)}
+    assert registry.sweep_shadows() == {"n_steps": "model.n_steps", "rounds": "gc.rounds",
+                                        "requests": "workload.requests"}
     with pytest.raises(ConfigError, match=r"sweep.rounds.*read by gc sweeps only; a fluid sweep would"):
         tasks.check_model_keys({"name": "s", "rounds": 3}, "fluid", chunked=True)
     with pytest.raises(ConfigError, match=r"sweep.requests.*read by engine and hybrid sweeps only"):

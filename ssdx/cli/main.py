@@ -58,7 +58,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ssdx import loggers, progress
 from ssdx.cli import schema
-from ssdx.core import io
+from ssdx.core import io, registry
 from ssdx.params import ConfigError
 from ssdx.paths import conf_dir, sweeps_dir
 from ssdx.report import run_dir
@@ -265,17 +265,14 @@ def _out_dir(cfg: DictConfig) -> Path:
 
 
 #: a sweep's own key, and the configuration key it takes the place of in that sweep
-SWEEP_SHADOWS = {"n_steps": "model.n_steps", "rounds": "gc.rounds", "requests": "workload.requests"}
-
-
 def check_shadowed(cfg: dict[str, Any], given: frozenset[str]) -> None:
     """In the composed config ``cfg`` of a sweep, refuse a command-line value (``given``: the keys set there)
-    of a key the sweep overrides with its own (``model.n_steps`` where the sweep sets ``n_steps``,
-    :data:`SWEEP_SHADOWS`): it would be ignored without a word."""
+    of a key the sweep overrides with its own (``model.n_steps`` where the sweep sets ``n_steps``: the models'
+    registry lines, ``ssdx.core.registry.sweep_shadows``): it would be ignored without a word."""
     sweep = cfg.get("sweep")
     if not isinstance(sweep, dict):
         return
-    for own, key in SWEEP_SHADOWS.items():
+    for own, key in registry.sweep_shadows().items():
         if own in sweep and key in given and f"sweep.{own}" not in given:
             group, _, leaf = key.partition(".")
             raise ConfigError(key, (cfg.get(group) or {}).get(leaf), f"the sweep '{sweep.get('name', '?')}' "

@@ -77,7 +77,8 @@ class SweepModelSpec:
     parameters (a model with its own runner lists none here: its table is that runner's), or ``"module:NAME"``
     of the tuple that lists them (:meth:`metric_names`).  ``sweep_keys``: the keys of a sweep definition
     that this model reads and some others do not (:func:`model_keys`); ``sort``: the metric its report ranks
-    by when ``report.sort_by`` is not set, and whether lower is better.
+    by when ``report.sort_by`` is not set, and whether lower is better; ``shadows``: pairs of one of its sweep
+    keys and the config key whose value the sweep's replaces (:func:`sweep_shadows`).
 
     A model whose configurations are not one ``vmap``-ped function each (the request engine: a batch replays
     a shared request stream) gives ``rows`` instead of ``build``: ``"module:function"`` taking ``(cols,
@@ -105,6 +106,7 @@ class SweepModelSpec:
     reduces: bool = True
     metrics: tuple[str, ...] | str = ()
     sweep_keys: tuple[str, ...] = ()
+    shadows: tuple[tuple[str, str], ...] = ()
     sort: tuple[str, bool] = ("time_s", True)
     description: str = ""
 
@@ -261,7 +263,7 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                    metrics=("cache_gb", "capacity_gb", "direct_gb", "folding_gb", "folding_mb_s",
                             "host_mb_s", "mean_mb_s", "min_mb_s", "native_mb_s", "p5_mb_s", "pslc_gb",
                             "pslc_mb_s", "raw_gb", "time_s", "written_gb"),
-                   sweep_keys=("n_steps",), sort=("time_s", True),
+                   sweep_keys=("n_steps",), shadows=(("n_steps", "model.n_steps"),), sort=("time_s", True),
                    description="fluid write model: fill time, speeds, cache phases"),
     SweepModelSpec("thermal", f"{_CONSOLE}:sweep", base_columns="ssdx.core.registry:thermal_columns",
                    prepare="ssdx.core.registry:fio_fill_base",
@@ -277,7 +279,8 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                    blocks=("drive", "nand", "workload", "gc"), fio=False,
                    metrics=("complete", "cycles", "erases_per_host_page", "mb_s", "precondition_wa",
                             "steady_state_round", "write_amplification"),
-                   sweep_keys=("rounds",), sort=("write_amplification", True),
+                   sweep_keys=("rounds",), shadows=(("rounds", "gc.rounds"),),
+                   sort=("write_amplification", True),
                    description="block-level GC: write amplification after SNIA preconditioning"),
     SweepModelSpec("engine", f"{_CONSOLE}:sweep", base_columns="ssdx.models.engine.sweep:base_columns",
                    checks=("ssdx.models.engine.sweep:validate",), rows="ssdx.models.engine.sweep:run_rows",
@@ -285,13 +288,13 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                    fields="ssdx.models.engine.sweep:check_fields",
                    blocks=("drive", "nand", "workload", "engine"), trace_path=True, synthetic=True,
                    metrics="ssdx.models.engine.sweep:METRICS", sweep_keys=("requests", "cost"),
-                   sort=("latency_p99_us", True),
+                   shadows=(("requests", "workload.requests"),), sort=("latency_p99_us", True),
                    description="request engine: latency percentiles, IOPS and cost of drive designs on a fio "
                                "job, trace or generated stream"),
     SweepModelSpec("hybrid", f"{_CONSOLE}:hybrid_sweep", base_columns="ssdx.models.hybrid.jobs:base_columns",
                    run="ssdx.models.hybrid.jobs:run_sweep",
                    blocks=("workload", "hybrid"), fio=False, trace_path=True, reduces=False,
-                   sweep_keys=("requests",),
+                   sweep_keys=("requests",), shadows=(("requests", "workload.requests"),),
                    description="SCM/NAND hybrid drive replaying MSR streams (its own runner: one replay "
                                "per group of configurations sharing a stream)"),
 )}
@@ -305,6 +308,13 @@ def model_keys() -> dict[str, tuple[str, ...]]:
         for key in spec.sweep_keys:
             keys[key] = (*keys.get(key, ()), spec.name)
     return keys
+
+
+def sweep_shadows() -> dict[str, str]:
+    """Each sweep-definition key that replaces a config key's value in the sweep's runs, and that key
+    (``n_steps`` -> ``model.n_steps``, ...): a value given on the command line for the config key alone would
+    be ignored, so the CLI refuses it (``ssdx.cli.main.check_shadowed``)."""
+    return {own: key for spec in SWEEP_MODELS.values() for own, key in spec.shadows}
 
 
 def _names(names: list[str]) -> str:

@@ -1,8 +1,8 @@
 """Sweep definitions from any file: ``ssdx sweep_file=PATH.yaml``.
 
-The file has the keys of ``sweeps/NAME.yaml`` (:data:`KEYS`: ``name``, ``space``, ``base``, ``report``,
+The file has the keys of ``sweeps/NAME.yaml`` (:func:`keys`: ``name``, ``space``, ``base``, ``report``,
 ``keep``, ...).  A relative path is resolved against the current directory.  A missing file, YAML that does
-not parse (named with its line), a document that is not a mapping and a key that is none of :data:`KEYS`
+not parse (named with its line), a document that is not a mapping and a key that is none of :func:`keys`
 (a misspelt ``kep:`` would otherwise be dropped without a word) are refused with :class:`ConfigError`.
 :func:`check_keys` is the same check for any block of keys (``ssdx.tasks.run_sweep`` applies it to every
 sweep, however it was selected, and ``ssdx.sweep.reduce.parse`` to the ``keep`` blocks).
@@ -22,11 +22,19 @@ from ssdx.params import ConfigError
 
 FIELD = "sweep_file"
 
-#: the keys of a sweep definition (every model's; a model reads those it uses: ``n_steps`` the fluid model,
-#: ``rounds`` the GC model, ``requests`` the hybrid and engine models, ``cost`` the engine model's prices,
-#: ``generate``, ``keep`` and ``only`` (one configuration alone) the chunked runner)
-KEYS = ("name", "model", "space", "base", "drive", "workload", "on_invalid", "chunk_size", "n_steps",
-        "rounds", "requests", "cost", "generate", "keep", "report", "only")
+#: the keys of a sweep definition that do not depend on its model (``generate``, ``keep`` and ``only``, one
+#: configuration alone, are the chunked runner's); the models' own keys are in their registry lines
+#: (``SweepModelSpec.sweep_keys``: ``n_steps`` of the fluid model, ``rounds`` of the GC model, ...)
+COMMON_KEYS = ("name", "model", "space", "base", "drive", "workload", "on_invalid", "chunk_size", "generate",
+               "keep", "report", "only")
+
+
+def keys() -> tuple[str, ...]:
+    """Every key a sweep definition may have: :data:`COMMON_KEYS` and each model's own."""
+    from ssdx.core import registry
+
+    own = tuple(registry.model_keys())
+    return COMMON_KEYS[:8] + own + COMMON_KEYS[8:]
 
 
 def check_keys(block: Mapping[str, Any], field: str, allowed: Iterable[str], where: str = "") -> None:
@@ -63,7 +71,7 @@ def load(path: str | Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or "space" not in doc:
         raise ConfigError(FIELD, str(p), "must hold a sweep definition: a mapping with a 'space' "
                                          "(as in the package's sweeps/NAME.yaml)")
-    check_keys(doc, "sweep", KEYS, str(p))
+    check_keys(doc, "sweep", keys(), str(p))
     doc.setdefault("name", p.stem)
     return doc
 
