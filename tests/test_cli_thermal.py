@@ -10,9 +10,9 @@ from omegaconf import OmegaConf
 from test_cli import ssdx
 
 from ssdx import api, catalog, presets, tasks
+from ssdx.models.thermal import console
 from ssdx.models.thermal import params as thermal_params
 from ssdx.paths import sweeps_dir
-from ssdx.report import console
 from ssdx.units import ZERO_C_IN_K
 
 PNG = b"\x89PNG\r\n\x1a\n"
