@@ -6,7 +6,6 @@ directory, writes its files there, and returns the summary it wrote.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,7 +16,7 @@ import numpy as np
 from ssdx import params
 from ssdx.core import io, registry
 from ssdx.report.tables import best_per_group, format_table
-from ssdx.sweep import runner, source, space
+from ssdx.sweep import outputs, runner, source, space
 
 #: sweep keys of the chunked runner's models only (a model with its own runner, hybrid, has its own base)
 CHUNKED_KEYS = ("drive", "workload", "on_invalid", "chunk_size", "only")
@@ -255,7 +254,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     df = table.to_pandas()
     rep = dict(sweep.get("report") or {})
     group_by = list(rep.get("group_by") or [])
-    sort_by, ascending = default_sort(str(sweep.get("model", "fluid")))
+    sort_by, ascending = outputs.default_sort(str(sweep.get("model", "fluid")))
     sort_by = rep.get("sort_by", sort_by)
     ascending = bool(rep.get("ascending", True if "sort_by" in rep else ascending))
     constraint = rep.get("constraint")
@@ -298,25 +297,17 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
                              "workers": int(getattr(executor, "workers", 1) or 1)}
     summary["outputs"] = [summary["results"], str(out_dir / "summary.json")] + [
         str(out_dir / v["file"]) for v in (kept.values() if keep is not None else []) if isinstance(v, dict)]
-    summary["plots"] = sweep_plots(df, eligible, rep, out_dir, sweep.get("name"))
+    summary["plots"] = outputs.sweep_plots(df, eligible, rep, out_dir, sweep.get("name"))
     if keep is not None and "histograms" in keep:  # kept beside the table
-        summary["plots"] |= reduced_plots({"histograms": keep["histograms"]}, out_dir,
-                                          f"{sweep.get('name')}: {len(df)} configurations")
+        summary["plots"] |= outputs.reduced_plots({"histograms": keep["histograms"]}, out_dir,
+                                                  f"{sweep.get('name')}: {len(df)} configurations")
     if "pareto" in summary["plots"]:
         summary["pareto"] = summary["plots"].pop("pareto")
     io.write_json(out_dir / "summary.json", summary)
     shown = group_by + list(rep.get("columns") or [])
     summary["_table"] = format_table(best, shown + ["ties"] if shown else None)  # None: every column
-    summary["_quantiles"] = _quantile_table(keep, out_dir)
+    summary["_quantiles"] = outputs.quantile_table(keep, out_dir)
     return summary
-
-
-#: the keys of a sweep's ``report`` block (models run in the chunked runner), and of its plots' blocks
-REPORT_KEYS = ("group_by", "sort_by", "ascending", "columns", "constraint", "pareto", "heatmap")
-PLOT_KEYS = {"pareto": ("x", "y", "x_better", "y_better", "color"),
-             "heatmap": ("x", "y", "value", "better", "facet")}
-#: the columns each plot must name (the others may be left out)
-PLOT_AXES = {"pareto": ("x", "y"), "heatmap": ("x", "y", "value")}
 
 
 def check_outputs(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
@@ -326,86 +317,16 @@ def check_outputs(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
     base columns, :func:`sweep_base`, with its ``base`` overrides) and the metrics of its model
     (``ssdx.core.registry.SweepModelSpec.metrics``).  Also the ``report`` block's keys, its plots' keys,
     their ``min``/``max`` choices and its ``constraint`` (run on an empty table of those columns).  The
-    default ``sort_by`` (:func:`default_sort`) is checked only where the table is kept (the report is made
-    of it).
-    A breach raises :class:`ssdx.params.ConfigError` naming the field, e.g. ``sweep.report.group_by``."""
+    default ``sort_by`` (``ssdx.sweep.outputs.default_sort``) is checked only where the table is kept (the
+    report is made of it).  A breach raises :class:`ssdx.params.ConfigError` naming the field, e.g.
+    ``sweep.report.group_by``."""
     from ssdx.sweep import reduce
 
     spec = _vmap_model(sweep)
     base = space.base_columns(sweep_base(sweep, base_cfg), sweep)
     reduce.check_columns(keep, list(base), spec.metric_names())
-    _check_report(sweep.get("report"), base, spec.name, spec.metric_names(),
-                  keep is None or bool(keep["all"]))
-
-
-def default_sort(model: str) -> tuple[str, bool]:
-    """The metric a ``model`` sweep's report ranks by when its ``report`` sets no ``sort_by``, and whether
-    lower is better (the model's registry line, ``SweepModelSpec.sort``: the fill's time for the fluid
-    model, the data written in the run for the thermal one, the write amplification for GC, the p99
-    latency for the engine)."""
-    spec = registry.SWEEP_MODELS.get(model, registry.SWEEP_MODELS["fluid"])
-    return spec.sort
-
-
-def _check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics: tuple[str, ...],
-                  table: bool) -> None:
-    """The checks of :func:`check_outputs` on the ``report`` block ``rep`` (``table``: the whole table is
-    kept, so the report is made)."""
-    import pandas as pd
-
-    from ssdx.report import sweep as sweep_report
-    from ssdx.sweep import reduce
-
-    if rep is None:  # no report block: the table's report still sorts by the default sort_by
-        rep = {}
-    if not isinstance(rep, Mapping):
-        raise params.ConfigError("sweep.report", rep,
-                                 f"must be a mapping with the keys {', '.join(REPORT_KEYS)}")
-    source.check_keys(rep, "sweep.report", REPORT_KEYS)
-    def column(field: str, name: Any, note: str = "") -> None:
-        reduce.check_column(field, name, list(base), metrics, model, note, also=("config_id",))
-
-    for key in ("group_by", "columns"):
-        names = rep.get(key)
-        if names is None:
-            continue
-        if isinstance(names, str) or not isinstance(names, list | tuple):
-            raise params.ConfigError(f"sweep.report.{key}", names, "must be a list of column names")
-        for name in names:
-            column(f"sweep.report.{key}", name)
-    if "sort_by" in rep or table:
-        default = default_sort(model)[0]
-        column("sweep.report.sort_by", rep.get("sort_by", default),
-               "" if "sort_by" in rep else f" ({default} is a {model} sweep's default: set report.sort_by)")
-    if not isinstance(rep.get("ascending", True), bool):
-        raise params.ConfigError("sweep.report.ascending", rep["ascending"], "must be true or false")
-    for plot, keys in PLOT_KEYS.items():
-        block = rep.get(plot)
-        if block is None or block is False:
-            continue
-        field = f"sweep.report.{plot}"
-        if not isinstance(block, Mapping):
-            raise params.ConfigError(field, block, f"must be a mapping with the keys {', '.join(keys)}")
-        source.check_keys(block, field, keys)
-        for key in keys:
-            if key.endswith("better"):
-                sweep_report.better(block, key, plot)  # the plot's own rule, before the sweep runs
-            elif key in PLOT_AXES[plot] or block.get(key) is not None:
-                column(f"{field}.{key}", block.get(key))
-    constraint = rep.get("constraint")
-    if constraint is None or constraint == "":
-        return
-    if not isinstance(constraint, str):
-        raise params.ConfigError("sweep.report.constraint", constraint,
-                                 "must be a pandas query over result columns (a string)")
-    empty = pd.DataFrame({"config_id": np.zeros(0, np.int64),
-                          **{k: np.asarray(v)[:0] for k, v in base.items()},
-                          **{m: np.zeros(0) for m in metrics}})
-    try:
-        empty.query(constraint)
-    except Exception as e:  # pandas raises many types for a bad expression
-        raise params.ConfigError("sweep.report.constraint", constraint,
-                                 f"must be a pandas query over result columns ({e})") from None
+    outputs.check_report(sweep.get("report"), base, spec.name, spec.metric_names(),
+                         keep is None or bool(keep["all"]))
 
 
 GENERATE = ("auto", "host", "device")
@@ -537,7 +458,7 @@ def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_s
                     "constraint": None},
         "best": [] if best is None else best.to_dict(orient="records"),
         "results": None,
-        "plots": reduced_plots(keep, out_dir, f"{sweep.get('name')}: {n} configurations"),
+        "plots": outputs.reduced_plots(keep, out_dir, f"{sweep.get('name')}: {n} configurations"),
         "outputs": [str(out_dir / "summary.json")] + [str(out_dir / v["file"]) for v in kept.values()
                                                        if isinstance(v, dict)],
     }
@@ -549,73 +470,8 @@ def _reduced_summary(sweep, keep, kept, out, infeasible, n_defined, dropped, n_s
     io.write_json(out_dir / "summary.json", summary)
     cols = list(t.get("group_by", [])) + ["config_index"] + ([t["by"]] if t else [])
     summary["_table"] = "" if best is None else format_table(best, cols)
-    summary["_quantiles"] = _quantile_table(keep, out_dir)
+    summary["_quantiles"] = outputs.quantile_table(keep, out_dir)
     return summary
-
-
-def reduced_plots(keep: Mapping[str, Any], out_dir: Path, title: str) -> dict[str, str]:
-    """The plots of a reduced sweep's outputs (``ssdx.report.sweep``): ``histograms.png`` (every group's
-    histogram of each metric, quantiles marked) and ``front.png`` (the Pareto front's rows).  Returns
-    their paths."""
-    import pyarrow.parquet as pq
-
-    from ssdx.report import sweep as sweep_report
-
-    out: dict[str, str] = {}
-    if "histograms" in keep:
-        sweep_report.histograms(json.loads((out_dir / "histograms.json").read_text()),
-                                out_dir / "histograms.png", title)
-        out["histograms_png"] = str(out_dir / "histograms.png")
-    if "pareto" in keep:
-        sweep_report.front(pq.read_table(out_dir / "pareto.parquet").to_pandas(), keep["pareto"],
-                           out_dir / "front.png", title)
-        out["front_png"] = str(out_dir / "front.png")
-    return out
-
-
-def _quantile_table(keep: Mapping[str, Any] | None, out_dir: Path) -> str:
-    """The quantiles of ``out_dir/histograms.json`` as text, "" when ``keep`` asks for none: a row per
-    group, metric and quantile (estimate and bracket; ``<`` / ``>`` where the quantile is outside the
-    histogram's range)."""
-    import pandas as pd
-
-    if not (keep or {}).get("histograms", {}).get("quantiles"):
-        return ""
-    doc = json.loads((out_dir / "histograms.json").read_text())
-    rows = []
-    for g in doc["groups"]:
-        for m, entries in g["quantiles"].items():
-            for e in entries:
-                where = (f"< {e['high']:.4g}" if e["low"] is None and e["high"] is not None
-                         else f"> {e['low']:.4g}" if e["high"] is None and e["low"] is not None
-                         else f"[{e['low']:.4g}, {e['high']:.4g}]" if e["low"] is not None else "no values")
-                rows.append({**g["group"], "metric": m, "q": e["q"], "value": e["value"], "bracket": where})
-    df = pd.DataFrame(rows)
-    return format_table(df, [*doc["group_by"], "metric", "q", "value", "bracket"])
-
-
-def sweep_plots(df, eligible, rep: Mapping[str, Any], out_dir: Path, name: Any) -> dict[str, Any]:
-    """The plots a sweep's ``report`` asks for (``ssdx.report.sweep``): ``pareto.png`` (every configuration,
-    the front drawn through; the front's rows, at most 50, under ``pareto``) and ``heatmap.png`` (best
-    value per cell over the configurations meeting the constraint).  Returns their paths."""
-    from ssdx.report import sweep as sweep_report
-
-    out: dict[str, Any] = {}
-    if rep.get("pareto"):
-        spec = dict(rep["pareto"])
-        front = sweep_report.pareto(df, spec, out_dir / "pareto.png",
-                                    title=f"{name}: {len(df)} configurations")
-        keep = list(rep.get("group_by") or []) + list(rep.get("columns") or []) + [spec["x"], spec["y"]]
-        keep = [c for c in keep if c in front.columns]
-        out["pareto"] = {"x": spec["x"], "y": spec["y"], "n_front": len(front),
-                         "front": front[list(dict.fromkeys(keep))].head(50).to_dict(orient="records")}
-        out["pareto_png"] = str(out_dir / "pareto.png")
-    if rep.get("heatmap") and len(eligible):
-        sweep_report.heatmap(eligible, dict(rep["heatmap"]), out_dir / "heatmap.png",
-                             title=f"{name}: best {rep['heatmap'].get('value')} per cell"
-                             + (f" ({rep.get('constraint')})" if rep.get("constraint") else ""))
-        out["heatmap_png"] = str(out_dir / "heatmap.png")
-    return out
 
 
 def run_analyse(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:

@@ -110,6 +110,8 @@ def test_the_hubs_import_no_model():
 
 
 def test_a_sweep_key_only_other_models_read_is_refused_naming_them():
+    from ssdx.sweep import outputs
+
     assert registry.model_keys() == {"n_steps": ("fluid",), "rounds": ("gc",),
                                      "requests": ("engine", "hybrid"), "cost": ("engine",)}
     assert registry.sweep_shadows() == {"n_steps": "model.n_steps", "rounds": "gc.rounds",
@@ -119,8 +121,8 @@ def test_a_sweep_key_only_other_models_read_is_refused_naming_them():
     with pytest.raises(ConfigError, match=r"sweep.requests.*read by engine and hybrid sweeps only"):
         tasks.check_model_keys({"requests": 300}, "gc", chunked=True)
     tasks.check_model_keys({"requests": 300, "cost": {}}, "engine", chunked=True)
-    assert tasks.default_sort("thermal") == ("written_gb", False)
-    assert tasks.default_sort("hybrid") == ("time_s", True)  # a model without a ranked table: the fluid's
+    assert outputs.default_sort("thermal") == ("written_gb", False)
+    assert outputs.default_sort("hybrid") == ("time_s", True)  # a model without a ranked table: the fluid's
 
 
 def test_the_runner_needs_trees_from_the_factory_or_the_caller():
