@@ -1,5 +1,5 @@
 """The findings of the SCM/NAND hybrid SSD study (Fukuchi et al.) checked on the model
-(``ssdx.models.hybrid.jobs.run_validate``): the checks themselves on hand-made numbers, then the model on
+(``ssdx.models.hybrid.studies.run_validate``): the checks themselves on hand-made numbers, then the model on
 three
 MSR presets at a small size (the full size is ``ssdx experiment=hybrid_validate``)."""
 
@@ -9,6 +9,7 @@ import pytest
 
 from ssdx.models.hybrid import jobs as tasks_hybrid
 from ssdx.models.hybrid import params as hybrid_params
+from ssdx.models.hybrid import studies
 
 NANDS = ("2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc")
 
@@ -118,7 +119,7 @@ def small(tmp_path_factory):
     cfg = {"hybrid": {**hybrid_params.defaults(), "scm_ratio": 0.02},
            "workload": {}, "seed": 0,
            "validate": {"workloads": ["proj_0", "hm_0", "proj_3"], "requests": 3000}}
-    return tasks_hybrid.run_validate(cfg, tmp_path_factory.mktemp("validate"), progress=False)
+    return studies.run_validate(cfg, tmp_path_factory.mktemp("validate"), progress=False)
 
 
 @pytest.mark.validation
