@@ -153,12 +153,18 @@ def writes(n: int, qd: int, sizes=(4096,), reads: float = 0.0, **eng) -> tuple[d
     return params.concat_columns(rows), ch
 
 
+def merged(n: int = 1500) -> tuple[dict, Chunk]:
+    """:func:`writes` of 1 to 16 pages with 30 % reads, open loop, pages merged into multi-plane programs
+    and rewrites kept in the buffer (MQSim's write-back whole)."""
+    return writes(n, 8, sizes=(4096, 16384, 65536), reads=0.3, loop="open", plane_merge=True,
+                  rewrite_window_s=1.0)
+
+
 def test_multi_plane_programs_and_kept_rewrites_under_either_back_pressure_match_between_backends():
     # MQSim's write-back whole: pages joined into multi-plane programs once let in, rewrites kept in the
     # buffer, writes of 1 to 16 pages, reads between them, open loop
     with x64():
-        cols, ch = writes(1500, 8, sizes=(4096, 16384, 65536), reads=0.3, loop="open", plane_merge=True,
-                          rewrite_window_s=1.0)
+        cols, ch = merged()
         cpu, ref = both(cols, ch, 500)
     np.testing.assert_allclose(cpu.latencies, ref.latencies, rtol=1e-9, atol=1e-15)
     for k in ("programs", "prog_pages", "busy", "lat_sum"):
@@ -172,8 +178,8 @@ def test_counting_programs_spreads_the_waits_of_a_saturated_write_stream():
     # gives every write the same share.  Both hold the same data in flight, so (Little's law) about the
     # same rate; the programs rule a little less, as a write comes in only at a program's end
     with x64():
-        cols, ch = writes(3000, 1)
-        cpu, ref = both(cols, ch, 1000)
+        cols, ch = writes(3000, 1)  # on the layout of the multi-plane stream above (its compiled scan)
+        cpu, ref = both(cols, ch, 500, like=engine_params.build(merged()[0])[3])
     np.testing.assert_allclose(cpu.latencies, ref.latencies, rtol=1e-9, atol=1e-15)
     fluid, prog = cpu.latencies[:, 1000:]  # past the start, with the dies' backlogs built up
     assert 1.0 < prog.mean() / fluid.mean() < 1.2
@@ -185,8 +191,7 @@ def test_the_float32_scan_takes_the_same_program_ends_and_partners_as_the_loop()
     # the batch's default dtype: the JAX step's times in float32 from the issue, the loop's in float64;
     # the admissions land on program ends and pages meet programs starting as they are ready, so a
     # tie split by rounding would change whole programs, not a rounding's worth
-    cols, ch = writes(1500, 8, sizes=(4096, 16384, 65536), reads=0.3, loop="open", plane_merge=True,
-                      rewrite_window_s=1.0)
+    cols, ch = merged()
     cpu, ref = both(cols, ch, 500, dtype=np.float32)
     np.testing.assert_array_equal(cpu.extra["sums"]["programs"], ref.extra["sums"]["programs"])
     for k in ("iops", "latency_mean_us", "write_latency_mean_us", "latency_p99_us"):

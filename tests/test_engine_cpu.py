@@ -61,11 +61,19 @@ def erasing_plan(qds, room_bytes: float, **eng):
                       room_nat0=np.minimum(p.room_nat0, room_bytes)), lay
 
 
-def both(cols: dict, ch: Chunk, chunk_len: int, dtype=np.float64) -> tuple[replay.Result, replay.Result]:
+def both(cols: dict, ch: Chunk, chunk_len: int, dtype=np.float64,
+         like: engine_params.Layout | None = None) -> tuple[replay.Result, replay.Result]:
     """The JAX scan's and the CPU loop's replays of ``ch`` on the batch ``cols``, its layout padded
-    (``conftest.padded_layout``: tests of one batch size, chunk length and dtype share a compiled scan)."""
+    (``conftest.padded_layout``: tests of one batch size, chunk length and dtype share a compiled scan);
+    with ``like``, also to that layout's kept rewrites and multi-plane merge rows (unused, they change
+    nothing: ``test_engine_mechanisms.py``, ``test_a_mechanism_no_configuration_uses_is_left_out_exactly``
+    in the full validation)."""
     trees = engine_params.build(cols, dtype=dtype)
-    trees = trees[:3] + (padded_layout(trees[3], map_sets=MAP_SETS),)
+    lay = padded_layout(trees[3], map_sets=MAP_SETS)
+    if like is not None:
+        lay = lay._replace(rewrites=lay.rewrites or like.rewrites,
+                           merge_rows=max(lay.merge_rows, like.merge_rows))
+    trees = trees[:3] + (lay,)
     return tuple(replay.replay(trees, [ch], chunk_len=chunk_len, keep_latency=True, backend=b)
                  for b in ("jax", "cpu"))
 

@@ -467,7 +467,8 @@ def test_eager_writes_past_the_back_pressure_run_at_one_program_per_write():
 
 @pytest.mark.validation  # fast tier: each mechanism off in test_engine_cpu's scans, held to the CPU loop
 @pytest.mark.parametrize("mechanism", [{"suspension": "none"}, {"map_cache": "lru"}, {"map_cache": "direct"},
-                                       {"write_back": "eager"}, {"cache_read": False}])
+                                       {"write_back": "eager"}, {"cache_read": False},
+                                       {"write_back": "eager", "plane_merge": True, "rewrite_window_s": 1.0}])
 def test_a_mechanism_no_configuration_uses_is_left_out_exactly(mechanism):
     # the batch's layout turns a mechanism off where no configuration uses it (the JAX step's fast path; the
     # CPU loop has none); a default configuration must get the same latencies and counts alone (mechanism
