@@ -33,7 +33,6 @@ def config_of(sweep: Mapping[str, Any], index: int, base_cfg: Mapping[str, Any] 
     if spec.run is not None:  # a model with its own runner: its own base columns alone
         return space.sweep_row(registry.resolve(spec.base_columns)(base_cfg), sweep, int(index))
     row = space.sweep_row(tasks.sweep_base(sweep, base_cfg), sweep, int(index))
-    spec = tasks._vmap_model(sweep)
     if spec.complete:  # the model's finishing of the columns (an engine sweep's fio queue depths)
         row = registry.resolve(spec.complete)(row, sweep, base_cfg)
     return row

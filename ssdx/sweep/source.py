@@ -33,8 +33,7 @@ def keys() -> tuple[str, ...]:
     """Every key a sweep definition may have: :data:`COMMON_KEYS` and each model's own."""
     from ssdx.core import registry
 
-    own = tuple(registry.model_keys())
-    return COMMON_KEYS[:8] + own + COMMON_KEYS[8:]
+    return COMMON_KEYS + tuple(registry.model_keys())
 
 
 def check_keys(block: Mapping[str, Any], field: str, allowed: Iterable[str], where: str = "") -> None:
