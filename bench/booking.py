@@ -8,7 +8,7 @@ The reference is ``bench.mqsim_des.two_phase_fcfs``, written from MQSim's source
 engine: every chip serves the work waiting on it in the order it became ready.  The work is MQSim's
 default drive's (32 chips, each serialised as MQSim's scheduler serialises them; a translation read of
 one 512-byte sector and a 4 KiB data read, each holding its chip until its data is out).  The booking
-rows replay the same random requests through ``ssdx.models.engine.cpu._book`` alone; the engine row runs
+rows replay the same random requests through ``ssdx.models.engine.cpu_ops._book`` alone; the engine row runs
 MQSim's BANDWIDTH generator at that rate through ``experiment=mqsim`` (front end, channels and host link
 included, which the reference leaves out).  Means in µs, after the first tenth of the requests.
 
@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from bench import mqsim_des, mqsim_xval
-from ssdx.models.engine.cpu import GAP, _book
+from ssdx.models.engine.cpu_ops import _book
+from ssdx.models.engine.cpu_pack import GAP
 from ssdx.models.engine.params import READ_GAPS
 from ssdx.report.machine import machine
 

@@ -97,6 +97,13 @@ CASES: dict[str, list[str]] = {
         "workload.requests=3000",
     ],
     "boot_qd1": ["experiment=boot_qd1"],
+    "mqsim_files": ["experiment=mqsim", "mqsim.requests_per_flow=3000"],
+    "mqsim_arithmetic": [
+        "experiment=mqsim",
+        "mqsim.requests_per_flow=2000",
+        "mqsim.arithmetic=mqsim",
+        "mqsim.chip_as_die=false",
+    ],
     "hybrid_sensitivity": [
         "experiment=hybrid_sensitivity",
         "sensitivity.requests=1500",

@@ -12,7 +12,7 @@ from test_engine_cpu import DRIVES, ENGINE, both
 
 from ssdx import params, presets
 from ssdx.core.fields import ConfigError
-from ssdx.models.engine import cpu as engine_cpu
+from ssdx.models.engine import cpu_ops, cpu_pack
 from ssdx.models.engine import model as engine
 from ssdx.models.engine import params as engine_params
 from ssdx.workloads.traces import Chunk
@@ -52,14 +52,14 @@ def cpu_admit(h, free, tau, limit):
     must not count) where the dies are even."""
     n = len(free)
     if n % 2:
-        die = np.zeros((len(engine_cpu.DIES), n))
-        die[engine_cpu.DIE_FREE] = free
-        return engine_cpu._admit_programs(h, die, n, 1, 1, tau, limit, np.empty((2, n)))
+        die = np.zeros((len(cpu_pack.DIES), n))
+        die[cpu_pack.DIE_FREE] = free
+        return cpu_ops._admit_programs(h, die, n, 1, 1, tau, limit, np.empty((2, n)))
     ways, cap = n // 2, 4
-    die = np.full((len(engine_cpu.DIES), ways * cap), h + 100 * tau)  # padding: a long backlog
+    die = np.full((len(cpu_pack.DIES), ways * cap), h + 100 * tau)  # padding: a long backlog
     for w in range(ways):
-        die[engine_cpu.DIE_FREE, w * cap:w * cap + 2] = free[2 * w:2 * w + 2]
-    return engine_cpu._admit_programs(h, die, n, 2, cap, tau, limit, np.empty((2, ways * cap)))
+        die[cpu_pack.DIE_FREE, w * cap:w * cap + 2] = free[2 * w:2 * w + 2]
+    return cpu_ops._admit_programs(h, die, n, 2, cap, tau, limit, np.empty((2, ways * cap)))
 
 
 def test_the_loop_lets_a_write_in_at_the_program_end_a_walk_finds():
@@ -92,11 +92,11 @@ def test_every_selection_finds_the_kth_smallest(n):
         want = np.sort(values)
         for k in range(n):
             wk = np.stack([np.zeros(n), values])
-            assert engine_cpu._kth(wk, 1, n, k) == want[k]
+            assert cpu_ops._kth(wk, 1, n, k) == want[k]
             wk = np.stack([np.zeros(n), values])
-            assert engine_cpu._select(wk, 1, n, k) == want[k]
+            assert cpu_ops._select(wk, 1, n, k) == want[k]
             wk = np.stack([np.zeros(n), values])
-            assert engine_cpu._kth_phase(wk, n, k, 1e-3) == want[k]
+            assert cpu_ops._kth_phase(wk, n, k, 1e-3) == want[k]
 
 
 def test_a_write_is_let_in_at_once_below_the_limit_and_after_everything_above_it():
@@ -116,7 +116,7 @@ def test_a_write_is_let_in_at_once_below_the_limit_and_after_everything_above_it
     (1 << 20, 8192 * 200, 200, 200, 0),  # a write larger than the limit waits for everything in flight
     (10000, 4096, 1, 1, 2)])  # 4,096 x 2 < 10,000 <= 4,096 x 3
 def test_the_limit_keeps_the_data_in_flight_below_the_buffer(inflight, size, pages, written, limit):
-    assert engine_cpu._bp_limit(inflight, size, pages, written) == limit
+    assert cpu_ops._bp_limit(inflight, size, pages, written) == limit
     f32 = (jnp.float32(x) for x in (inflight, size, pages, written))
     assert float(engine._bp_limit(*f32)) == limit
     b = size / pages  # MQSim's test: the sectors in flight and the write's pages before its last below

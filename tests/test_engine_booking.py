@@ -18,7 +18,8 @@ import pytest
 
 from bench import booking, mqsim_des
 from ssdx.models.engine.book import book, materialised
-from ssdx.models.engine.cpu import GAP, R_END, _book
+from ssdx.models.engine.cpu_ops import _book
+from ssdx.models.engine.cpu_pack import GAP, R_END
 from ssdx.models.engine.params import READ_GAPS
 from ssdx.models.engine.state import Server
 from tests.conftest import x64

@@ -11,9 +11,9 @@ from conftest import padded_layout, x64
 from ssdx import params, presets
 from ssdx.models.engine import backends as engine_backends
 from ssdx.models.engine import cpu as engine_cpu
+from ssdx.models.engine import cpu_ops, replay
 from ssdx.models.engine import model as engine
 from ssdx.models.engine import params as engine_params
-from ssdx.models.engine import replay
 from ssdx.workloads import synthetic
 from ssdx.workloads.traces import Chunk
 
@@ -293,17 +293,17 @@ def test_backend_is_checked_and_resolved():
 
 @pytest.mark.parametrize("d", [1, 2, 3, 4, 6, 8, 12, 64, 1 << 20, (1 << 20) + 1])
 def test_shift_and_mask_divisions_are_floor_division(d):
-    # the loop divides by powers of two with shifts and masks (engine_cpu._div/_mod) and by anything else
+    # the loop divides by powers of two with shifts and masks (cpu_ops._div/_mod) and by anything else
     # with // and %: both must be Python's floor division and modulo, negative values included
-    s = engine_cpu._shift(d)
+    s = cpu_ops._shift(d)
     assert (s >= 0) == (d & (d - 1) == 0)
     assert s < 0 or 1 << s == d
     xs = list(range(-300, 301)) + [(1 << 40) + 7, -(1 << 40) - 7]
-    for f in (engine_cpu._div, engine_cpu._mod):
-        want = [x // d if f is engine_cpu._div else x % d for x in xs]
+    for f in (cpu_ops._div, cpu_ops._mod):
+        want = [x // d if f is cpu_ops._div else x % d for x in xs]
         assert [f.py_func(x, d, s) for x in xs] == want
         assert [f(x, d, s) for x in xs] == want  # compiled
-    assert engine_cpu._shift(0) == -1 and engine_cpu._shift(-4) == -1
+    assert cpu_ops._shift(0) == -1 and cpu_ops._shift(-4) == -1
 
 
 def test_a_drive_of_no_power_of_two_geometry_matches_between_backends():

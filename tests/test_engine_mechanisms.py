@@ -26,6 +26,7 @@ from ssdx.models.engine import cpu as engine_cpu
 from ssdx.models.engine import entries, rewrites
 from ssdx.models.engine import model as engine
 from ssdx.models.engine import params as engine_params
+from ssdx.models.engine import reads as engine_reads
 from ssdx.params import ConfigError
 
 ENGINE = {"loop": "open", "write_buffer_mib": 16, "map_cache_mib": 2, "map_hit_us": 0.5, "ctrl_kiops": 1000,
@@ -604,7 +605,8 @@ def test_a_read_on_few_dies_books_only_those_dies_with_the_same_results(monkeypa
     monkeypatch.setattr(engine, "READ_DIES", (1, 2, 8))  # the general branches too (the default: 1 die)
     lat1, acc1 = run()
     every_die = lambda p, lay, pe, sv, pos, on, ready, dur: engine._read_book(p, lay, pe, sv, ready, dur)  # noqa: E731
-    monkeypatch.setattr(engine, "_read_book_at", every_die)
+    for where in (engine, engine_reads):  # the step's one-die reads and its translation reads
+        monkeypatch.setattr(where, "_read_book_at", every_die)
     lat_all, acc_all = run()
     assert np.all(np.isfinite(lat1)) and np.ptp(lat1[-1]) > 0
     assert np.mean(acc1.suspensions) > 0 and np.mean(acc1.map_misses) > 0

@@ -95,15 +95,15 @@ def test_the_package_has_no_import_cycle():
 
 
 def test_parameter_modules_import_no_model_or_job():
-    """The parameter modules build numbers from a configuration: they import neither a model nor a job
-    (a fresh interpreter, so nothing is already loaded)."""
+    """The parameter modules (and the option declarations they read) build numbers from a configuration:
+    they import neither a model nor a job (a fresh interpreter, so nothing is already loaded)."""
     code = ("import sys\n"
             "import ssdx.models.engine.params, ssdx.models.gc.params, ssdx.models.hybrid.params\n"
             "import ssdx.models.thermal.params\n"
             "names = ('engine', 'fluid', 'gc', 'hybrid', 'thermal')\n"
             "pkgs = {'ssdx.models'} | {'ssdx.models.' + n for n in names}\n"
             "print(sorted(m for m in sys.modules if m.startswith(('ssdx.models', 'ssdx.tasks', 'numba'))\n"
-            "             and m not in pkgs and not m.endswith('.params')))")
+            "             and m not in pkgs and not m.endswith(('.params', '.options'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -115,4 +115,5 @@ def test_parameter_modules_run_no_model():
     for name in ("ssdx.params", "ssdx.models.engine.params", "ssdx.models.gc.params",
                  "ssdx.models.hybrid.params", "ssdx.models.thermal.params"):
         used = imports(mods[name], set(mods))
-        assert not [m for m in used if m.startswith(("ssdx.models", "ssdx.tasks"))], name
+        assert not [m for m in used if m.startswith(("ssdx.models", "ssdx.tasks"))
+                    and not m.endswith(".options")], name

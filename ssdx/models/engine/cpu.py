@@ -33,462 +33,31 @@ import numba
 import numpy as np
 
 from ssdx.core.stats import BIN_NUDGE, BINS_PER_DECADE, LOG_MIN, N_BINS
-from ssdx.models.engine.model import (
-    END_SLACK,
-    FIT_SLACK,
-    PE,
-    READ,
-    TRIM,
-    WRITE,
-    Acc,
-    Plan,
-    Requests,
-    Server,
-    State,
-    to_host,
+from ssdx.models.engine.cpu_ops import (
+    _admit,
+    _admit_programs,
+    _allocate,
+    _book,
+    _bp_limit,
+    _div,
+    _heap_replace_min,
+    _kept_on,
+    _merge_page,
+    _mod,
+    _nth_die,
+    _pos,
+    _read_on_die,
+    _shift,
 )
-from ssdx.models.engine.params import MAP_UNIT_BYTES, MASK_PAGES, MERGE_RING, Layout
+from ssdx.models.engine.cpu_pack import *  # noqa: F403  (the loop's column and row indices: INDICES)
+from ssdx.models.engine.cpu_pack import new_sums, pack_merge, pack_plan, pack_state, request_arrays, unpack
+from ssdx.models.engine.model import END_SLACK, FIT_SLACK, READ, TRIM, WRITE, Acc, Requests, State
+from ssdx.models.engine.params import MAP_UNIT_BYTES, MASK_PAGES, Layout
 
-# ---------------------------------------------------------------------------------------------- packing
-#: per-configuration constants, columns of the (B, len(PLAN)) float64 matrix the loop reads
-PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k", "map_sets",
-        "map_always_hit", "unit_bytes", "units_per_block", "chan_rate", "host_rate", "cmd_s", "ctrl_s",
-        "map_hit_s", "t_read", "t_map_read", "t_erase", "t_unit0", "t_unit1", "t_unit2", "idle_fold_rate",
-        "room_slc0", "room_nat0", "s0", "slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw", "fold",
-        "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs", "suspend_program",
-        "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
-        "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
-        "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries",
-        "t_map_xfer", "hold_read", "rewrites", "plane_merge", "merge_dies",
-        "merge_ring", "bp_programs", "dram_mqsim", "page_rule", "prog_f0", "prog_f1", "prog_f2", "op_bias")
-#: per-configuration scalar state, columns of (B, len(SCALARS)) float64
-SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
-           "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
-#: per-die state, rows of (B, len(DIES) + 2 K, D): these, then the read booking's gap starts
-#: (K = ``Layout.read_gaps`` rows from :data:`GAP`) and gap ends (as many after them), oldest first
-DIES = ("die_free", "r_end", "die_units", "pe_start", "pe_end", "er_end", "er_len", "t_op")
-#: per-configuration accumulator scalars, columns of (B, len(SUMS))
-SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat1", "lat2", "queue_sum",
-        "read_pages", "prog_pages", "erases", "map_misses", "mode0", "mode1", "mode2", "idle_folded",
-        "elapsed", "susp_program", "susp_erase", "map_writebacks", "programs")
-
-(N_DIES, N_CH, PLANES, PAGE_BYTES, PAGE_4K, CAP_4K, TPAGE_4K, MAP_SETS, ALWAYS_HIT, UNIT_BYTES, UPB,
- CHAN_RATE, HOST_RATE, CMD_S, CTRL_S, MAP_HIT_S, T_READ, T_MAP_READ, T_ERASE, T_UNIT0, T_UNIT1, T_UNIT2,
- IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
- OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
- SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
- DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ, REWRITES, MERGE, MERGE_DIES,
- RING, BP_PROG, DRAM_MQSIM, PAGE_RULE, PROG_F0, PROG_F1, PROG_F2, OP_BIAS) = range(len(PLAN))
-(CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
- DRAM_FREE, MAP_TP, MAP_END) = range(len(SCALARS))
-DIE_FREE, R_END, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
-GAP = len(DIES)  # the first row of the read booking's gaps
-(COUNT, BYTES, LAT, QUEUE_SUM, READ_PAGES, PROG_PAGES, ERASES, MAP_MISSES, MODE, IDLE_FOLDED,
- ELAPSED, SUSP, MAP_WBS) = (SUMS.index(k) for k in (
-     "count0", "bytes0", "lat0", "queue_sum", "read_pages", "prog_pages", "erases", "map_misses", "mode0",
-     "idle_folded", "elapsed", "susp_program", "map_writebacks"))
-PROGRAMS = SUMS.index("programs")
-TAG, AGE, DIRTY = range(3)  # rows of a configuration's mapping cache (3, M): page held, last use, dirty
-
-
-def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
-    """The batched plan as the (B, len(PLAN)) float64 matrix the loop reads."""
-    mask = to_host(p.mask, lay, dies=True) > 0.5  # (B, ways, channels)
-    t_unit = to_host(p.t_unit, None)  # (B, 3)
-    cols = {
-        "n_ch": mask.any(1).sum(1), **{f"t_unit{i}": t_unit[:, i] for i in range(3)},
-        # read at run time, so a compiled (cached) loop never holds a stale ring size
-        "merge_ring": np.full(t_unit.shape[0], float(MERGE_RING)),
-        **{k: to_host(getattr(p.coef, k), None) for k in ("slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw",
-                                                            "fold", "cap_cs")},
-    }
-    return np.stack([cols[k] if k in cols else to_host(getattr(p, k), None) for k in PLAN], axis=1)
+__all__ = ["pack_plan", "run_chunk"]
 
 
 # ------------------------------------------------------------------------------------------- the loop
-@numba.njit(cache=True, inline="always")
-def _book(die, pd, ready, dur, commit):
-    """book.book on the die at position ``pd`` (row :data:`R_END` of ``die`` and its gaps: as many gap
-    starts from row :data:`GAP` as gap ends after them, ``Layout.read_gaps`` in the engine): returns the
-    start of ``dur`` s of work ready at ``ready``, and where ``commit`` books it."""
-    k_n = (die.shape[0] - GAP) // 2
-    win = GAP + k_n
-    fit = dur * (1.0 - FIT_SLACK)
-    end = die[R_END, pd]
-    if ready + (dur - fit) >= end:  # free
-        if commit:
-            if ready > end + FIT_SLACK * dur:  # idle since end: the gaps move down, the newest [end, ready]
-                for k in range(k_n - 1):
-                    die[GAP + k, pd] = die[GAP + k + 1, pd]
-                    die[win + k, pd] = die[win + k + 1, pd]
-                die[GAP + k_n - 1, pd] = end
-                die[win + k_n - 1, pd] = ready
-            die[R_END, pd] = ready + dur
-        return ready
-    # the oldest gap the die is idle in at max(ready, its start); the gaps are in time order, so those
-    # ending by ready + (dur - fit), which none can be, come first: skip them from the newest back (reads
-    # ready in issue order find none at once)
-    lo = k_n
-    while lo > 0 and die[win + lo - 1, pd] > ready + (dur - fit):
-        lo -= 1
-    for i in range(lo, k_n):
-        gs, ge = die[GAP + i, pd], die[win + i, pd]
-        at = max(ready, gs)
-        if at + (dur - fit) < ge:
-            if not commit:
-                return at
-            if at + fit <= ge:  # fits: [gs, at] moves down one (the older gaps with it), [at + dur, ge] stays
-                for k in range(i - 1):
-                    die[GAP + k, pd] = die[GAP + k + 1, pd]
-                    die[win + k, pd] = die[win + k + 1, pd]
-                if i > 0:
-                    die[GAP + i - 1, pd] = gs
-                    die[win + i - 1, pd] = at
-                die[GAP + i, pd] = at + dur
-            else:  # idle at at: start there, the work after it moves back, absorbed gap by gap
-                push = at + dur - ge
-                die[win + i, pd] = at
-                for j in range(i + 1, k_n):
-                    g, w = die[GAP + j, pd], die[win + j, pd]
-                    die[GAP + j, pd] = min(g + max(push, 0.0), w)
-                    push -= max(w - g, 0.0)
-                die[R_END, pd] = end + max(push, 0.0)
-            return at
-    if commit:
-        die[R_END, pd] = end + dur
-    return end
-
-
-@numba.njit(cache=True, inline="always")
-def _heap_replace_min(h, v, n):
-    """Replace the least entry of the min-heap ``h[:n]`` (its root) by ``v`` and restore the heap: a
-    request's completion time takes the slot of the earliest one, ``log2 n`` steps where a sorted list
-    would move up to ``n`` entries (``IO_Queue_Depth`` of MQSim's traces is 1,024)."""
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and h[c + 1] < h[c]:
-            c += 1
-        if h[c] >= v:
-            break
-        h[i] = h[c]
-        i = c
-    h[i] = v
-
-
-@numba.njit(cache=True, inline="always")
-def _shift(n):
-    """``log2 n`` where the integer ``n`` is a power of two, else -1 (the ``s`` of :func:`_div` and
-    :func:`_mod`)."""
-    if n <= 0 or (n & (n - 1)) != 0:
-        return -1
-    s = 0
-    while (1 << s) < n:
-        s += 1
-    return s
-
-
-@numba.njit(cache=True, inline="always")
-def _div(x, d, s):
-    """``x // d`` (floor) for integers, by a shift where ``d = 2**s`` (``s`` from :func:`_shift`): an integer
-    division is the longest step on a request's dependency chain, a shift one cycle; exact for negative
-    ``x`` too (an arithmetic shift floors)."""
-    return x >> s if s >= 0 else x // d
-
-
-@numba.njit(cache=True, inline="always")
-def _mod(x, d, s):
-    """``x % d`` (floor, so in ``[0, d)``) for integers, by a mask where ``d = 2**s``; exact for negative
-    ``x`` too (two's complement)."""
-    return x & (d - 1) if s >= 0 else x % d
-
-
-@numba.njit(cache=True, inline="always")
-def _pos(d, n_ch, C, s_ch):
-    """Layout position of die ``d`` (channel ``d mod n_ch``, way ``d div n_ch``; ``s_ch`` =
-    :func:`_shift` of ``n_ch``)."""
-    return _div(d, n_ch, s_ch) * C + _mod(d, n_ch, s_ch)
-
-
-@numba.njit(cache=True, inline="always")
-def _kept_on(kept, j, k, n_dies):
-    """How many of a write's pages dealt to its ``j``-th die (pages ``j``, ``j + n_dies``, ... below ``k``)
-    are kept in the buffer (bits of ``kept``, :data:`~ssdx.models.engine.params.MASK_PAGES` of them)."""
-    n = 0
-    t = j
-    while t < min(k, MASK_PAGES):
-        n += (kept >> t) & 1
-        t += n_dies
-    return n
-
-
-@numba.njit(cache=True, inline="always")
-def _plane_row(n, sub, planes, ring):
-    """The first ``State.merge`` row of the plane the ``n``-th page dealt to a die lies on: plane
-    ``(n div sub) mod planes`` of the die's ``n mod sub``-th die (MQSim's CWDP), and that plane; ``ring``
-    program starts a plane (the plan's ``merge_ring``)."""
-    q_ = (n // sub) % planes
-    return ((n % sub) * planes + q_) * (1 + ring), q_
-
-
-@numba.njit(cache=True, inline="always")
-def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready, ring, rule, fac0, fac1, fac2):
-    """engine.plane_merge: program the ``n``-th page dealt to the die at position ``pd`` (logical page
-    ``die + n·dies``), on plane ``(n div sub) mod planes`` of the die's ``n mod sub``-th die, taking that
-    plane's next page number.  Where another plane of that die holds a program of the same page number,
-    booked and starting at ``ready`` or later, the page joins it (returns 0: no die time of its own);
-    else it is a program of its own starting at ``start_new``: returns its time over the mean program's,
-    1 unless ``rule`` (engine.page_types = mqsim: bits per cell) gives its page type's factor ``fac0``,
-    ``fac1`` or ``fac2`` by the page number's index in its block (MQSim's Flash_Chip::Get_command_execution_
-    latency: MLC alternates; TLC pages 0-5 LSB, 6-7 CSB, then pairs of LSB, CSB, MSB).  ``mg`` rows: per
-    plane, pages programmed, then the start of its latest ``ring`` programs by page count
-    (``State.merge``)."""
-    base, q_ = _plane_row(n, sub, planes, ring)
-    first = base - q_ * (1 + ring)  # the row of the die's first plane
-    a_new = mg[base, pd]
-    mg[base, pd] = a_new + 1.0
-    slot_new = base + 1 + int(a_new) % ring
-    for q2 in range(planes):
-        if q2 == q_:
-            continue
-        b2 = first + q2 * (1 + ring)
-        f2 = mg[b2, pd]
-        back = f2 - 1.0 - a_new  # how far before the plane's latest page lies a_new's page number
-        if back < 0.0 or back >= ppb:
-            back = back % ppb
-        if back < ring and f2 - 1.0 - back >= 0.0:  # among the ring's programs
-            st = mg[b2 + 1 + int(f2 - 1.0 - back) % ring, pd]
-            if st >= ready:
-                mg[slot_new, pd] = st
-                return 0.0
-    mg[slot_new, pd] = start_new
-    if rule < 1.5:
-        return 1.0
-    idx = a_new % ppb
-    if rule < 2.5:
-        typ = 2.0 * (idx % 2.0)  # MLC: LSB, MSB
-    elif idx <= 5.0:
-        typ = 0.0
-    elif idx <= 7.0:
-        typ = 1.0
-    else:
-        typ = math.floor((idx - 8.0) / 2.0) % 3.0
-    return fac0 if typ == 0.0 else (fac1 if typ == 1.0 else fac2)
-
-
-@numba.njit(cache=True, inline="always")
-def _allocate(mg, pd, n, sub, planes, ring):
-    """engine.plane_merge: the ``n``-th page dealt to the die at position ``pd`` read before it was ever
-    written takes its plane's next page number, as MQSim places it, no program holding it (its slot of the
-    ring cleared; :func:`_merge_page` for the plane)."""
-    base, _ = _plane_row(n, sub, planes, ring)
-    a = mg[base, pd]
-    mg[base + 1 + int(a) % ring, pd] = -math.inf
-    mg[base, pd] = a + 1.0
-
-
-@numba.njit(cache=True, inline="always")
-def _admit(h_end, issue, backlog, n_dies, inflight, t_unit, per_op):
-    """engine._admission: when the eager write-back's back pressure lets a write in, ``backlog`` s of
-    program work on ``n_dies`` dies from ``issue`` on, ``per_op`` bytes a program of ``t_unit`` s, up to
-    ``inflight`` bytes in flight; never before its host data is in at ``h_end``."""
-    return max(h_end, issue + backlog / n_dies - inflight * t_unit / (n_dies * per_op))
-
-
-@numba.njit(cache=True, inline="always")
-def _select(v, row, n, k):
-    """The ``k``-th smallest (from 0) of ``v[row, :n]``, which it reorders (Hoare's quickselect)."""
-    lo, hi = 0, n - 1
-    while lo < hi:
-        pivot = v[row, (lo + hi) >> 1]
-        i, j = lo, hi
-        while i <= j:
-            while v[row, i] < pivot:
-                i += 1
-            while v[row, j] > pivot:
-                j -= 1
-            if i <= j:
-                v[row, i], v[row, j] = v[row, j], v[row, i]
-                i += 1
-                j -= 1
-        if k <= j:
-            hi = j
-        elif k >= i:
-            lo = i
-        else:
-            return v[row, k]
-    return v[row, k]
-
-
-#: at most this many values are selected from by counting ranks (branch-free), more by quickselect
-RANK_SELECT = 24
-
-
-@numba.njit(cache=True, inline="always")
-def _kth(v, row, n, k):
-    """The ``k``-th smallest (from 0) of ``v[row, :n]``: a few by counting each one's rank, with no branch
-    on the values (quickselect mispredicts about every other comparison on values in random order); more
-    by :func:`_select`, which reorders them."""
-    if n > RANK_SELECT:
-        return _select(v, row, n, k)
-    for i in range(n):
-        vi = v[row, i]
-        rank = 0
-        for j in range(n):
-            vj = v[row, j]
-            rank += int(vj < vi) + (int(vj == vi) & int(j < i))
-        if rank == k:
-            return vi
-    return v[row, k]
-
-
-@numba.njit(cache=True, inline="always")
-def _kth_phase(wk, n, k, t_unit):
-    """The ``k``-th smallest (from 0) of the ``n`` phases ``wk[1, :n]``, which lie in (0, ``t_unit``]
-    (within ``END_SLACK``): first among those in a window about where the ``k``-th of ``n`` even phases
-    would lie, gathered into ``wk[0]`` in one pass without a data-dependent branch (most often the window
-    holds it, as the phases of programs booked at random instants spread evenly); else by quickselect
-    over them all."""
-    half = math.sqrt(k + 1.0) + 2.0  # about two standard deviations of the k-th of n even phases
-    lo = (k + 1.0 - half) * t_unit / n
-    hi = (k + 1.0 + half) * t_unit / n
-    below, cnt = 0, 0
-    for j in range(n):
-        ph = wk[1, j]
-        below += int(ph <= lo)
-        wk[0, cnt] = ph
-        cnt += int(ph > lo) & int(ph <= hi)
-    if below <= k < below + cnt:
-        return _kth(wk, 0, cnt, k - below)
-    return _select(wk, 1, n, k)
-
-
-@numba.njit(cache=True, inline="always")
-def _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk):
-    """engine._admission_programs: the first instant from ``h_end`` on at which at most ``limit`` programs
-    are still queued or running on the dies, each die's backlog (``DIE_FREE``) taken as back-to-back
-    programs of ``t_unit`` s ending where it ends.  ``wk`` is scratch of (2, dies).
-
-    The program ends after ``h_end`` fall in rounds: a die whose backlog holds ``n`` programs from
-    ``h_end`` on ends its first at its phase ``x - (n - 1) t_unit`` (``x`` its backlog past ``h_end``) and
-    one every ``t_unit`` after.  The instant sought is the ``m``-th end, ``m`` the programs above
-    ``limit``: its round ``r`` is the least with ``sum(min(n, r + 1)) >= m`` (0 where ``m`` is at most
-    the busy dies), found from below in steps that cannot overshoot, and within the round it is the
-    ``k``-th smallest phase of the dies that still have a program then."""
-    inv = 1.0 / t_unit
-    nb = 0
-    n_tot = 0.0
-    first = math.inf  # the earliest end
-    for w in range(n_dies // n_ch):
-        for c in range(n_ch):
-            x = die[DIE_FREE, w * C + c] - h_end
-            n = math.ceil(x * inv - END_SLACK)
-            if n > 0.0:
-                ph = x - (n - 1.0) * t_unit
-                wk[0, nb] = n
-                wk[1, nb] = ph
-                first = min(first, ph)
-                nb += 1
-                n_tot += n
-    m = n_tot - limit  # the program ends to wait for
-    if m <= 0.0:
-        return h_end
-    if m <= nb:  # in the first round: the m-th earliest of the dies' first ends
-        return h_end + (first if m == 1.0 else _kth_phase(wk, nb, int(m) - 1, t_unit))
-    r = math.ceil(m / nb) - 1.0  # at most nb ends a round: a lower bound
-    while True:
-        s1, above = 0.0, 0  # ends in rounds 0..r, dies with programs left after round r
-        for j in range(nb):
-            n = wk[0, j]
-            if n > r + 1.0:
-                s1 += r + 1.0
-                above += 1
-            else:
-                s1 += n
-        if s1 >= m:
-            break
-        r += math.ceil((m - s1) / above)  # each round ends at most `above` more
-    s0, cnt = 0.0, 0  # ends before round r; the phases of the dies with a program in round r, packed
-    for j in range(nb):
-        n = wk[0, j]
-        if n > r:
-            s0 += r
-            wk[1, cnt] = wk[1, j]
-            cnt += 1
-        else:
-            s0 += n
-    return h_end + r * t_unit + _kth_phase(wk, cnt, int(m - s0) - 1, t_unit)
-
-
-@numba.njit(cache=True, inline="always")
-def _bp_limit(inflight, size, pages, n_pages):
-    """engine._bp_limit: the most programs of one page of a write (``size`` bytes over ``pages`` pages)
-    that may still be in flight when the write, ``n_pages`` of its pages written back, is let in."""
-    room = inflight * pages / size - max(n_pages - 1.0, 0.0)
-    return max(math.ceil(room) - 1.0, 0.0)
-
-
-@numba.njit(cache=True, inline="always")
-def _nth_die(start, j, n_dies):
-    """The ``j``-th die (``j < n_dies``) of a round-robin deal starting at die ``start``."""
-    d = start + j
-    return d - n_dies if d >= n_dies else d
-
-
-@numba.njit(cache=True, inline="always")  # inlined: called per read, the call was ~15 % of a read step
-def _suspend(f, die, a, pd, ready, dur, start):
-    """book.suspend for a read of ``dur`` s ready at ``ready`` on the die at position ``pd``, which its
-    read booking would start at ``start``: where it would start at once inside the die's program/erase
-    run, how long it waits for the operation in progress or how much longer it takes to suspend it
-    (counted in ``a``).  Returns when the read is ready to be booked and its die time."""
-    if start <= ready + FIT_SLACK * dur and die[PE_START, pd] <= ready < die[PE_END, pd]:
-        er_end, er_len = die[ER_END, pd], die[ER_LEN, pd]
-        e0 = er_end - er_len
-        in_erase = er_len > 0 and e0 <= ready < er_end
-        if in_erase:
-            left = er_end - ready
-            if left > (1.0 - FIT_SLACK) * er_len:  # the erase is only starting
-                left = 0.0
-            slack = FIT_SLACK * er_len
-        else:
-            t_op = die[T_OP, pd] if die[T_OP, pd] > 0 else 1.0
-            base = e0 if ready < e0 else die[PE_END, pd]
-            left = max(base - ready, 0.0) % t_op
-            if left < FIT_SLACK * t_op or left > (1.0 - FIT_SLACK) * t_op:
-                left = 0.0
-            slack = FIT_SLACK * t_op
-        if left > slack:
-            if in_erase:
-                can = f[SUS_E] > 0.5 and left >= f[SUS_MIN_E]
-            else:
-                can = f[SUS_P] > 0.5 and left >= f[SUS_MIN_P]
-            if can:
-                a[SUSP + (1 if in_erase else 0)] += 1.0
-                return ready, dur + (f[SUS_E_S] if in_erase else f[SUS_P_S])
-            return ready + left, dur
-    return ready, dur
-
-
-@numba.njit(cache=True, inline="always")
-def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
-    """Book a read of ``dur`` s ready at ``ready`` on the die at position ``pd`` with read priority
-    (book.book on its read booking; where ``sus_on``, a suspension option, first :func:`_suspend`, and
-    the program/erase run booked after the read moves back), then its all-work backlog and busy time;
-    returns its start and its die time (``dur`` plus any suspend overhead)."""
-    if sus_on:
-        ready, dur = _suspend(f, die, a, pd, ready, dur, _book(die, pd, ready, dur, False))
-    start = _book(die, pd, ready, dur, True)
-    if sus_on:
-        for r in (PE_START, PE_END, ER_END):  # the program/erase work booked after the read moves back
-            if die[r, pd] > start + FIT_SLACK * dur:
-                die[r, pd] += dur
-    die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
-    busy[pd] += dur
-    return start, dur
-
-
 @numba.njit(cache=True)
 def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, end_c, op, off4k, size, gap_s,
             valid, map_miss, wb_tpage, wb_count, kept, first_read, lat, keep, b, C, mg, wk):
@@ -563,7 +132,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 if not always_hit and tags[TAG, cset] != tpage:
                     miss = True
                     tags[TAG, cset] = tpage
-            elif not always_hit:  # engine._lookup: direct-mapped or LRU, dirty pages written back
+            elif not always_hit:  # model._lookup: direct-mapped or LRU, dirty pages written back
                 if map_lru:
                     cset = -1
                     victim = 0
@@ -645,7 +214,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             data_first = math.inf
             q_die = 0.0
             pages = 0
-            if hold_on:  # model._hold: where each array read would end, so when its channel's transfers end
+            if hold_on:  # reads._hold: where each array read would end, so when its channel's transfers end
                 for j in range(min(k, n_dies)):
                     d = _nth_die(start, j, n_dies)
                     n = q + (1 if j < m else 0)
@@ -712,7 +281,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             if not duplex:
                 link_tx = link_rx
             h_end = h_start + t_host
-            # pSLC accounting (engine._place)
+            # pSLC accounting (pages._place)
             room_slc = max(min(f[ROOM_SLC0] - f[SLC_CS] * ds - f[SLC_CRAW] * draw,
                                f[ROOM_CAP0] - f[CAP_CS] * ds), 0.0)
             a_slc = min(room_slc, sz)
@@ -731,11 +300,11 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 t_unit = f[T_UNIT1]
             eager = f[EAGER] > 0.5
             total = wpartial + sz
-            # the write's pages kept in the buffer, not written back (engine._write: Requests.kept)
+            # the write's pages kept in the buffer, not written back (model._write: Requests.kept)
             kept_i = kept[i] if eager and f[REWRITES] > 0.5 else 0
             merge_on = eager and f[MERGE] > 0.5
             rule, fac0, fac1, fac2 = f[PAGE_RULE], f[PROG_F0], f[PROG_F1], f[PROG_F2]  # engine.page_types
-            if eager:  # engine._write, eager: the pages the write touches, on the dies of their addresses
+            if eager:  # model._write, eager: the pages the write touches, on the dies of their addresses
                 k = max(int(math.ceil((_mod(o4, page_4k, s_p4) * MAP_UNIT_BYTES + sz) / page_bytes)), 1)
                 n_units, start, t_item = k, _mod(_div(o4, page_4k, s_p4), n_dies, s_dies), sz / k / chan_rate
             else:  # full program units, round-robin from the frontier
@@ -801,14 +370,14 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 p_dur = durf * t_unit + n_erase * f[T_ERASE]
                 if p_dur == 0.0:  # every page joined a queued program: no die time
                     continue
-                if sus_on:  # the program/erase run (engine._write): erases first, then the units
+                if sus_on:  # the program/erase run (model._write): erases first, then the units
                     if p_start - die[PE_END, pd] > FIT_SLACK * t_unit:
                         die[PE_START, pd] = p_start
                     die[PE_END, pd] = p_start + p_dur
                     if n_erase > 0:
                         die[ER_LEN, pd] = n_erase * f[T_ERASE]
                         die[ER_END, pd] = p_start + die[ER_LEN, pd]
-                    die[T_OP, pd] = t_unit * f[OP_BIAS]  # the op a read lands in (engine._write)
+                    die[T_OP, pd] = t_unit * f[OP_BIAS]  # the op a read lands in (model._write)
                 if merge_on and not bp_prog:  # the backlog's change, instead of a second pass over the dies
                     backlog_pre += p_start + p_dur - issue - max(die[DIE_FREE, pd] - issue, 0.0)
                 die[DIE_FREE, pd] = p_start + p_dur
@@ -816,7 +385,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 busy[pd] += p_dur
                 a[ERASES] += n_erase
             h_ack = adm
-            if eager and not bp_prog:  # let in once the data in flight fits in inflight_bytes (engine._write)
+            if eager and not bp_prog:  # let in once the data in flight fits in inflight_bytes (model._write)
                 backlog = backlog_pre
                 if not merge_on:
                     for w in range(n_dies // n_ch):  # every die in die order, without a division per die
@@ -825,8 +394,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 written = sz if n_kept == 0 else sz / n_units * max(n_units - n_kept, 1)
                 per_op = written / max(n_ops, 1.0)  # bytes written back per program
                 h_ack = _admit(h_end, issue, backlog, n_dies, f[INFLIGHT], t_unit, per_op)
-            if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (engine._dram_time)
-                if f[DRAM_MQSIM] > 0.5 and sz > f[DRAM_ROW]:  # MQSim's arithmetic (engine._dram_time)
+            if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (admission._dram_time)
+                if f[DRAM_MQSIM] > 0.5 and sz > f[DRAM_ROW]:  # MQSim's arithmetic (admission._dram_time)
                     t_dram = ((f[DRAM_TRCD] + f[DRAM_TCL] + math.floor(f[DRAM_ROW] / f[DRAM_BURST] / 2.0)
                                / f[DRAM_RATE] + f[DRAM_TRP]) * math.floor(sz / f[DRAM_ROW] / 2.0)
                               + f[DRAM_TRCD] + f[DRAM_TCL]
@@ -911,68 +480,6 @@ def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, 
         _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,
                 last_c, end_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, kept, first_read,
                 lat, keep, np.int64(b), C, mg[b], wk)
-
-
-# ------------------------------------------------------------------------------------------- host side
-def pack_state(s: State) -> tuple[np.ndarray, ...]:
-    """The state as the loop's arrays, configurations last (fresh copies: the loop writes them):
-    scalars ``(len(SCALARS), B)``, dies ``(len(DIES) + 2 K, D, B)``, channels ``(2, C, B)``
-    (all work, reads), slots ``(S, B)`` float64 and the mapping cache ``(3, M, B)`` int64 (page held,
-    last use, dirty)."""
-    f = lambda x: np.asarray(x, np.float64)  # noqa: E731
-    r = s.die_r
-    return (np.stack([f(getattr(s, k)) for k in SCALARS]),
-            np.concatenate([np.stack([f(x) for x in (s.die_free, r.end, s.die_units, *s.pe)]), f(r.gap),
-                            f(r.win)]),
-            np.stack([f(s.chan_free), f(s.chan_r)]), np.array(s.slots, np.float64),
-            np.stack([np.asarray(x, np.int64) for x in (s.tags, s.map_age, s.map_dirty)]))
-
-
-def pack_merge(s: State) -> np.ndarray:
-    """The multi-plane state (``State.merge``) as the loop's float64 array ``(Layout.merge_rows, D, B)``
-    (a fresh copy)."""
-    return np.array(s.merge, np.float64)
-
-
-def request_arrays(req: Requests) -> tuple[np.ndarray, ...]:
-    """The chunk's requests as the loop reads them: op, off4k (int64), size, gap_s (float64), valid, and
-    the entry cache's map_miss, wb_tpage (int64), wb_count (float64), and the pages kept in the buffer
-    (``kept``) and the pages each read reads first (``first_read``), int64 bit masks."""
-    return (np.asarray(req.op, np.int64), np.asarray(req.off4k, np.int64), np.asarray(req.size, np.float64),
-            np.asarray(req.gap_s, np.float64), np.asarray(req.valid, np.bool_),
-            np.asarray(req.map_miss, np.bool_), np.asarray(req.wb_tpage, np.int64),
-            np.asarray(req.wb_count, np.float64), np.asarray(req.kept, np.int64),
-            np.asarray(req.first_read, np.int64))
-
-
-def new_sums(b: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Zeroed accumulators, configurations last: sums ``(len(SUMS), B)``, hist ``(3, N_BINS, B)`` int32,
-    busy ``(D, B)``."""
-    return np.zeros((len(SUMS), b)), np.zeros((3, N_BINS, b), np.int32), np.zeros((d, b))
-
-
-def unpack(sc, die, chan, slots, tags, a, hist, busy, mg, dt) -> tuple[State, Acc]:
-    """The loop's arrays (configurations last, as :func:`pack_state` and :func:`new_sums` give them) as
-    the engine's ``State`` and ``Acc`` in the dtype ``dt``."""
-    c = lambda x, t=dt: np.ascontiguousarray(x, dtype=t)  # noqa: E731
-    k_n = (die.shape[0] - GAP) // 2
-    state = State(
-        slots=c(slots), ctrl_free=c(sc[CTRL_FREE]), link_rx=c(sc[LINK_RX]), link_tx=c(sc[LINK_TX]),
-        dram_free=c(sc[DRAM_FREE]),
-        die_free=c(die[DIE_FREE]), free_max=c(sc[FREE_MAX]),
-        die_r=Server(end=c(die[R_END]), win=c(die[GAP + k_n:]), gap=c(die[GAP:GAP + k_n])),
-        chan_free=c(chan[0]), chan_r=c(chan[1]), last_arrival=c(sc[LAST_ARRIVAL]), last_done=c(sc[LAST_DONE]),
-        wptr=c(sc[WPTR], np.int32), wpartial=c(sc[WPARTIAL]), die_units=c(die[DIE_UNITS]), ds=c(sc[DS]),
-        dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags[TAG], np.int32), map_age=c(tags[AGE], np.int32),
-        map_dirty=c(tags[DIRTY], np.int32), map_tp=c(sc[MAP_TP], np.int32), map_end=c(sc[MAP_END]),
-        pe=PE(*(c(die[k]) for k in (PE_START, PE_END, ER_END, ER_LEN, T_OP))), merge=c(mg))
-    acc = Acc(elapsed=c(a[ELAPSED]), elapsed_c=np.zeros(a.shape[1], dt), count=c(a[COUNT:COUNT + 3]),
-              bytes=c(a[BYTES:BYTES + 3]), lat_sum=c(a[LAT:LAT + 3]), queue_sum=c(a[QUEUE_SUM]),
-              hist=c(hist, np.int32), busy=c(busy), read_pages=c(a[READ_PAGES]), prog_pages=c(a[PROG_PAGES]),
-              erases=c(a[ERASES]), map_misses=c(a[MAP_MISSES]), mode_bytes=c(a[MODE:MODE + 3]),
-              idle_folded=c(a[IDLE_FOLDED]), suspensions=c(a[SUSP:SUSP + 2]), map_writebacks=c(a[MAP_WBS]),
-              programs=c(a[PROGRAMS]))
-    return state, acc
 
 
 def run_chunk(pf: np.ndarray, s: State, req: Requests, lay: Layout,

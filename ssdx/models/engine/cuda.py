@@ -26,6 +26,7 @@ import numpy as np
 from numba import cuda, float64
 
 from ssdx.models.engine import cpu as engine_cpu
+from ssdx.models.engine import cpu_ops, cpu_pack
 from ssdx.models.engine.model import Acc, Requests, State
 from ssdx.models.engine.params import Layout
 from ssdx.params import RANGES
@@ -37,13 +38,15 @@ THREADS = 64
 
 
 def _namespace() -> dict:
-    """Globals for the kernel (:func:`_thread`): :func:`engine_cpu._config` and the helpers it calls as
-    CUDA device functions compiled from their Python code, every call resolved to the device version."""
-    ns = dict(vars(engine_cpu)) | {"cuda": cuda, "float64": float64, "MAX_CH": MAX_CH}
+    """Globals for the kernel (:func:`_thread`): :func:`engine_cpu._config` and the helpers it calls
+    (:mod:`~ssdx.models.engine.cpu_ops`) as CUDA device functions compiled from their Python code, every call
+    resolved to the device version, with the loop's indices (:mod:`~ssdx.models.engine.cpu_pack`)."""
+    ns = (dict(vars(cpu_pack)) | dict(vars(cpu_ops)) | dict(vars(engine_cpu))
+          | {"cuda": cuda, "float64": float64, "MAX_CH": MAX_CH})
     for name in ("_book", "_heap_replace_min", "_shift", "_div", "_mod", "_pos", "_kept_on", "_plane_row",
                  "_merge_page", "_allocate", "_admit", "_select", "_kth", "_kth_phase", "_admit_programs",
                  "_bp_limit", "_nth_die", "_suspend", "_read_on_die", "_config"):
-        py = getattr(engine_cpu, name).py_func
+        py = ns[name].py_func
         ns[name] = cuda.jit(device=True)(types.FunctionType(py.__code__, ns, name, py.__defaults__))
     return ns
 

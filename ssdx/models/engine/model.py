@@ -150,8 +150,28 @@ import jax.numpy as jnp
 
 from ssdx.core.stats import kahan_add, latency_bin
 from ssdx.models.booking import fluid_book
-from ssdx.models.engine.book import FIT_SLACK, book, pe_push, pick, shift, suspend
-from ssdx.models.engine.params import MAP_UNIT_BYTES, MASK_PAGES, MERGE_RING, Layout
+from ssdx.models.engine.admission import END_SLACK, _admission, _admission_programs, _bp_limit, _dram_time
+from ssdx.models.engine.book import FIT_SLACK, pick, shift
+from ssdx.models.engine.pages import (
+    _allocate_reads,
+    _kept_per_die,
+    _merge_programs,
+    _page_count,
+    _pages,
+    _per_die,
+    _place,
+)
+from ssdx.models.engine.params import MERGE_RING, Layout
+from ssdx.models.engine.reads import (
+    READ_DIES,
+    _by_channel,
+    _hold,
+    _map_read,
+    _positions,
+    _push_runs,
+    _read_book,
+    _read_book_at,
+)
 from ssdx.models.engine.state import (
     OPS,
     PE,
@@ -175,221 +195,6 @@ from ssdx.models.engine.state import (
 __all__ = ["END_SLACK", "FIT_SLACK", "OPS", "PE", "READ", "TRIM", "WRITE", "Acc", "Plan", "Requests",
            "Server", "State", "init", "metrics", "plan", "plan_batch", "requests", "run_chunk", "step",
            "to_host", "zero_acc"]
-
-
-def _per_die(p: Plan, start: jax.Array, count: jax.Array) -> jax.Array:
-    """Items ``start, start+1, … start+count-1`` (``0 <= start < dies``) dealt round-robin over the dies:
-    how many land on each die position, ``(D, B)`` int32.  Die ``start + r`` gets ``q + (r < m)`` where
-    ``count = q·dies + m`` (one division per configuration, none per die)."""
-    q = count // p.n_dies
-    # computed once per configuration: without the barrier XLA repeats the division for every die
-    q, m, start = q[None], (count - q * p.n_dies)[None], start[None]
-    r = p.die_id - start
-    r = jnp.where(r < 0, r + p.n_dies[None], r)
-    return jnp.where(p.mask, q + (r < m).astype(jnp.int32), 0)
-
-
-def _pages(p: Plan, off4k: jax.Array, size: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """4: the NAND pages a request at ``off4k`` (4 KiB units) of ``size`` bytes touches, ``k`` (int32,
-    at least 1), and how many of them lie on each die, ``(D, B)`` (logical page ``j`` on die ``j mod D``)."""
-    k = _page_count(p, off4k, size)
-    return k, _per_die(p, jnp.mod(off4k // p.page_4k, p.n_dies), k)
-
-
-def _kept_per_die(p: Plan, start: jax.Array, k: jax.Array, kept: jax.Array) -> jax.Array:
-    """Of a write's ``k`` pages dealt round-robin from die ``start``, how many each die position keeps in
-    the buffer, ``(D, B)`` int32: page ``j`` (below ``k`` and :data:`~ssdx.models.engine.params.MASK_PAGES`)
-    is kept where bit ``j`` of ``kept`` is set (``Requests.kept``)."""
-    j = jnp.arange(MASK_PAGES, dtype=jnp.int32)[:, None]  # (J, 1)
-    bit = ((kept >> j) & 1) * (j < k[None])  # (J, B)
-    on = jnp.mod(j, p.n_dies[None])[:, None] == _deal_place(p, start)[None]  # (J, D, B)
-    return jnp.where(p.mask, jnp.sum(jnp.where(on, bit[:, None], 0), axis=0), 0)
-
-
-def _deal_place(p: Plan, start: jax.Array) -> jax.Array:
-    """Each die position's place in a deal of pages starting at die ``start``, ``(D, B)`` int32."""
-    r = p.die_id - start[None]
-    return jnp.where(r < 0, r + p.n_dies[None], r)
-
-
-def _row(merge: jax.Array, row: jax.Array) -> jax.Array:
-    """``merge[row[d, b], d, b]`` for a row index per die position (``State.merge``)."""
-    return jnp.take_along_axis(merge, row[None].astype(jnp.int32), axis=0)[0]
-
-
-def _set_row(merge: jax.Array, row: jax.Array, value: jax.Array, on: jax.Array) -> jax.Array:
-    """``merge`` with ``merge[row[d, b], d, b] = value[d, b]`` where ``on``."""
-    rows = jnp.arange(merge.shape[0])[:, None, None]
-    return jnp.where((rows == row[None]) & on[None], value[None], merge)
-
-
-def _plane_slot(p: Plan, n: jax.Array) -> jax.Array:
-    """The first ``State.merge`` row of the plane that the ``n``-th page dealt to a die lies on (plane
-    ``(n div merge_dies) mod planes`` of the die's ``n mod merge_dies``-th die: MQSim's CWDP)."""
-    sub = p.merge_dies.astype(jnp.int32)[None]
-    planes = p.planes.astype(jnp.int32)[None]
-    return (jnp.mod(n, sub) * planes + jnp.mod(n // sub, planes)) * (1 + MERGE_RING)
-
-
-def _allocate_reads(p: Plan, merge: jax.Array, off4k: jax.Array, k: jax.Array, first: jax.Array) -> jax.Array:
-    """``engine.plane_merge``: a read's pages read before they were ever written (``Requests.first_read``)
-    each take their plane's next page number, as MQSim places them, no program holding it
-    (``cpu._allocate``)."""
-    page0 = off4k // p.page_4k
-    place = _deal_place(p, jnp.mod(page0, p.n_dies))
-    bits = jnp.where(p.plane_merge, first, 0)
-    lim = jnp.minimum(k, MASK_PAGES)
-
-    def body(i, m):
-        t = place + i * p.n_dies[None]
-        on = p.mask & (t < lim[None]) & (((bits[None] >> jnp.minimum(t, MASK_PAGES - 1)) & 1) > 0)
-        row = _plane_slot(p, (page0[None] + t) // p.n_dies[None])
-        a = _row(m, row)
-        m = _set_row(m, row + 1 + jnp.mod(a, MERGE_RING).astype(jnp.int32), jnp.full_like(a, -jnp.inf), on)
-        return _set_row(m, row, a + 1.0, on)
-
-    # as many rounds as the configuration with the fewest dies needs (each deals its pages over its own)
-    return jax.lax.fori_loop(0, jnp.max(jnp.where(p.plane_merge, (lim + p.n_dies - 1) // p.n_dies, 0)), body,
-                             merge)
-
-
-def _merge_programs(p: Plan, lay: Layout, merge: jax.Array, off4k: jax.Array, k: jax.Array,
-                    kept: jax.Array, t0: jax.Array, t_unit: jax.Array, ready: jax.Array):
-    """``engine.plane_merge`` (``cpu._merge_page``, page by page in the order of the write's pages): each
-    page the write programs on a die joins a program of another plane of that die with its page number that
-    starts at ``ready`` or later, or is a program of its own after the die's earlier ones from ``t0``.
-    Returns the programs each die position runs, ``(D, B)``, and the new ``State.merge``."""
-    ring = MERGE_RING
-    page0 = off4k // p.page_4k
-    place = _deal_place(p, jnp.mod(page0, p.n_dies))
-    n_slots = lay.merge_rows // (1 + ring)
-    ppb = p.units_per_block[None]
-
-    def body(carry):
-        i, m, ops, durf = carry
-        t = place + i * p.n_dies[None]
-        kept_t = (t < MASK_PAGES) & (((kept[None] >> jnp.minimum(t, MASK_PAGES - 1)) & 1) > 0)
-        on = p.mask & p.plane_merge[None] & (t < k[None]) & ~kept_t
-        n = (page0[None] + t) // p.n_dies[None]
-        base = _plane_slot(p, n)
-        a_new = _row(m, base)
-        m = _set_row(m, base, a_new + 1.0, on)
-        q_ = jnp.mod(n // p.merge_dies.astype(jnp.int32)[None], p.planes.astype(jnp.int32)[None])
-        sub0 = base - q_ * (1 + ring)  # the first plane's row of the same die
-        found = jnp.zeros_like(on)
-        st_found = jnp.zeros_like(t0)
-        for q2 in range(n_slots):
-            b2 = sub0 + q2 * (1 + ring)
-            ok = on & (q2 != q_) & (q2 < p.planes[None])
-            f2 = _row(m, jnp.where(ok, b2, 0))
-            a2 = f2 - 1.0 - jnp.mod(f2 - 1.0 - a_new, ppb)
-            ok = ok & (a2 >= 0) & (f2 - a2 <= ring)
-            st = _row(m, jnp.where(ok, b2 + 1 + jnp.mod(a2, ring).astype(jnp.int32), 0))
-            hit = ok & ~found & (st >= ready)
-            st_found = jnp.where(hit, st, st_found)
-            found = found | hit
-        start = jnp.where(found, st_found, t0 + durf * t_unit[None])
-        m = _set_row(m, base + 1 + jnp.mod(a_new, ring).astype(jnp.int32), start, on)
-        own = on & ~found
-        return (i + 1, m, ops + own.astype(ops.dtype),
-                durf + jnp.where(own, _page_factor(p, jnp.mod(a_new, ppb)), 0.0))
-
-    def more(carry):
-        return jnp.any(carry[0] * p.n_dies < k)
-
-    zero = jnp.zeros_like(t0)
-    _, merge, ops, durf = jax.lax.while_loop(more, body, (jnp.int32(0), merge, zero, zero))
-    return ops, durf, merge
-
-
-def _page_factor(p: Plan, idx: jax.Array) -> jax.Array:
-    """``engine.page_types = mqsim``: the program time of the page at index ``idx`` of its block over the
-    mean (``prog_f0/1/2`` by MQSim's page type, ``cpu._merge_page``); 1 where the rule is off."""
-    rule = p.page_rule[None]
-    tlc = jnp.where(idx <= 5.0, 0.0, jnp.where(idx <= 7.0, 1.0, jnp.mod(jnp.floor((idx - 8.0) / 2.0), 3.0)))
-    typ = jnp.where(rule == 2, 2.0 * jnp.mod(idx, 2.0), jnp.where(rule == 3, tlc, 0.0))  # MLC: LSB, MSB
-    f = jnp.where(typ == 0.0, p.prog_f0[None], jnp.where(typ == 1.0, p.prog_f1[None], p.prog_f2[None]))
-    return jnp.where(rule > 0, f, 1.0)
-
-
-def _admission(h_end: jax.Array, backlog: jax.Array, n_dies: jax.Array, inflight: jax.Array,
-               t_unit: jax.Array, per_op: jax.Array) -> jax.Array:
-    """When the eager write-back's back pressure lets a write in (s from its issue): once ``backlog`` s of
-    program work summed over ``n_dies`` dies has drained to what ``inflight`` bytes in flight allow at
-    ``per_op`` bytes a program of ``t_unit`` s (MQSim's ``back_pressure_buffer_max_depth``, a fluid
-    backlog); never before its host data is in at ``h_end``."""
-    return jnp.maximum(h_end, backlog / n_dies - inflight * t_unit / (n_dies * per_op))
-
-
-#: a die's backlog ending within this share of a program past an instant counts that program as ended
-#: then, and a program starting within it before a page is ready takes the page (``engine.plane_merge``):
-#: so rounding in times kept two ways (absolute in float64 on the CPU, from the issue in the batch's dtype
-#: here, float32 by default: about 1e-7 of the few ms a backlog spans) does not split a program's end
-#: between the back ends.  7.5 ns of a 750 us program
-END_SLACK = 1e-5
-
-
-def _bp_limit(inflight: jax.Array, size: jax.Array, pages: jax.Array, n_pages: jax.Array) -> jax.Array:
-    """``engine.back_pressure = programs``: the most programs of one page of a write (``size`` bytes over
-    ``pages`` pages) that may still be in flight when the write, ``n_pages`` of its pages written back,
-    is let in: ``N`` with ``(N + n_pages - 1) · size / pages < inflight`` (MQSim's
-    ``write_to_destage_buffer`` sends a request's transaction to flash while the sectors in flight, those
-    of the request sent before it included, are below its ``back_pressure_buffer_max_depth``).  Written
-    as ``inflight · pages / size``, exact where that is a whole number.  A write whose own pages fill the
-    limit waits for every program in flight (MQSim lets it in page by page)."""
-    room = inflight * pages / size - jnp.maximum(n_pages - 1.0, 0.0)
-    return jnp.maximum(jnp.ceil(room) - 1.0, 0.0)
-
-
-def _admission_programs(h_end: jax.Array, die_free: jax.Array, mask: jax.Array, t_unit: jax.Array,
-                        limit: jax.Array) -> jax.Array:
-    """``engine.back_pressure = programs``: the first instant from ``h_end`` on (s from the issue) at
-    which at most ``limit`` programs are still queued or running, each die's backlog ``die_free`` (D, B)
-    taken as back-to-back programs of ``t_unit`` s ending where it ends.
-
-    A die with ``n`` programs left at ``h_end`` ends its first at its phase ``x - (n - 1) t_unit`` (``x``
-    its backlog past ``h_end``) and one each ``t_unit`` after, so the ends fall in rounds.  The instant is
-    the ``m``-th end, ``m`` the programs above ``limit``.  Its round ``r`` is the least with ``S(r + 1) >=
-    m``, ``S(R) = sum(min(n, R))``: with the ``n`` sorted, ``S`` is linear between consecutive ones, so
-    the first sorted ``n_j`` with ``S(n_j) >= m`` gives ``r + 1 = ceil((m - sum_{i<j} n_i) / (D - j))``.
-    Within the round it is the ``(m - S(r))``-th smallest phase of the dies with programs left."""
-    dt = die_free.dtype
-    x = jnp.where(mask, die_free - h_end[None], 0.0)
-    n = jnp.maximum(jnp.ceil(x * (1.0 / t_unit)[None] - END_SLACK), 0.0)
-    phase = jnp.where(n > 0, x - (n - 1.0) * t_unit[None], jnp.inf)
-    m = jnp.sum(n, axis=0) - limit
-    d = n.shape[0]
-    ns = jnp.sort(n, axis=0)
-    before = jnp.cumsum(ns, axis=0) - ns  # sum of the smaller n
-    j = jnp.argmax(before + ns * (d - jnp.arange(d, dtype=dt))[:, None] >= m[None], axis=0)
-    r = jnp.ceil((m - jnp.take_along_axis(before, j[None], 0)[0]) / (d - j).astype(dt)) - 1.0
-    k = (m - jnp.sum(jnp.minimum(n, r[None]), axis=0)).astype(jnp.int32) - 1
-    left = jnp.sort(jnp.where(n > r[None], phase, jnp.inf), axis=0)
-    sel = jnp.take_along_axis(left, jnp.clip(k, 0, d - 1)[None], 0)[0]
-    return jnp.where(m > 0, h_end + r * t_unit + sel, h_end)
-
-
-def _page_count(p: Plan, off4k: jax.Array, size: jax.Array) -> jax.Array:
-    """The NAND pages (int32, at least 1) a request at ``off4k`` of ``size`` bytes touches."""
-    in_page = (jnp.mod(off4k, p.page_4k) * MAP_UNIT_BYTES).astype(size.dtype)
-    return jnp.maximum(jnp.ceil((in_page + size) / p.page_bytes), 1.0).astype(jnp.int32)
-
-
-def _place(p: Plan, ds: jax.Array, dn: jax.Array, draw: jax.Array, amount: jax.Array):
-    """Split ``amount`` host bytes into pSLC, direct native and folding bytes with the fluid engine's
-    room coefficients (``fluid.slc_room``/``native_room`` relative to the start); returns the new
-    accounting changes ``(ds, dn, draw)`` and the three byte counts."""
-    f = p.coef
-    room_slc = jnp.maximum(jnp.minimum(p.room_slc0 - f.slc_cs * ds - f.slc_craw * draw,
-                                       p.room_cap0 - f.cap_cs * ds), 0.0)
-    a_slc = jnp.minimum(room_slc, amount)
-    draw = draw + f.bits * a_slc
-    room_nat = jnp.maximum(p.room_nat0 - f.nat_dn * dn - f.nat_draw * draw, 0.0)
-    a_dir = jnp.minimum(room_nat, amount - a_slc)
-    a_fold = amount - a_slc - a_dir
-    folded = jnp.minimum(f.fold * a_fold, jnp.maximum(p.s0 + ds + a_slc, 0.0))
-    new = (ds + a_slc - folded, dn + a_dir + a_fold + folded, draw + a_dir)
-    return new, jnp.stack([a_slc, a_dir, a_fold])
 
 
 class Front(NamedTuple):
@@ -495,81 +300,6 @@ def _lookup(p: Plan, lay: Layout, s: State, r: Requests) -> Look:
     return Look(off4k, tpage, miss, tags, age, dirty, writeback)
 
 
-def _read_book(p: Plan, lay: Layout, pe: PE, sv: Server, ready: jax.Array, dur: jax.Array):
-    """:func:`~.book.suspend` where a configuration of the batch tracks suspension
-    (``lay.suspension``); else :func:`~.book.book`, which gives every configuration that does not
-    track it the same start, booking and die time, with no suspension and no cost."""
-    if lay.suspension:
-        return suspend(p, pe, sv, ready, dur)
-    start, new = book(sv, ready, dur)
-    none = jnp.zeros(start.shape, bool)
-    return start, new, jnp.broadcast_to(dur, start.shape), none, none
-
-
-def _push_runs(p: Plan, lay: Layout, pe: PE, on: jax.Array, start: jax.Array, dur: jax.Array) -> PE:
-    """:func:`~.book.pe_push`, skipped where no configuration of the batch tracks suspension."""
-    return pe_push(p, pe, on, start, dur) if lay.suspension else pe
-
-
-#: the batched step's read branches that book only the dies a read touches: a read whose pages lie on at
-#: most this many dies in every configuration of the batch takes the smallest that fits (:func:`step`);
-#: a read on more dies books every die position.  Branches for 2, 4 and 8 dies as well were no faster on
-#: the 2-core CPU of ``bench/engine.py`` and doubled the step's compile time (each is a read path of its
-#: own), so one die only: a 4 KiB read, and every translation read (:func:`_map_read`)
-READ_DIES = (1,)
-
-
-def _read_book_at(p: Plan, lay: Layout, pe: PE, sv: Server, pos: jax.Array, on: jax.Array, ready: jax.Array,
-                  dur: jax.Array):
-    """:func:`_read_book` of the die positions ``pos`` (M, B) only, where ``on`` (M, B) (distinct
-    positions where on), ``dur`` (D, B) the work of each die: the same arithmetic as booking every die,
-    at an M-th of the dies' share of the cost.  The results have :func:`_read_book`'s shapes: the
-    booking of the other dies unchanged, their start, die time and suspensions zero (the callers read
-    them only where a die works).  They are put back by a scatter, which XLA does not fuse into the
-    (K, D, B) arrays that read them: an elementwise put-back would have the booking recomputed for every
-    die and gap."""
-    take = lambda x: jnp.take_along_axis(x, jnp.broadcast_to(pos, x.shape[:-2] + pos.shape), axis=-2)  # noqa: E731
-    at = lambda t: type(t)(*(take(x) for x in t))  # noqa: E731
-    start, new, dur_m, s_p, s_e = _read_book(p, lay, at(pe) if lay.suspension else pe, at(sv), ready,
-                                             take(dur))
-    where = jnp.where(on, pos, dur.shape[-2])  # off: out of range, dropped
-    put = lambda x, v: jnp.put_along_axis(  # noqa: E731
-        x, jnp.broadcast_to(where, v.shape), v, axis=-2, inplace=False, mode="drop")
-    zero = lambda v: put(jnp.zeros(dur.shape, v.dtype), jnp.broadcast_to(v, pos.shape))  # noqa: E731
-    return (zero(start), Server(*(put(x, v) for x, v in zip(sv, new, strict=True))), zero(dur_m),
-            zero(s_p), zero(s_e))
-
-
-def _positions(p: Plan, first: jax.Array, count: jax.Array, m: int) -> tuple[jax.Array, jax.Array]:
-    """The die positions (m, B) of the dies ``first, first + 1, …`` (mod the dies) and whether each is
-    among the first ``count`` (B,)."""
-    ids = jnp.mod(first[None] + jnp.arange(m)[:, None], p.n_dies[None])
-    pos = jnp.stack([jnp.argmax((p.die_id == x[None]) & p.mask, axis=0) for x in ids])
-    return pos, jnp.arange(m)[:, None] < count[None]
-
-
-def _map_read(p: Plan, lay: Layout, t_cmd, tpage, miss, die_r: Server, die_free, busy, pe: PE):
-    """3: a missed translation page is read from die ``tpage mod dies`` (SLC timing), booked with read
-    priority under the suspension policy (:func:`suspend`); returns the die state, busy time, the
-    program/erase runs, the read's start, when its entries are in the controller (its end, plus the
-    ``map_read_bytes`` transfer unless the die was held for it; -inf where none) and the suspensions
-    (2, B).  Only that die's booking is computed (gathered, booked, put back): the same arithmetic as
-    booking every die and keeping that one, at a die's share of the cost."""
-    on = (p.die_id == jnp.mod(tpage, p.n_dies)[None]) & p.mask & miss[None]
-    t_die = p.t_map_read + jnp.where(p.hold_read, p.t_map_xfer, 0.0)  # cache_read false: held until out
-    ms, die_r_m, m_dur, s_p, s_e = _read_book_at(p, lay, pe, die_r, jnp.argmax(on, axis=0)[None],
-                                                 jnp.any(on, axis=0)[None], t_cmd[None],
-                                                 jnp.broadcast_to(t_die[None], on.shape))
-    m_start = jnp.max(jnp.where(on, ms, -jnp.inf), axis=0)
-    m_end = jnp.max(jnp.where(on, ms + m_dur, -jnp.inf), axis=0)
-    m_in = m_end + jnp.where(p.hold_read, 0.0, p.t_map_xfer)
-    die_r = pick(on, die_r_m, die_r)
-    die_free = jnp.where(on, jnp.maximum(die_free, m_start[None]) + m_dur, die_free)
-    sus = jnp.stack([jnp.sum(on & s_p, axis=0), jnp.sum(on & s_e, axis=0)]).astype(busy.dtype)
-    pe = _push_runs(p, lay, pe, on, m_start[None], m_dur)
-    return die_r, die_free, busy + on * m_dur, pe, m_start, m_in, sus
-
-
 def _in_flight(s: State, look: Look, t_cmd: jax.Array) -> tuple[jax.Array, jax.Array]:
     """3: whether the request reads its translation page from flash (``miss``) and whether it waits for
     a read of that page already in flight instead (``inflight``): a lookup of the page of the latest
@@ -585,29 +315,6 @@ def _latest_map_read(s: State, miss, tpage, m_in) -> dict[str, jax.Array]:
     translation read where it issued one, else those of the read before."""
     return dict(map_tp=jnp.where(miss, tpage.astype(s.map_tp.dtype), s.map_tp),
                 map_end=jnp.where(miss, m_in, s.map_end))
-
-
-def _hold(p: Plan, lay: Layout, chan_r, die_r: Server, ready, dur, xfer, active) -> jax.Array:
-    """``engine.cache_read: false``: how long each die (D, B) keeps a read past its array time ``dur`` —
-    until its data is out.  Where the read would be booked (:func:`~.book.book`) gives when the array
-    read ends; the request's transfers on each channel start when its first die is done or the channel's
-    backlog ``chan_r`` is through (the fluid booking of :func:`_read`), in no set order, so a die's own
-    transfer ends on average after its own and half of the others' on that channel (or when it would
-    alone, if later)."""
-    est, _ = book(die_r, ready[None], dur)
-    r_end = est + dur
-    first_c = jnp.min(_by_channel(jnp.where(active, r_end, jnp.inf), lay), axis=0)
-    x_c = jnp.sum(_by_channel(xfer, lay), axis=0)
-    c_start = jnp.broadcast_to(jnp.maximum(first_c, chan_r)[None], (lay.ways,) + first_c.shape)
-    x_c = jnp.broadcast_to(x_c[None], c_start.shape).reshape(r_end.shape)
-    own_end = c_start.reshape(r_end.shape) + 0.5 * (x_c + xfer)
-    out = jnp.maximum(own_end, r_end + xfer) - r_end
-    return jnp.where(active & p.hold_read[None], out, 0.0)
-
-
-def _by_channel(x: jax.Array, lay: Layout) -> jax.Array:
-    """(D, B) die positions -> (W, C, B): channel ``c`` is the last-but-one axis."""
-    return x.reshape(lay.ways, lay.channels, x.shape[-1])
 
 
 def _max_free(p: Plan, die_free: jax.Array) -> jax.Array:
@@ -686,26 +393,6 @@ def _read(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look, die
                  map_misses=miss.astype(dt),
                  suspensions=sus_m + jnp.stack([jnp.sum(active & s_p, axis=0),
                                                 jnp.sum(active & s_e, axis=0)]).astype(dt)))
-
-
-def _dram_time(p: Plan, size: jax.Array) -> jax.Array:
-    """Seconds to write ``size`` bytes into the write buffer's DRAM (``buffer_dram_*``): ``tRCD + tCL``
-    for each row opened, ``tRP`` between rows, and ``floor(size / burst / 2)`` transfers of ``1 / rate``.
-    One row is MQSim's ``estimate_dram_access_time`` exactly (Data_Cache_Manager_Base); for more, MQSim
-    multiplies by half the row count and divides the remainder by the transfer time, which this does not
-    follow unless ``engine.buffer_dram_formula = mqsim`` asks for it: each row is opened, read out and
-    precharged once.  (MQSim's remainder term is bytes / (bytes x ns) read as ns: ``rem * rate / burst``
-    in units of 10^-18 s here.)"""
-    rows = jnp.maximum(jnp.ceil(size / p.dram_row), 1.0)
-    rate = jnp.where(p.dram_rate > 0, p.dram_rate, 1.0)
-    each_row = (rows * (p.dram_trcd + p.dram_tcl) + (rows - 1.0) * p.dram_trp
-                + jnp.floor(size / p.dram_burst / 2.0) / rate)
-    # engine.buffer_dram_formula = mqsim: MQSim's arithmetic past one row (params: buffer_dram_formula)
-    open_row = p.dram_trcd + p.dram_tcl
-    mqsim = ((open_row + jnp.floor(p.dram_row / p.dram_burst / 2.0) / rate + p.dram_trp)
-             * jnp.floor(size / p.dram_row / 2.0) + open_row
-             + jnp.mod(size, p.dram_row) * rate / p.dram_burst * 1e-18)
-    return jnp.where(p.dram_mqsim & (size > p.dram_row), mqsim, each_row)
 
 
 def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):

@@ -1,0 +1,416 @@
+"""The building blocks of the CPU loop (:func:`ssdx.models.engine.cpu._config`), each a Numba function
+inlined into it: gap-filling read booking (:func:`_book`, the scalar form of
+:func:`ssdx.models.engine.book.book`), the plane-merge page numbers (:func:`_merge_page`,
+:func:`_allocate`), the back pressure's admission (:func:`_admit`, :func:`_admit_programs`, the k-th
+smallest die backlog by :func:`_select` / :func:`_kth`) and read suspension (:func:`_suspend`,
+:func:`_read_on_die`).  Each mirrors the function of :mod:`ssdx.models.engine.model` its docstring names;
+the CUDA kernel (:mod:`ssdx.models.engine.cuda`) compiles the same Python code for the GPU."""
+
+from __future__ import annotations
+
+import math
+
+import numba
+
+from ssdx.models.engine.cpu_pack import (
+    DIE_FREE,
+    ER_END,
+    ER_LEN,
+    GAP,
+    PE_END,
+    PE_START,
+    R_END,
+    SUS_E,
+    SUS_E_S,
+    SUS_MIN_E,
+    SUS_MIN_P,
+    SUS_P,
+    SUS_P_S,
+    SUSP,
+    T_OP,
+)
+from ssdx.models.engine.model import END_SLACK, FIT_SLACK
+from ssdx.models.engine.params import MASK_PAGES
+
+
+@numba.njit(cache=True, inline="always")
+def _book(die, pd, ready, dur, commit):
+    """book.book on the die at position ``pd`` (row :data:`R_END` of ``die`` and its gaps: as many gap
+    starts from row :data:`GAP` as gap ends after them, ``Layout.read_gaps`` in the engine): returns the
+    start of ``dur`` s of work ready at ``ready``, and where ``commit`` books it."""
+    k_n = (die.shape[0] - GAP) // 2
+    win = GAP + k_n
+    fit = dur * (1.0 - FIT_SLACK)
+    end = die[R_END, pd]
+    if ready + (dur - fit) >= end:  # free
+        if commit:
+            if ready > end + FIT_SLACK * dur:  # idle since end: the gaps move down, the newest [end, ready]
+                for k in range(k_n - 1):
+                    die[GAP + k, pd] = die[GAP + k + 1, pd]
+                    die[win + k, pd] = die[win + k + 1, pd]
+                die[GAP + k_n - 1, pd] = end
+                die[win + k_n - 1, pd] = ready
+            die[R_END, pd] = ready + dur
+        return ready
+    # the oldest gap the die is idle in at max(ready, its start); the gaps are in time order, so those
+    # ending by ready + (dur - fit), which none can be, come first: skip them from the newest back (reads
+    # ready in issue order find none at once)
+    lo = k_n
+    while lo > 0 and die[win + lo - 1, pd] > ready + (dur - fit):
+        lo -= 1
+    for i in range(lo, k_n):
+        gs, ge = die[GAP + i, pd], die[win + i, pd]
+        at = max(ready, gs)
+        if at + (dur - fit) < ge:
+            if not commit:
+                return at
+            if at + fit <= ge:  # fits: [gs, at] moves down one (the older gaps with it), [at + dur, ge] stays
+                for k in range(i - 1):
+                    die[GAP + k, pd] = die[GAP + k + 1, pd]
+                    die[win + k, pd] = die[win + k + 1, pd]
+                if i > 0:
+                    die[GAP + i - 1, pd] = gs
+                    die[win + i - 1, pd] = at
+                die[GAP + i, pd] = at + dur
+            else:  # idle at at: start there, the work after it moves back, absorbed gap by gap
+                push = at + dur - ge
+                die[win + i, pd] = at
+                for j in range(i + 1, k_n):
+                    g, w = die[GAP + j, pd], die[win + j, pd]
+                    die[GAP + j, pd] = min(g + max(push, 0.0), w)
+                    push -= max(w - g, 0.0)
+                die[R_END, pd] = end + max(push, 0.0)
+            return at
+    if commit:
+        die[R_END, pd] = end + dur
+    return end
+
+
+@numba.njit(cache=True, inline="always")
+def _heap_replace_min(h, v, n):
+    """Replace the least entry of the min-heap ``h[:n]`` (its root) by ``v`` and restore the heap: a
+    request's completion time takes the slot of the earliest one, ``log2 n`` steps where a sorted list
+    would move up to ``n`` entries (``IO_Queue_Depth`` of MQSim's traces is 1,024)."""
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and h[c + 1] < h[c]:
+            c += 1
+        if h[c] >= v:
+            break
+        h[i] = h[c]
+        i = c
+    h[i] = v
+
+
+@numba.njit(cache=True, inline="always")
+def _shift(n):
+    """``log2 n`` where the integer ``n`` is a power of two, else -1 (the ``s`` of :func:`_div` and
+    :func:`_mod`)."""
+    if n <= 0 or (n & (n - 1)) != 0:
+        return -1
+    s = 0
+    while (1 << s) < n:
+        s += 1
+    return s
+
+
+@numba.njit(cache=True, inline="always")
+def _div(x, d, s):
+    """``x // d`` (floor) for integers, by a shift where ``d = 2**s`` (``s`` from :func:`_shift`): an integer
+    division is the longest step on a request's dependency chain, a shift one cycle; exact for negative
+    ``x`` too (an arithmetic shift floors)."""
+    return x >> s if s >= 0 else x // d
+
+
+@numba.njit(cache=True, inline="always")
+def _mod(x, d, s):
+    """``x % d`` (floor, so in ``[0, d)``) for integers, by a mask where ``d = 2**s``; exact for negative
+    ``x`` too (two's complement)."""
+    return x & (d - 1) if s >= 0 else x % d
+
+
+@numba.njit(cache=True, inline="always")
+def _pos(d, n_ch, C, s_ch):
+    """Layout position of die ``d`` (channel ``d mod n_ch``, way ``d div n_ch``; ``s_ch`` =
+    :func:`_shift` of ``n_ch``)."""
+    return _div(d, n_ch, s_ch) * C + _mod(d, n_ch, s_ch)
+
+
+@numba.njit(cache=True, inline="always")
+def _kept_on(kept, j, k, n_dies):
+    """How many of a write's pages dealt to its ``j``-th die (pages ``j``, ``j + n_dies``, ... below ``k``)
+    are kept in the buffer (bits of ``kept``, :data:`~ssdx.models.engine.params.MASK_PAGES` of them)."""
+    n = 0
+    t = j
+    while t < min(k, MASK_PAGES):
+        n += (kept >> t) & 1
+        t += n_dies
+    return n
+
+
+@numba.njit(cache=True, inline="always")
+def _plane_row(n, sub, planes, ring):
+    """The first ``State.merge`` row of the plane the ``n``-th page dealt to a die lies on: plane
+    ``(n div sub) mod planes`` of the die's ``n mod sub``-th die (MQSim's CWDP), and that plane; ``ring``
+    program starts a plane (the plan's ``merge_ring``)."""
+    q_ = (n // sub) % planes
+    return ((n % sub) * planes + q_) * (1 + ring), q_
+
+
+@numba.njit(cache=True, inline="always")
+def _merge_page(mg, pd, n, sub, planes, ppb, start_new, ready, ring, rule, fac0, fac1, fac2):
+    """engine.plane_merge: program the ``n``-th page dealt to the die at position ``pd`` (logical page
+    ``die + n·dies``), on plane ``(n div sub) mod planes`` of the die's ``n mod sub``-th die, taking that
+    plane's next page number.  Where another plane of that die holds a program of the same page number,
+    booked and starting at ``ready`` or later, the page joins it (returns 0: no die time of its own);
+    else it is a program of its own starting at ``start_new``: returns its time over the mean program's,
+    1 unless ``rule`` (engine.page_types = mqsim: bits per cell) gives its page type's factor ``fac0``,
+    ``fac1`` or ``fac2`` by the page number's index in its block (MQSim's Flash_Chip::Get_command_execution_
+    latency: MLC alternates; TLC pages 0-5 LSB, 6-7 CSB, then pairs of LSB, CSB, MSB).  ``mg`` rows: per
+    plane, pages programmed, then the start of its latest ``ring`` programs by page count
+    (``State.merge``)."""
+    base, q_ = _plane_row(n, sub, planes, ring)
+    first = base - q_ * (1 + ring)  # the row of the die's first plane
+    a_new = mg[base, pd]
+    mg[base, pd] = a_new + 1.0
+    slot_new = base + 1 + int(a_new) % ring
+    for q2 in range(planes):
+        if q2 == q_:
+            continue
+        b2 = first + q2 * (1 + ring)
+        f2 = mg[b2, pd]
+        back = f2 - 1.0 - a_new  # how far before the plane's latest page lies a_new's page number
+        if back < 0.0 or back >= ppb:
+            back = back % ppb
+        if back < ring and f2 - 1.0 - back >= 0.0:  # among the ring's programs
+            st = mg[b2 + 1 + int(f2 - 1.0 - back) % ring, pd]
+            if st >= ready:
+                mg[slot_new, pd] = st
+                return 0.0
+    mg[slot_new, pd] = start_new
+    if rule < 1.5:
+        return 1.0
+    idx = a_new % ppb
+    if rule < 2.5:
+        typ = 2.0 * (idx % 2.0)  # MLC: LSB, MSB
+    elif idx <= 5.0:
+        typ = 0.0
+    elif idx <= 7.0:
+        typ = 1.0
+    else:
+        typ = math.floor((idx - 8.0) / 2.0) % 3.0
+    return fac0 if typ == 0.0 else (fac1 if typ == 1.0 else fac2)
+
+
+@numba.njit(cache=True, inline="always")
+def _allocate(mg, pd, n, sub, planes, ring):
+    """engine.plane_merge: the ``n``-th page dealt to the die at position ``pd`` read before it was ever
+    written takes its plane's next page number, as MQSim places it, no program holding it (its slot of the
+    ring cleared; :func:`_merge_page` for the plane)."""
+    base, _ = _plane_row(n, sub, planes, ring)
+    a = mg[base, pd]
+    mg[base + 1 + int(a) % ring, pd] = -math.inf
+    mg[base, pd] = a + 1.0
+
+
+@numba.njit(cache=True, inline="always")
+def _admit(h_end, issue, backlog, n_dies, inflight, t_unit, per_op):
+    """admission._admission: when the eager write-back's back pressure lets a write in, ``backlog`` s of
+    program work on ``n_dies`` dies from ``issue`` on, ``per_op`` bytes a program of ``t_unit`` s, up to
+    ``inflight`` bytes in flight; never before its host data is in at ``h_end``."""
+    return max(h_end, issue + backlog / n_dies - inflight * t_unit / (n_dies * per_op))
+
+
+@numba.njit(cache=True, inline="always")
+def _select(v, row, n, k):
+    """The ``k``-th smallest (from 0) of ``v[row, :n]``, which it reorders (Hoare's quickselect)."""
+    lo, hi = 0, n - 1
+    while lo < hi:
+        pivot = v[row, (lo + hi) >> 1]
+        i, j = lo, hi
+        while i <= j:
+            while v[row, i] < pivot:
+                i += 1
+            while v[row, j] > pivot:
+                j -= 1
+            if i <= j:
+                v[row, i], v[row, j] = v[row, j], v[row, i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return v[row, k]
+    return v[row, k]
+
+
+#: at most this many values are selected from by counting ranks (branch-free), more by quickselect
+RANK_SELECT = 24
+
+
+@numba.njit(cache=True, inline="always")
+def _kth(v, row, n, k):
+    """The ``k``-th smallest (from 0) of ``v[row, :n]``: a few by counting each one's rank, with no branch
+    on the values (quickselect mispredicts about every other comparison on values in random order); more
+    by :func:`_select`, which reorders them."""
+    if n > RANK_SELECT:
+        return _select(v, row, n, k)
+    for i in range(n):
+        vi = v[row, i]
+        rank = 0
+        for j in range(n):
+            vj = v[row, j]
+            rank += int(vj < vi) + (int(vj == vi) & int(j < i))
+        if rank == k:
+            return vi
+    return v[row, k]
+
+
+@numba.njit(cache=True, inline="always")
+def _kth_phase(wk, n, k, t_unit):
+    """The ``k``-th smallest (from 0) of the ``n`` phases ``wk[1, :n]``, which lie in (0, ``t_unit``]
+    (within ``END_SLACK``): first among those in a window about where the ``k``-th of ``n`` even phases
+    would lie, gathered into ``wk[0]`` in one pass without a data-dependent branch (most often the window
+    holds it, as the phases of programs booked at random instants spread evenly); else by quickselect
+    over them all."""
+    half = math.sqrt(k + 1.0) + 2.0  # about two standard deviations of the k-th of n even phases
+    lo = (k + 1.0 - half) * t_unit / n
+    hi = (k + 1.0 + half) * t_unit / n
+    below, cnt = 0, 0
+    for j in range(n):
+        ph = wk[1, j]
+        below += int(ph <= lo)
+        wk[0, cnt] = ph
+        cnt += int(ph > lo) & int(ph <= hi)
+    if below <= k < below + cnt:
+        return _kth(wk, 0, cnt, k - below)
+    return _select(wk, 1, n, k)
+
+
+@numba.njit(cache=True, inline="always")
+def _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk):
+    """admission._admission_programs: the first instant from ``h_end`` on at which at most ``limit`` programs
+    are still queued or running on the dies, each die's backlog (``DIE_FREE``) taken as back-to-back
+    programs of ``t_unit`` s ending where it ends.  ``wk`` is scratch of (2, dies).
+
+    The program ends after ``h_end`` fall in rounds: a die whose backlog holds ``n`` programs from
+    ``h_end`` on ends its first at its phase ``x - (n - 1) t_unit`` (``x`` its backlog past ``h_end``) and
+    one every ``t_unit`` after.  The instant sought is the ``m``-th end, ``m`` the programs above
+    ``limit``: its round ``r`` is the least with ``sum(min(n, r + 1)) >= m`` (0 where ``m`` is at most
+    the busy dies), found from below in steps that cannot overshoot, and within the round it is the
+    ``k``-th smallest phase of the dies that still have a program then."""
+    inv = 1.0 / t_unit
+    nb = 0
+    n_tot = 0.0
+    first = math.inf  # the earliest end
+    for w in range(n_dies // n_ch):
+        for c in range(n_ch):
+            x = die[DIE_FREE, w * C + c] - h_end
+            n = math.ceil(x * inv - END_SLACK)
+            if n > 0.0:
+                ph = x - (n - 1.0) * t_unit
+                wk[0, nb] = n
+                wk[1, nb] = ph
+                first = min(first, ph)
+                nb += 1
+                n_tot += n
+    m = n_tot - limit  # the program ends to wait for
+    if m <= 0.0:
+        return h_end
+    if m <= nb:  # in the first round: the m-th earliest of the dies' first ends
+        return h_end + (first if m == 1.0 else _kth_phase(wk, nb, int(m) - 1, t_unit))
+    r = math.ceil(m / nb) - 1.0  # at most nb ends a round: a lower bound
+    while True:
+        s1, above = 0.0, 0  # ends in rounds 0..r, dies with programs left after round r
+        for j in range(nb):
+            n = wk[0, j]
+            if n > r + 1.0:
+                s1 += r + 1.0
+                above += 1
+            else:
+                s1 += n
+        if s1 >= m:
+            break
+        r += math.ceil((m - s1) / above)  # each round ends at most `above` more
+    s0, cnt = 0.0, 0  # ends before round r; the phases of the dies with a program in round r, packed
+    for j in range(nb):
+        n = wk[0, j]
+        if n > r:
+            s0 += r
+            wk[1, cnt] = wk[1, j]
+            cnt += 1
+        else:
+            s0 += n
+    return h_end + r * t_unit + _kth_phase(wk, cnt, int(m - s0) - 1, t_unit)
+
+
+@numba.njit(cache=True, inline="always")
+def _bp_limit(inflight, size, pages, n_pages):
+    """admission._bp_limit: the most programs of one page of a write (``size`` bytes over ``pages`` pages)
+    that may still be in flight when the write, ``n_pages`` of its pages written back, is let in."""
+    room = inflight * pages / size - max(n_pages - 1.0, 0.0)
+    return max(math.ceil(room) - 1.0, 0.0)
+
+
+@numba.njit(cache=True, inline="always")
+def _nth_die(start, j, n_dies):
+    """The ``j``-th die (``j < n_dies``) of a round-robin deal starting at die ``start``."""
+    d = start + j
+    return d - n_dies if d >= n_dies else d
+
+
+@numba.njit(cache=True, inline="always")  # inlined: called per read, the call was ~15 % of a read step
+def _suspend(f, die, a, pd, ready, dur, start):
+    """book.suspend for a read of ``dur`` s ready at ``ready`` on the die at position ``pd``, which its
+    read booking would start at ``start``: where it would start at once inside the die's program/erase
+    run, how long it waits for the operation in progress or how much longer it takes to suspend it
+    (counted in ``a``).  Returns when the read is ready to be booked and its die time."""
+    if start <= ready + FIT_SLACK * dur and die[PE_START, pd] <= ready < die[PE_END, pd]:
+        er_end, er_len = die[ER_END, pd], die[ER_LEN, pd]
+        e0 = er_end - er_len
+        in_erase = er_len > 0 and e0 <= ready < er_end
+        if in_erase:
+            left = er_end - ready
+            if left > (1.0 - FIT_SLACK) * er_len:  # the erase is only starting
+                left = 0.0
+            slack = FIT_SLACK * er_len
+        else:
+            t_op = die[T_OP, pd] if die[T_OP, pd] > 0 else 1.0
+            base = e0 if ready < e0 else die[PE_END, pd]
+            left = max(base - ready, 0.0) % t_op
+            if left < FIT_SLACK * t_op or left > (1.0 - FIT_SLACK) * t_op:
+                left = 0.0
+            slack = FIT_SLACK * t_op
+        if left > slack:
+            if in_erase:
+                can = f[SUS_E] > 0.5 and left >= f[SUS_MIN_E]
+            else:
+                can = f[SUS_P] > 0.5 and left >= f[SUS_MIN_P]
+            if can:
+                a[SUSP + (1 if in_erase else 0)] += 1.0
+                return ready, dur + (f[SUS_E_S] if in_erase else f[SUS_P_S])
+            return ready + left, dur
+    return ready, dur
+
+
+@numba.njit(cache=True, inline="always")
+def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
+    """Book a read of ``dur`` s ready at ``ready`` on the die at position ``pd`` with read priority
+    (book.book on its read booking; where ``sus_on``, a suspension option, first :func:`_suspend`, and
+    the program/erase run booked after the read moves back), then its all-work backlog and busy time;
+    returns its start and its die time (``dur`` plus any suspend overhead)."""
+    if sus_on:
+        ready, dur = _suspend(f, die, a, pd, ready, dur, _book(die, pd, ready, dur, False))
+    start = _book(die, pd, ready, dur, True)
+    if sus_on:
+        for r in (PE_START, PE_END, ER_END):  # the program/erase work booked after the read moves back
+            if die[r, pd] > start + FIT_SLACK * dur:
+                die[r, pd] += dur
+    die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
+    busy[pd] += dur
+    return start, dur
