@@ -220,7 +220,7 @@ def step(p: HybridParams, s: State, acc: Acc, u: Lines) -> tuple[State, Acc, jax
     line_s = (UNIT_BYTES // SECTOR_BYTES) * p.t_sector  # SCM seconds per 4 KiB line
 
     # 1. a new request takes the earliest free host slot; rebase every time to its issue
-    j = jnp.argmin(s.slots)
+    j = jnp.argmin(s.slots).astype(jnp.int32)  # int32 as State keeps it (argmin is int64 under x64)
     issue = jnp.where(u.first & v, s.slots[j], 0.0)
     slots, die_free, die_r = s.slots - issue, s.die_free - issue, s.die_r - issue
     op_end, prog_end, op_len, susp = s.op_end - issue, s.prog_end - issue, s.op_len, s.susp
