@@ -92,7 +92,7 @@ def rss_of(n: int, m: int, chunk: int) -> dict[str, Any]:
 
 
 def rss_child(n: int, m: int, chunk: int) -> None:
-    from ssdx.tasks import run_sweep
+    from ssdx.sweep.job import run_sweep
 
     with tempfile.TemporaryDirectory() as d:
         trace = Path(d) / "trace.csv"

@@ -88,7 +88,7 @@ def sweep_definition(n: int) -> dict:
 def sweep_cols(n: int) -> dict:
     """The columns of :func:`sweep_definition` (``n`` configurations)."""
     from ssdx import presets
-    from ssdx.tasks import sweep_columns
+    from ssdx.sweep.job import sweep_columns
 
     base = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
             "model": {"n_steps": 64}, "precision": "float32"}

@@ -118,7 +118,7 @@ def _base(steps: int) -> dict:
 
 def _space(sweep: dict, keep: dict, metrics, steps: int):
     from ssdx.sweep import device, reduce
-    from ssdx.tasks import sweep_base
+    from ssdx.sweep.job import sweep_base
 
     ds = device.DeviceSpace(sweep_base(sweep, _base(steps)), sweep, reduce.parse(keep), metrics)
     ds.prepare()
@@ -185,7 +185,7 @@ def child(what: str, args: argparse.Namespace) -> dict[str, Any]:
     from ssdx import params
     from ssdx.core import registry
     from ssdx.sweep import executors, reduce, runner, space
-    from ssdx.tasks import sweep_base
+    from ssdx.sweep.job import sweep_base
 
     metrics = registry.SWEEP_MODELS["fluid"].metrics
     if what in ("bare", "host"):

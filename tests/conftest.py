@@ -187,7 +187,7 @@ def aldrin():
 def mixed_sweep_cols(dies=(2, 4)):
     """Columns of a small fluid sweep: 4 cache modes x ``dies`` x {no idle gaps, 20 GB bursts with 30 s
     idle} x 3 random pre-fills, so configurations fall in both static-flag groups of the runner."""
-    from ssdx.tasks import sweep_columns
+    from ssdx.sweep.job import sweep_columns
 
     base = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
             "model": {"n_steps": 64}, "precision": "float32"}

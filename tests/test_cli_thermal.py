@@ -9,10 +9,11 @@ import pytest
 from omegaconf import OmegaConf
 from test_cli import ssdx
 
-from ssdx import api, catalog, presets, tasks
+from ssdx import api, catalog, presets
 from ssdx.models.thermal import console
 from ssdx.models.thermal import params as thermal_params
 from ssdx.paths import sweeps_dir
+from ssdx.sweep import job as sweep_job
 from ssdx.units import ZERO_C_IN_K
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -117,7 +118,7 @@ def test_tmt_grid_sweep_small(tmp_path):
     grid["thermal.tmt2_k"] = [0, 350, 358]
     grid["power.hysteresis_k"] = [5.0]
     grid["thermal.ambient_c"] = [25.0, 45.0]
-    s = tasks.run_sweep(sweep, _sweep_base(duration_s=120.0), tmp_path, progress=False)
+    s = sweep_job.run_sweep(sweep, _sweep_base(duration_s=120.0), tmp_path, progress=False)
     df = pq.read_table(tmp_path / "results.parquet").to_pandas()
     # 3 x 3 x 2 policies x 3 coolings x 2 ambients, less the TMT2 <= TMT1 pairs (350/350, 355/350)
     assert s["n_defined"] == 108 and len(df) == 108 - 2 * 12
@@ -133,7 +134,7 @@ def test_a_thermal_sweep_without_a_report_ranks_by_the_data_written(tmp_path):
     first (before, the fluid default was refused)."""
     sweep = {"name": "bare_tmt", "model": "thermal", "drive": "sn8e_1920", "base": {},
              "space": {"grid": {"thermal.tmt1_k": [340, 350, 360], "thermal.cooling": ["bare"]}}}
-    s = tasks.run_sweep(sweep, _sweep_base(duration_s=400.0), tmp_path, progress=False)
+    s = sweep_job.run_sweep(sweep, _sweep_base(duration_s=400.0), tmp_path, progress=False)
     df = pq.read_table(tmp_path / "results.parquet").to_pandas()
     assert s["best_by"]["metric"] == "written_gb" and s["best_by"]["ascending"] is False
     assert s["best"][0]["written_gb"] == df["written_gb"].max()

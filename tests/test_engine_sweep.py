@@ -16,7 +16,7 @@ from ssdx.models.engine import jobs as engine_jobs
 from ssdx.models.engine import sweep as engine_sweep
 from ssdx.params import ConfigError
 from ssdx.sweep import config_of, executors
-from ssdx.tasks import run_sweep
+from ssdx.sweep.job import run_sweep
 
 REQUESTS = 1500
 

@@ -15,7 +15,7 @@ For each model of ``ssdx.core.registry.SWEEP_MODELS``, on a few configurations o
   on its batched scan, the back end with a float32 path: the CPU loop computes in float64).
 
 The toy model shows what adding a model takes: a parameter table of two Fields, a ``build`` and one
-``SweepModelSpec`` line; ``ssdx.tasks.run_sweep`` then runs it like any other (checked against its
+``SweepModelSpec`` line; ``ssdx.sweep.job.run_sweep`` then runs it like any other (checked against its
 closed form).
 """
 
@@ -33,9 +33,9 @@ import pandas as pd
 import pytest
 from conftest import compose_config, x64
 
-from ssdx import tasks
 from ssdx.core import fields, registry
 from ssdx.core.fields import ConfigError, Field
+from ssdx.sweep import job as sweep_job
 
 #: per model: its shipped sweep (with a short run) and the module whose Fields it validates
 CASES = {
@@ -76,7 +76,7 @@ def model_case(request) -> Case:
     sweep = {**cfg["sweep"], **short}
     if name == "hybrid":
         return _hybrid_case(sweep, cfg)
-    cols, ok, _, _ = tasks.sweep_space(sweep, cfg)  # ok: the feasible ones (a sweep may drop others)
+    cols, ok, _, _ = sweep_job.sweep_space(sweep, cfg)  # ok: the feasible ones (a sweep may drop others)
     # spread over the space: the engine's designs then differ in cell type, channels and write-back
     pick = np.linspace(0, int(ok.sum()) - 1, ROWS).astype(int)
     cols = {k: np.asarray(v)[ok][pick] for k, v in cols.items()}
@@ -114,7 +114,7 @@ def _rows(sweep, cfg, cols, dtype, finer: bool, backend: str | None) -> dict[str
     n = len(cols["drive.nand"])
     if backend is not None:
         cfg = {**cfg, "engine": {**cfg["engine"], "backend": backend}}
-    table = tasks._run_rows(sweep, cfg, cols, dtype, 3 if finer else n, progress=False)[0]
+    table = sweep_job._run_rows(sweep, cfg, cols, dtype, 3 if finer else n, progress=False)[0]
     names = registry.SWEEP_MODELS["engine"].metric_names()
     return {m: table.column(m).to_numpy().astype(float) for m in names if m in table.column_names}
 
@@ -236,11 +236,11 @@ def test_a_toy_model_needs_one_registry_entry(tmp_path: Path, monkeypatch) -> No
     sweep = {"name": "toy", "model": "toy", "chunk_size": 3, "on_invalid": "error", "base": {},
              "space": {"grid": {"toy.size_gb": [10.0, 20.0], "toy.rate_mb_s": [100.0, 250.0, 400.0]}},
              "report": {"sort_by": "time_s", "columns": ["toy.size_gb", "toy.rate_mb_s", "time_s"]}}
-    tasks.run_sweep(sweep, cfg, tmp_path, progress=False)
+    sweep_job.run_sweep(sweep, cfg, tmp_path, progress=False)
     df = pd.read_parquet(tmp_path / "results.parquet")
     assert len(df) == 6
     np.testing.assert_allclose(df["time_s"], df["toy.size_gb"] * 1e3 / df["toy.rate_mb_s"], rtol=1e-6)
     sweep["space"]["grid"]["toy.rate_mb_s"] = [100.0, -5.0]
     with pytest.raises(ConfigError) as e:
-        tasks.run_sweep(sweep, cfg, tmp_path / "bad", progress=False)
+        sweep_job.run_sweep(sweep, cfg, tmp_path / "bad", progress=False)
     assert e.value.field == "toy.rate_mb_s" and "write rate, MB/s" in str(e.value)

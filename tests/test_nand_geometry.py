@@ -333,7 +333,7 @@ SWEEP = {"name": "geometry", "n_steps": 16,
 
 
 def test_sweep_over_geometry_runs_with_the_effective_values():
-    from ssdx.tasks import sweep_columns
+    from ssdx.sweep.job import sweep_columns
 
     cols, _, _ = sweep_columns(SWEEP, SWEEP_BASE)
     assert np.isnan(cols["nand.t_prog_us"][0]) and np.isnan(cols["nand.page_kib"][0])
@@ -347,7 +347,7 @@ def test_sweep_over_geometry_runs_with_the_effective_values():
 
 
 def test_sweep_results_record_effective_nand_values(tmp_path):
-    from ssdx.tasks import run_sweep
+    from ssdx.sweep.job import run_sweep
 
     s = run_sweep(SWEEP, SWEEP_BASE, tmp_path, progress=False)
     t = pq.read_table(tmp_path / "results.parquet").to_pandas().sort_values("config_id")

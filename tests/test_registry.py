@@ -16,11 +16,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from ssdx import tasks
 from ssdx.cli import main, schema
 from ssdx.core import registry
 from ssdx.params import ConfigError
 from ssdx.paths import conf_dir, sweeps_dir
+from ssdx.sweep import job as sweep_job
 
 EXPERIMENTS = sorted(p.stem for p in (conf_dir() / "experiment").glob("*.yaml"))
 SWEEPS = sorted(p.stem for p in sweeps_dir().glob("*.yaml"))
@@ -79,7 +79,7 @@ def test_a_sweep_model_builds_the_metrics_its_spec_lists(composed, name):
     is traced (``eval_shape``: shapes only, nothing computed) and returns exactly the spec's scalars."""
     cfg = composed(f"sweep={name}")
     spec = registry.sweep_model(cfg["sweep"])
-    cols, _, _ = tasks.sweep_columns(cfg["sweep"], cfg)
+    cols, _, _ = sweep_job.sweep_columns(cfg["sweep"], cfg)
     cols = {k: v[:1] for k, v in cols.items()}
     trees, groups, factory, n_steps = registry.resolve(spec.build)(cols, cfg["sweep"], cfg, np.float32)
     assert n_steps >= 1 and [idx.tolist() for _, idx in groups] == [[0]]
@@ -93,12 +93,14 @@ def test_the_sweep_runner_imports_no_model_or_job():
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
               for a in n.names]  # from ssdx.models import fluid -> ssdx.models.fluid.model
-    assert not [m for m in names if m.startswith(("ssdx.models", "ssdx.tasks", "ssdx.params"))], names
+    jobs = ("ssdx.models", "ssdx.tasks", "ssdx.sweep.job", "ssdx.params")
+    assert not [m for m in names if m.startswith(jobs)], names
 
 
 def test_the_hubs_import_no_model():
-    # what the CLI, the sweep package, the reports and the sweep orchestration need of a model comes from
-    # its registry line (resolved by name), so a model's change stays in its folder and the registry
+    # what the CLI, the sweep package (its job included), the reports and the trace analysis need of a
+    # model comes from its registry line (resolved by name), so a model's change stays in its folder and
+    # the registry
     root = Path(registry.__file__).parents[1]
     for path in [*root.glob("cli/*.py"), *root.glob("sweep/*.py"), *root.glob("report/*.py"),
                  root / "tasks.py"]:
@@ -117,10 +119,10 @@ def test_a_sweep_key_only_other_models_read_is_refused_naming_them():
     assert registry.sweep_shadows() == {"n_steps": "model.n_steps", "rounds": "gc.rounds",
                                         "requests": "workload.requests"}
     with pytest.raises(ConfigError, match=r"sweep.rounds.*read by gc sweeps only; a fluid sweep would"):
-        tasks.check_model_keys({"name": "s", "rounds": 3}, "fluid", chunked=True)
+        sweep_job.check_model_keys({"name": "s", "rounds": 3}, "fluid", chunked=True)
     with pytest.raises(ConfigError, match=r"sweep.requests.*read by engine and hybrid sweeps only"):
-        tasks.check_model_keys({"requests": 300}, "gc", chunked=True)
-    tasks.check_model_keys({"requests": 300, "cost": {}}, "engine", chunked=True)
+        sweep_job.check_model_keys({"requests": 300}, "gc", chunked=True)
+    sweep_job.check_model_keys({"requests": 300, "cost": {}}, "engine", chunked=True)
     assert outputs.default_sort("thermal") == ("written_gb", False)
     assert outputs.default_sort("hybrid") == ("time_s", True)  # a model without a ranked table: the fluid's
 
@@ -141,10 +143,10 @@ def test_a_bad_job_or_model_name_is_refused_naming_it():
         registry.sweep_model({"model": "hybird"})
     assert e.value.field == "sweep.model" and "'hybrid'" in str(e.value)
     with pytest.raises(ConfigError) as e:  # a hybrid sweep has no columns for the chunked runner
-        tasks.sweep_space({"model": "hybrid"}, {})
+        sweep_job.sweep_space({"model": "hybrid"}, {})
     assert e.value.field == "sweep.model" and "own runner" in str(e.value)
     with pytest.raises(ConfigError) as e:  # a model that does not reduce in the runner keeps its table
-        tasks.run_sweep({"model": "hybrid", "keep": {"top_k": {"by": "iops"}}}, {}, Path("unused"))
+        sweep_job.run_sweep({"model": "hybrid", "keep": {"top_k": {"by": "iops"}}}, {}, Path("unused"))
     assert e.value.field == "sweep.keep" and "a hybrid sweep keeps its whole table" in str(e.value)
     with pytest.raises(ConfigError) as e:
         registry.check_blocks(registry.job("gc_fill"), {"task": "gc_fill"})

@@ -8,7 +8,7 @@ from ssdx import params, presets
 from ssdx.core import registry
 from ssdx.params import ConfigError
 from ssdx.sweep import runner, space
-from ssdx.tasks import run_sweep, sweep_columns
+from ssdx.sweep.job import run_sweep, sweep_columns
 
 BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
         "model": {"n_steps": 64}, "precision": "float32"}
@@ -92,7 +92,7 @@ def test_sweep_error_policy_names_field_and_configuration():
 
 def test_an_unknown_sweep_column_shows_its_plain_value_and_the_closest_known_one():
     from ssdx.sweep import device
-    from ssdx.tasks import sweep_base
+    from ssdx.sweep.job import sweep_base
 
     sweep = {"space": {"grid": {"drive.dies_per_channel": [2, 4], "drive.nandd": ["tlc", "qlc"]}}}
     base = sweep_base(sweep, BASE)

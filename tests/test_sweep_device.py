@@ -11,7 +11,7 @@ import pytest
 from ssdx import catalog, params, presets
 from ssdx.params import ConfigError
 from ssdx.sweep import device, space
-from ssdx.tasks import run_sweep, sweep_base
+from ssdx.sweep.job import run_sweep, sweep_base
 
 BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
         "model": {"n_steps": 32}, "precision": "float32"}
@@ -103,7 +103,7 @@ def test_two_chunks_in_flight_on_one_device_give_the_same_outputs(tmp_path):
 
 
 def test_an_accelerator_runs_device_sweeps_in_large_chunks_unless_the_runner_says():
-    from ssdx.tasks import ACCELERATOR_CHUNK, device_chunk
+    from ssdx.sweep.job import ACCELERATOR_CHUNK, device_chunk
 
     sweep = {"chunk_size": 4096}
     assert device_chunk(sweep, None, 10**9, "cpu") == 4096

@@ -1,7 +1,8 @@
 """Bad sweep definitions are refused before anything runs, naming the field, the value and the rule:
 unknown keys of a sweep (``ssdx.sweep.source``) and of its ``keep`` blocks (``ssdx.sweep.reduce.parse``),
 a ``keep`` block that is not a mapping, and ``keep`` or ``report`` names that are no result column
-(``ssdx.tasks.check_outputs``).  Nothing is written: no ``results.parquet``, ``chunks/``, ``summary.json``."""
+(``ssdx.sweep.job.check_outputs``).  Nothing is written: no ``results.parquet``, ``chunks/``,
+``summary.json``."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import yaml
 from conftest import compose_config
 from test_cli import ssdx
 
-from ssdx import presets, tasks
+from ssdx import presets
 from ssdx.params import ConfigError
 from ssdx.paths import sweeps_dir
+from ssdx.sweep import job as sweep_job
 from ssdx.sweep import reduce, source, space
 
 BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
@@ -46,7 +48,7 @@ def _nothing_written(out: Path) -> None:
 ])
 def test_a_key_the_sweeps_model_would_ignore_is_refused(tmp_path, sweep, field):
     with pytest.raises(ConfigError) as e:
-        tasks.run_sweep(sweep, BASE, tmp_path, progress=False)
+        sweep_job.run_sweep(sweep, BASE, tmp_path, progress=False)
     assert e.value.field == field
     assert "remove it" in str(e.value) or "must be a string" in str(e.value)
     _nothing_written(tmp_path)
@@ -72,7 +74,7 @@ def test_every_shipped_sweep_loads_with_the_allowed_keys(path):
 def test_run_sweep_refuses_an_unknown_key_however_the_sweep_was_selected(tmp_path):
     """``sweep=NAME`` and ``+sweep.KEY=...`` reach ``run_sweep`` without ``source.load``."""
     with pytest.raises(ConfigError) as e:
-        tasks.run_sweep(_sweep(kep={"top_k": {"k": 3, "by": "mean_mb_s"}}), BASE, tmp_path / "o",
+        sweep_job.run_sweep(_sweep(kep={"top_k": {"k": 3, "by": "mean_mb_s"}}), BASE, tmp_path / "o",
                         progress=False)
     assert e.value.field == "sweep.kep" and "did you mean 'sweep.keep'" in str(e.value)
     assert not (tmp_path / "o").exists()
@@ -170,14 +172,14 @@ def test_a_histogram_range_that_is_no_pair_of_numbers_is_refused(value):
 def test_a_bad_report_is_refused_before_the_sweep_runs(tmp_path, report, field, value):
     out = tmp_path / "run"
     with pytest.raises(ConfigError) as e:
-        tasks.run_sweep(_sweep(report=report), BASE, out, progress=False)
+        sweep_job.run_sweep(_sweep(report=report), BASE, out, progress=False)
     assert (e.value.field, e.value.value) == (field, value)
     assert not out.exists()  # the runner never started
 
 
 def test_the_report_names_the_closest_column_and_the_known_ones(tmp_path):
     with pytest.raises(ConfigError) as e:
-        tasks.run_sweep(_sweep(report={"group_by": ["drive.slc_mod"], "sort_by": "mean_mb_s"}), BASE,
+        sweep_job.run_sweep(_sweep(report={"group_by": ["drive.slc_mod"], "sort_by": "mean_mb_s"}), BASE,
                         tmp_path / "run", progress=False)
     msg = str(e.value)
     assert "did you mean 'drive.slc_mode'" in msg and "mean_mb_s" in msg and "drive.dies_per_channel" in msg
@@ -188,7 +190,7 @@ def test_a_keep_name_is_checked_before_the_host_path_runs(tmp_path):
     out = tmp_path / "run"
     keep = {"all": True, "pareto": {"x": "nosuchmetric", "y": "mean_mb_s"}}
     with pytest.raises(ConfigError) as e:
-        tasks.run_sweep(_sweep(keep=keep, generate="host"), BASE, out, progress=False)
+        sweep_job.run_sweep(_sweep(keep=keep, generate="host"), BASE, out, progress=False)
     assert e.value.field == "sweep.keep.pareto.x" and e.value.value == "nosuchmetric"
     assert not out.exists()
 
@@ -197,9 +199,9 @@ def test_a_keep_name_is_checked_before_the_host_path_runs(tmp_path):
 def test_every_shipped_chunked_sweep_passes_the_checks(name):
     cfg = compose_config(f"sweep={name}")
     sweep = cfg["sweep"]
-    tasks.check_outputs(sweep, cfg, reduce.parse(sweep["keep"]))
+    sweep_job.check_outputs(sweep, cfg, reduce.parse(sweep["keep"]))
     keep = {"top_k": {"k": 1, "by": sweep["report"]["sort_by"], "group_by": sweep["report"]["group_by"]}}
-    tasks.check_outputs(sweep, cfg, reduce.parse(keep))
+    sweep_job.check_outputs(sweep, cfg, reduce.parse(keep))
 
 
 def test_a_bad_report_exits_2_through_the_cli_and_writes_nothing(tmp_path):
@@ -233,7 +235,7 @@ def test_a_nan_in_a_sweep_is_refused_not_run_as_the_catalog_value(tmp_path, wher
     else:
         sweep["base"]["nand.t_prog_us"] = nan
     with pytest.raises(ConfigError) as e:
-        tasks.sweep_columns(sweep, BASE)
+        sweep_job.sweep_columns(sweep, BASE)
     assert e.value.field == field and "NaN is not a value" in str(e.value)
     if where != "base":  # a sweep generated on the device reads its space by factors, not by rows
         with pytest.raises(ConfigError, match="NaN is not a value"):

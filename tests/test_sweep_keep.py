@@ -11,7 +11,7 @@ from ssdx import params, presets
 from ssdx.core import registry
 from ssdx.params import ConfigError
 from ssdx.sweep import config_of, executors, reduce, runner
-from ssdx.tasks import run_sweep
+from ssdx.sweep.job import run_sweep
 
 BASE = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
         "model": {"n_steps": 64}, "precision": "float32"}
@@ -266,7 +266,7 @@ def test_a_keep_naming_no_column_is_refused(tmp_path):
 
 
 def test_config_of_decodes_every_index_as_the_expanded_space_has_it():
-    from ssdx.tasks import sweep_space
+    from ssdx.sweep.job import sweep_space
 
     sweep = {"base": {"drive.user_capacity_gb": 500.0}, "on_invalid": "drop",
              "space": [{"grid": {"drive.slc_mode": ["dynamic", "static"],

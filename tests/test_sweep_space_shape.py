@@ -13,13 +13,14 @@ import pytest
 import yaml
 from test_cli import ssdx
 
-from ssdx import presets, tasks
+from ssdx import presets
 from ssdx.params import ConfigError
 from ssdx.sweep import device, space
+from ssdx.sweep import job as sweep_job
 
 BASE_CFG = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
             "model": {"n_steps": 16}, "precision": "float32"}
-BASE = tasks.sweep_base({}, BASE_CFG)  # the one-row base columns of a fluid sweep
+BASE = sweep_job.sweep_base({}, BASE_CFG)  # the one-row base columns of a fluid sweep
 
 FE = "drive.fold_efficiency"
 GRID = {"grid": {"drive.nand": ["tlc", "qlc"]}}

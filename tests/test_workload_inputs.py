@@ -82,12 +82,13 @@ def test_quiet_takes_a_boolean(value):
 
 
 def test_a_sweep_run_from_python_refuses_a_trace_its_model_does_not_read(tmp_path):
-    from ssdx import presets, tasks
+    from ssdx import presets
+    from ssdx.sweep import job as sweep_job
 
     sweep = {"name": "t", "space": {"grid": {"drive.dies_per_channel": [2, 4]}}}
     base = {"drive": presets.drive(), "workload": {**presets.workload(), "trace_path": "x.csv"}, "nand": None,
             "model": {"n_steps": 16}, "precision": "float32"}
     with pytest.raises(ConfigError) as e:
-        tasks.run_sweep(sweep, base, tmp_path, progress=False)
+        sweep_job.run_sweep(sweep, base, tmp_path, progress=False)
     assert e.value.field == "workload.trace_path"
     assert not (tmp_path / "results.parquet").exists()

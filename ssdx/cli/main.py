@@ -1,4 +1,5 @@
-"""``ssdx`` console entry point (Hydra).  Thin: compose config -> call ``ssdx.tasks`` -> print.
+"""``ssdx`` console entry point (Hydra).  Thin: compose config -> call the job its registry line names
+-> print.
 
 Contract (kept stable for checks):
 * ``ssdx`` — the default small sweep (``sweeps/quick.yaml``), prints a table of the best designs.

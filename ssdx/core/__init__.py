@@ -2,6 +2,6 @@
 latency statistics (:mod:`ssdx.core.stats`) and the declaration of configuration fields
 (:mod:`ssdx.core.fields`).
 
-Nothing here imports a task module (``ssdx.tasks*``), so any of them may import from here without an
-import cycle.
+Nothing here imports a job module (``ssdx.tasks``, ``ssdx.sweep``, a model's ``jobs``), so any of them
+may import from here without an import cycle.
 """

@@ -12,7 +12,7 @@ sweeps run elsewhere (``hybrid``: a trace replay per group, ``ssdx.models.hybrid
 runner, stated here rather than intercepted by the CLI.
 
 Functions are named as ``"module:function"`` and imported only when used (:func:`resolve`), so importing
-the registry imports no job or model module; the CLI, :func:`ssdx.tasks.run_sweep` and the tests read it.
+the registry imports no job or model module; the CLI, :func:`ssdx.sweep.job.run_sweep` and the tests read it.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def gc_columns(base_cfg: Mapping[str, Any]) -> dict[str, np.ndarray]:
 _CONSOLE = "ssdx.report.console"
 
 JOBS: dict[str, JobSpec] = {s.name: s for s in (
-    JobSpec("sweep", "ssdx.tasks:run_sweep", f"{_CONSOLE}:sweep", (), ("sweep", "runner"), ("sweep",),
+    JobSpec("sweep", "ssdx.sweep.job:run_sweep", f"{_CONSOLE}:sweep", (), ("sweep", "runner"), ("sweep",),
             fio=True, trace_path=True, progress=True, executor=True, chunk_size=True,
             description="a sweep definition (sweeps/NAME.yaml or sweep_file=); per model: SWEEP_MODELS"),
     JobSpec("fill", "ssdx.models.fluid.jobs:run_fill", "ssdx.models.fluid.console:fill", ("aldrin_pro_fill",),

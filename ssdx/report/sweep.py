@@ -28,7 +28,7 @@ from ssdx.params import ConfigError
 def better(spec: Mapping[str, Any], key: str, field: str) -> bool:
     """Whether the plot block ``spec`` (``sweep.report.FIELD``) wants the larger value on ``key`` (an
     ``x_better`` / ``y_better`` / ``better``: ``max``, the default, or ``min``); anything else, null
-    included, is refused (:class:`ConfigError`).  ``ssdx.tasks`` applies it before a sweep runs."""
+    included, is refused (:class:`ConfigError`).  ``ssdx.sweep.job`` applies it before a sweep runs."""
     v = spec.get(key, "max")
     if v not in ("min", "max"):
         raise ConfigError(f"sweep.report.{field}.{key}", v, "must be 'min' or 'max'")

@@ -20,9 +20,9 @@ def config_of(sweep: Mapping[str, Any], index: int, base_cfg: Mapping[str, Any] 
     the expanded sweep's row column for column.  The index counts every configuration the space
     defines, including any ``on_invalid: drop`` removed.  Raises :class:`ssdx.params.ConfigError` for an
     index outside the space."""
-    from ssdx import tasks
     from ssdx.core import registry
     from ssdx.params import ConfigError
+    from ssdx.sweep import job as sweep_job
     from ssdx.sweep import space
 
     if isinstance(index, bool) or not isinstance(index, int | np.integer):
@@ -32,7 +32,7 @@ def config_of(sweep: Mapping[str, Any], index: int, base_cfg: Mapping[str, Any] 
         base_cfg = default_base(spec.blocks)
     if spec.run is not None:  # a model with its own runner: its own base columns alone
         return space.sweep_row(registry.resolve(spec.base_columns)(base_cfg), sweep, int(index))
-    row = space.sweep_row(tasks.sweep_base(sweep, base_cfg), sweep, int(index))
+    row = space.sweep_row(sweep_job.sweep_base(sweep, base_cfg), sweep, int(index))
     if spec.complete:  # the model's finishing of the columns (an engine sweep's fio queue depths)
         row = registry.resolve(spec.complete)(row, sweep, base_cfg)
     return row

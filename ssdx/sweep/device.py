@@ -149,7 +149,7 @@ def _tabulate(part: Part, base, wanted: Mapping[Any, Sequence[str]],
 class DeviceSpace:
     """A fluid sweep's space as factors and tables, ready for :func:`run` (see the module docstring).
 
-    ``base`` are the one-row base columns (``ssdx.tasks.sweep_base``), ``keep`` the parsed reduction spec,
+    ``base`` are the one-row base columns (``ssdx.sweep.job.sweep_base``), ``keep`` the parsed reduction spec,
     ``metrics`` the model's metric names.  Raises :class:`NotOnDevice` when the sweep needs the host path,
     :class:`ConfigError` for a bad definition (as the host path would)."""
 

@@ -501,7 +501,7 @@ def to_state(ds: DeviceSpace, part: int, lo: int, res: Mapping[str, np.ndarray])
 
 
 class Outcome(NamedTuple):
-    """What :func:`execute` returns (the fields ``ssdx.tasks`` reads of the host runner's outcome)."""
+    """What :func:`execute` returns (the fields ``ssdx.sweep.job`` reads of the host runner's outcome)."""
 
     state: dict[str, Any]
     infos: list[dict[str, Any]]

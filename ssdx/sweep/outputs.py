@@ -1,5 +1,5 @@
 """A sweep's report block checked before it runs, and its plots and quantile table made after
-(``ssdx.tasks.run_sweep``): the ``report`` keys and the columns they name, ``pareto.png``,
+(``ssdx.sweep.job.run_sweep``): the ``report`` keys and the columns they name, ``pareto.png``,
 ``heatmap.png``, a reduced sweep's ``histograms.png`` and ``front.png``."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def default_sort(model: str) -> tuple[str, bool]:
 def check_report(rep: Any, base: Mapping[str, np.ndarray], model: str, metrics: tuple[str, ...],
                   table: bool) -> None:
     """Check a sweep's ``report`` block ``rep`` against its result columns (``base``: the configuration
-    columns, ``metrics``: the model's) before it runs (``ssdx.tasks.check_outputs``; ``table``: the whole
+    columns, ``metrics``: the model's) before it runs (``ssdx.sweep.job.check_outputs``; ``table``: the whole
     table is kept, so the report is made): its keys, its plots' keys and ``min``/``max`` choices, every
     column it names and its ``constraint``, run on an empty table of those columns.  A breach raises
     :class:`ssdx.params.ConfigError` naming the field."""

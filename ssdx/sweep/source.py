@@ -4,7 +4,7 @@ The file has the keys of ``sweeps/NAME.yaml`` (:func:`keys`: ``name``, ``space``
 ``keep``, ...).  A relative path is resolved against the current directory.  A missing file, YAML that does
 not parse (named with its line), a document that is not a mapping and a key that is none of :func:`keys`
 (a misspelt ``kep:`` would otherwise be dropped without a word) are refused with :class:`ConfigError`.
-:func:`check_keys` is the same check for any block of keys (``ssdx.tasks.run_sweep`` applies it to every
+:func:`check_keys` is the same check for any block of keys (``ssdx.sweep.job.run_sweep`` applies it to every
 sweep, however it was selected, and ``ssdx.sweep.reduce.parse`` to the ``keep`` blocks).
 """
 

@@ -1,7 +1,7 @@
 """Jobs of the request-level engine: trace replay and the QD1 / OS-boot study (``run_boot``).
 
 Each takes a composed config as plain mappings and an output directory, writes its files there and
-returns the summary it wrote (as ``ssdx.tasks`` does).
+returns the summary it wrote (as ``ssdx.sweep.job`` does).
 
 A replay's workload is one of: ``workload.fio`` (a fio job file, ``ssdx.workloads.fio``: it also sets
 ``workload.queue_depth`` and ``engine.loop``), ``workload.trace_path`` (a block trace) or
