@@ -51,16 +51,27 @@ def test_engine_columns_from_config_one_row_per_drive():
     assert all(len(v) == 3 for v in cols.values())
 
 
-def test_engine_defaults_agree_in_the_yaml_the_schema_and_the_optional_fields():
-    """The engine's defaults are written in three places: the shipped yaml (what a run gets), the
-    schema (what a mistyped override is checked against) and ``params.OPTIONAL`` (what a batch that
-    leaves a field out gets).  They must say the same."""
+def test_the_engine_options_are_declared_once_and_everything_else_is_derived():
+    """Each ``engine.*`` option is declared once (``options.DECLARED``: default and meaning); the shipped
+    yaml (what a run gets) is written from it, the schema (what a mistyped override is checked against) is
+    built from it, ``OPTIONAL`` (what a batch that leaves a field out gets) and the numeric Fields'
+    defaults are taken from it."""
     import dataclasses
 
-    from ssdx.cli.schema import EngineConf
+    from ssdx.models.engine import options
+    from ssdx.models.engine.conf import EngineConf
 
-    shipped = yaml.safe_load((conf_dir() / "engine" / "default.yaml").read_text())
+    text = (conf_dir() / "engine" / "default.yaml").read_text()
+    assert text == options.yaml_text(), "run python -m ssdx.models.engine.options > conf/engine/default.yaml"
+    declared = {k: v for k, (v, _) in options.DECLARED.items()}
+    shipped = yaml.safe_load(text)
     shipped.pop("defaults", None)
-    schema = {f.name: f.default for f in dataclasses.fields(EngineConf)}
-    assert shipped == schema
-    assert {k: shipped[k] for k in engine_params.OPTIONAL} == engine_params.OPTIONAL
+    assert shipped == declared
+    assert {f.name: f.default for f in dataclasses.fields(EngineConf)} == declared
+    assert engine_params.OPTIONAL == {k: declared[k] for k in engine_params.OPTIONAL}
+    assert set(declared) == {*engine_params.FIELDS, *engine_params.OPTIONAL, "backend"}
+    for name, f in engine_params.RANGES.items():  # a number's Field carries the declared default
+        assert f.default is None or f.default == declared[name.split(".", 1)[1]], name
+    # one option, followed through: engine.back_pressure
+    assert declared["back_pressure"] in engine_params.BACK_PRESSURES
+    assert "back_pressure: fluid" in text.splitlines()

@@ -255,8 +255,8 @@ def check_keys(argv: list[str], roots: list[Path] | None = None) -> None:
                 raise ConfigError(key, value, f"not a field of the '{block}' block ({cls.__name__})"
                                   + (f"; {hint}" if hint else "")
                                   + f" Its fields: {', '.join(fields)}")
-            ftype = fields[part].type
-            cls = getattr(schema, ftype, None) if isinstance(ftype, str) else ftype
+            ftype = fields[part].type  # a name in the module that declares cls (postponed annotations)
+            cls = getattr(sys.modules[cls.__module__], ftype, None) if isinstance(ftype, str) else ftype
 
 
 def _out_dir(cfg: DictConfig) -> Path:

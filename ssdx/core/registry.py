@@ -264,6 +264,26 @@ JOBS: dict[str, JobSpec] = {s.name: s for s in (
             description="the hybrid SSD study's findings checked on the model"),
 )}
 
+#: The config schemas each model declares in its folder (``ssdx/models/<model>/conf.py``), by the
+#: ``(group, name)`` Hydra stores each under: ``conf/<group>/*.yaml`` name ``base`` in their defaults list,
+#: an experiment names its blocks' (``- /fit: rc_base``).  ``ssdx.cli.schema`` stores them beside the
+#: drive, NAND and workload schemas.
+CONF_SCHEMAS: dict[tuple[str, str], str] = {
+    ("model", "base"): "ssdx.models.fluid.conf:ModelConf",
+    ("fit", "fill_base"): "ssdx.models.fluid.conf:FitFillConf",
+    ("thermal", "base"): "ssdx.models.thermal.conf:ThermalConf",
+    ("fit", "rc_base"): "ssdx.models.thermal.conf:FitRcConf",
+    ("optimize", "base"): "ssdx.models.thermal.conf:OptimizeConf",
+    ("gc", "base"): "ssdx.models.gc.conf:GcConf",
+    ("fill", "base"): "ssdx.models.gc.conf:FillConf",
+    ("engine", "base"): "ssdx.models.engine.conf:EngineConf",
+    ("boot", "base"): "ssdx.models.engine.conf:BootConf",
+    ("mqsim", "base"): "ssdx.models.engine.conf:MqsimConf",
+    ("hybrid", "base"): "ssdx.models.hybrid.conf:HybridConf",
+    ("sensitivity", "base"): "ssdx.models.hybrid.conf:HybridStudyConf",
+    ("validate", "base"): "ssdx.models.hybrid.conf:HybridStudyConf",
+}
+
 SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
     SweepModelSpec("fluid", f"{_CONSOLE}:sweep", build="ssdx.core.registry:fluid_build",
                    prepare="ssdx.core.registry:fio_fill_base",

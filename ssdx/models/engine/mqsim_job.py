@@ -71,6 +71,7 @@ from ssdx.core.fields import Field, check
 from ssdx.models.engine import backends as engine_backends
 from ssdx.models.engine import params as engine_params
 from ssdx.models.engine import replay
+from ssdx.models.engine.conf import MAX_FLOW_REQUESTS, MqsimConf
 from ssdx.models.engine.jobs import capacity_bytes, oversized
 from ssdx.workloads import mqsim_xml, traces
 from ssdx.workloads.mqsim_xml import (
@@ -84,17 +85,18 @@ from ssdx.workloads.mqsim_xml import (
 from ssdx.workloads.traces import READ, WRITE, Chunk
 
 EXAMPLES = paths.examples_dir() / "mqsim"
-#: the count of a QUEUE_DEPTH flow given by ``Stop_Time`` (``mqsim.timed_requests``'s default)
-DEFAULT_TIMED_REQUESTS = 20_000
-#: the most requests of one flow (``mqsim.requests_per_flow``'s upper bound, ``ssdx.cli.schema.MqsimConf``)
-MAX_REQUESTS = 10**8
+#: the ``mqsim.*`` options' defaults, as :class:`~ssdx.models.engine.conf.MqsimConf` declares them
+DEFAULTS = {f.name: f.default for f in dataclasses.fields(MqsimConf)}
+#: the most requests of one flow (``mqsim.requests_per_flow``'s upper bound)
+MAX_REQUESTS = MAX_FLOW_REQUESTS
 SECTION = {"drive", "nand", "engine", "workload"}
 
 
-def _conf(cfg: Mapping[str, Any], key: str, default: Any) -> Any:
-    m = cfg.get("mqsim") or {}
-    v = m.get(key)
-    return default if v is None else v
+def _conf(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """``mqsim.<key>`` of ``cfg``; where it is absent or null, ``default`` if given, else its declared
+    default (:data:`DEFAULTS`)."""
+    v = (cfg.get("mqsim") or {}).get(key)
+    return v if v is not None else (DEFAULTS[key] if default is None else default)
 
 
 def apply_overrides(cfg: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -278,7 +280,7 @@ def scenario_streams(cfg: Mapping[str, Any], sc: Scenario, index: int,
     check_conf(cfg)
     cap_given = (cfg.get("mqsim") or {}).get("requests_per_flow")
     cap = None if cap_given is None else int(cap_given)
-    timed = int(_conf(cfg, "timed_requests", DEFAULT_TIMED_REQUESTS))
+    timed = int(_conf(cfg, "timed_requests"))
     capacity = capacity_bytes(cfg)
     sectors = int(capacity // SECTOR_BYTES)
     per = sectors // len(sc.flows)
@@ -337,10 +339,8 @@ def _fits(fl: Flow, size: np.ndarray, line: np.ndarray, capacity: float) -> None
 
 
 def conf_fields() -> list[Field]:
-    """The ranges of the ``mqsim`` block's numeric fields, as ``ssdx.cli.schema.MqsimConf`` declares them
-    (its fields' ``lo``/``hi``/``doc`` metadata; ``hi`` None: no upper bound)."""
-    from ssdx.cli.schema import MqsimConf
-
+    """The ranges of the ``mqsim`` block's numeric fields, as :class:`~ssdx.models.engine.conf.MqsimConf`
+    declares them (its fields' ``lo``/``hi``/``doc`` metadata; ``hi`` None: no upper bound)."""
     out = []
     for f in dataclasses.fields(MqsimConf):
         if "lo" not in f.metadata:
@@ -369,7 +369,7 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
     backend = engine_backends.select(run_cfg["engine"])
     qd = [f.queue_depth for f in sc.flows]
     rates = np.asarray(qd, np.float64)
-    passes = int(_conf(cfg, "closed_loop_passes", 6)) if closed and len(sc.flows) > 1 else 1
+    passes = int(_conf(cfg, "closed_loop_passes")) if closed and len(sc.flows) > 1 else 1
     if passes < 1:  # check_conf (scenario_streams) refuses it first; the loop below must run at least once
         raise params.ConfigError("mqsim.closed_loop_passes", passes, "integer x >= 1")
     _, trees = engine_params.build_from_config(run_cfg, dtype=dtype)
@@ -433,8 +433,8 @@ def load(cfg: Mapping[str, Any], given: frozenset[str] = frozenset(),
     values are checked first (:func:`check_conf`)."""
     check_conf(cfg)
     ssdconfig, workload = _paths(cfg)
-    chip_as_die = bool((cfg.get("mqsim") or {}).get("chip_as_die", True))
-    arithmetic = str(_conf(cfg, "arithmetic", "physical"))
+    chip_as_die = bool(_conf(cfg, "chip_as_die"))
+    arithmetic = str(_conf(cfg, "arithmetic"))
     if arithmetic not in mqsim_xml.ARITHMETICS:
         raise params.ConfigError("mqsim.arithmetic", arithmetic,
                                  f"must be one of {list(mqsim_xml.ARITHMETICS)}")

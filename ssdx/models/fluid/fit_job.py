@@ -66,7 +66,7 @@ MAX_OPTIMIZER_STEPS = 100_000
 
 
 def fit_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The checked ``fit.*`` settings (``ssdx.cli.schema.FitFillConf`` documents them)."""
+    """The checked ``fit.*`` settings (``ssdx.models.fluid.conf.FitFillConf`` documents them)."""
     f = dict(cfg.get("fit") or {})
     path = existing_file(f.get("curve"), "fit.curve", "a measured fill curve (csv 'gb,mb_s', a fio "
                          "write_bw_log, or one MB/s value per second)")
