@@ -109,6 +109,12 @@ def test_the_hubs_import_no_model():
         names += [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
                   for a in n.names]
         assert not [m for m in names if m.startswith("ssdx.models")], path.name
+        # nor a registered model's name as a literal: a model's role (the default sweep model, the one the
+        # device generates) is a registry entry's, so registering a model changes no hub
+        literals = {n.value for n in ast.walk(tree)
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        named = literals & set(registry.SWEEP_MODELS)
+        assert not named, (path.name, named)
 
 
 def test_a_sweep_key_only_other_models_read_is_refused_naming_them():

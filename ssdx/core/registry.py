@@ -79,7 +79,9 @@ class SweepModelSpec:
     of the tuple that lists them (:meth:`metric_names`).  ``sweep_keys``: the keys of a sweep definition
     that this model reads and some others do not (:func:`model_keys`); ``sort``: the metric its report ranks
     by when ``report.sort_by`` is not set, and whether lower is better; ``shadows``: pairs of one of its sweep
-    keys and the config key whose value the sweep's replaces (:func:`sweep_shadows`).
+    keys and the config key whose value the sweep's replaces (:func:`sweep_shadows`).  ``device``
+    (``(sweep, base_cfg) -> (factory, n_steps)``): a model whose reduced sweeps may be generated and run on
+    the device (``ssdx.sweep.device``, which tabulates its leaves over the sweep factors).
 
     A model whose configurations are not one ``vmap``-ped function each (the request engine: a batch replays
     a shared request stream) gives ``rows`` instead of ``build``: ``"module:function"`` taking ``(cols,
@@ -109,6 +111,7 @@ class SweepModelSpec:
     sweep_keys: tuple[str, ...] = ()
     shadows: tuple[tuple[str, str], ...] = ()
     sort: tuple[str, bool] = ("time_s", True)
+    device: str | None = None
     description: str = ""
 
     def metric_names(self) -> tuple[str, ...]:
@@ -163,6 +166,13 @@ def fluid_steps(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> int:
     from ssdx.core import io
 
     return io.scan_steps(sweep.get("n_steps", base_cfg["model"]["n_steps"]), "sweep.n_steps")
+
+
+def fluid_device(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any]) -> tuple[Callable, int]:
+    """The device path's model of a ``model: fluid`` sweep: its factory (:func:`fluid_model`) and scan
+    steps (:func:`fluid_steps`)."""
+    n_steps = fluid_steps(sweep, base_cfg)
+    return fluid_model(n_steps), n_steps
 
 
 def fluid_build(cols: Mapping[str, np.ndarray], sweep: Mapping[str, Any], base_cfg: Mapping[str, Any],
@@ -292,6 +302,7 @@ SWEEP_MODELS: dict[str, SweepModelSpec] = {s.name: s for s in (
                             "host_mb_s", "mean_mb_s", "min_mb_s", "native_mb_s", "p5_mb_s", "pslc_gb",
                             "pslc_mb_s", "raw_gb", "time_s", "written_gb"),
                    sweep_keys=("n_steps",), shadows=(("n_steps", "model.n_steps"),), sort=("time_s", True),
+                   device="ssdx.core.registry:fluid_device",
                    description="fluid write model: fill time, speeds, cache phases"),
     SweepModelSpec("thermal", f"{_CONSOLE}:sweep", base_columns="ssdx.core.registry:thermal_columns",
                    prepare="ssdx.core.registry:fio_fill_base",
@@ -358,9 +369,14 @@ def job(name: str) -> JobSpec:
     return JOBS[name]
 
 
+#: the model of a sweep that names none
+DEFAULT_SWEEP_MODEL = "fluid"
+
+
 def sweep_model(sweep: Mapping[str, Any]) -> SweepModelSpec:
-    """The spec of a sweep's ``model`` (default ``fluid``); an unknown model is refused listing them."""
-    name = sweep.get("model", "fluid")
+    """The spec of a sweep's ``model`` (default :data:`DEFAULT_SWEEP_MODEL`); an unknown model is refused
+    listing them."""
+    name = sweep.get("model", DEFAULT_SWEEP_MODEL)
     if name not in SWEEP_MODELS:
         raise ConfigError("sweep.model", name, f"must be {_names(list(SWEEP_MODELS))}")
     return SWEEP_MODELS[name]

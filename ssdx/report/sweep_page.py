@@ -261,6 +261,8 @@ def sweep_page(
     out_dir: Path, summary: Mapping[str, Any], cfg: Mapping[str, Any], overrides: list[str]
 ) -> tuple[str, str, list[html.Section], dict[str, Any] | None]:
     """The title, subtitle, sections and rows of a sweep's page."""
+    from ssdx.core import registry
+
     sweep = cfg.get("sweep") or {}
     kept = summary.get("kept", "all")
     reduced = isinstance(kept, Mapping) and not kept.get("all", False)
@@ -269,7 +271,7 @@ def sweep_page(
     n_cfg, n_def = summary.get("n_configs"), summary.get("n_defined")
     facts = [
         ("sweep", summary.get("sweep")),
-        ("model", sweep.get("model", "fluid")),
+        ("model", sweep.get("model", registry.DEFAULT_SWEEP_MODEL)),
         ("designs run", f"{n_cfg} of {n_def} defined" if n_def is not None else f"{n_cfg}"),
         ("wall time", f"{summary.get('wall_s') or 0:.1f} s"),
         ("compile time", f"{summary.get('compile_s') or 0:.1f} s"),

@@ -167,7 +167,7 @@ class DeviceSpace:
                 for key, values in rows.items():
                     if key not in self.base:
                         raise space.unknown_field(f"sweep.space: {key}", key, values[0], self.base,
-                                                  sweep.get("model", "fluid"))
+                                                  sweep.get("model"))
             self.parts.append(Part(fs, offset))
             offset += self.parts[-1].size
         self.n = offset

@@ -240,7 +240,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     t0 = time.perf_counter()
     table, n_steps = _run_rows(sweep, base_cfg, cols, dtype, chunk, out_dir=out_dir, progress=progress,
                                desc=str(sweep.get("name", "sweep")), executor=executor,
-                               definition={"sweep_model": sweep.get("model", "fluid")}, keep=keep)
+                               definition={"sweep_model": registry.sweep_model(sweep).name}, keep=keep)
     wall = time.perf_counter() - t0
     infeasible = {f'{d["field"]}: {d["rule"]}': d["configurations"] for d in dropped}
     if keep is not None:
@@ -257,7 +257,7 @@ def run_sweep(sweep: Mapping[str, Any], base_cfg: Mapping[str, Any], out_dir: Pa
     df = table.to_pandas()
     rep = dict(sweep.get("report") or {})
     group_by = list(rep.get("group_by") or [])
-    sort_by, ascending = outputs.default_sort(str(sweep.get("model", "fluid")))
+    sort_by, ascending = outputs.default_sort(str(sweep.get("model", registry.DEFAULT_SWEEP_MODEL)))
     sort_by = rep.get("sort_by", sort_by)
     ascending = bool(rep.get("ascending", True if "sort_by" in rep else ascending))
     constraint = rep.get("constraint")
@@ -384,10 +384,11 @@ def _on_device(sweep: Mapping[str, Any], spec, keep) -> bool:
         raise params.ConfigError("sweep.generate", mode, f"must be one of {list(GENERATE)}")
     if mode == "host":
         return False
-    possible = (spec.name == "fluid" and keep is not None and not keep["all"]
+    possible = (spec.device is not None and keep is not None and not keep["all"]
                 and not any("skip_if" in keep.get(k, {}) for k in ("top_k", "pareto")))
     if mode == "device" and not possible:
-        raise params.ConfigError("sweep.generate", mode, "the device generates fluid sweeps that keep "
+        models = " and ".join(m.name for m in registry.SWEEP_MODELS.values() if m.device)
+        raise params.ConfigError("sweep.generate", mode, f"the device generates {models} sweeps that keep "
                                  "reductions only (a keep mapping without all: true or skip_if)")
     return possible
 
@@ -398,10 +399,9 @@ def _device_sweep(sweep, base_cfg, keep, out_dir: Path, dtype, chunk_size, progr
     from ssdx.sweep import device, device_run, executors, reduce
 
     policy = on_invalid(sweep)
-    n_steps = registry.fluid_steps(sweep, base_cfg)
-    ds = device.DeviceSpace(sweep_base(sweep, base_cfg), sweep, keep,
-                            registry.sweep_model(sweep).metric_names(),
-                            dtype)
+    spec = registry.sweep_model(sweep)
+    factory, n_steps = registry.resolve(spec.device)(sweep, base_cfg)
+    ds = device.DeviceSpace(sweep_base(sweep, base_cfg), sweep, keep, spec.metric_names(), dtype)
     if policy == "error":
         ds.raise_first_breach()
     set_auto_ranges(keep, sweep, base_cfg, dtype, ds.n, ds.rows)
@@ -410,10 +410,10 @@ def _device_sweep(sweep, base_cfg, keep, out_dir: Path, dtype, chunk_size, progr
     executor = executor if executor is not None else executors.LocalExecutor()
     chunk = device_chunk(sweep, chunk_size, ds.n, _platform(executor))
     out_dir.mkdir(parents=True, exist_ok=True)
-    definition = {"sweep_model": "fluid", "n_steps": n_steps, "space": sweep["space"],
+    definition = {"sweep_model": spec.name, "n_steps": n_steps, "space": sweep["space"],
                   "chunk_size": chunk, "dtype": np.dtype(dtype).name, "keep": dict(keep)}
     t0 = time.perf_counter()
-    out = device_run.execute(ds, registry.fluid_model(n_steps), chunk, out_dir, definition, executor,
+    out = device_run.execute(ds, factory, chunk, out_dir, definition, executor,
                              progress, str(sweep.get("name", "sweep")))
     wall = time.perf_counter() - t0
     if out.state["n"] == 0:

@@ -29,7 +29,7 @@ def default_sort(model: str) -> tuple[str, bool]:
     lower is better (the model's registry line, ``SweepModelSpec.sort``: the fill's time for the fluid
     model, the data written in the run for the thermal one, the write amplification for GC, the p99
     latency for the engine)."""
-    spec = registry.SWEEP_MODELS.get(model, registry.SWEEP_MODELS["fluid"])
+    spec = registry.SWEEP_MODELS.get(model, registry.SWEEP_MODELS[registry.DEFAULT_SWEEP_MODEL])
     return spec.sort
 
 

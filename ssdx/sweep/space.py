@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ssdx.core import registry
 from ssdx.core.fields import did_you_mean
 from ssdx.params import ConfigError, broadcast_columns
 
@@ -329,12 +330,13 @@ def unknown_field(field: str, key: Any, value: Any, known: Iterable[str], model:
                   ) -> ConfigError:
     """The error for a sweep parameter ``key`` that names no configuration column of ``known`` (``field``:
     where the sweep gives it, ``sweep.base.KEY`` or ``sweep.space: KEY``; ``model``: the sweep's, named in
-    the rule): its first ``value`` as a plain Python value, the closest known column and every known one."""
+    the rule; None: the default model): its first ``value`` as a plain Python value, the closest known
+    column and every known one."""
     known = sorted(known)
     if isinstance(value, np.generic):
         value = value.item()
     near = did_you_mean(key, known)
-    where = f" of a model: {model} sweep" if model else ""
+    where = f" of a model: {model or registry.DEFAULT_SWEEP_MODEL} sweep"
     return ConfigError(field, value, f"unknown field{where}" + (f" ({near})" if near else "")
                        + f"; known: {known}")
 
@@ -351,7 +353,7 @@ def base_columns(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Ro
                                               "configuration starts from), e.g. {drive.nand: tlc}")
     for key, value in over.items():
         if key not in base:
-            raise unknown_field(f"sweep.base.{key}", key, value, base, sweep.get("model", "fluid"))
+            raise unknown_field(f"sweep.base.{key}", key, value, base, sweep.get("model"))
         if not _single(value):
             raise ConfigError(f"sweep.base.{key}", value, "must be a single value (a number, a name or "
                               "null); to sweep several values, put the field in a block of space")
@@ -397,7 +399,7 @@ def sweep_rows(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any]) -> Rows
         cols = broadcast_columns(base, n)
         for key, values in rows.items():
             if key not in cols:
-                raise unknown_field(f"sweep.space: {key}", key, values[0], cols, sweep.get("model", "fluid"))
+                raise unknown_field(f"sweep.space: {key}", key, values[0], cols, sweep.get("model"))
             cols[key] = values
         blocks.append(cols)
     return {k: np.concatenate([b[k] for b in blocks]) for k in base}
@@ -473,7 +475,7 @@ def sweep_row(base: Mapping[str, np.ndarray], sweep: Mapping[str, Any], index: i
         sample = rows or _part_row(part, 0, field)[0]
         for key, values in sample.items():
             if key not in base:
-                raise unknown_field(f"sweep.space: {key}", key, values[0], base, sweep.get("model", "fluid"))
+                raise unknown_field(f"sweep.space: {key}", key, values[0], base, sweep.get("model"))
         for k in base:
             dtypes[k].append(_block_dtype(part, k) if k in sample else np.asarray(base[k]).dtype)
         if rows:
