@@ -164,32 +164,51 @@ class Workload:
 
 
 # ----------------------------------------------------------------------------- columns
-DRIVE_FIELDS = (
-    "nand", "interface", "user_capacity_gb", "die_gbit", "channels", "dies_per_channel",
-    "planes_per_die", "bus_mts", "bus_efficiency", "dram", "slc_mode", "static_slc_gb",
-    "reserve_fraction", "fold_efficiency", "max_dynamic_slc_gb", "idle_fold_mb_s",
-)
+#: Every ``drive.*`` field once (its ``power`` block aside): the value the CLI's schema gives a drive preset
+#: that leaves it out (``ssdx.cli.schema.DriveConf`` is built from this) and what it is; a number's unit
+#: and range are its :data:`RANGES` Field.  Defaults describe a generic TLC client drive (representative,
+#: not calibrated): presets set them all.
+DRIVE_DECLARED: dict[str, tuple[Any, str]] = {
+    "name": ("custom", "preset name"),
+    "nand": ("tlc", "NAND type (ssdx.catalog)"),
+    "interface": ("pcie4x4", "host interface (ssdx.catalog)"),
+    "user_capacity_gb": (1000.0, "user capacity, GB"),
+    "die_gbit": (512.0, "die density, binary Gbit"),
+    "channels": (8, "number of NAND channels"),
+    "dies_per_channel": (4, "dies (chip enables) per channel"),
+    "planes_per_die": (4, "planes per die"),
+    "bus_mts": (1200.0, "NAND bus transfer rate, MT/s"),
+    "bus_efficiency": (0.9, "usable share of the NAND bus"),
+    "dram": (True, "the drive holds its whole mapping table in DRAM"),
+    "slc_mode": ("dynamic", "pSLC cache policy (ssdx.models.fluid)"),
+    "static_slc_gb": (0.0, "static pSLC size, GB"),
+    "reserve_fraction": (0.005, "fraction of raw NAND reserved"),
+    "fold_efficiency": (0.6, "share of the die time folding spends on useful programs"),
+    "max_dynamic_slc_gb": (0.0, "GB the dynamic pSLC region may hold (dynamic, hybrid); 0 = uncapped"),
+    "idle_fold_mb_s": (0.0, "idle cache-recovery rate, MB/s; 0 = derived from the dies and bus"),
+}
+DRIVE_FIELDS = tuple(k for k in DRIVE_DECLARED if k != "name")
 WORKLOAD_FIELDS = (
     "pattern", "block_kib", "queue_depth", "prefill_fraction", "fill_fraction", "burst_gb", "idle_s",
 )
 #: Plausible physical ranges of the numeric drive and workload fields (they also keep float32 finite).
 RANGES: dict[str, Field] = table(
-    Field("drive.channels", "", 1, 64, integer=True, doc="number of NAND channels"),
-    Field("drive.dies_per_channel", "", 1, 64, integer=True, doc="dies (chip enables) per channel"),
-    Field("drive.planes_per_die", "", 1, 16, integer=True, doc="planes per die"),
-    Field("drive.user_capacity_gb", "GB", 1.0, 1e6, doc="user capacity, GB"),
-    Field("drive.die_gbit", "Gibit", 1.0, 1e5, doc="die density, binary Gbit"),
-    Field("drive.bus_mts", "MT/s", 10.0, 1e5, doc="NAND bus transfer rate, MT/s"),
-    Field("drive.static_slc_gb", "GB", 0.0, 1e6, doc="static pSLC size, GB"),
-    Field("drive.max_dynamic_slc_gb", "GB", 0.0, 1e6, default=0.0,
+    Field("drive.channels", "", 1, 64, integer=True, doc=DRIVE_DECLARED["channels"][1]),
+    Field("drive.dies_per_channel", "", 1, 64, integer=True, doc=DRIVE_DECLARED["dies_per_channel"][1]),
+    Field("drive.planes_per_die", "", 1, 16, integer=True, doc=DRIVE_DECLARED["planes_per_die"][1]),
+    Field("drive.user_capacity_gb", "GB", 1.0, 1e6, doc=DRIVE_DECLARED["user_capacity_gb"][1]),
+    Field("drive.die_gbit", "Gibit", 1.0, 1e5, doc=DRIVE_DECLARED["die_gbit"][1]),
+    Field("drive.bus_mts", "MT/s", 10.0, 1e5, doc=DRIVE_DECLARED["bus_mts"][1]),
+    Field("drive.static_slc_gb", "GB", 0.0, 1e6, doc=DRIVE_DECLARED["static_slc_gb"][1]),
+    Field("drive.max_dynamic_slc_gb", "GB", 0.0, 1e6, default=DRIVE_DECLARED["max_dynamic_slc_gb"][0],
           doc="cap on the dynamic pSLC region, GB; 0 = uncapped"),
-    Field("drive.idle_fold_mb_s", "MB/s", 0.0, 1e6, default=0.0,
+    Field("drive.idle_fold_mb_s", "MB/s", 0.0, 1e6, default=DRIVE_DECLARED["idle_fold_mb_s"][0],
           doc="idle cache-recovery rate, MB/s; 0 = derived"),
     Field("workload.block_kib", "KiB", 0.5, 1e6, doc="host command size, KiB"),
     Field("workload.queue_depth", "", 1, 65536, integer=True, doc="outstanding commands"),
     Field("workload.burst_gb", "GB", 0.0, 1e6, doc="GB between idle gaps; 0 = none"),
     Field("workload.idle_s", "s", 0.0, 1e9, doc="seconds of each idle gap"),
-    Field("drive.reserve_fraction", "", 0.0, 0.5, hi_open=True, doc="fraction of raw NAND reserved",
+    Field("drive.reserve_fraction", "", 0.0, 0.5, hi_open=True, doc=DRIVE_DECLARED["reserve_fraction"][1],
           rule="0 <= x < 0.5: fraction of raw NAND reserved"),
     Field("workload.prefill_fraction", "", 0.0, 1.0, hi_open=True,
           doc="fraction of user capacity already used",

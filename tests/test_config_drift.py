@@ -75,3 +75,27 @@ def test_the_engine_options_are_declared_once_and_everything_else_is_derived():
     # one option, followed through: engine.back_pressure
     assert declared["back_pressure"] in engine_params.BACK_PRESSURES
     assert "back_pressure: fluid" in text.splitlines()
+
+
+def test_a_drive_field_and_an_mqsim_option_are_declared_once():
+    """``drive.channels``: its default and meaning in ``params.DRIVE_DECLARED``, from which the schema
+    (``DriveConf``), ``DRIVE_FIELDS`` and its Field's meaning come.  ``mqsim.requests_per_flow``: its
+    default, bound and meaning in ``MqsimConf``, which the MQSim job reads; the experiment's YAML repeats
+    none of the block's values."""
+    import dataclasses
+
+    from ssdx import params
+    from ssdx.cli.schema import DriveConf
+    from ssdx.models.engine import mqsim_job
+    from ssdx.models.engine.conf import MqsimConf
+
+    drive = {f.name: f.default for f in dataclasses.fields(DriveConf) if f.name != "power"}
+    assert drive == {k: v for k, (v, _) in params.DRIVE_DECLARED.items()}
+    assert params.DRIVE_FIELDS == tuple(k for k in params.DRIVE_DECLARED if k != "name")
+    assert params.RANGES["drive.channels"].doc == params.DRIVE_DECLARED["channels"][1]
+    flow = {f.name: f for f in dataclasses.fields(MqsimConf)}["requests_per_flow"]
+    assert mqsim_job.DEFAULTS["requests_per_flow"] is flow.default is None
+    assert mqsim_job.MAX_REQUESTS == flow.metadata["hi"]
+    assert {f.name for f in mqsim_job.conf_fields()} >= {"mqsim.requests_per_flow"}
+    shipped = yaml.safe_load((conf_dir() / "experiment" / "mqsim.yaml").read_text())
+    assert "mqsim" not in shipped

@@ -7,11 +7,12 @@ override such as ``drive.channels=abc`` is then refused by Hydra naming the full
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Optional
 
 from hydra.core.config_store import ConfigStore
 
+from ssdx import params
 from ssdx.core import registry
 
 
@@ -41,26 +42,17 @@ class PowerConf:
     mxtmt_k: float = 373.15
 
 
-@dataclass
-class DriveConf:
-    name: str = "custom"
-    nand: str = "tlc"
-    interface: str = "pcie4x4"
-    user_capacity_gb: float = 1000.0
-    die_gbit: float = 512.0
-    channels: int = 8
-    dies_per_channel: int = 4
-    planes_per_die: int = 4
-    bus_mts: float = 1200.0
-    bus_efficiency: float = 0.9
-    dram: bool = True
-    slc_mode: str = "dynamic"
-    static_slc_gb: float = 0.0
-    reserve_fraction: float = 0.005
-    fold_efficiency: float = 0.6
-    max_dynamic_slc_gb: float = 0.0  # GB the dynamic pSLC region may hold (dynamic, hybrid); 0 = uncapped
-    idle_fold_mb_s: float = 0.0  # idle cache-recovery rate, MB/s; 0 = derived from the dies and bus
-    power: PowerConf = field(default_factory=PowerConf)
+def _drive_conf() -> type:
+    """The ``drive`` block's schema: a field per entry of ``ssdx.params.DRIVE_DECLARED`` (typed by its
+    default) and the ``power`` block."""
+    fields = [(k, type(v), field(default=v)) for k, (v, _) in params.DRIVE_DECLARED.items()]
+    cls = make_dataclass("DriveConf", [*fields, ("power", PowerConf, field(default_factory=PowerConf))])
+    cls.__module__ = __name__
+    cls.__doc__ = "A drive (``ssdx.params``): a field per entry of ``params.DRIVE_DECLARED``, and its power."
+    return cls
+
+
+DriveConf = _drive_conf()
 
 
 @dataclass
