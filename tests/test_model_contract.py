@@ -68,7 +68,14 @@ class Case:
         self.precise, self.chunk_rtol = precise or {}, chunk_rtol
 
 
-@pytest.fixture(scope="module", params=sorted(CASES))
+#: models whose contract cases compile programs of their own (the engine's loop and scan, the hybrid's
+#: replay at two batch sizes): in the validation tier, beside the fast tier's own checks of the same
+#: invariances (test_engine_cpu: padding and chunks; test_hybrid: a larger layout and chunk)
+HEAVY = ("engine", "hybrid")
+TIERED = [pytest.param(n, marks=pytest.mark.validation) if n in HEAVY else n for n in sorted(CASES)]
+
+
+@pytest.fixture(scope="module", params=TIERED)
 def model_case(request) -> Case:
     name = request.param
     sweep_name, short, _ = CASES[name]
@@ -143,6 +150,7 @@ def _hybrid_case(sweep, cfg) -> Case:
     return Case("hybrid", cols, [check], run, chunk_rtol=1e-5)
 
 
+@pytest.mark.parametrize("model_case", sorted(CASES), indirect=True)  # no compile: every model, fast tier
 def test_configurations_validate_and_each_field_is_named_when_broken(model_case) -> None:
     case = model_case
     for check in case.checks:
@@ -182,14 +190,6 @@ def test_chunking_does_not_change_results(model_case) -> None:
                                    err_msg=f"{case.name}.{k}")
 
 
-#: models whose float64 programs are compiled for this check alone: it runs in the validation tier
-PRECISION_IN_VALIDATION = ("engine", "hybrid")
-
-
-@pytest.mark.parametrize("model_case", [
-    pytest.param(n, marks=pytest.mark.validation) if n in PRECISION_IN_VALIDATION else n
-    for n in sorted(CASES)
-], indirect=True)
 def test_float32_agrees_with_float64(model_case) -> None:
     case = model_case
     single = case.run(case.cols, **case.precise)

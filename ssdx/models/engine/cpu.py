@@ -77,22 +77,22 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     cap_4k = int(f[CAP_4K])
     tpage_4k = int(f[TPAGE_4K])
     map_sets = int(f[MAP_SETS])
-    always_hit = f[ALWAYS_HIT] > 0.5
+    always_hit = f[MAP_ALWAYS_HIT] > 0.5
     unit = f[UNIT_BYTES]
-    upb = f[UPB]
+    upb = f[UNITS_PER_BLOCK]
     chan_rate = f[CHAN_RATE]
     host_rate = f[HOST_RATE]
     t_read = f[T_READ]
     t_map = f[T_MAP_READ]
     open_loop = f[OPEN_LOOP] > 0.5
     duplex = f[DUPLEX] > 0.5
-    sus_on = f[SUS_ON] > 0.5  # a suspension option in effect: track the program/erase runs
+    sus_on = f[SUSPEND_ON] > 0.5  # a suspension option in effect: track the program/erase runs
     map_lru = f[MAP_LRU] > 0.5
-    map_wb = f[MAP_WB] > 0.5
-    map_ent = f[MAP_ENT] > 0.5  # engine.map_cache = entries: misses and write-backs come with the requests
+    map_wb = f[MAP_WRITEBACK] > 0.5
+    map_ent = f[MAP_ENTRIES] > 0.5  # engine.map_cache = entries: misses, write-backs come with the requests
     t_map_xfer = f[T_MAP_XFER]
     hold_on = f[HOLD_READ] > 0.5  # engine.cache_read false: a read keeps its die until its data is out
-    ring = int(f[RING])  # engine.plane_merge: program starts a plane remembers (params.MERGE_RING)
+    ring = int(f[MERGE_RING])  # engine.plane_merge: program starts a plane remembers (params.MERGE_RING)
     sub, n_pl = int(f[MERGE_DIES]), int(planes)  # engine.plane_merge: dies a page's die stands for, planes
     # shifts and masks for the divisors that are powers of two (every MQSim and preset drive's)
     s_dies, s_ch, s_p4, s_tp, s_cap = (_shift(n_dies), _shift(n_ch), _shift(page_4k), _shift(tpage_4k),
@@ -229,7 +229,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     end_c[c] = max(first_c[c], chan[1, c]) + 0.5 * x_c[c]  # + half the die's own transfer
                     x_c[c] = 0.0
                     first_c[c] = math.inf
-            fr_i = first_read[i] if f[MERGE] > 0.5 else 0
+            fr_i = first_read[i] if f[PLANE_MERGE] > 0.5 else 0
             for j in range(min(k, n_dies)):
                 d = _nth_die(start, j, n_dies)
                 n = q + (1 if j < m else 0)
@@ -302,7 +302,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             total = wpartial + sz
             # the write's pages kept in the buffer, not written back (model._write: Requests.kept)
             kept_i = kept[i] if eager and f[REWRITES] > 0.5 else 0
-            merge_on = eager and f[MERGE] > 0.5
+            merge_on = eager and f[PLANE_MERGE] > 0.5
             rule, fac0, fac1, fac2 = f[PAGE_RULE], f[PROG_F0], f[PROG_F1], f[PROG_F2]  # engine.page_types
             if eager:  # model._write, eager: the pages the write touches, on the dies of their addresses
                 k = max(int(math.ceil((_mod(o4, page_4k, s_p4) * MAP_UNIT_BYTES + sz) / page_bytes)), 1)
@@ -320,10 +320,10 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 n_kept += u_k
                 x_c[_mod(_nth_die(start, j, n_dies), n_ch, s_ch)] += q + (1 if j < m else 0) - u_k
             adm = h_end
-            bp_prog = eager and f[BP_PROG] > 0.5
+            bp_prog = eager and f[BP_PROGRAMS] > 0.5
             if bp_prog:  # engine.back_pressure = programs: let in once few enough programs are in flight
-                adm = _admit_programs(h_end, die, n_dies, n_ch, C, t_unit,
-                                      _bp_limit(f[INFLIGHT], sz, float(n_units), float(n_units - n_kept)), wk)
+                limit = _bp_limit(f[INFLIGHT_BYTES], sz, float(n_units), float(n_units - n_kept))
+                adm = _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk)
             for j in range(n_tc):  # channel transfer of the units, after the host data is in
                 c = _mod(start + j, n_ch, s_ch)
                 if x_c[c] > 0:
@@ -335,7 +335,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     for c in range(n_ch):
                         backlog_pre += max(die[DIE_FREE, w * C + c] - issue, 0.0)
                 own = (n_units - n_kept) * t_unit
-                adm = _admit(h_end, issue, backlog_pre + own, n_dies, f[INFLIGHT], t_unit, sz / n_units)
+                adm = _admit(h_end, issue, backlog_pre + own, n_dies, f[INFLIGHT_BYTES], t_unit, sz / n_units)
             for j in range(min(n_units, n_dies)):
                 d = _nth_die(start, j, n_dies)
                 u = q + (1 if j < m else 0)
@@ -393,7 +393,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                             backlog += max(die[DIE_FREE, w * C + c] - issue, 0.0)
                 written = sz if n_kept == 0 else sz / n_units * max(n_units - n_kept, 1)
                 per_op = written / max(n_ops, 1.0)  # bytes written back per program
-                h_ack = _admit(h_end, issue, backlog, n_dies, f[INFLIGHT], t_unit, per_op)
+                h_ack = _admit(h_end, issue, backlog, n_dies, f[INFLIGHT_BYTES], t_unit, per_op)
             if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (admission._dram_time)
                 if f[DRAM_MQSIM] > 0.5 and sz > f[DRAM_ROW]:  # MQSim's arithmetic (admission._dram_time)
                     t_dram = ((f[DRAM_TRCD] + f[DRAM_TCL] + math.floor(f[DRAM_ROW] / f[DRAM_BURST] / 2.0)

@@ -20,13 +20,13 @@ from ssdx.models.engine.cpu_pack import (
     PE_END,
     PE_START,
     R_END,
-    SUS_E,
-    SUS_E_S,
-    SUS_MIN_E,
-    SUS_MIN_P,
-    SUS_P,
-    SUS_P_S,
     SUSP,
+    SUSPEND_ERASE,
+    SUSPEND_ERASE_S,
+    SUSPEND_MIN_ERASE_S,
+    SUSPEND_MIN_PROGRAM_S,
+    SUSPEND_PROGRAM,
+    SUSPEND_PROGRAM_S,
     T_OP,
 )
 from ssdx.models.engine.model import END_SLACK, FIT_SLACK
@@ -388,12 +388,12 @@ def _suspend(f, die, a, pd, ready, dur, start):
             slack = FIT_SLACK * t_op
         if left > slack:
             if in_erase:
-                can = f[SUS_E] > 0.5 and left >= f[SUS_MIN_E]
+                can = f[SUSPEND_ERASE] > 0.5 and left >= f[SUSPEND_MIN_ERASE_S]
             else:
-                can = f[SUS_P] > 0.5 and left >= f[SUS_MIN_P]
+                can = f[SUSPEND_PROGRAM] > 0.5 and left >= f[SUSPEND_MIN_PROGRAM_S]
             if can:
                 a[SUSP + (1 if in_erase else 0)] += 1.0
-                return ready, dur + (f[SUS_E_S] if in_erase else f[SUS_P_S])
+                return ready, dur + (f[SUSPEND_ERASE_S] if in_erase else f[SUSPEND_PROGRAM_S])
             return ready + left, dur
     return ready, dur
 

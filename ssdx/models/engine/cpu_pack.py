@@ -9,20 +9,22 @@ import numpy as np
 
 from ssdx.core.stats import N_BINS
 from ssdx.models.engine.model import PE, Acc, Plan, Requests, Server, State, to_host
-from ssdx.models.engine.params import MERGE_RING, Layout
+from ssdx.models.engine.params import MERGE_RING as RING_SIZE
+from ssdx.models.engine.params import Layout
 
 # ---------------------------------------------------------------------------------------------- packing
-#: per-configuration constants, columns of the (B, len(PLAN)) float64 matrix the loop reads
-PLAN = ("n_dies", "n_ch", "planes", "page_bytes", "page_4k", "cap_4k", "tpage_4k", "map_sets",
-        "map_always_hit", "unit_bytes", "units_per_block", "chan_rate", "host_rate", "cmd_s", "ctrl_s",
-        "map_hit_s", "t_read", "t_map_read", "t_erase", "t_unit0", "t_unit1", "t_unit2", "idle_fold_rate",
-        "room_slc0", "room_nat0", "s0", "slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw", "fold",
-        "buffer_bytes", "open_loop", "time_scale", "duplex", "room_cap0", "cap_cs", "suspend_program",
-        "suspend_erase", "suspend_program_s", "suspend_erase_s", "suspend_min_program_s",
-        "suspend_min_erase_s", "suspend_on", "map_lru", "map_writeback", "dram_rate", "dram_row",
-        "dram_burst", "dram_trcd", "dram_tcl", "dram_trp", "eager", "inflight_bytes", "map_entries",
-        "t_map_xfer", "hold_read", "rewrites", "plane_merge", "merge_dies",
-        "merge_ring", "bp_programs", "dram_mqsim", "page_rule", "prog_f0", "prog_f1", "prog_f2", "op_bias")
+#: the plan's fields that are not one column each: the die mask and ids (the loop walks its dies in order
+#: and counts its channels, ``n_ch``), the program times by mode and the fluid coefficients (spread over
+#: columns below) and the queue depth (the free slots)
+_NOT_COLUMNS = ("mask", "die_id", "t_unit", "coef", "queue_depth")
+#: the fluid plan's coefficients the loop reads (``Plan.coef``, ``ssdx.models.fluid.model.Plan``)
+_COEF = ("slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw", "fold", "cap_cs")
+#: per-configuration constants, columns of the (B, len(PLAN)) float64 matrix the loop reads: the plan's
+#: fields (:class:`~ssdx.models.engine.state.Plan`), then those derived from it (:func:`pack_plan`); the
+#: loop reads column ``name`` at the index ``NAME`` (upper case, set below)
+PLAN = (*(f for f in Plan._fields if f not in _NOT_COLUMNS), "n_ch", "t_unit0", "t_unit1", "t_unit2", *_COEF,
+        "merge_ring")
+globals().update({name.upper(): i for i, name in enumerate(PLAN)})
 #: per-configuration scalar state, columns of (B, len(SCALARS)) float64
 SCALARS = ("ctrl_free", "link_rx", "link_tx", "free_max", "last_arrival", "last_done", "wptr", "wpartial",
            "ds", "dn", "draw", "dram_free", "map_tp", "map_end")
@@ -34,13 +36,6 @@ SUMS = ("count0", "count1", "count2", "bytes0", "bytes1", "bytes2", "lat0", "lat
         "read_pages", "prog_pages", "erases", "map_misses", "mode0", "mode1", "mode2", "idle_folded",
         "elapsed", "susp_program", "susp_erase", "map_writebacks", "programs")
 
-(N_DIES, N_CH, PLANES, PAGE_BYTES, PAGE_4K, CAP_4K, TPAGE_4K, MAP_SETS, ALWAYS_HIT, UNIT_BYTES, UPB,
- CHAN_RATE, HOST_RATE, CMD_S, CTRL_S, MAP_HIT_S, T_READ, T_MAP_READ, T_ERASE, T_UNIT0, T_UNIT1, T_UNIT2,
- IDLE_FOLD_RATE, ROOM_SLC0, ROOM_NAT0, S0, SLC_CS, SLC_CRAW, BITS, NAT_DN, NAT_DRAW, FOLD, BUFFER_BYTES,
- OPEN_LOOP, TIME_SCALE, DUPLEX, ROOM_CAP0, CAP_CS, SUS_P, SUS_E, SUS_P_S, SUS_E_S, SUS_MIN_P,
- SUS_MIN_E, SUS_ON, MAP_LRU, MAP_WB, DRAM_RATE, DRAM_ROW, DRAM_BURST, DRAM_TRCD, DRAM_TCL,
- DRAM_TRP, EAGER, INFLIGHT, MAP_ENT, T_MAP_XFER, HOLD_READ, REWRITES, MERGE, MERGE_DIES,
- RING, BP_PROG, DRAM_MQSIM, PAGE_RULE, PROG_F0, PROG_F1, PROG_F2, OP_BIAS) = range(len(PLAN))
 (CTRL_FREE, LINK_RX, LINK_TX, FREE_MAX, LAST_ARRIVAL, LAST_DONE, WPTR, WPARTIAL, DS, DN, DRAW,
  DRAM_FREE, MAP_TP, MAP_END) = range(len(SCALARS))
 DIE_FREE, R_END, DIE_UNITS, PE_START, PE_END, ER_END, ER_LEN, T_OP = range(len(DIES))
@@ -60,7 +55,7 @@ def pack_plan(p: Plan, lay: Layout) -> np.ndarray:
     cols = {
         "n_ch": mask.any(1).sum(1), **{f"t_unit{i}": t_unit[:, i] for i in range(3)},
         # read at run time, so a compiled (cached) loop never holds a stale ring size
-        "merge_ring": np.full(t_unit.shape[0], float(MERGE_RING)),
+        "merge_ring": np.full(t_unit.shape[0], float(RING_SIZE)),
         **{k: to_host(getattr(p.coef, k), None) for k in ("slc_cs", "slc_craw", "bits", "nat_dn", "nat_draw",
                                                             "fold", "cap_cs")},
     }
