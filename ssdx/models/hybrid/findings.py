@@ -87,8 +87,9 @@ def excluded(rows, streams: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for st in streams:
         if not st.get("warmed", True):
-            fill = st.get("fill_requests")
-            why = ("the SCM never filled within the stream" if fill is None
+            fill, resident = st.get("fill_requests"), st.get("resident_lines") is not None
+            why = ("its working set fits the SCM, but its first touches stayed above the resident share"
+                   if resident else "the SCM never filled within the stream" if fill is None
                    else "its threshold space did not cycle once before the window")
             out[str(st["workload"])] = (f"not warmed: {why} ({st.get('warmup_requests')} warm-up requests "
                                         f"of a {st.get('lines')}-line stream)")

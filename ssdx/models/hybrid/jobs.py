@@ -14,7 +14,15 @@ footprint, which a larger SCM never fills; :func:`warmup_requests`) and (2) the 
 write-back LRU of that capacity (at most ``MAX_SETTLE`` × the measured requests), during which the flushed
 data waiting for the dies builds up to its steady level (:func:`settle_requests`).  A synthetic stream is
 generated longer until both fit (at most ``max(MAX_GROWTH × measured, MAX_STREAM)`` requests).  A stream is
-``warmed`` when the SCM filled and its threshold space cycled at least once before the window.
+``warmed`` when the SCM filled and its threshold space cycled at least once before the window (``warm_regime:
+flushing``).  A synthetic stream whose working set never fills the SCM (prxy_1's at 10 % of its footprint)
+has another steady state: with LRU victims nothing is ever pushed out, so nothing is programmed and the
+misses left are first touches.  It is generated until those are at most ``RESIDENT_COLD`` of the window's
+lines, its prefix replayed as the cache it leaves (:func:`resident_prefix`: each line once, by last use),
+and it is ``warmed`` in the ``resident`` regime; ``first_touch_share`` gives that share for every stream.
+A run booked past its window on some resource (its backlog still growing: flushed data arriving faster
+than its dies program it, until writes wait for SCM space) settles twice as long and is replayed alone,
+up to ``MAX_SETTLE_DOUBLINGS`` times; its row gives ``settle_doublings`` and its own ``warmup_requests``.
 Each configuration then reports the IOPS of the two halves of its measured window and the utilisation of
 every resource; ``steady`` is false where the halves differ by more than
 ``ssdx.models.hybrid.model.STEADY_TOLERANCE`` or a resource was booked above
@@ -51,12 +59,20 @@ from ssdx.models.hybrid.findings import (
     validation_findings,
     volume_statistics,
 )
+from ssdx.models.hybrid.params import SECTOR_BYTES, UNIT_BYTES
 from ssdx.sweep import space
-from ssdx.workloads.traces import WRITE
+from ssdx.workloads.traces import READ, WRITE
 
 #: a synthetic stream grows to at most max(MAX_GROWTH × measured requests, MAX_STREAM) requests to warm up
 MAX_GROWTH, MAX_STREAM = 10, 200_000
 MAX_SETTLE = 4  # the settling part of the warm-up lasts at most this many times the measured requests
+#: a run booked past its window (``overbooked``: its backlog still grew, so it was not yet in its steady
+#: state) is replayed alone with the settling part and the stream's bounds doubled, at most this many times
+#: (``settle_doublings`` in its row)
+MAX_SETTLE_DOUBLINGS = 3
+#: a stream whose working set fits the SCM (:func:`resident_prefix`) is generated until the measured
+#: window's first touches fall to this share of its lines, at most MAX_RESIDENT_STREAM requests
+RESIDENT_COLD, MAX_RESIDENT_STREAM = 1e-3, 32_000_000
 
 __all__ = [
     "BASELINE", "PAPER_TABLE2", "TABLE1", "TIE_PERCENT", "WRITE_INTENSIVE", "balance_ratio", "excluded",
@@ -153,13 +169,52 @@ def settle_requests(line: np.ndarray, op: np.ndarray, start: int, first: np.ndar
     return n, made >= int(np.ceil(room_lines))
 
 
+def first_touch_share(line: np.ndarray, start: int) -> float:
+    """Share of the lines from index ``start`` on that touch a line for the first time in the stream."""
+    if start >= len(line):
+        return 0.0
+    _, first_at = np.unique(line, return_index=True)
+    return float(np.sum(first_at >= start)) / (len(line) - start)
+
+
+def resident_prefix(raw: Mapping[str, np.ndarray], start: int) -> dict[str, np.ndarray]:
+    """The lines ``raw[:start]`` as an LRU cache that never evicts ends them: each distinct line once, in
+    the order of its last use, a write if the prefix ever wrote it (else a read), each a request of its own.
+
+    An LRU cache's content after a stream is its most recently used lines, in the order of their last use,
+    so replaying this instead of the prefix leaves the same lines in every set with the same recency; a
+    line is dirty if it was written and never written back, which holds exactly while nothing is pushed out
+    (a working set within the SCM's threshold space).  The prefix's timing is not replayed: its cold
+    misses' NAND reads and SCM writes come once per line, and nothing of it is measured."""
+    line = raw["line"][:start]
+    uniq, last_rev = np.unique(line[::-1], return_index=True)  # sorted; last use counted from the end
+    written = np.isin(uniq, line[raw["op"][:start] == WRITE])
+    order = np.argsort(len(line) - 1 - last_rev, kind="stable")  # oldest last use first
+    n = len(uniq)
+    return {"op": np.where(written[order], WRITE, READ).astype(raw["op"].dtype),
+            "line": uniq[order].astype(raw["line"].dtype),
+            "sectors": np.full(n, UNIT_BYTES // SECTOR_BYTES, raw["sectors"].dtype),  # whole lines
+            "first": np.ones(n, bool), "last": np.ones(n, bool), "valid": np.ones(n, bool)}
+
+
 def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Callable[[float], int],
-           fills: float, seed: int = 0, settle: float = 0.0, threshold: float = 0.2) -> Stream:
+           fills: float, seed: int = 0, settle: float = 0.0, threshold: float = 0.2,
+           smallest: Callable[[float], int] | None = None, lru: bool = False, reach: int = 1) -> Stream:
     """The line stream of workload ``name`` with its warm-up: ``measure`` requests counted after it.
 
     ``capacity(footprint_bytes)`` is the largest SCM capacity (lines) the stream serves; the warm-up fills
     it (``fills``), then lets it create ``settle`` times its threshold space (``threshold`` × capacity) of
-    flush work (:func:`settle_requests`; module docstring)."""
+    flush work (:func:`settle_requests`; module docstring).
+
+    A synthetic stream that never touches enough distinct lines to fill the SCM, served by LRU SCMs
+    (``lru``) whose smallest (``smallest(footprint_bytes)``, lines) holds its whole working set below the
+    threshold, reaches the steady state of a *resident* working set instead: nothing is ever pushed out,
+    so nothing is programmed, and the only misses left are first touches.  Its stream is generated until
+    the measured window's first touches are at most :data:`RESIDENT_COLD` of its lines (at most
+    :data:`MAX_RESIDENT_STREAM` requests), and the prefix is replayed as the cache it leaves
+    (:func:`resident_prefix`); ``info`` says ``warm_regime: resident`` and gives the window's
+    ``first_touch_share``.  ``reach`` multiplies the settling part's and the synthetic stream's bounds
+    (:data:`MAX_SETTLE`, :data:`MAX_GROWTH`)."""
     from ssdx.workloads import msr
 
     def warmup(raw: Mapping[str, np.ndarray], cap: int, target: float
@@ -170,7 +225,7 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
             return None, None, False
         limit = int(np.floor((1.0 - threshold) * cap))
         extra, cycled = settle_requests(raw["line"], raw["op"], warm, raw["first"], limit, threshold * cap,
-                                        settle, MAX_SETTLE * measure)
+                                        settle, MAX_SETTLE * reach * measure)
         return warm, extra, cycled
 
     path = trace_file(workload, name)
@@ -190,7 +245,7 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
         footprint = float(msr.volume(name).footprint_bytes)
         cap = capacity(footprint)
         target = _fill_target(fills, cap, footprint)
-        longest = max(MAX_GROWTH * measure, MAX_STREAM)
+        longest = reach * max(MAX_GROWTH * measure, MAX_STREAM)
         while True:
             ch = msr.generate(name, n, seed=seed, timed=False)
             raw = hybrid.lines_from_requests(ch.op, ch.offset, ch.size)
@@ -200,22 +255,61 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
             n = min(max(2 * n, (warm or 0) + (extra or 0) + measure), longest)
         op, off, size = ch.op, ch.offset, ch.size
         source = f"msr:{name} (synthetic, ssdx.workloads.msr)"
-    n = len(op)
-    warmed = extra is not None and cycled and warm + extra + measure <= n
-    start = warm + extra if warmed else max(n - measure, 0)
+    regime = None
+    if warm is None and path is None and lru and smallest is not None:
+        limit = np.floor((1.0 - threshold) * smallest(footprint))
+        resident = _resident(name, measure, seed, limit, longest)
+        if resident is not None:
+            raw, n, share = resident
+            regime = "resident"
+    n = n if regime else len(op)
+    warmed = regime is not None and share <= RESIDENT_COLD or (
+        regime is None and extra is not None and cycled and warm + extra + measure <= n)
+    start = warm + extra if warmed and regime is None else max(n - measure, 0)
     stop = min(n, start + measure)
     req_of_line = np.cumsum(raw["first"]) - 1
     keep = req_of_line < stop
-    lines = {k: v[keep] for k, v in raw.items()}
-    lines["measure"] = req_of_line[keep] >= start
-    lines["half"] = req_of_line[keep] >= start + (stop - start) // 2
-    out = Stream(lines)
+    window = keep & (req_of_line >= start)
+    lines = {k: v[window] for k, v in raw.items()}
+    lines["measure"] = np.ones(int(window.sum()), bool)
+    lines["half"] = req_of_line[window] >= start + (stop - start) // 2
+    before = keep & (req_of_line < start)
+    prefix = resident_prefix(raw, int(np.sum(before))) if regime else {k: v[before] for k, v in raw.items()}
+    off = np.zeros(len(prefix["op"]), bool)
+    prefix = {**prefix, "measure": off, "half": off}
+    out = Stream({k: np.concatenate([prefix[k], lines[k]]) for k in lines})
     out.info = {"workload": name, "source": source, "warmup_requests": int(start),
                 "fill_requests": None if warm is None else int(warm),
                 "settle_requests": None if extra is None else int(extra),
-                "measured_requests": int(stop - start), "warmed": warmed, "skipped_lines": int(skipped),
-                "footprint_bytes": footprint}
+                "measured_requests": int(stop - start), "warmed": bool(warmed), "skipped_lines": int(skipped),
+                "footprint_bytes": footprint, "warm_regime": regime or ("flushing" if warmed else None),
+                "first_touch_share": first_touch_share(raw["line"][:int(np.sum(keep))], int(np.sum(before)))}
+    if regime:
+        out.info["resident_lines"] = int(len(prefix["op"]))
     return out
+
+
+def _resident(name: str, measure: int, seed: int, limit: float, shortest: int
+              ) -> tuple[dict[str, np.ndarray], int, float] | None:
+    """The lines of the synthetic volume ``name`` generated long enough for a resident working set: the
+    stream doubled from ``shortest`` requests until the last ``measure`` requests' first touches are at
+    most :data:`RESIDENT_COLD` of their lines (at most :data:`MAX_RESIDENT_STREAM`), with its request
+    count and that share; None once the lines before the window outgrow ``limit`` (the SCM would push
+    lines out: not resident)."""
+    from ssdx.workloads import msr
+
+    n = max(2 * shortest, 2 * measure)
+    while True:
+        ch = msr.generate(name, n, seed=seed, timed=False)
+        raw = hybrid.lines_from_requests(ch.op, ch.offset, ch.size)
+        req = np.cumsum(raw["first"]) - 1
+        start = int(np.searchsorted(req, n - measure))
+        if len(np.unique(raw["line"][:start])) > limit:
+            return None
+        share = first_touch_share(raw["line"], start)
+        if share <= RESIDENT_COLD or n >= MAX_RESIDENT_STREAM:
+            return raw, n, share
+        n = min(2 * n, MAX_RESIDENT_STREAM)
 
 
 def run_group(cols: Mapping[str, np.ndarray], footprint: float, lines: Mapping[str, np.ndarray],
@@ -258,20 +352,47 @@ def group_job(name: str, idx: np.ndarray, sub: Mapping[str, np.ndarray], workloa
     def capacity(fp: float) -> int:
         return int(hybrid_params.capacity_lines(sub, np.full(len(sub["hybrid.nand"]), fp)).max())
 
+    def smallest(fp: float) -> int:
+        return int(hybrid_params.capacity_lines(sub, np.full(len(sub["hybrid.nand"]), fp)).min())
+
     with jax.default_device(device) if device is not None else contextlib.nullcontext():
         thr = float(np.max(np.asarray(sub["hybrid.threshold"], float)))
-        st = stream(name, workload, measure, capacity, fills, seed=seed, settle=settle, threshold=thr)
+        lru = bool(np.all(np.asarray(sub["hybrid.victim"]).astype(str) == "lru"))
         path = trace_file(workload, name)
+        st = stream(name, workload, measure, capacity, fills, seed=seed, settle=settle, threshold=thr,
+                    smallest=smallest, lru=lru)
         if path is not None:  # fits_trace runs every rule on the footprint run_group builds with
             fits_trace(sub, st.info["footprint_bytes"], path)
         res = run_group(sub, st.info["footprint_bytes"], st, progress=None, checked=path is not None,
                         floor=floor)
+        warmup = np.full(len(idx), st.info["warmup_requests"])
+        doublings = np.zeros(len(idx), np.int64)
+        for doubling in range(1, MAX_SETTLE_DOUBLINGS + 1):
+            # a run booked past its window had a backlog still growing: it settles twice as long, alone
+            rows = np.flatnonzero(np.asarray(res["overbooked"]) > 0.5)
+            if not len(rows) or st.info["warm_regime"] != "flushing":
+                break
+            sub_r = {k: np.asarray(v)[rows] for k, v in sub.items()}
+            st_r = stream(name, workload, measure, capacity, fills, seed=seed, settle=settle * 2**doubling,
+                          threshold=thr, smallest=smallest, lru=lru, reach=2**doubling)
+            if st_r.info["warm_regime"] != "flushing":
+                break
+            again = run_group(sub_r, st_r.info["footprint_bytes"], st_r, progress=None,
+                              checked=path is not None, floor=floor)
+            for k, v in again.items():
+                if k in ("compile_s", "run_s"):
+                    res[k] += v
+                else:
+                    res[k] = np.asarray(res[k]).copy()
+                    res[k][rows] = v
+            warmup[rows], doublings[rows] = st_r.info["warmup_requests"], doubling
     # config_index: the row's place in the sweep's space (ssdx.sweep.config_of), which a hybrid sweep never
     # drops from, so it equals config_id
     data: dict[str, Any] = {"config_id": np.asarray(idx).astype(np.int64),
                             "config_index": np.asarray(idx).astype(np.int64)}
     data["footprint_gib"] = np.full(len(idx), st.info["footprint_bytes"] / 2**30)
-    data["warmup_requests"] = np.full(len(idx), st.info["warmup_requests"])
+    data["warmup_requests"] = warmup
+    data["settle_doublings"] = doublings
     data["warmed"] = np.full(len(idx), st.info["warmed"])
     data.update({k: np.asarray(v, np.float64) for k, v in res.items() if k not in ("compile_s", "run_s")})
     info = {**st.info, "compile_s": res["compile_s"], "run_s": res["run_s"], "lines": len(st["op"])}
