@@ -275,8 +275,8 @@ def stream(name: str, workload: Mapping[str, Any], measure: int, capacity: Calla
     lines["half"] = req_of_line[window] >= start + (stop - start) // 2
     before = keep & (req_of_line < start)
     prefix = resident_prefix(raw, int(np.sum(before))) if regime else {k: v[before] for k, v in raw.items()}
-    off = np.zeros(len(prefix["op"]), bool)
-    prefix = {**prefix, "measure": off, "half": off}
+    unmeasured = np.zeros(len(prefix["op"]), bool)
+    prefix = {**prefix, "measure": unmeasured, "half": unmeasured}
     out = Stream({k: np.concatenate([prefix[k], lines[k]]) for k in lines})
     out.info = {"workload": name, "source": source, "warmup_requests": int(start),
                 "fill_requests": None if warm is None else int(warm),
