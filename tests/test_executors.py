@@ -287,7 +287,7 @@ def test_ray_runs_index_ranges_of_a_device_sweep_as_the_local_runner_does(cluste
     """10^5 configurations generated on the device: Ray tasks receive a part and an index range (never
     columns) and return reduction states; the outputs equal the local runner's, both nodes work."""
     from ssdx import presets
-    from ssdx.tasks import run_sweep
+    from ssdx.sweep.job import run_sweep
 
     base = {"drive": presets.drive(), "workload": presets.workload(), "nand": None,
             "model": {"n_steps": 8}, "precision": "float32"}

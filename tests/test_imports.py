@@ -111,7 +111,7 @@ def test_the_package_has_no_import_cycle():
 
 
 def test_a_package_init_that_imports_back_is_a_cycle():
-    # ssdx.sweep's __init__ once imported the sweep job from ssdx.tasks, which imported ssdx.sweep.runner
+    # a package __init__ (p) importing a job (t) that imports one of the package's modules (p.r)
     g = {"p": {"t"}, "t": {"p.r"}, "p.r": {"p"}}
     assert cycles(g) == [["p", "p.r", "t"]]
 
