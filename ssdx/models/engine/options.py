@@ -117,8 +117,8 @@ def yaml_text() -> str:
            "defaults:", "  - base", "  - _self_", ""]
     for name, (value, doc) in DECLARED.items():
         out += textwrap.wrap(doc, 106, initial_indent="# ", subsequent_indent="# ")
-        text = "null" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
-        out.append(f"{name}: {text.strip(chr(39))}")
+        text = "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+        out.append(f"{name}: {text}")
     return "\n".join(out) + "\n"
 
 

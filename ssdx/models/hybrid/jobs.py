@@ -178,8 +178,9 @@ def first_touch_share(line: np.ndarray, start: int) -> float:
 
 
 def resident_prefix(raw: Mapping[str, np.ndarray], start: int) -> dict[str, np.ndarray]:
-    """The lines ``raw[:start]`` as an LRU cache that never evicts ends them: each distinct line once, in
-    the order of its last use, a write if the prefix ever wrote it (else a read), each a request of its own.
+    """The lines ``raw[:start]`` replaced by the LRU cache they leave when it evicts nothing: each distinct
+    line once, in the order of its last use, a write if the prefix ever wrote it (else a read), each a
+    request of its own.
 
     An LRU cache's content after a stream is its most recently used lines, in the order of their last use,
     so replaying this instead of the prefix leaves the same lines in every set with the same recency; a
