@@ -31,7 +31,18 @@ pSLC write-cache fields (the accounting of each mode is in ``ssdx.models.fluid.m
   while the host is idle (cache recovery); ``0`` = the die- and bus-limited rate
   ``ssdx.models.fluid.model.rates`` derives, the default.  A set rate is taken as given.
 
-The last two are optional in a config mapping (:data:`DRIVE_DEFAULTS`), so older presets and
+* ``drive.first_slc_t_prog_us`` — page program time (us) of the cache's *first region*; ``0`` = the
+  NAND's ``t_prog_slc_us``, the default.  A cache with two speeds (``ssdx.models.fluid.model``): the first
+  region is the static one in ``static`` and ``hybrid`` (written first), faster or slower than the dynamic
+  one, and in ``dynamic`` the first ``drive.first_slc_gb`` of pSLC data (a cache whose speed steps down, or
+  up, as it fills);
+* ``drive.first_slc_gb`` — host GB of the first region of a ``dynamic`` cache (``0``, the default: none;
+  ignored by the other modes, whose first region is the static one);
+* ``drive.fold_while_writing`` — ``true`` when host writes past the pSLC cache still go through pSLC
+  blocks and the firmware folds them to native blocks as it goes (foreground folding); ``false``, the
+  default, writes them natively.
+
+The last five are optional in a config mapping (:data:`DRIVE_DEFAULTS`), so older presets and
 configs load unchanged.
 
 NAND overrides (config group ``nand:``, columns ``nand.<field>``; null in a config, NaN in a column = the
@@ -129,7 +140,10 @@ class Drive:
     NAND channel rate after ``bus_efficiency``.  ``static_slc_bytes``: host bytes of the static pSLC
     region; ``max_dynamic_slc_bytes``: host bytes the dynamic pSLC region may hold (0 = uncapped);
     ``idle_fold_bytes_per_s``: idle cache-recovery rate, bytes/s (0 = derived,
-    ``ssdx.models.fluid.model.rates``).  All plain float leaves (differentiable).
+    ``ssdx.models.fluid.model.rates``); ``first_slc_t_prog_us``: page program time of the cache's first
+    region, us (0 = the NAND's pSLC time), ``first_slc_bytes`` that region's host bytes in ``dynamic``;
+    ``fold_while_writing``: 1.0 when host writes past the cache go through pSLC and are folded in the
+    foreground, else 0.0.  All plain float leaves (differentiable).
     """
 
     nand: Nand
@@ -148,6 +162,9 @@ class Drive:
     fold_efficiency: Any
     max_dynamic_slc_bytes: Any
     idle_fold_bytes_per_s: Any
+    first_slc_t_prog_us: Any
+    first_slc_bytes: Any
+    fold_while_writing: Any
 
 
 @_pytree
@@ -186,6 +203,9 @@ DRIVE_DECLARED: dict[str, tuple[Any, str]] = {
     "fold_efficiency": (0.6, "share of the die time folding spends on useful programs"),
     "max_dynamic_slc_gb": (0.0, "GB the dynamic pSLC region may hold (dynamic, hybrid); 0 = uncapped"),
     "idle_fold_mb_s": (0.0, "idle cache-recovery rate, MB/s; 0 = derived from the dies and bus"),
+    "first_slc_t_prog_us": (0.0, "first pSLC region's page program time, us; 0 = the NAND's pSLC time"),
+    "first_slc_gb": (0.0, "GB of a dynamic cache's first region (its own speed); 0 = none"),
+    "fold_while_writing": (False, "past the cache, host writes go through pSLC and are folded at once"),
 }
 DRIVE_FIELDS = tuple(k for k in DRIVE_DECLARED if k != "name")
 WORKLOAD_FIELDS = (
@@ -204,6 +224,10 @@ RANGES: dict[str, Field] = table(
           doc="cap on the dynamic pSLC region, GB; 0 = uncapped"),
     Field("drive.idle_fold_mb_s", "MB/s", 0.0, 1e6, default=DRIVE_DECLARED["idle_fold_mb_s"][0],
           doc="idle cache-recovery rate, MB/s; 0 = derived"),
+    Field("drive.first_slc_t_prog_us", "us", 0.0, 1e6, default=DRIVE_DECLARED["first_slc_t_prog_us"][0],
+          doc="first pSLC region's page program time, us; 0 = the NAND's pSLC time"),
+    Field("drive.first_slc_gb", "GB", 0.0, 1e6, default=DRIVE_DECLARED["first_slc_gb"][0],
+          doc="GB of a dynamic cache's first region; 0 = none"),
     Field("workload.block_kib", "KiB", 0.5, 1e6, doc="host command size, KiB"),
     Field("workload.queue_depth", "", 1, 65536, integer=True, doc="outstanding commands"),
     Field("workload.burst_gb", "GB", 0.0, 1e6, doc="GB between idle gaps; 0 = none"),
@@ -223,8 +247,9 @@ RANGES: dict[str, Field] = table(
 
 #: Drive fields a config mapping may omit, with the value they then take (older presets lack them): the
 #: drive fields of :data:`RANGES` with a default.
-DRIVE_DEFAULTS: dict[str, Any] = {k.split(".", 1)[1]: f.default for k, f in RANGES.items()
-                                  if k.startswith("drive.") and f.default is not None}
+DRIVE_DEFAULTS: dict[str, Any] = {**{k.split(".", 1)[1]: f.default for k, f in RANGES.items()
+                                     if k.startswith("drive.") and f.default is not None},
+                                  "fold_while_writing": DRIVE_DECLARED["fold_while_writing"][0]}
 
 
 def columns_from_config(drive: Mapping, workload: Mapping, nand: Mapping | None = None) -> dict:
@@ -363,9 +388,10 @@ def validate(cols: Mapping, report: list | None = None, memo: dict | None = None
 
     check(RANGES, cols, report)
     check_nand_overrides(cols, "nand.", report)
-    dram = np.asarray(cols["drive.dram"])
-    check_rule(cols, "drive.dram", np.isin(dram.astype(object), [True, False, 0, 1]), "must be true or false",
-               report=report)
+    for key in ("drive.dram", "drive.fold_while_writing"):
+        flag = np.asarray(cols[key])
+        check_rule(cols, key, np.isin(flag.astype(object), [True, False, 0, 1]), "must be true or false",
+                   report=report)
     names = _codes(cols, _NAMES, memo)
     page, unit = nand_value(cols, "page_bytes", names), nand_value(cols, "write_unit_bytes", names)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -514,6 +540,9 @@ LEAF_COLUMNS: dict[str, tuple[str, ...]] = {
     "drive.fold_efficiency": ("drive.fold_efficiency",),
     "drive.max_dynamic_slc_bytes": ("drive.max_dynamic_slc_gb",),
     "drive.idle_fold_bytes_per_s": ("drive.idle_fold_mb_s",),
+    "drive.first_slc_t_prog_us": ("drive.first_slc_t_prog_us",),
+    "drive.first_slc_bytes": ("drive.first_slc_gb",),
+    "drive.fold_while_writing": ("drive.fold_while_writing",),
     "workload.random": ("workload.pattern",),
     "workload.block_bytes": ("workload.block_kib",),
     "workload.queue_depth": ("workload.queue_depth",),
@@ -568,6 +597,9 @@ def assemble(cols: Mapping, dtype=np.float32, memo: dict | None = None) -> tuple
         fold_efficiency=c(num(cols, "drive.fold_efficiency")),
         max_dynamic_slc_bytes=c(num(cols, "drive.max_dynamic_slc_gb") * GB),
         idle_fold_bytes_per_s=c(num(cols, "drive.idle_fold_mb_s") * MB),
+        first_slc_t_prog_us=c(num(cols, "drive.first_slc_t_prog_us")),
+        first_slc_bytes=c(num(cols, "drive.first_slc_gb") * GB),
+        fold_while_writing=c(np.asarray(cols["drive.fold_while_writing"]).astype(bool).astype(float)),
     )
     workload = Workload(
         random=c(np.asarray(cols["workload.pattern"]).astype(str) == "random"),

@@ -51,7 +51,9 @@ def test_every_parameter_module_declares_its_ranges_as_fields():
     assert all(k.startswith(("drive.", "workload.")) for k in params.RANGES)
     assert all(k.startswith(("power.", "thermal.")) for k in thermal_params.RANGES)
     # the defaults a config may leave out come from the declarations
-    assert params.DRIVE_DEFAULTS == {"max_dynamic_slc_gb": 0.0, "idle_fold_mb_s": 0.0}
+    assert params.DRIVE_DEFAULTS == {"max_dynamic_slc_gb": 0.0, "idle_fold_mb_s": 0.0,
+                                     "first_slc_t_prog_us": 0.0, "first_slc_gb": 0.0,
+                                     "fold_while_writing": False}
     assert all(engine_params.RANGES[f"engine.{k}"].default == v for k, v in engine_params.OPTIONAL.items()
                if f"engine.{k}" in engine_params.RANGES)
 

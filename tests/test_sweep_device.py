@@ -188,12 +188,14 @@ def test_every_leaf_and_rule_reads_only_its_declared_columns():
     rng = np.random.default_rng(7)
     choices = {"drive.nand": sorted(catalog.NAND), "nand.name": ["", *sorted(catalog.NAND)],
                "drive.interface": sorted(catalog.INTERFACES), "drive.slc_mode": list(params.SLC_MODES),
-               "workload.pattern": list(params.PATTERNS), "drive.dram": [True, False]}
+               "workload.pattern": list(params.PATTERNS), "drive.dram": [True, False],
+               "drive.fold_while_writing": [False, True]}
     numeric = {"drive.channels": [4, 8, 16], "drive.dies_per_channel": [1, 2, 8],
                "drive.die_gbit": [256, 1024], "drive.planes_per_die": [2, 4], "drive.bus_mts": [800, 1600],
                "drive.user_capacity_gb": [250.0, 4000.0],
                "drive.static_slc_gb": [0.0, 12.0], "drive.max_dynamic_slc_gb": [0.0, 100.0],
                "drive.idle_fold_mb_s": [0.0, 300.0], "drive.reserve_fraction": [0.005, 0.2],
+               "drive.first_slc_t_prog_us": [0.0, 120.0], "drive.first_slc_gb": [0.0, 5.0],
                "drive.bus_efficiency": [0.5, 0.9], "drive.fold_efficiency": [0.4, 0.9],
                "workload.block_kib": [4, 128], "workload.queue_depth": [1, 32],
                "workload.prefill_fraction": [0.0, 0.5], "workload.fill_fraction": [0.3, 1.0],

@@ -93,6 +93,8 @@ from ssdx import params
 from ssdx.models.fluid import model as fluid
 from ssdx.models.fluid.fit_model import (
     CAP,
+    FIRST_GB,
+    FIRST_T,
     FOLD,
     MODE,
     MODE_LEAF,
@@ -102,6 +104,7 @@ from ssdx.models.fluid.fit_model import (
     STATIC,
     T_PROG,
     T_SLC,
+    THROUGH,
     Param,
     Problem,
     Rule,
@@ -121,7 +124,8 @@ from ssdx.models.fluid.fit_model import (
 from ssdx.models.fluid.phases import relative_noise, residual_regions, segment
 from ssdx.params import Drive, Workload
 
-__all__ = ["CAP", "FOLD", "MODE", "PARAMS", "RESERVE", "RULES", "STATIC", "T_PROG", "T_SLC", "Fitter",
+__all__ = ["CAP", "FIRST_GB", "FIRST_T", "FOLD", "MODE", "PARAMS", "RESERVE", "RULES", "STATIC", "THROUGH",
+           "T_PROG", "T_SLC", "Fitter",
            "Param", "Rule", "RuleFit", "available_params", "bounds", "choose", "initial_values",
            "model_speed", "relative_noise", "residual_regions", "rule_missing", "segment"]
 
@@ -172,20 +176,49 @@ def fold_efficiency_for(drive: Drive, t_prog_us: float, speed_mb_s: float) -> fl
     return float(np.clip(program / room, 0.05, 1.0)) if room > 0 else 1.0
 
 
+def through_program_time_us(drive: Drive, t_slc_us: float, speed_mb_s: float) -> float:
+    """Native page program time (us) at which writing through pSLC and folding at once
+    (``drive.fold_while_writing``) runs at ``speed_mb_s``, with pSLC program time ``t_slc_us`` and the
+    drive's ``η_fold`` (inverts ``fluid.die_time``'s ``through``); the die-limited time of the speed
+    when the pSLC program alone is slower."""
+    dtype = jnp.asarray(drive.dies).dtype
+    d = set_leaf(drive, ("nand", "t_prog_slc_us"), jnp.asarray(t_slc_us, dtype))
+    d = set_leaf(d, ("first_slc_t_prog_us",), jnp.asarray(0.0, dtype))
+    d = set_leaf(d, ("nand", "t_prog_us"), jnp.asarray(1.0, dtype))
+    die = fluid.die_time(d)
+    eta = _f(drive.fold_efficiency)
+    per_us = _f(die.native) / eta  # s/byte of the native program per us of page time, at η
+    room = 1.0 / (max(speed_mb_s, 1e-3) * 1e6) - (_f(die.through) - per_us)
+    return room / per_us if room > 0 else die_limited_time_us(drive, speed_mb_s)
+
+
 def initial_values(phases: Sequence[Mapping[str, Any]], drive: Drive, rule: Rule) -> dict[str, float]:
     """Starting values (config units) of ``rule``'s parameters from the measured plateaus ``phases``
-    (:func:`segment`; module docstring)."""
-    v1 = phases[0]["mean_mb_s"]
-    v2 = phases[1]["mean_mb_s"] if len(phases) > 1 else v1
-    v_last = phases[-1]["mean_mb_s"]
-    t_prog = die_limited_time_us(drive, v2)
-    first_end = phases[0]["end_gb"] if len(phases) > 1 else phases[0]["end_gb"] / 2
-    init = {T_SLC: die_limited_time_us(drive, v1), T_PROG: t_prog,
-            FOLD: fold_efficiency_for(drive, t_prog, v_last), RESERVE: _f(drive.reserve_fraction)}
-    if rule.name == "hybrid":
-        init[STATIC], init[CAP] = first_end / 2, first_end / 2
+    (:func:`segment`; module docstring).  A two-speed rule takes the first plateau for its static region
+    and the second for its dynamic one; a rule that folds while writing inverts its post-cache plateau
+    through the fold (:func:`through_program_time_us`)."""
+    two = FIRST_T in rule.fitted
+    v = [p["mean_mb_s"] for p in phases]
+    ends = [p["end_gb"] for p in phases]
+    cache = 1 if two and len(phases) > 2 else 0  # index of the last cache plateau
+    v_slc = v[cache]
+    v_post = v[cache + 1] if len(v) > cache + 1 else v[-1]
+    through = dict(rule.fixed).get(THROUGH, 0.0) > 0
+    t_slc = die_limited_time_us(drive, v_slc)
+    t_prog = (through_program_time_us(drive, t_slc, v_post) if through
+              else die_limited_time_us(drive, v_post))
+    cache_end = ends[cache] if len(phases) > cache + 1 else ends[cache] / 2
+    init = {T_SLC: t_slc, T_PROG: t_prog, FOLD: fold_efficiency_for(drive, t_prog, v[-1]),
+            RESERVE: _f(drive.reserve_fraction), FIRST_T: die_limited_time_us(drive, v[0])}
+    if two:
+        first = ends[0] if len(phases) > 1 else cache_end / 2
+        hybrid = rule.slc_mode == "hybrid"  # the static region is the first; the cap holds the rest
+        init[FIRST_GB] = init[STATIC] = first
+        init[CAP] = max(cache_end - first, 1e-3 * cache_end) if hybrid else cache_end
+    elif rule.name == "hybrid":
+        init[STATIC], init[CAP] = cache_end / 2, cache_end / 2
     else:
-        init[STATIC] = init[CAP] = first_end
+        init[STATIC] = init[CAP] = cache_end
     return {k: init[k] for k in rule.fitted}
 
 
@@ -196,7 +229,7 @@ def bounds(drive: Drive, rule: Rule, init: Mapping[str, float]) -> dict[str, tup
     rho = _f(drive.reserve_fraction)
     out: dict[str, tuple[float, float]] = {}
     for k in rule.fitted:
-        if k in (T_SLC, T_PROG):
+        if k in (T_SLC, T_PROG, FIRST_T):
             out[k] = (max(init[k] / TIME_RANGE, 0.01), min(init[k] * TIME_RANGE, 1e6))
         elif k == FOLD:
             out[k] = (0.02, 1.0)
@@ -204,7 +237,7 @@ def bounds(drive: Drive, rule: Rule, init: Mapping[str, float]) -> dict[str, tup
             out[k] = (1e-4, min(0.499, (1.0 - u / raw) * (1 - 1e-6)))
         elif k == STATIC:
             out[k] = (1e-3, (raw * (1 - rho) - u) / b * (1 - 1e-6))
-        elif k == CAP:
+        elif k in (CAP, FIRST_GB):
             out[k] = (u / b * 1e-3, u / b)
         lo, hi = out[k]
         if not hi > lo:
@@ -308,7 +341,7 @@ class Fitter:
     def grid_search(self, pb: Problem, theta: np.ndarray, points: int, rounds: int) -> np.ndarray:
         """Coordinate search (module docstring): each fitted parameter set to the best of ``points`` values
         over its bounds, boundary parameters first; ``rounds`` passes."""
-        order = [k for k in (RESERVE, STATIC, CAP, FOLD, T_PROG, T_SLC) if k in self.keys]
+        order = [k for k in (RESERVE, STATIC, CAP, FIRST_GB, FOLD, T_PROG, T_SLC, FIRST_T) if k in self.keys]
         u = np.linspace(0.02, 0.98, points)
         grid = np.log(u / (1 - u))
         th = np.asarray(theta, float).copy()
@@ -421,6 +454,14 @@ class Fitter:
             var = cov[c, c]
             out[self.keys[i]] = float(100.0 * np.sqrt(var)) if np.isfinite(var) and var >= 0 else None
         return out
+
+    def drive_of(self, fit: RuleFit) -> Drive:
+        """The base drive with ``fit``'s fitted and fixed values and its pSLC mode (leaf units)."""
+        d = self.drive
+        for k, v in {**fit.fixed, **fit.values}.items():
+            p = PARAMS[k]
+            d = set_leaf(d, p.leaf, jnp.asarray(v * p.scale, self.dtype))
+        return set_leaf(d, MODE_LEAF, jnp.asarray(params.SLC_MODES.index(fit.slc_mode), self.dtype))
 
     def speed(self, drive: Drive) -> np.ndarray:
         """The model's speed (MB/s) of ``drive`` at the samples."""

@@ -23,6 +23,7 @@ hardware), keeps the best rule, and writes into ``out_dir``.  The fill runs unde
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,9 +37,12 @@ from ssdx import params, presets
 from ssdx.core import io
 from ssdx.core.fields import existing_file
 from ssdx.models.engine.jobs import with_fio_fill
+from ssdx.models.fluid import bounds as fill_bounds
 from ssdx.models.fluid import fit as fit_fill
+from ssdx.models.fluid import fit_choice
 from ssdx.models.fluid import model as fluid
 from ssdx.models.fluid import plots as fill_report
+from ssdx.models.fluid.phases import visible
 from ssdx.workloads import fill_curve
 
 #: The experiment the ``overrides`` are written for (sequential fill, ``workload=seq_fill``).
@@ -115,6 +119,8 @@ def fitted_config(cfg: Mapping[str, Any], fit: fit_fill.RuleFit) -> tuple[dict, 
     drive = {k: v for k, v in dict(cfg["drive"]).items()}
     nand = {k: v for k, v in dict(cfg.get("nand") or {}).items()}
     for key, value in {**fit.fixed, **fit.values, fit_fill.MODE: fit.slc_mode}.items():
+        if key == fit_fill.THROUGH:
+            value = bool(value)
         group, field = key.split(".", 1)
         (drive if group == "drive" else nand)[field] = value
     return drive, nand
@@ -186,6 +192,42 @@ def notes(fit: fit_fill.RuleFit, drive: Any, workload: Any) -> list[str]:
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Tried:
+    """A fitted rule on one base drive: its judgement, the config it was fitted on and its fitter."""
+
+    candidate: fit_choice.Candidate
+    cfg: Mapping[str, Any]
+    fitter: fit_fill.Fitter
+
+
+def _fit_rules(cfg: Mapping[str, Any], drive: Any, workload: Any, curve: Any, s: Mapping[str, Any],
+               measured_phases: list[dict[str, Any]], suffix: str) -> tuple[dict[str, Tried], dict[str, str]]:
+    """Fit every rule of ``fit.rules`` on ``drive`` and judge it (``fit_choice.assess``); the fits by
+    label (rule name and ``suffix``) and the rules skipped with the reason."""
+    fitter = fit_fill.Fitter(curve.gb_lo, curve.gb_hi, curve.mb_s, drive, workload, s["n_steps"],
+                             measured_phases)
+    span = float(curve.gb_hi[-1] - curve.gb_lo[0])
+    tried: dict[str, Tried] = {}
+    skipped: dict[str, str] = {}
+    for rule in s["rules"]:
+        why = fit_fill.rule_missing(rule)
+        if why is None:
+            try:
+                fit = fitter.fit(fit_fill.RULES[rule], adam_steps=s["adam_steps"],
+                                 learning_rate=s["learning_rate"], lbfgs_steps=s["lbfgs_steps"],
+                                 grid_points=s["grid_points"])
+            except ValueError as e:  # no feasible range for one of its parameters
+                why = str(e)
+            else:
+                label = rule + suffix
+                cand = fit_choice.assess(fitter, fit, label, len(measured_phases), span)
+                tried[label] = Tried(cand, cfg, fitter)
+        if why is not None:
+            skipped[rule] = why
+    return tried, skipped
+
+
 def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     """Fit the composed drive to ``fit.curve`` (module docstring); returns the summary it wrote."""
     s = fit_settings(cfg)
@@ -205,25 +247,30 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
             f"{total_gb:.1f} GB this drive's fill writes (drive.user_capacity_gb, workload.prefill_fraction, "
             "workload.fill_fraction)")
     measured_phases = fit_fill.segment(curve.gb_lo, curve.gb_hi, curve.mb_s, curve.time_s)
-    fitter = fit_fill.Fitter(curve.gb_lo, curve.gb_hi, curve.mb_s, drive, workload, s["n_steps"],
-                             measured_phases)
-    fits: dict[str, fit_fill.RuleFit] = {}
-    skipped: dict[str, str] = {}
-    for rule in s["rules"]:
-        why = fit_fill.rule_missing(rule)
-        if why is None:
-            try:
-                fits[rule] = fitter.fit(fit_fill.RULES[rule], adam_steps=s["adam_steps"],
-                                        learning_rate=s["learning_rate"], lbfgs_steps=s["lbfgs_steps"],
-                                        grid_points=s["grid_points"])
-            except ValueError as e:  # no feasible range for one of its parameters
-                why = str(e)
-        if why is not None:
-            skipped[rule] = why
-    if not fits:
+    mean = float(np.mean(curve.mb_s))
+    floor = fit_fill.RMSE_FLOOR * mean
+    tried, skipped = _fit_rules(cfg, drive, workload, curve, s, measured_phases, "")
+    if not tried:
         raise params.ConfigError("fit.rules", s["rules"], f"no rule could be fitted: {skipped}")
-    floor = fit_fill.RMSE_FLOOR * float(np.mean(curve.mb_s))
-    best = fits[fit_fill.choose(fits, s["rule_tolerance"], floor)]
+    fits = {t.candidate.fit.rule: t.candidate.fit for t in tried.values()}
+    fitter = next(iter(tried.values())).fitter
+    chosen, tier, runner = fit_choice.choose([t.candidate for t in tried.values()], s["rule_tolerance"],
+                                             floor, mean)
+    tried_dies: list[int] = []
+    if not chosen.physical:  # no behaviour explains the curve with published values: other die counts
+        bits = int(round(float(drive.nand.bits_per_cell)))
+        for alt in fit_choice.alternative_geometries(cfg["drive"], bits):
+            cfg_alt = {**dict(cfg), "drive": alt}
+            a_cols = params.columns_from_config(alt, cfg["workload"], cfg.get("nand"))
+            a_drive, a_workload = (params.index(t, 0) for t in params.build(a_cols, dtype=dtype))
+            n = int(alt["channels"]) * int(alt["dies_per_channel"])
+            tried_dies.append(n)
+            more, _ = _fit_rules(cfg_alt, a_drive, a_workload, curve, s, measured_phases, f"@{n}dies")
+            tried.update(more)
+        chosen, tier, runner = fit_choice.choose([t.candidate for t in tried.values()],
+                                                 s["rule_tolerance"], floor, mean)
+    cfg = tried[chosen.label].cfg
+    best = chosen.fit
 
     # The fitted drive through the same path as `experiment=aldrin_pro_fill` with the overrides.
     drive_cfg, nand_cfg = fitted_config(cfg, best)
@@ -231,10 +278,10 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     f_drive, f_workload = (params.index(t, 0) for t in params.build(f_cols, dtype))
     sim = jax.jit(fluid.simulate, static_argnums=2)
     out = jax.tree_util.tree_map(np.asarray, sim(f_drive, f_workload, s["n_steps"]))
-    phases = fill_report.phases(out)
+    regimes = fill_report.phases(out, f_drive)
+    phases = visible(regimes, float(curve.gb_hi[-1] - curve.gb_lo[0]))
     fitted = fitter.speed(f_drive)
     residual = fitted - curve.mb_s
-    mean = float(np.mean(curve.mb_s))
     rmse = float(np.sqrt(np.mean(residual ** 2)))
     poor = rmse > s["poor_fit_fraction"] * mean
     regions = fit_fill.residual_regions(curve.gb_lo, curve.gb_hi, curve.mb_s, residual,
@@ -242,10 +289,18 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     ov = overrides(cfg, drive_cfg, nand_cfg)
     base = str(cfg["drive"].get("name", "custom"))
     name = s["name"] or f"{base}_fit"
-    warning = None
+    warnings = []
     if poor:
-        warning = (f"poor fit: RMSE {rmse:.1f} MB/s is {100 * rmse / mean:.1f} % of the mean measured speed "
-                   f"(threshold {100 * s['poor_fit_fraction']:g} %); see residual_regions and fit_curve.png")
+        warnings.append(f"poor fit: RMSE {rmse:.1f} MB/s is {100 * rmse / mean:.1f} % of the mean measured "
+                        f"speed (threshold {100 * s['poor_fit_fraction']:g} %); see residual_regions and "
+                        "fit_curve.png")
+    if not chosen.physical:
+        warnings.append("not physical: " + "; ".join(fill_bounds.outside(chosen.checks))
+                        + (f" (other die counts tried: {tried_dies})" if tried_dies else ""))
+    if not chosen.phase_match:
+        warnings.append(f"the fitted drive shows {len(phases)} phases where the curve shows "
+                        f"{len(measured_phases)}")
+    warning = "; ".join(warnings) or None
     conf = (out_dir / "conf").resolve()
     preset_command = f"{REPRODUCE} hydra.searchpath=[file://{conf}] drive={name} nand={name}"
     header = "\n".join([
@@ -266,8 +321,21 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         "curve_notes": curve.notes,
         "drive": base,
         "rule": best.rule,
+        "policy": {"rule": best.rule, "slc_mode": best.slc_mode,
+                   "fold_while_writing": bool(dict(best.fixed).get(fit_fill.THROUGH, 0.0)),
+                   "two_speed_cache": fit_fill.FIRST_T in best.values, "dies": chosen.dies,
+                   "chosen_as": tier},
+        "physical": chosen.physical,
+        "parameters": [{**c.as_dict(), "std_error_pct": best.std_error_pct.get(c.key)}
+                       for c in chosen.checks],
+        "runner_up": None if runner is None else runner.summary(),
+        "candidates": [t.candidate.summary() for t in tried.values()],
+        "dies_tried": tried_dies,
         "slc_mode": best.slc_mode,
         "phases": phases,
+        "model_regimes": regimes,
+        "phase_count": {"measured": len(measured_phases), "fitted": len(phases),
+                        "match": chosen.phase_match},
         "measured_phases": [{k: v for k, v in p.items() if k not in ("first", "last")}
                             for p in measured_phases],
         "rmse_mb_s": rmse,

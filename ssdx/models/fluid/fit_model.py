@@ -39,6 +39,7 @@ class Param:
 T_SLC, T_PROG = "nand.t_prog_slc_us", "nand.t_prog_us"
 FOLD, RESERVE = "drive.fold_efficiency", "drive.reserve_fraction"
 STATIC, CAP = "drive.static_slc_gb", "drive.max_dynamic_slc_gb"
+FIRST_T, FIRST_GB, THROUGH = "drive.first_slc_t_prog_us", "drive.first_slc_gb", "drive.fold_while_writing"
 MODE = "drive.slc_mode"
 
 PARAMS: dict[str, Param] = {p.key: p for p in (
@@ -48,6 +49,10 @@ PARAMS: dict[str, Param] = {p.key: p for p in (
     Param(RESERVE, ("reserve_fraction",), 1.0, "", "fraction of raw NAND reserved"),
     Param(STATIC, ("static_slc_bytes",), 1e9, "GB", "static pSLC region"),
     Param(CAP, ("max_dynamic_slc_bytes",), 1e9, "GB", "cap of the dynamic pSLC cache"),
+    Param(FIRST_T, ("first_slc_t_prog_us",), 1.0, "us", "page program time of the cache's first region"),
+    Param(FIRST_GB, ("first_slc_bytes",), 1e9, "GB", "first region of a dynamic cache"),
+    # a behaviour, never fitted: the rules fix it at 0 or 1
+    Param(THROUGH, ("fold_while_writing",), 1.0, "", "past the cache: through pSLC, folded at once"),
 )}
 MODE_LEAF = ("slc_mode",)
 
@@ -63,11 +68,26 @@ class Rule:
     fixed: tuple[tuple[str, float], ...] = ()
 
 
+_ONE_SPEED, _DIRECT, _THROUGH = ((FIRST_T, 0.0), (FIRST_GB, 0.0)), ((THROUGH, 0.0),), ((THROUGH, 1.0),)
 RULES: dict[str, Rule] = {r.name: r for r in (
-    Rule("dynamic", "dynamic", (T_SLC, T_PROG, FOLD, RESERVE), ((STATIC, 0.0), (CAP, 0.0))),
-    Rule("capped", "dynamic", (T_SLC, T_PROG, FOLD, RESERVE, CAP), ((STATIC, 0.0),)),
-    Rule("static", "static", (T_SLC, T_PROG, STATIC), ((CAP, 0.0),)),
-    Rule("hybrid", "hybrid", (T_SLC, T_PROG, FOLD, STATIC, CAP)),
+    Rule("dynamic", "dynamic", (T_SLC, T_PROG, FOLD, RESERVE), ((STATIC, 0.0), (CAP, 0.0), *_ONE_SPEED,
+                                                                 *_DIRECT)),
+    Rule("capped", "dynamic", (T_SLC, T_PROG, FOLD, RESERVE, CAP), ((STATIC, 0.0), *_ONE_SPEED, *_DIRECT)),
+    Rule("static", "static", (T_SLC, T_PROG, STATIC), ((CAP, 0.0), *_ONE_SPEED, *_DIRECT)),
+    Rule("hybrid", "hybrid", (T_SLC, T_PROG, FOLD, STATIC, CAP), (*_ONE_SPEED, *_DIRECT)),
+    # folding while writing: past the cache the curve sets t_prog / η together (both act only through
+    # the fold), so η keeps the base drive's value
+    Rule("static_through", "static", (T_SLC, T_PROG, STATIC), ((CAP, 0.0), *_ONE_SPEED, *_THROUGH)),
+    Rule("capped_through", "dynamic", (T_SLC, T_PROG, RESERVE, CAP), ((STATIC, 0.0), *_ONE_SPEED,
+                                                                       *_THROUGH)),
+    # a cache with two speeds: a capped dynamic cache whose first region has its own program time, or
+    # a static region at its own program time before the dynamic one
+    Rule("two_speed", "dynamic", (FIRST_T, FIRST_GB, T_SLC, T_PROG, FOLD, RESERVE, CAP),
+         ((STATIC, 0.0), *_DIRECT)),
+    Rule("two_speed_through", "dynamic", (FIRST_T, FIRST_GB, T_SLC, T_PROG, RESERVE, CAP),
+         ((STATIC, 0.0), *_THROUGH)),
+    Rule("hybrid_two_speed", "hybrid", (FIRST_T, T_SLC, T_PROG, FOLD, STATIC, CAP),
+         ((FIRST_GB, 0.0), *_DIRECT)),
 )}
 
 
@@ -125,7 +145,7 @@ def with_values(drive: Drive, leaves: tuple[tuple[str, ...], ...], values: jax.A
 def busy_time_at(out: fluid.StepOut, r: fluid.Rates, x_bytes: jax.Array) -> jax.Array:
     """Busy seconds the model takes to write its first ``x_bytes`` host bytes (clipped to the run).
 
-    Exact within a step: a step writes its pSLC bytes, then direct native, then folding
+    Exact within a step: a step writes its pSLC bytes (first region first), then direct native, then folding
     (``fluid._write``) at the mode rates, so the time is piecewise linear in ``x`` with the phase
     boundaries where the capacity accounting puts them, whatever ``n_steps`` (with idle gaps,
     ``workload.burst_gb > 0``, a step may hold two such sequences and this is an approximation).
@@ -139,7 +159,9 @@ def busy_time_at(out: fluid.StepOut, r: fluid.Rates, x_bytes: jax.Array) -> jax.
     k = jnp.clip(jnp.floor(x / delta), 0, n - 1).astype(jnp.int32)
     o = x - k * delta
     a = out.mode_bytes[k]
-    return (start[k] + jnp.minimum(o, a[:, 0]) / r.slc
+    st = out.first_bytes[k]  # the step's pSLC bytes in the cache's first region, written before the rest
+    extra = 1.0 / r.slc_first - 1.0 / r.slc  # s/byte of the first region over the rest: 0 when equal
+    return (start[k] + jnp.minimum(o, a[:, 0]) / r.slc + jnp.minimum(o, st) * extra
             + jnp.clip(o - a[:, 0], 0.0, a[:, 1]) / r.native
             + jnp.clip(o - a[:, 0] - a[:, 1], 0.0, a[:, 2]) / r.fold)
 

@@ -8,9 +8,7 @@ from typing import Any
 import numpy as np
 
 from ssdx import report
-
-#: Phase colours, as ``ssdx.models.fluid.plots.plot_fill`` shades them.
-PHASE_COLORS = {"pslc": "#4c9be8", "direct_native": "#f2b134", "folding": "#e8574c"}
+from ssdx.models.fluid.plots import REGIME_COLORS
 
 
 def plot_fit(gb: np.ndarray, measured_mb_s: np.ndarray, fitted_mb_s: np.ndarray,
@@ -27,7 +25,7 @@ def plot_fit(gb: np.ndarray, measured_mb_s: np.ndarray, fitted_mb_s: np.ndarray,
     fig, (ax, ax_r) = report.subplots(2, 1, figsize=(9, 6), sharex=True, height_ratios=[3, 1],
                                    layout="constrained")
     for p in phases:
-        ax.axvspan(p["start_gb"], p["end_gb"], color=PHASE_COLORS.get(p["name"], "0.8"), alpha=0.18, lw=0,
+        ax.axvspan(p["start_gb"], p["end_gb"], color=REGIME_COLORS.get(p["name"], "0.8"), alpha=0.18, lw=0,
                    label=f'fitted {p["name"]}: {p["mean_mb_s"]:.0f} MB/s')
     ax.plot(gb, y, ".", ms=2.5, color="0.45", label="measured")
     ax.plot(gb, m, color="k", lw=1.4, label="fitted fluid model")

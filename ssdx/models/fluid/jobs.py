@@ -34,7 +34,7 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     sim = jax.jit(fluid.simulate, static_argnums=2)
     out = jax.tree_util.tree_map(np.asarray, sim(drive, workload, n_steps))
     capacity_gb = float(fluid.capacity_bytes(drive)) / 1e9
-    summary = fill_report.summary(out, capacity_gb)
+    summary = fill_report.summary(out, capacity_gb, drive)
     prefill_fraction = float(cfg["workload"]["prefill_fraction"])
     prefill_gb = prefill_fraction * capacity_gb
     nand_name = (cfg.get("nand") or {}).get("name") or cfg["drive"]["nand"]
@@ -63,5 +63,5 @@ def run_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     fill_report.plot_fill(out, out_dir / "fill_curve.png",
                           title=f'{summary["drive"]} ({nand_name}) — {summary["slc_mode"]}, '
                                 f'pre-fill {prefill_gb:.0f} GB',
-                          reference=fill_report.ALDRIN_REVIEW if is_review else None)
+                          reference=fill_report.ALDRIN_REVIEW if is_review else None, drive=drive)
     return summary

@@ -54,7 +54,35 @@ Idle gaps: after every ``burst_bytes`` of host writes the host is idle ``idle_s`
 pSLC data to native at the idle fold rate (``drive.idle_fold_bytes_per_s`` when set, else the die-
 and bus-limited rate of :func:`rates`), which frees pSLC room (cache recovery): an idle gap of ``t``
 seconds recovers ``min(s, rate·t)`` bytes (in ``hybrid``: from the dynamic region first, then the
-static one).  Idle time is applied at the end of the step in which the burst boundary falls.
+static one; in ``dynamic``, from the data past the first region first).  Idle time is applied at the end
+of the step in which the burst boundary falls.
+
+**A cache with two speeds** (``drive.first_slc_t_prog_us``, ``drive.first_slc_gb``).  Reviews measure
+caches whose speed changes part-way: "almost 5 GB/s ... sustained until 54 GB have been written, after
+that speeds drop slightly to 3.5 GB/s" until the cache ends at 460 GB (TechPowerUp, "HP FX700 2 TB
+Review", pSLC cache page).  The cache's *first region* — the static region of ``static`` and ``hybrid``,
+or the first ``first_slc_gb`` of a ``dynamic`` cache — is written first, at its own page program time;
+the rest at ``t_prog_slc``.  The accounting is unchanged: the first region holds ``min(s, S1)`` of the
+pSLC data ``s`` (``S1`` its size), so a step's pSLC bytes split at ``S1 - s`` and their time is
+``a_1/r_1 + (a - a_1)/r_slc``.  The model states the speeds, not why they differ (a static region of
+dedicated blocks, a first region spread over more planes, a controller limit); the fit holds both
+program times to the published pSLC bounds (``ssdx.models.fluid.bounds``).
+
+**Folding while writing** (``drive.fold_while_writing``).  A drive whose pSLC cache is full may keep
+writing the host's data into pSLC blocks and fold pSLC data to native blocks at the same time, instead
+of writing natively: AnandTech describes the Intel 660p's cache leaving "a large backlog of work" to
+move into QLC, TechPowerUp's reviews a drive that "will probably juggle some out of its write cache at
+the same time", and Intel lists "SLC-write-through" among the features of its 5-bit/cell die ("A 1.67Tb,
+5b/Cell Flash Memory Fabricated in 192-Layer Floating Gate 3D-NAND Technology ...", IEEE Solid-State
+Circuits Letters, 2023).  Past the cache each host byte is then one pSLC program plus one folded byte
+(read, native program at ``η_fold``, erase of the ``b`` raw bytes freed): die time
+``t_slc/(P·page) + t_prog/(η·P·page) + t_read_slc/(P·page) + b·t_erase/(P·block)`` per byte (``P``
+planes of all dies; the first region's pSLC time where the cache has one), and three bytes on the
+channels (the host's in, the fold's out to the controller and back).  The bytes move as a direct native
+write does (``+b`` raw for the pSLC byte, ``-(b-1)`` for the one folded), so the cache, direct and
+folding boundaries stay where the accounting puts them; only the rate of the regime past the cache
+changes, from ``P·page/t_prog`` to the reciprocal of that sum.  Its cost is derived from the NAND's
+times, not a parameter.
 
 Host ceiling: ``min(usable link rate, QD · block / t_cmd)``, ``t_cmd = overhead + block/link
 (+ one pSLC map-page read for random writes on a DRAM-less drive)`` (Little's law).
@@ -78,13 +106,17 @@ PHASES = ("pslc", "direct_native", "folding")
 
 class Rates(NamedTuple):
     """Sustained rates, bytes/s.  ``fold`` is in host bytes/s; ``idle_fold`` in folded bytes/s (the
-    drive's ``idle_fold_bytes_per_s`` when set, else the die- and bus-limited rate)."""
+    drive's ``idle_fold_bytes_per_s`` when set, else the die- and bus-limited rate); ``slc`` is the
+    pSLC rate (all of ``pure_slc``'s), ``slc_first`` the cache's first region's
+    (:func:`first_region_bytes`); ``native`` is the rate past the cache: direct native programs, or
+    writes through pSLC folded at once (``drive.fold_while_writing``)."""
 
     host: jax.Array
     slc: jax.Array
     native: jax.Array
     fold: jax.Array
     idle_fold: jax.Array
+    slc_first: jax.Array
 
 
 class State(NamedTuple):
@@ -106,6 +138,8 @@ class StepOut(NamedTuple):
     mode_bytes: jax.Array  # (3,) bytes written in pSLC / direct native / folding mode
     mode_time_s: jax.Array  # (3,) busy seconds in each mode
     idle_folded_bytes: jax.Array
+    first_bytes: jax.Array  # of the pSLC bytes, those written to the cache's first region (written first)
+    first_time_s: jax.Array  # busy seconds of those (part of mode_time_s[0])
 
 
 def fold_ratio(drive: Drive) -> jax.Array:
@@ -118,7 +152,9 @@ class DieTime(NamedTuple):
     """Seconds of the whole die array's time per host byte in each mode (all dies busy).
 
     ``slc``/``native``: one program; ``fold``: the native program of the host byte plus folding
-    ``f`` pSLC bytes (read, re-program at ``η_fold``, erase); ``idle_fold``: per folded byte.
+    ``f`` pSLC bytes (read, re-program at ``η_fold``, erase); ``idle_fold``: per folded byte;
+    ``slc_first``: one program in the cache's first region; ``through``: a host byte written through
+    pSLC and folded at once (``drive.fold_while_writing``): its pSLC program plus one folded byte.
     The reciprocal is the die-limited rate; ``ssdx.models.thermal.power`` charges die energy per second of it.
     """
 
@@ -126,6 +162,21 @@ class DieTime(NamedTuple):
     native: jax.Array
     fold: jax.Array
     idle_fold: jax.Array
+    slc_first: jax.Array
+    through: jax.Array
+
+
+def first_region_bytes(drive: Drive) -> jax.Array:
+    """Host bytes of the cache's first region, written first at ``drive.first_slc_t_prog_us``: the static
+    region in ``static`` and ``hybrid``, ``drive.first_slc_bytes`` of a ``dynamic`` cache, else 0."""
+    mode = drive.slc_mode
+    return jnp.where((mode == STATIC) | (mode == HYBRID), drive.static_slc_bytes,
+                     jnp.where(mode == DYNAMIC, drive.first_slc_bytes, 0.0))
+
+
+def has_first_region(drive: Drive) -> jax.Array:
+    """Whether the drive's cache has a first region (:func:`first_region_bytes` > 0)."""
+    return first_region_bytes(drive) > 0
 
 
 def die_time(drive: Drive) -> DieTime:
@@ -137,12 +188,18 @@ def die_time(drive: Drive) -> DieTime:
     native_s = nand.t_prog_us * 1e-6 / (planes * nand.page_bytes)
     b = nand.bits_per_cell
     f = fold_ratio(drive)
+    slc = nand.t_prog_slc_us * 1e-6 / (planes * nand.page_bytes)
+    t_first = jnp.where(drive.first_slc_t_prog_us > 0, drive.first_slc_t_prog_us, nand.t_prog_slc_us)
+    slc_first = t_first * 1e-6 / (planes * nand.page_bytes)
+    idle_fold = native_s / drive.fold_efficiency + read_s_per_byte + b * erase_s_per_raw_byte
     return DieTime(
-        slc=nand.t_prog_slc_us * 1e-6 / (planes * nand.page_bytes),
+        slc=slc,
         native=native_s,
         fold=((1.0 + f) * native_s / drive.fold_efficiency + f * read_s_per_byte
               + b * f * erase_s_per_raw_byte),
-        idle_fold=native_s / drive.fold_efficiency + read_s_per_byte + b * erase_s_per_raw_byte,
+        idle_fold=idle_fold,
+        slc_first=slc_first,
+        through=jnp.where(has_first_region(drive), slc_first, slc) + idle_fold,
     )
 
 
@@ -160,14 +217,25 @@ def rates(drive: Drive, workload: Workload) -> Rates:
     bus = drive.bus_bytes_per_s
     f = fold_ratio(drive)
     die = die_time(drive)
+    native = jnp.minimum(jnp.minimum(host, bus), 1.0 / die.native)
+    # through pSLC: the host byte in, the folded byte out to the controller and back in
+    through = jnp.minimum(jnp.minimum(host, bus / 3.0), 1.0 / die.through)
     return Rates(
         host=host,
         slc=jnp.minimum(jnp.minimum(host, bus), 1.0 / die.slc),
-        native=jnp.minimum(jnp.minimum(host, bus), 1.0 / die.native),
+        native=jnp.where(fold_through(drive), through, native),
         fold=jnp.minimum(jnp.minimum(host, bus / (1.0 + 2.0 * f)), 1.0 / die.fold),
         idle_fold=jnp.where(drive.idle_fold_bytes_per_s > 0, drive.idle_fold_bytes_per_s,
                             jnp.minimum(bus / 2.0, 1.0 / die.idle_fold)),
+        slc_first=jnp.minimum(jnp.minimum(host, bus), 1.0 / die.slc_first),
     )
+
+
+def fold_through(drive: Drive) -> jax.Array:
+    """Whether writes past the cache go through pSLC with foreground folding: ``fold_while_writing`` set
+    on a mode that has a pSLC region and native blocks (not ``pure_slc`` or ``pure_native``)."""
+    return ((drive.fold_while_writing > 0) & (drive.slc_mode != PURE_SLC)
+            & (drive.slc_mode != PURE_NATIVE))
 
 
 def capacity_bytes(drive: Drive) -> jax.Array:
@@ -221,6 +289,7 @@ class Plan(NamedTuple):
     nat_dn: jax.Array
     nat_draw: jax.Array
     can_idle_fold: jax.Array
+    first_cap: jax.Array  # host bytes of the cache's first region (first_region_bytes), written first
 
 
 def rounding_tolerance(drive: Drive, delta: jax.Array) -> jax.Array:
@@ -260,6 +329,7 @@ def plan(drive: Drive, workload: Workload, n_steps: int) -> Plan:
         nat_dn=jnp.where(sta | pna, one, zero),
         nat_draw=jnp.where(lends, one, zero),
         can_idle_fold=jnp.where(dyn | sta | hyb, one, zero),
+        first_cap=first_region_bytes(drive) + zero,
     )
 
 
@@ -282,12 +352,17 @@ def _admit(room: jax.Array, amount: jax.Array, tol: jax.Array) -> jax.Array:
 
 
 def _write(p: Plan, s: jax.Array, n: jax.Array, raw: jax.Array, amount: jax.Array) -> tuple[jax.Array, ...]:
-    """Place ``amount`` host bytes: pSLC first, then direct native, then folding.
+    """Place ``amount`` host bytes: pSLC first (its first region before the rest), then direct
+    native, then folding.
 
-    Returns the new ``(s, n, raw_used)`` and the bytes and busy seconds of each mode, shape (3,).
-    Folding ``f = 1/(b-1)`` bytes per host byte leaves raw use unchanged: ``1 + f - b·f = 0``.
+    Returns the new ``(s, n, raw_used)``, the bytes and busy seconds of each mode, shape (3,), and the
+    pSLC bytes that went to the cache's first region with their busy seconds.  Folding ``f = 1/(b-1)`` bytes
+    per host byte leaves raw use unchanged: ``1 + f - b·f = 0``.  Writing through pSLC and folding at once
+    (``drive.fold_while_writing``) moves the same bytes as a direct native write (one pSLC byte written,
+    one folded: raw use ``+b - (b-1) = +1``, native data ``+1``), so it is the direct mode at its own rate.
     """
     a_slc = _admit(slc_room(p, s, raw), amount, p.tol)
+    a_st = jnp.minimum(a_slc, jnp.maximum(p.first_cap - s, 0.0))  # the first region holds min(s, cap)
     raw = raw + p.bits * a_slc  # the pSLC bytes just placed use raw space too
     rest = amount - a_slc
     a_dir = _admit(native_room(p, n, raw), rest, p.tol)
@@ -296,8 +371,10 @@ def _write(p: Plan, s: jax.Array, n: jax.Array, raw: jax.Array, amount: jax.Arra
     s = s + a_slc - folded
     n = n + a_dir + a_fold + folded
     r = p.rates
-    t = (a_slc / r.slc, a_dir / r.native, a_fold / r.fold)
-    return s, n, raw + a_dir, (a_slc, a_dir, a_fold), t
+    t_st = a_st / r.slc_first
+    # the first region's extra time over the rest's: exactly 0 when the two regions share a speed
+    t = (a_slc / r.slc + a_st * (1.0 / r.slc_first - 1.0 / r.slc), a_dir / r.native, a_fold / r.fold)
+    return s, n, raw + a_dir, (a_slc, a_dir, a_fold), t, (a_st, t_st)
 
 
 def step(p: Plan, workload: Workload, state: State, k: jax.Array,
@@ -319,15 +396,16 @@ def step(p: Plan, workload: Workload, state: State, k: jax.Array,
         gaps = jnp.where(has_burst, jnp.floor(w1 / safe + 1e-6) - jnp.floor(w0 / safe + 1e-6), 0.0)
         boundary = (jnp.floor(w0 / safe + 1e-6) + 1.0) * safe
         first = jnp.where(gaps > 0, jnp.clip(boundary - w0, 0.0, delta), delta)
-        s, n, raw, b1, t1 = _write(p, s, n, raw, first)
+        s, n, raw, b1, t1, st1 = _write(p, s, n, raw, first)
         idle = gaps * workload.idle_s
         idle_fold = p.can_idle_fold * jnp.minimum(s, p.rates.idle_fold * idle)
         s, n, raw = s - idle_fold, n + idle_fold, raw - (p.bits - 1.0) * idle_fold
-        s, n, raw, b2, t2 = _write(p, s, n, raw, delta - first)
+        s, n, raw, b2, t2, st2 = _write(p, s, n, raw, delta - first)
         mode_bytes = tuple(x + y for x, y in zip(b1, b2))
         times = tuple(x + y for x, y in zip(t1, t2))
+        first = (st1[0] + st2[0], st1[1] + st2[1])
     else:
-        s, n, raw, mode_bytes, times = _write(p, s, n, raw, delta)
+        s, n, raw, mode_bytes, times, first = _write(p, s, n, raw, delta)
         idle = idle_fold = jnp.zeros_like(delta)
     busy = times[0] + times[1] + times[2]  # explicit order: no reduction whose order could vary
     time_s = state.time_s + busy + idle
@@ -336,7 +414,8 @@ def step(p: Plan, workload: Workload, state: State, k: jax.Array,
                 mode_time_s=tuple(x + y for x, y in zip(state.mode_time_s, times)))
     out = StepOut(written_bytes=w1, time_s=time_s, speed=delta / jnp.maximum(busy, 1e-30),
                   slc_bytes=s, native_bytes=n, mode_bytes=jnp.stack(mode_bytes),
-                  mode_time_s=jnp.stack(times), idle_folded_bytes=idle_fold)
+                  mode_time_s=jnp.stack(times), idle_folded_bytes=idle_fold, first_bytes=first[0],
+                  first_time_s=first[1])
     return new, out
 
 

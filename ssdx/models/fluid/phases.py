@@ -115,6 +115,42 @@ def segment(gb_lo: np.ndarray, gb_hi: np.ndarray, mb_s: np.ndarray,
     return out
 
 
+def visible(regimes: list[dict[str, Any]], span_gb: float) -> list[dict[str, Any]]:
+    """The model's regimes (``ssdx.models.fluid.plots.phases``) as the phases :func:`segment` would see on
+    its curve: a regime narrower than :data:`MIN_PHASE_FRACTION` of ``span_gb`` joins the neighbour
+    nearer its speed, and neighbours whose speeds differ by no more than :data:`MIN_STEP_FRACTION` of the
+    larger merge.  Each phase: ``{name, regimes, start_gb, end_gb, mean_mb_s}``, ``name`` the regimes
+    joined by ``+``, ``mean_mb_s`` bytes over time."""
+    parts = [{"regimes": [r["name"]], "start_gb": r["start_gb"], "end_gb": r["end_gb"],
+              "_t": (r["end_gb"] - r["start_gb"]) * 1e3 / max(r["mean_mb_s"], 1e-300)} for r in regimes]
+
+    def speed(p):
+        return (p["end_gb"] - p["start_gb"]) * 1e3 / max(p["_t"], 1e-300)
+
+    def join(j):  # parts j and j + 1 into one
+        a, b = parts[j], parts[j + 1]
+        names = a["regimes"] + [n for n in b["regimes"] if n not in a["regimes"]]
+        parts[j:j + 2] = [{"regimes": names, "start_gb": a["start_gb"], "end_gb": b["end_gb"],
+                           "_t": a["_t"] + b["_t"]}]
+
+    while len(parts) > 1:
+        min_gb = MIN_PHASE_FRACTION * span_gb
+        narrow = [j for j, p in enumerate(parts) if p["end_gb"] - p["start_gb"] < min_gb]
+        if narrow:
+            j = min(narrow, key=lambda i: parts[i]["end_gb"] - parts[i]["start_gb"])
+            nbrs = [i for i in (j - 1, j + 1) if 0 <= i < len(parts)]
+            k = min(nbrs, key=lambda i: abs(speed(parts[i]) - speed(parts[j])))
+            join(min(j, k))
+            continue
+        close = [j for j in range(len(parts) - 1) if abs(speed(parts[j]) - speed(parts[j + 1]))
+                 <= MIN_STEP_FRACTION * max(speed(parts[j]), speed(parts[j + 1]))]
+        if not close:
+            break
+        join(close[0])
+    return [{"name": "+".join(p["regimes"]), "regimes": p["regimes"], "start_gb": p["start_gb"],
+             "end_gb": p["end_gb"], "mean_mb_s": speed(p)} for p in parts]
+
+
 def relative_noise(mb_s: np.ndarray) -> float:
     """Robust relative noise of a measured curve: the scaled median absolute deviation of the relative
     change between neighbouring samples, over √2 (two samples' noise in each change).  0 for a curve of

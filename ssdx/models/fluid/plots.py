@@ -7,27 +7,49 @@ from typing import Any
 import numpy as np
 
 from ssdx import report
+from ssdx.models.fluid import model as fluid
 from ssdx.models.fluid.model import PHASES, StepOut
+from ssdx.params import Drive
 
 #: Figures of the Aldrin Pro review (docs/references.md): (name, start GB, end GB, mean MB/s).
 ALDRIN_REVIEW = (("pslc", 0.0, 691.0, 6579.0), ("direct_native", 693.0, 868.0, 2159.0),
                  ("folding", 868.0, 2000.0, 863.0))
 
 
-def phases(out: StepOut) -> list[dict[str, Any]]:
-    """Contiguous write-mode segments in write order: ``{name, start_gb, end_gb, mean_mb_s}``.
+def regime_names(drive: Drive | None = None) -> tuple[str, str, str, str]:
+    """Names of the four pieces a step writes, in order: the cache's first region, the rest of the pSLC
+    cache, past the cache, folding.  The first region is its own regime only when it has its own program
+    time (``drive.first_slc_t_prog_us``): ``pslc_static`` in ``static`` and ``hybrid`` (the static region),
+    ``pslc_first`` in ``dynamic``; past the cache the regime is ``fold_through`` when writes go through
+    pSLC and are folded at once (``drive.fold_while_writing``), else ``direct_native``."""
+    first = "pslc"
+    if drive is not None and bool(np.any(np.asarray(drive.first_slc_t_prog_us) > 0)):
+        mode = int(np.asarray(drive.slc_mode).reshape(-1)[0])
+        first = "pslc_first" if mode == fluid.DYNAMIC else "pslc_static"
+    through = drive is not None and bool(np.any(np.asarray(fluid.fold_through(drive))))
+    return (first, "pslc", "fold_through" if through else "direct_native", "folding")
 
-    Within a step the engine writes pSLC, then direct native, then folding bytes, so the pieces are
-    laid out in that order and merged with their neighbours of the same mode.
+
+def phases(out: StepOut, drive: Drive | None = None) -> list[dict[str, Any]]:
+    """The model's regimes as contiguous segments in write order: ``{name, start_gb, end_gb,
+    mean_mb_s}`` (names: :func:`regime_names` of ``drive``).
+
+    Within a step the engine writes pSLC (its first region first), then past the cache (direct native or
+    through pSLC), then folding bytes, so the pieces are laid out in that order and merged with their
+    neighbours of the same regime.
     """
-    mb = np.asarray(out.mode_bytes, dtype=np.float64).reshape(-1)
-    mt = np.asarray(out.mode_time_s, dtype=np.float64).reshape(-1)
-    names = np.tile(np.arange(len(PHASES)), len(mb) // len(PHASES))
-    keep = mb > 0
-    mb, mt, names = mb[keep], mt[keep], names[keep]
+    mb = np.asarray(out.mode_bytes, dtype=np.float64).reshape(-1, len(PHASES))
+    mt = np.asarray(out.mode_time_s, dtype=np.float64).reshape(-1, len(PHASES))
+    sb = np.asarray(out.first_bytes, dtype=np.float64).reshape(-1)
+    st = np.asarray(out.first_time_s, dtype=np.float64).reshape(-1)
+    pieces_b = np.stack([sb, mb[:, 0] - sb, mb[:, 1], mb[:, 2]], axis=1).reshape(-1)
+    pieces_t = np.stack([st, mt[:, 0] - st, mt[:, 1], mt[:, 2]], axis=1).reshape(-1)
+    regimes = regime_names(drive)
+    names = np.array([regimes[i] for i in np.tile(np.arange(4), len(sb))])
+    keep = pieces_b > 0
     segs: list[dict[str, Any]] = []
     pos = 0.0
-    for b, t, k in zip(mb, mt, names):
+    for b, t, k in zip(pieces_b[keep], pieces_t[keep], names[keep]):
         if segs and segs[-1]["_k"] == k:
             segs[-1]["_b"] += b
             segs[-1]["_t"] += t
@@ -35,18 +57,18 @@ def phases(out: StepOut) -> list[dict[str, Any]]:
             segs.append({"_k": k, "_start": pos, "_b": b, "_t": t})
         pos += b
     return [
-        {"name": PHASES[s["_k"]], "start_gb": s["_start"] / 1e9, "end_gb": (s["_start"] + s["_b"]) / 1e9,
-         "mean_mb_s": s["_b"] / s["_t"] / 1e6}
+        {"name": str(s["_k"]), "start_gb": s["_start"] / 1e9, "end_gb": (s["_start"] + s["_b"]) / 1e9,
+         "mean_mb_s": s["_b"] / max(s["_t"], 1e-300) / 1e6}
         for s in segs
     ]
 
 
-def summary(out: StepOut, capacity_gb: float) -> dict[str, Any]:
-    """The fill experiment's ``summary.json`` content."""
+def summary(out: StepOut, capacity_gb: float, drive: Drive | None = None) -> dict[str, Any]:
+    """The fill experiment's ``summary.json`` content (regimes named for ``drive``, :func:`regime_names`)."""
     written = float(out.written_bytes[-1])
     busy = float(np.sum(out.mode_time_s))
     return {
-        "phases": phases(out),
+        "phases": phases(out, drive),
         "capacity_gb": capacity_gb,
         "written_gb": written / 1e9,
         "mean_mb_s": written / busy / 1e6,
@@ -56,7 +78,12 @@ def summary(out: StepOut, capacity_gb: float) -> dict[str, Any]:
     }
 
 
-def plot_fill(out: StepOut, path, title: str = "", reference=None) -> None:
+#: a colour per regime (:func:`regime_names`), shared by the fill and fit figures
+REGIME_COLORS = {"pslc_static": "#2f6db0", "pslc_first": "#2f6db0", "pslc": "#4c9be8",
+                 "direct_native": "#f2b134", "fold_through": "#b07cc6", "folding": "#e8574c"}
+
+
+def plot_fill(out: StepOut, path, title: str = "", reference=None, drive: Drive | None = None) -> None:
     """Write speed (MB/s) against host data written in this run (GB), phases shaded, to ``path`` (PNG).
 
     The x axis counts from the start of the run (pre-filled data excluded), as ``phases`` does.
@@ -66,8 +93,8 @@ def plot_fill(out: StepOut, path, title: str = "", reference=None) -> None:
     mbs = np.asarray(out.speed, dtype=np.float64) / 1e6
     fig, ax = report.subplots(figsize=(8, 4.2), layout="constrained")
     ax.step(gb, mbs, where="pre", color="k", lw=1.4, label="ssdx fluid model")
-    colors = {"pslc": "#4c9be8", "direct_native": "#f2b134", "folding": "#e8574c"}
-    for p in phases(out):
+    colors = REGIME_COLORS
+    for p in phases(out, drive):
         ax.axvspan(p["start_gb"], p["end_gb"], color=colors[p["name"]],
                    alpha=0.18, lw=0, label=f'{p["name"]}: {p["mean_mb_s"]:.0f} MB/s')
     if reference:
