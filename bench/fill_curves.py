@@ -109,7 +109,9 @@ def fit_one(entry: dict[str, Any], extra: list[str] | None = None) -> dict[str, 
     """Run ``ssdx experiment=fit_fill`` on the entry's curve and base drive; its summary and the wall time."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "ssdx.cli.main", "experiment=fit_fill", "drive=generic_tlc_1tb",
-               f"fit.curve={CURVES / entry['file']}", *base_overrides(entry), *(extra or []),
+               f"fit.curve={CURVES / entry['file']}", *base_overrides(entry),
+               # a stated die count is kept: no other is tried
+               f"fit.other_die_counts={'false' if entry.get('dies') else 'true'}", *(extra or []),
                f"hydra.run.dir={tmp}"]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
@@ -158,12 +160,76 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+#: capacity predictions: fit one capacity of a family (``source``, a curve of the index), predict another
+#: from physics and compare with what was published for it (each figure with its source).  The target's
+#: hardware: the same NAND and controller, the die count of its capacity (``dies``, stated or assumed as
+#: noted), the firmware's cache rule as a fixed fraction of capacity (the only rule one fill determines).
+PREDICTIONS: list[dict[str, Any]] = [
+    {"source": "sabrent_rocket4plus_2tb", "source_dies": 32,
+     "target": {"drive": "Sabrent Rocket 4 Plus 4 TB", "capacity_gb": 4000, "cell": "TLC",
+                "interface": "pcie4x4", "dram": None, "dies": 64, "die_gbit": 512},
+     "assumed": "the 2 TB and 4 TB on 512 Gbit dies (Micron 176-layer TLC; 32 and 64 dies), not stated",
+     "figures": {"cache end GB": (397.0, "TechPowerUp, 'Sabrent Rocket 4 Plus 4 TB Review', p. 6"),
+                 "average MB/s": (2763.0, "TechPowerUp, same page: whole-drive fill average")}},
+    {"source": "samsung_970evo_500gb", "source_dies": 16,
+     "target": {"drive": "Samsung 970 EVO 1 TB", "capacity_gb": 1000, "cell": "TLC", "interface": "pcie3x4",
+                "dram": True, "dies": 32, "die_gbit": 256},
+     "assumed": "the 500 GB on 16 of the 256 Gbit dies the 1 TB uses (The FPS Review states the 1 TB's only)",
+     "figures": {"cache end GB": (42.0, "Samsung's 6 + 36 GB TurboWrite (The FPS Review, 2020)"),
+                 "after-cache MB/s": (1200.0, "PC Perspective, 2018: saturated sequential write ~1.2 GB/s"),
+                 "in-cache MB/s": (2450.0, "PC Perspective, 2018: burst 'just under 2.5 GB/s'")}},
+    {"source": "samsung_870qvo_4tb", "source_dies": 32,
+     "target": {"drive": "Samsung 870 QVO 1 TB", "capacity_gb": 1000, "cell": "QLC", "interface": "sata3",
+                "dram": True, "dies": 8, "die_gbit": 1024},
+     "assumed": "8 and 32 dies of 1 Tbit (AnandTech: the 8 TB has 64 dies; the ratio derived)",
+     "figures": {"cache end GB": (42.0, "AnandTech, 'The Samsung 870 QVO (1TB & 4TB) SSD Review', 2020"),
+                 "average MB/s": (116.0, "TechPowerUp, 'Samsung 870 EVO 4 TB Review', p. 6: the 870 QVO's "
+                                         "whole-fill average")}},
+]
+#: fitted values the target keeps (the same NAND and firmware) and those scaled with capacity
+KEEP = ("drive.slc_mode", "drive.fold_while_writing", "drive.fold_efficiency", "drive.reserve_fraction",
+        "drive.first_slc_t_prog_us", "nand.t_prog_us", "nand.t_prog_slc_us")
+SCALE = ("drive.static_slc_gb", "drive.max_dynamic_slc_gb", "drive.first_slc_gb")
+
+
+def predict(spec: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
+    """Fill the target of ``spec`` from the source's fit (:data:`PREDICTIONS`): its figures against the
+    published ones."""
+    from ssdx.models.fluid.phases import visible
+
+    summ = source["summary"]
+    ov = dict(o.split("=", 1) for o in summ["overrides"])
+    ov.update({f"drive.{k}": str(v) for k, v in summ["policy"].items() if k in ("slc_mode",)})
+    k = spec["target"]["capacity_gb"] / summ["capacity_gb"]
+    target = [f"{key}={ov[key]}" for key in KEEP if key in ov]
+    target += [f"{key}={float(ov[key]) * k:g}" for key in SCALE if key in ov]
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "ssdx.cli.main", "experiment=aldrin_pro_fill", "drive=generic_tlc_1tb",
+               *base_overrides(spec["target"]), *target, f"hydra.run.dir={tmp}"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                              env={**os.environ, "MPLBACKEND": "Agg", "TQDM_DISABLE": "1"})
+        if proc.returncode != 0:
+            return {"error": (proc.stderr or proc.stdout)[-1500:], "command": cmd[3:-1]}
+        fill = json.loads((Path(tmp) / "summary.json").read_text())
+    regimes = fill["phases"]
+    phases = visible(regimes, fill["written_gb"])
+    cache = [p for p in regimes if p["name"].startswith("pslc")]
+    got = {"cache end GB": cache[-1]["end_gb"] if cache else 0.0, "average MB/s": fill["mean_mb_s"],
+           "in-cache MB/s": phases[0]["mean_mb_s"],
+           "after-cache MB/s": phases[1]["mean_mb_s"] if len(phases) > 1 else float("nan")}
+    rows = [{"figure": f, "published": v, "source": src, "predicted": got[f], "error": got[f] / v - 1.0}
+            for f, (v, src) in spec["figures"].items()]
+    return {"from": spec["source"], "to": spec["target"]["drive"], "assumed": spec["assumed"],
+            "figures": rows, "predicted_phases": phases, "command": " ".join(cmd[3:-1])}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--only", default="", help="comma-separated curve files (without .csv)")
     ap.add_argument("--fresh", action="store_true", help="fit every curve again")
     ap.add_argument("--report", action="store_true", help="print the table from the JSON only")
+    ap.add_argument("--predict", action="store_true", help="capacity predictions from the fitted curves")
     a = ap.parse_args(argv)
     index = json.loads((CURVES / "index.json").read_text())
     doc = json.loads(a.out.read_text()) if a.out.exists() and not a.fresh else {}
@@ -186,6 +252,23 @@ def main(argv: list[str] | None = None) -> int:
                    "results": results}
             a.out.parent.mkdir(parents=True, exist_ok=True)
             a.out.write_text(json.dumps(doc, indent=1) + "\n")
+    if a.predict:
+        preds = []
+        for spec in PREDICTIONS:
+            src = results.get(spec["source"])
+            if not src or "error" in src:
+                print(f"{spec['source']}: fit it first (python -m bench.fill_curves --only {spec['source']})")
+                continue
+            entry = next(e for e in index if e["file"] == spec["source"] + ".csv")
+            # the source on the target's die density (its stated or assumed die count)
+            src_fit = fit_one({**entry, "dies": spec["source_dies"], "die_gbit": spec["target"]["die_gbit"]})
+            pred = predict(spec, src_fit) if "summary" in src_fit else {"error": src_fit["error"]}
+            preds.append(pred)
+            for f in pred.get("figures", []):
+                print(f"{pred['from']} -> {pred['to']}: {f['figure']} {f['predicted']:.0f} vs "
+                      f"{f['published']:.0f} ({100 * f['error']:+.1f} %; {f['source']})")
+        doc["predictions"] = preds
+        a.out.write_text(json.dumps(doc, indent=1) + "\n")
     keys = [e["file"].removesuffix(".csv") for e in index]
     rows = [results[k] for k in keys if k in results]
     print(table(rows))

@@ -107,3 +107,14 @@ def test_visible_phases_merge_close_speeds_and_absorb_narrow_regimes():
     t = 5.0 / 900.0 + 495.0 / 160.0 + 400.0 / 150.0
     assert got[1]["mean_mb_s"] == pytest.approx(900.0 / t)
     assert got[1]["start_gb"] == 100.0 and got[1]["end_gb"] == 1000.0
+
+
+def test_a_pslc_program_as_slow_as_the_native_one_is_not_physical():
+    d = drive()
+    checks = {c.key: c for c in bounds.check(d, {"nand.t_prog_us": 1000.0, "nand.t_prog_slc_us": 900.0,
+                                                 "drive.first_slc_t_prog_us": 300.0})}
+    slow = checks["nand.t_prog_slc_us / nand.t_prog_us"]
+    assert not slow.inside and slow.value == pytest.approx(0.9)  # both programs inside their own bounds
+    assert checks["nand.t_prog_slc_us"].inside and checks["nand.t_prog_us"].inside
+    assert checks["drive.first_slc_t_prog_us / nand.t_prog_us"].inside  # 3.3x faster
+    assert any("1.5x faster" in line for line in bounds.outside(list(checks.values())))

@@ -30,6 +30,16 @@ TRUTHS = {
     "static": {**BASE, "slc_mode": "static", "static_slc_gb": 10.0},
     "hybrid": {**BASE, "slc_mode": "hybrid", "static_slc_gb": 6.0},  # + the uncapped U/b dynamic region
 }
+# the behaviours one fill cannot tell from a simpler rule by its error alone (folding while writing is a
+# post-cache speed, as a direct native one is): their own rule recovers them; the choice among them is
+# the published bounds' (tests/test_fit_bounds.py)
+TRUTHS_BY_OWN_RULE = {
+    # the curve sets t_prog / η past the cache; the rule keeps the base drive's η (0.6)
+    "static_through": {**BASE, "fold_efficiency": 0.6, "slc_mode": "static", "static_slc_gb": 10.0,
+                       "fold_while_writing": True},
+    "two_speed": {**BASE, "reserve_fraction": 0.02, "max_dynamic_slc_gb": 60.0, "first_slc_gb": 20.0,
+                  "first_slc_t_prog_us": 180.0},
+}
 
 
 def build(**over):
@@ -177,6 +187,20 @@ def test_fit_recovers_the_models_own_parameters(base, rule):
     for m, w in zip(phases, want):
         assert abs(m["end_gb"] - w["end_gb"]) <= 2.0
         assert m["mean_mb_s"] == pytest.approx(w["mean_mb_s"], rel=0.02)
+
+
+@pytest.mark.validation
+@pytest.mark.parametrize("rule", list(TRUTHS_BY_OWN_RULE))
+def test_new_behaviours_are_recovered_by_their_own_rule(base, rule):
+    truth = TRUTHS_BY_OWN_RULE[rule]
+    mb_s = truth_curve(truth)
+    phases = fit_fill.segment(LO, HI, mb_s, (HI - LO) * 1e3 / mb_s)
+    f = fit_fill.Fitter(LO, HI, mb_s, *base, N_STEPS, phases).fit(fit_fill.RULES[rule], **FIT)
+    assert f.rmse_mb_s < 0.01 * np.mean(mb_s)
+    checked = [k for k in f.values if k.split(".", 1)[1] in truth]
+    assert len(checked) >= 3
+    for key in checked:
+        assert f.values[key] == pytest.approx(truth[key.split(".", 1)[1]], rel=0.02), key
 
 
 def test_a_zero_derivative_column_becomes_a_central_difference(base):

@@ -33,6 +33,13 @@ assumes.  Bounds in MB/s (10^6 B/s) per die, all planes, channel transfers exclu
   2022), 983 MB/s.
 * the **first region** of a cache with its own program time (``drive.first_slc_t_prog_us``) has the
   pSLC bound.
+* **pSLC against native on one die**: a pSLC page program is at least :data:`SLC_OVER_NATIVE` (1.5) times
+  faster than the native page program the same fit finds.  The smallest published ratio of a multi-bit
+  page program to an SLC one is 2 (planar MLC 600–900 us against SLC 200–300 us, TLC 900–1350 us: HP,
+  "Solid State Drive Technology: Differences between SLC, MLC and TLC NAND", technical white paper,
+  Table 1); a 3D die programs a word line of ``b`` pages at once, which narrows the per-page gap, hence
+  the margin.  A fit that makes part of a cache as slow as native writes (to stand in for a phase the
+  accounting cannot place) is refused by it.
 
 **Die densities** (binary Gbit per die) in production, for the die counts a fit may try
 (:func:`die_counts`): TLC 128–1024 (Samsung 32-layer 128 Gb, 2014, to the 1 Tb TLC dies of Kioxia/WD
@@ -57,6 +64,8 @@ import numpy as np
 NATIVE_MB_S: dict[int, tuple[float, float]] = {2: (15.0, 100.0), 3: (40.0, 200.0), 4: (10.0, 80.0)}
 #: the upper bound of a pSLC program's per-die throughput, MB/s (the lower is the native lower bound)
 SLC_MAX_MB_S = 1000.0
+#: a pSLC page program is at least this many times faster than the native one of the same die
+SLC_OVER_NATIVE = 1.5
 #: die densities in production, binary Gbit, by bits per cell (module docstring)
 DIE_GBIT: dict[int, tuple[float, ...]] = {2: (64.0, 128.0, 256.0), 3: (128.0, 256.0, 512.0, 1024.0),
                                           4: (768.0, 1024.0, 1365.0, 2048.0)}
@@ -135,6 +144,15 @@ def check(drive: Any, values: Mapping[str, float]) -> list[Check]:
         else:
             continue
         out.append(Check(key, v, None, bound, bound[0] <= v <= bound[1] * (1 + 1e-6), basis))
+    native = values.get("nand.t_prog_us")
+    for key in ("nand.t_prog_slc_us", "drive.first_slc_t_prog_us"):
+        v = values.get(key)
+        if native is None or v is None or v <= 0:
+            continue
+        ratio = native / v  # how much faster per page the pSLC program is
+        out.append(Check(f"{key} / nand.t_prog_us", v / native, None, (0.0, 1.0 / SLC_OVER_NATIVE),
+                         ratio >= SLC_OVER_NATIVE,
+                         f"a pSLC program at least {SLC_OVER_NATIVE:g}x faster than the native one"))
     return out
 
 

@@ -23,7 +23,9 @@ class FitFillConf:
 
     curve: Optional[str] = None  # noqa: UP045 (the measured curve; ssdx.workloads.fill_curve)
     format: str = "auto"  # auto | csv | fio_bw_log | per_second
-    rules: list[str] = field(default_factory=lambda: ["dynamic", "capped", "static", "hybrid"])
+    rules: list[str] = field(default_factory=lambda: [  # ssdx.models.fluid.fit_model.RULES
+        "dynamic", "capped", "static", "hybrid", "static_through", "capped_through", "two_speed",
+        "two_speed_through", "hybrid_two_speed"])
     n_steps: int = 512  # fluid scan steps of each model evaluation
     adam_steps: int = 200
     lbfgs_steps: int = 100
@@ -34,3 +36,4 @@ class FitFillConf:
     poor_fit_fraction: float = 0.1  # warn when RMSE > this x the mean measured speed
     residual_fraction: float = 0.05  # residual regions: running-mean residual > this x the mean speed
     name: Optional[str] = None  # noqa: UP045 (preset name; None: <base drive>_fit)
+    other_die_counts: bool = True  # refit on the other production die counts when no fit is physical

@@ -95,6 +95,7 @@ def fit_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
         "rule_tolerance": _float(f, "rule_tolerance", -1e-12, 10.0, 0.02),
         "poor_fit_fraction": _float(f, "poor_fit_fraction", 0.0, 10.0, 0.1),
         "residual_fraction": _float(f, "residual_fraction", 0.0, 10.0, 0.05),
+        "other_die_counts": bool(f.get("other_die_counts", True)),
     }
 
 
@@ -257,7 +258,7 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     chosen, tier, runner = fit_choice.choose([t.candidate for t in tried.values()], s["rule_tolerance"],
                                              floor, mean)
     tried_dies: list[int] = []
-    if not chosen.physical:  # no behaviour explains the curve with published values: other die counts
+    if not chosen.physical and s["other_die_counts"]:  # no behaviour explains it: other die counts
         bits = int(round(float(drive.nand.bits_per_cell)))
         for alt in fit_choice.alternative_geometries(cfg["drive"], bits):
             cfg_alt = {**dict(cfg), "drive": alt}
