@@ -18,6 +18,7 @@ NANDS = ["2d_fg_mlc", "2d_fg_tlc", "3d_fg_tlc", "3d_ct_tlc"]
 WORKLOADS = ["prxy_0", "proj_0", "hm_0", "web_1", "prxy_1", "proj_3", "src2_1"]
 
 
+@pytest.mark.validation  # the 56-configuration study's contract runs longest: in the full tier
 def test_nand_per_workload_sweep_contract(tmp_path):
     r = ssdx_here("sweep=nand_per_workload", "sweep.requests=1500", "hybrid.warmup_fills=0.02",
                   f"hydra.run.dir={tmp_path}")
