@@ -92,6 +92,7 @@ def test_real_trace_directory_replaces_the_preset(tmp_path):
     assert r.returncode == 2 and "proj_0.csv" in r.stderr
 
 
+@pytest.mark.validation  # the paper's seven volumes on four NAND types: in the full tier
 def test_hybrid_validate_contract(tmp_path):
     r = ssdx_here("experiment=hybrid_validate", "validate.requests=1500", "hybrid.warmup_fills=0.02",
                   "hybrid.settle_fills=0.05", "validate.workloads=[prxy_0,proj_3,src2_1]",

@@ -152,9 +152,10 @@ def base():
     return build()
 
 
-# the dynamic cache's fit runs longest: it is validated in the full tier, the other rules in the fast one
-@pytest.mark.parametrize("rule", [pytest.param(r, marks=pytest.mark.validation) if r == "dynamic" else r
-                                  for r in TRUTHS])
+# the dynamic and capped caches' fits run longest: they are validated in the full tier, the static and
+# hybrid ones in the fast one
+@pytest.mark.parametrize("rule", [pytest.param(r, marks=pytest.mark.validation) if r in ("dynamic", "capped")
+                                  else r for r in TRUTHS])
 def test_fit_recovers_the_models_own_parameters(base, rule):
     truth = TRUTHS[rule]
     mb_s = truth_curve(truth)
