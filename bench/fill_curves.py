@@ -105,22 +105,27 @@ def compare(entry: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
             "within": all(abs(r["error"]) <= WITHIN for r in rows)}
 
 
-def fit_one(entry: dict[str, Any], extra: list[str] | None = None) -> dict[str, Any]:
-    """Run ``ssdx experiment=fit_fill`` on the entry's curve and base drive; its summary and the wall time."""
+def run_ssdx(args: list[str]) -> dict[str, Any]:
+    """``ssdx ARGS`` in a temporary run directory: its ``summary.json`` (``summary``), or the end of its error
+    output (``error``); the wall time and the arguments."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "ssdx.cli.main", "experiment=fit_fill", "drive=generic_tlc_1tb",
-               f"fit.curve={CURVES / entry['file']}", *base_overrides(entry),
-               # a stated die count is kept: no other is tried
-               f"fit.other_die_counts={'false' if entry.get('dies') else 'true'}", *(extra or []),
-               f"hydra.run.dir={tmp}"]
+        cmd = [sys.executable, "-m", "ssdx.cli.main", *args, f"hydra.run.dir={tmp}"]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
                               env={**os.environ, "MPLBACKEND": "Agg", "TQDM_DISABLE": "1"})
-        wall = time.perf_counter() - t0
+        out: dict[str, Any] = {"wall_s": time.perf_counter() - t0, "command": args}
         if proc.returncode != 0:
-            return {"error": (proc.stderr or proc.stdout)[-1500:], "wall_s": wall, "command": cmd[3:-1]}
-        summary = json.loads((Path(tmp) / "summary.json").read_text())
-    return {"summary": summary, "wall_s": wall, "command": cmd[3:-1]}
+            return {**out, "error": (proc.stderr or proc.stdout)[-1500:]}
+        return {**out, "summary": json.loads((Path(tmp) / "summary.json").read_text())}
+
+
+def fit_one(entry: dict[str, Any], extra: list[str] | None = None) -> dict[str, Any]:
+    """``ssdx experiment=fit_fill`` on the entry's curve and base drive (:func:`run_ssdx`)."""
+    curve = (CURVES / entry["file"]).relative_to(ROOT)  # the run's directory is the repository
+    return run_ssdx(["experiment=fit_fill", "drive=generic_tlc_1tb", f"fit.curve={curve}",
+                     *base_overrides(entry),
+                     # a stated die count is kept: no other is tried
+                     f"fit.other_die_counts={'false' if entry.get('dies') else 'true'}", *(extra or [])])
 
 
 def row(entry: dict[str, Any], res: dict[str, Any]) -> dict[str, Any]:
@@ -203,14 +208,11 @@ def predict(spec: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
     k = spec["target"]["capacity_gb"] / summ["capacity_gb"]
     target = [f"{key}={ov[key]}" for key in KEEP if key in ov]
     target += [f"{key}={float(ov[key]) * k:g}" for key in SCALE if key in ov]
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "ssdx.cli.main", "experiment=aldrin_pro_fill", "drive=generic_tlc_1tb",
-               *base_overrides(spec["target"]), *target, f"hydra.run.dir={tmp}"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
-                              env={**os.environ, "MPLBACKEND": "Agg", "TQDM_DISABLE": "1"})
-        if proc.returncode != 0:
-            return {"error": (proc.stderr or proc.stdout)[-1500:], "command": cmd[3:-1]}
-        fill = json.loads((Path(tmp) / "summary.json").read_text())
+    run = run_ssdx(["experiment=aldrin_pro_fill", "drive=generic_tlc_1tb", *base_overrides(spec["target"]),
+                    *target])
+    if "error" in run:
+        return {"error": run["error"], "command": run["command"]}
+    fill = run["summary"]
     regimes = fill["phases"]
     phases = visible(regimes, fill["written_gb"])
     cache = [p for p in regimes if p["name"].startswith("pslc")]
@@ -220,7 +222,7 @@ def predict(spec: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
     rows = [{"figure": f, "published": v, "source": src, "predicted": got[f], "error": got[f] / v - 1.0}
             for f, (v, src) in spec["figures"].items()]
     return {"from": spec["source"], "to": spec["target"]["drive"], "assumed": spec["assumed"],
-            "figures": rows, "predicted_phases": phases, "command": " ".join(cmd[3:-1])}
+            "figures": rows, "predicted_phases": phases, "command": " ".join(run["command"])}
 
 
 def main(argv: list[str] | None = None) -> int:
