@@ -43,7 +43,17 @@ dynamic cache):
   fill determines the cache but not its split (the split's standard errors come out huge and both
   are listed as undetermined; telling them apart takes fills at two pre-fill levels).  With
   ``K <= U/b`` hybrid writes exactly as capped ``C = K`` does and the simpler ``capped`` rule wins;
-  only hybrid reaches a cache above ``U/b`` (``S >= K - U/b``).
+  only hybrid reaches a cache above ``U/b`` (``S >= K - U/b``);
+* ``static_through``, ``capped_through`` — the same caches folding while they write
+  (``drive.fold_while_writing``): past the cache the curve sets ``t_prog / η_fold`` together, so ``η_fold``
+  keeps the base drive's value;
+* ``two_speed``, ``two_speed_through``, ``hybrid_two_speed`` — a cache whose first region has its own
+  program time (``drive.first_slc_t_prog_us``; the first ``drive.first_slc_gb`` of a capped dynamic
+  cache, or a hybrid's static region), the first from the first plateau.
+
+An error alone does not tell these from each other (a post-cache speed through pSLC is a speed, as a direct
+one is): which one is kept is decided by the published bounds and the curve's phases
+(:mod:`ssdx.models.fluid.fit_choice`); :func:`choose` is the choice by error alone.
 
 A rule whose fields this version of ``ssdx.params`` lacks is skipped and said so.
 
