@@ -204,7 +204,7 @@ def predict(spec: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
 
     summ = source["summary"]
     ov = dict(o.split("=", 1) for o in summ["overrides"])
-    ov.update({f"drive.{k}": str(v) for k, v in summ["policy"].items() if k in ("slc_mode",)})
+    ov["drive.slc_mode"] = summ["policy"]["slc_mode"]
     k = spec["target"]["capacity_gb"] / summ["capacity_gb"]
     target = [f"{key}={ov[key]}" for key in KEEP if key in ov]
     target += [f"{key}={float(ov[key]) * k:g}" for key in SCALE if key in ov]
