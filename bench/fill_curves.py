@@ -192,8 +192,8 @@ PREDICTIONS: list[dict[str, Any]] = [
                                          "whole-fill average")}},
 ]
 #: fitted values the target keeps (the same NAND and firmware) and those scaled with capacity
-KEEP = ("drive.slc_mode", "drive.fold_while_writing", "drive.fold_efficiency", "drive.reserve_fraction",
-        "drive.first_slc_t_prog_us", "nand.t_prog_us", "nand.t_prog_slc_us")
+KEEP = ("drive.slc_mode", "drive.fold_while_writing", "drive.paced_folding", "drive.fold_efficiency",
+        "drive.reserve_fraction", "drive.first_slc_t_prog_us", "nand.t_prog_us", "nand.t_prog_slc_us")
 SCALE = ("drive.static_slc_gb", "drive.max_dynamic_slc_gb", "drive.first_slc_gb")
 
 

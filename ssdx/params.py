@@ -41,8 +41,11 @@ pSLC write-cache fields (the accounting of each mode is in ``ssdx.models.fluid.m
 * ``drive.fold_while_writing`` — ``true`` when host writes past the pSLC cache still go through pSLC
   blocks and the firmware folds them to native blocks as it goes (foreground folding); ``false``, the
   default, writes them natively.
+* ``drive.paced_folding`` — ``true`` when the firmware starts folding the cache's data as soon as the
+  cache is full, paced so the raw NAND lasts to the end of the user capacity (one post-cache speed);
+  ``false``, the default, folds only once free raw NAND runs out (``ssdx.models.fluid.model``).
 
-The last five are optional in a config mapping (:data:`DRIVE_DEFAULTS`), so older presets and
+The last six are optional in a config mapping (:data:`DRIVE_DEFAULTS`), so older presets and
 configs load unchanged.
 
 NAND overrides (config group ``nand:``, columns ``nand.<field>``; null in a config, NaN in a column = the
@@ -143,7 +146,8 @@ class Drive:
     ``ssdx.models.fluid.model.rates``); ``first_slc_t_prog_us``: page program time of the cache's first
     region, us (0 = the NAND's pSLC time), ``first_slc_bytes`` that region's host bytes in ``dynamic``;
     ``fold_while_writing``: 1.0 when host writes past the cache go through pSLC and are folded in the
-    foreground, else 0.0.  All plain float leaves (differentiable).
+    foreground, else 0.0; ``paced_folding``: 1.0 when the cache's data is folded from the cache's end on,
+    paced to the capacity left, else 0.0.  All plain float leaves (differentiable).
     """
 
     nand: Nand
@@ -165,6 +169,7 @@ class Drive:
     first_slc_t_prog_us: Any
     first_slc_bytes: Any
     fold_while_writing: Any
+    paced_folding: Any
 
 
 @_pytree
@@ -206,6 +211,7 @@ DRIVE_DECLARED: dict[str, tuple[Any, str]] = {
     "first_slc_t_prog_us": (0.0, "first pSLC region's page program time, us; 0 = the NAND's pSLC time"),
     "first_slc_gb": (0.0, "GB of a dynamic cache's first region (its own speed); 0 = none"),
     "fold_while_writing": (False, "past the cache, host writes go through pSLC and are folded at once"),
+    "paced_folding": (False, "fold the cache's data from the cache's end on, paced to the capacity left"),
 }
 DRIVE_FIELDS = tuple(k for k in DRIVE_DECLARED if k != "name")
 WORKLOAD_FIELDS = (
@@ -249,7 +255,8 @@ RANGES: dict[str, Field] = table(
 #: drive fields of :data:`RANGES` with a default.
 DRIVE_DEFAULTS: dict[str, Any] = {**{k.split(".", 1)[1]: f.default for k, f in RANGES.items()
                                      if k.startswith("drive.") and f.default is not None},
-                                  "fold_while_writing": DRIVE_DECLARED["fold_while_writing"][0]}
+                                  "fold_while_writing": DRIVE_DECLARED["fold_while_writing"][0],
+                                  "paced_folding": DRIVE_DECLARED["paced_folding"][0]}
 
 
 def columns_from_config(drive: Mapping, workload: Mapping, nand: Mapping | None = None) -> dict:
@@ -388,7 +395,7 @@ def validate(cols: Mapping, report: list | None = None, memo: dict | None = None
 
     check(RANGES, cols, report)
     check_nand_overrides(cols, "nand.", report)
-    for key in ("drive.dram", "drive.fold_while_writing"):
+    for key in ("drive.dram", "drive.fold_while_writing", "drive.paced_folding"):
         flag = np.asarray(cols[key])
         check_rule(cols, key, np.isin(flag.astype(object), [True, False, 0, 1]), "must be true or false",
                    report=report)
@@ -543,6 +550,7 @@ LEAF_COLUMNS: dict[str, tuple[str, ...]] = {
     "drive.first_slc_t_prog_us": ("drive.first_slc_t_prog_us",),
     "drive.first_slc_bytes": ("drive.first_slc_gb",),
     "drive.fold_while_writing": ("drive.fold_while_writing",),
+    "drive.paced_folding": ("drive.paced_folding",),
     "workload.random": ("workload.pattern",),
     "workload.block_bytes": ("workload.block_kib",),
     "workload.queue_depth": ("workload.queue_depth",),
@@ -600,6 +608,7 @@ def assemble(cols: Mapping, dtype=np.float32, memo: dict | None = None) -> tuple
         first_slc_t_prog_us=c(num(cols, "drive.first_slc_t_prog_us")),
         first_slc_bytes=c(num(cols, "drive.first_slc_gb") * GB),
         fold_while_writing=c(np.asarray(cols["drive.fold_while_writing"]).astype(bool).astype(float)),
+        paced_folding=c(np.asarray(cols["drive.paced_folding"]).astype(bool).astype(float)),
     )
     workload = Workload(
         random=c(np.asarray(cols["workload.pattern"]).astype(str) == "random"),

@@ -53,7 +53,7 @@ def test_every_parameter_module_declares_its_ranges_as_fields():
     # the defaults a config may leave out come from the declarations
     assert params.DRIVE_DEFAULTS == {"max_dynamic_slc_gb": 0.0, "idle_fold_mb_s": 0.0,
                                      "first_slc_t_prog_us": 0.0, "first_slc_gb": 0.0,
-                                     "fold_while_writing": False}
+                                     "fold_while_writing": False, "paced_folding": False}
     assert all(engine_params.RANGES[f"engine.{k}"].default == v for k, v in engine_params.OPTIONAL.items()
                if f"engine.{k}" in engine_params.RANGES)
 

@@ -39,6 +39,10 @@ TRUTHS_BY_OWN_RULE = {
                        "fold_while_writing": True},
     "two_speed": {**BASE, "reserve_fraction": 0.02, "max_dynamic_slc_gb": 60.0, "first_slc_gb": 20.0,
                   "first_slc_t_prog_us": 180.0},
+    # one speed past the cache, set by t_prog with the base drive's η and reserve (0.6, 1 %), which the
+    # paced rules keep; the cap is past the 22 GB the over-provisioning holds, so the drive folds
+    "capped_paced": {"t_prog_slc_us": 280.0, "t_prog_us": 1200.0, "max_dynamic_slc_gb": 80.0,
+                     "paced_folding": True},
 }
 
 
@@ -337,3 +341,22 @@ def test_the_fio_job_that_measured_the_curve_sets_the_fits_workload(tmp_path):
     s = run_fit_fill(cfg, tmp_path / "out")
     assert s["fio_job"] == "copy" and s["fio_ignored"] == []
     assert "workload.block_kib=1024" in s["overrides"] and "workload.queue_depth=1" in s["overrides"]
+
+
+@pytest.mark.validation
+def test_fit_fill_tries_paced_folding_when_the_rules_leave_a_phase_the_curve_lacks(tmp_path):
+    """A drive that folds from its cache's end shows two phases; the capped rule explains the curve with
+    three (direct, then folding), so the job fits its paced variant and keeps it, naming the policy."""
+    truth = TRUTHS_BY_OWN_RULE["capped_paced"]
+    curve = write_curve(tmp_path / "measured.csv", truth_curve(truth))
+    out = tmp_path / "fit"
+    r = ssdx("experiment=fit_fill", f"fit.curve={curve}", *SMALL_ARGS, f"fit.n_steps={N_STEPS}",
+             "fit.rules=[capped]", "fit.other_die_counts=false", f"hydra.run.dir={out}")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["paced_rules_tried"] == ["capped_paced"]
+    assert s["rule"] == "capped_paced" and s["policy"]["paced_folding"] and s["phase_count"]["match"]
+    assert [p["name"] for p in s["phases"]] == ["pslc", "direct_native_paced"]
+    assert s["fitted"]["nand.t_prog_us"] == pytest.approx(1200.0, rel=0.02)
+    assert "drive.paced_folding=true" in s["overrides"]
+    assert s["runner_up"]["rule"] == "capped" and s["runner_up"]["phases"] == 3

@@ -204,7 +204,8 @@ def test_defaults_reproduce_the_single_region_model_bit_for_bit(monkeypatch):
             idle_fold=jnp.minimum(drive.bus_bytes_per_s / 2.0, 1.0 / die.idle_fold))
 
     monkeypatch.setattr(fluid, "rates", old_rates)
-    monkeypatch.setattr(fluid, "slc_room", lambda p, s, raw: p.slc_a - p.slc_cs * s - p.slc_craw * raw)
+    monkeypatch.setattr(fluid, "slc_room",
+                        lambda p, s, raw, paced=0.0: p.slc_a - p.slc_cs * s - p.slc_craw * raw)
     for (d, w), got in zip(trees, new):
         ref = jax.tree_util.tree_map(np.asarray, jax.jit(lambda d, w: fluid.simulate(d, w, 128))(d, w))
         for k, v in ref._asdict().items():

@@ -166,6 +166,7 @@ def test_fit_speed_is_exact_across_the_static_regions_end():
 @pytest.mark.parametrize("over, field", [
     ({"fold_while_writing": "sometimes"}, "drive.fold_while_writing"),
     ({"first_slc_t_prog_us": -5.0}, "drive.first_slc_t_prog_us"),
+    ({"paced_folding": 2}, "drive.paced_folding"),
 ])
 def test_bad_values_of_the_new_options_name_the_field(over, field):
     cols = params.columns_from_config(small(**over), presets.workload("seq_fill"))
@@ -178,5 +179,71 @@ def test_older_configs_without_the_options_take_the_defaults():
     d = small()
     d.pop("first_slc_t_prog_us", None)
     d.pop("fold_while_writing", None)
+    d.pop("paced_folding", None)
     cols = params.columns_from_config(d, presets.workload("seq_fill"))
     assert cols["drive.first_slc_t_prog_us"][0] == 0.0 and not cols["drive.fold_while_writing"][0]
+    assert not cols["drive.paced_folding"][0]
+
+
+# --------------------------------------------------------------------------------------------------
+# Folding paced from the cache's end (``drive.paced_folding``): from the cache's end each host byte is a
+# native program plus ``g`` folded pSLC bytes, ``g = (h - r_n)/((b-1)·h)`` from the free host bytes ``h``
+# and the native room ``r_n`` there; the raw NAND then runs out exactly as the user capacity fills.
+
+def paced_rate(g: float) -> float:
+    """Die-limited host bytes/s past the cache folding ``g`` pSLC bytes per host byte."""
+    return 1 / (T_PROG / (PLANES * PAGE) + g * fold_s_per_byte())
+
+
+@pytest.mark.parametrize("over, cache_gb, static_gb", [
+    ({"slc_mode": "dynamic"}, U / B / GB, 0.0),
+    ({"slc_mode": "dynamic", "max_dynamic_slc_gb": 25.0}, 25.0, 0.0),
+    ({"slc_mode": "hybrid", "static_slc_gb": 2.0, "max_dynamic_slc_gb": 25.0}, 27.0, 2.0),
+])
+def test_paced_folding_is_one_regime_past_the_cache_ending_as_raw_runs_out(over, cache_gb, static_gb):
+    out, d, _ = fill(small(paced_folding=True, **over))
+    p = fill_report.phases(out, d)
+    assert [x["name"] for x in p] == ["pslc", "direct_native_paced"]
+    assert p[0]["end_gb"] == pytest.approx(cache_gb, rel=1e-9)
+    s, h = cache_gb * GB, U - cache_gb * GB  # at the cache's end: pSLC data, free host bytes
+    room = A - B * s  # native room: usable raw less the pSLC data's (no native data yet)
+    g = (h - room) / ((B - 1) * h)
+    assert 0 < g < 1
+    assert p[1]["mean_mb_s"] == pytest.approx(paced_rate(g) / 1e6, rel=1e-9)
+    # full drive: what stays in pSLC is what the over-provisioning holds, the raw NAND is used up
+    s_end = (A - U) / (B - 1)
+    assert s_end >= static_gb * GB  # the static region is never folded while writing
+    assert out.slc_bytes[-1] == pytest.approx(s_end, rel=1e-9)
+    assert out.native_bytes[-1] == pytest.approx(U - s_end, rel=1e-9)
+    assert out.mode_bytes[:, 2].sum() == pytest.approx(0.0, abs=1e-6 * U)  # no folding regime
+
+
+def test_paced_folding_with_a_cap_the_over_provisioning_holds_folds_nothing():
+    """A cap ``C <= (A - U)/(b-1)`` never needs folding: the paced drive's curve is the unpaced one, bit
+    for bit, and its state too."""
+    base = small(slc_mode="dynamic", max_dynamic_slc_gb=10.0)
+    assert 10.0 * GB <= (A - U) / (B - 1)
+    out0, _, _ = fill(base)
+    out1, d1, _ = fill({**base, "paced_folding": True})
+    np.testing.assert_array_equal(out0.speed, out1.speed)
+    np.testing.assert_array_equal(out0.slc_bytes, out1.slc_bytes)
+    assert [x["name"] for x in fill_report.phases(out1, d1)] == ["pslc", "direct_native_paced"]
+
+
+def test_fit_speed_is_exact_across_the_cache_end_under_paced_folding():
+    """The fit's model speed over intervals across and past the cache's end of a paced drive is the
+    interval's bytes over the hand-computed time, whatever the scan's step."""
+    cache = U / B
+    h = U - cache
+    g = (h - (A - B * cache)) / ((B - 1) * h)
+    lo, hi = np.array([30.0, 50.0]), np.array([40.0, 90.0])
+    want = []
+    for a, b in zip(lo * GB, hi * GB):
+        t = (min(b, cache) - min(a, cache)) / rate(T_SLC) + (max(b, cache) - max(a, cache)) / paced_rate(g)
+        want.append((b - a) / t / 1e6)
+    with x64():
+        d, w = build_one(small(slc_mode="dynamic", paced_folding=True), presets.workload("seq_fill"),
+                         dtype=np.float64)
+        for n_steps in (7, 64):
+            got = np.asarray(fit_model.model_speed(d, w, lo, hi, n_steps))
+            np.testing.assert_allclose(got, want, rtol=1e-9)

@@ -189,7 +189,7 @@ def test_every_leaf_and_rule_reads_only_its_declared_columns():
     choices = {"drive.nand": sorted(catalog.NAND), "nand.name": ["", *sorted(catalog.NAND)],
                "drive.interface": sorted(catalog.INTERFACES), "drive.slc_mode": list(params.SLC_MODES),
                "workload.pattern": list(params.PATTERNS), "drive.dram": [True, False],
-               "drive.fold_while_writing": [False, True]}
+               "drive.fold_while_writing": [False, True], "drive.paced_folding": [False, True]}
     numeric = {"drive.channels": [4, 8, 16], "drive.dies_per_channel": [1, 2, 8],
                "drive.die_gbit": [256, 1024], "drive.planes_per_die": [2, 4], "drive.bus_mts": [800, 1600],
                "drive.user_capacity_gb": [250.0, 4000.0],

@@ -37,3 +37,6 @@ class FitFillConf:
     residual_fraction: float = 0.05  # residual regions: running-mean residual > this x the mean speed
     name: Optional[str] = None  # noqa: UP045 (preset name; None: <base drive>_fit)
     other_die_counts: bool = True  # refit on the other production die counts when no fit is physical
+    # fit the paced-folding variants of the rules (fit_model.paced_variant) when no fit is physical with
+    # the curve's phase count
+    paced_folding: bool = True

@@ -28,12 +28,16 @@ def fill(s: Mapping[str, Any], out: Path) -> list[str]:
                 else ""
             )
         )
-    for p in s["phases"]:
-        lines.append(
-            f"  {p['name']:<14} {p['start_gb']:8.1f} -> {p['end_gb']:8.1f} GB  {p['mean_mb_s']:8.1f} MB/s"
-        )
+    lines += phase_lines(s["phases"])
     lines.append(f"outputs: {out / 'summary.json'}, {out / 'fill_curve.png'}, {out / 'fill_curve.csv'}")
     return lines
+
+
+def phase_lines(phases: list[Mapping[str, Any]]) -> list[str]:
+    """One line per phase: its name (the names' column as wide as the longest), GB range and MB/s."""
+    w = max([14, *(len(p["name"]) for p in phases)])
+    return [f"  {p['name']:<{w}} {p['start_gb']:8.1f} -> {p['end_gb']:8.1f} GB  {p['mean_mb_s']:8.1f} MB/s"
+            for p in phases]
 
 
 def fit_fill(s: Mapping[str, Any], out: Path) -> list[str]:
@@ -44,10 +48,7 @@ def fit_fill(s: Mapping[str, Any], out: Path) -> list[str]:
         f"rule {s['rule']}, RMSE {s['rmse_mb_s']:.3g} MB/s ({100 * s['rmse_fraction']:.2g} % of "
         f"the mean {s['mean_measured_mb_s']:.0f} MB/s; preset {s['preset_rmse_mb_s']:.1f} MB/s)"
     )
-    for p in s["phases"]:
-        lines.append(
-            f"  {p['name']:<14} {p['start_gb']:8.1f} -> {p['end_gb']:8.1f} GB  {p['mean_mb_s']:8.1f} MB/s"
-        )
+    lines += phase_lines(s["phases"])
     for note in ([s["warning"]] if s["warning"] else []) + s["notes"]:
         lines.append(f"  note: {note}")
     lines.append(f"apply: {s['command']}")

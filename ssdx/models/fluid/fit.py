@@ -49,7 +49,13 @@ dynamic cache):
   keeps the base drive's value;
 * ``two_speed``, ``two_speed_through``, ``hybrid_two_speed`` — a cache whose first region has its own
   program time (``drive.first_slc_t_prog_us``; the first ``drive.first_slc_gb`` of a capped dynamic
-  cache, or a hybrid's static region), the first from the first plateau.
+  cache, or a hybrid's static region), the first from the first plateau;
+* ``<rule>_paced`` — each rule whose cache is lent from the user capacity (``dynamic``, ``hybrid``
+  modes) folding paced from the cache's end (``drive.paced_folding``): one speed past the cache instead
+  of direct writes, then folding; that one speed sets ``t_prog``, ``η_fold`` and the reserve together, so
+  the last two keep the base drive's values.  Not among the rules fitted by default
+  (:data:`BASE_RULES`): the job adds them when no base rule is physical with the curve's phase count
+  (``fit.paced_folding``).
 
 An error alone does not tell these from each other (a post-cache speed through pSLC is a speed, as a direct
 one is): which one is kept is decided by the published bounds and the curve's phases
@@ -102,12 +108,15 @@ import numpy as np
 from ssdx import params
 from ssdx.models.fluid import model as fluid
 from ssdx.models.fluid.fit_model import (
+    BASE_RULES,
     CAP,
     FIRST_GB,
     FIRST_T,
     FOLD,
     MODE,
     MODE_LEAF,
+    PACED,
+    PACED_SUFFIX,
     PARAMS,
     RESERVE,
     RULES,
@@ -124,6 +133,7 @@ from ssdx.models.fluid.fit_model import (
     lbfgs,
     loss_batch,
     model_speed,
+    paced_variant,
     residuals,
     residuals_and_jacobian,
     rule_missing,
@@ -134,10 +144,10 @@ from ssdx.models.fluid.fit_model import (
 from ssdx.models.fluid.phases import relative_noise, residual_regions, segment
 from ssdx.params import Drive, Workload
 
-__all__ = ["CAP", "FIRST_GB", "FIRST_T", "FOLD", "MODE", "PARAMS", "RESERVE", "RULES", "STATIC", "THROUGH",
-           "T_PROG", "T_SLC", "Fitter",
-           "Param", "Rule", "RuleFit", "available_params", "bounds", "choose", "initial_values",
-           "model_speed", "relative_noise", "residual_regions", "rule_missing", "segment"]
+__all__ = ["BASE_RULES", "CAP", "FIRST_GB", "FIRST_T", "FOLD", "MODE", "PACED", "PACED_SUFFIX", "PARAMS",
+           "RESERVE", "RULES", "STATIC", "THROUGH", "T_PROG", "T_SLC", "Fitter", "Param", "Rule",
+           "RuleFit", "available_params", "bounds", "choose", "initial_values", "model_speed",
+           "paced_variant", "relative_noise", "residual_regions", "rule_missing", "segment"]
 
 #: Program-time bounds: within this factor of the plateau estimate, either way.
 TIME_RANGE = 4.0
@@ -225,7 +235,7 @@ def initial_values(phases: Sequence[Mapping[str, Any]], drive: Drive, rule: Rule
         hybrid = rule.slc_mode == "hybrid"  # the static region is the first; the cap holds the rest
         init[FIRST_GB] = init[STATIC] = first
         init[CAP] = max(cache_end - first, 1e-3 * cache_end) if hybrid else cache_end
-    elif rule.name == "hybrid":
+    elif rule.name.removesuffix(PACED_SUFFIX) == "hybrid":
         init[STATIC], init[CAP] = cache_end / 2, cache_end / 2
     else:
         init[STATIC] = init[CAP] = cache_end

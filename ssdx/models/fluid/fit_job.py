@@ -77,7 +77,7 @@ def fit_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
     fmt = f.get("format") or "auto"
     if fmt not in fill_curve.FORMATS:
         raise params.ConfigError("fit.format", fmt, f"must be one of {list(fill_curve.FORMATS)}")
-    rules = list(f.get("rules") or fit_fill.RULES)
+    rules = list(f.get("rules") or fit_fill.BASE_RULES)
     bad = [r for r in rules if r not in fit_fill.RULES]
     if bad or len(set(rules)) != len(rules):
         raise params.ConfigError("fit.rules", rules, f"distinct names from {list(fit_fill.RULES)}")
@@ -95,8 +95,16 @@ def fit_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
         "rule_tolerance": _float(f, "rule_tolerance", -1e-12, 10.0, 0.02),
         "poor_fit_fraction": _float(f, "poor_fit_fraction", 0.0, 10.0, 0.1),
         "residual_fraction": _float(f, "residual_fraction", 0.0, 10.0, 0.05),
-        "other_die_counts": bool(f.get("other_die_counts", True)),
+        "other_die_counts": _bool(f, "other_die_counts"),
+        "paced_folding": _bool(f, "paced_folding"),
     }
+
+
+def _bool(fit_cfg: Mapping[str, Any], key: str, default: bool = True) -> bool:
+    v = fit_cfg.get(key, default)
+    if not isinstance(v, bool | np.bool_):
+        raise params.ConfigError(f"fit.{key}", v, "true or false")
+    return bool(v)
 
 
 def _fmt(v: Any) -> str:
@@ -120,7 +128,7 @@ def fitted_config(cfg: Mapping[str, Any], fit: fit_fill.RuleFit) -> tuple[dict, 
     drive = {k: v for k, v in dict(cfg["drive"]).items()}
     nand = {k: v for k, v in dict(cfg.get("nand") or {}).items()}
     for key, value in {**fit.fixed, **fit.values, fit_fill.MODE: fit.slc_mode}.items():
-        if key == fit_fill.THROUGH:
+        if key in (fit_fill.THROUGH, fit_fill.PACED):
             value = bool(value)
         group, field = key.split(".", 1)
         (drive if group == "drive" else nand)[field] = value
@@ -187,7 +195,7 @@ def notes(fit: fit_fill.RuleFit, drive: Any, workload: Any) -> list[str]:
     for key in fit.at_bound:
         lo, hi = fit.bounds[key]
         out.append(f"{key} = {fit.values[key]:.7g} is at its bound [{lo:.4g}, {hi:.4g}]")
-    if fit.rule == "hybrid":
+    if fit.rule.removesuffix(fit_fill.PACED_SUFFIX) == "hybrid":
         out.append(f"one fill determines the hybrid cache, {fit_fill.STATIC} + min(free user space / bits "
                    f"per cell, {fit_fill.CAP}), not its split between the two (ssdx.models.fluid.fit)")
     return out
@@ -253,10 +261,22 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
     tried, skipped = _fit_rules(cfg, drive, workload, curve, s, measured_phases, "")
     if not tried:
         raise params.ConfigError("fit.rules", s["rules"], f"no rule could be fitted: {skipped}")
-    fits = {t.candidate.fit.rule: t.candidate.fit for t in tried.values()}
     fitter = next(iter(tried.values())).fitter
     chosen, tier, runner = fit_choice.choose([t.candidate for t in tried.values()], s["rule_tolerance"],
                                              floor, mean)
+    paced = [v for r in s["rules"] if (v := fit_fill.paced_variant(r)) is not None and v not in s["rules"]]
+    if paced and s["paced_folding"] and not (chosen.physical and chosen.phase_match):
+        # no behaviour is physical with the curve's phases: fold from the cache's end on
+        s = {**s, "rules": [*s["rules"], *paced]}
+        more, more_skipped = _fit_rules(cfg, drive, workload, curve, {**s, "rules": paced}, measured_phases,
+                                        "")
+        tried.update(more)
+        skipped.update(more_skipped)
+        chosen, tier, runner = fit_choice.choose([t.candidate for t in tried.values()],
+                                                 s["rule_tolerance"], floor, mean)
+    else:
+        paced = []
+    fits = {t.candidate.fit.rule: t.candidate.fit for t in tried.values()}
     tried_dies: list[int] = []
     if not chosen.physical and s["other_die_counts"]:  # no behaviour explains it: other die counts
         bits = int(round(float(drive.nand.bits_per_cell)))
@@ -324,6 +344,7 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         "rule": best.rule,
         "policy": {"rule": best.rule, "slc_mode": best.slc_mode,
                    "fold_while_writing": bool(dict(best.fixed).get(fit_fill.THROUGH, 0.0)),
+                   "paced_folding": bool(dict(best.fixed).get(fit_fill.PACED, 0.0)),
                    "two_speed_cache": fit_fill.FIRST_T in best.values, "dies": chosen.dies,
                    "chosen_as": tier},
         "physical": chosen.physical,
@@ -332,6 +353,7 @@ def run_fit_fill(cfg: Mapping[str, Any], out_dir: Path) -> dict[str, Any]:
         "runner_up": None if runner is None else runner.summary(),
         "candidates": [t.candidate.summary() for t in tried.values()],
         "dies_tried": tried_dies,
+        "paced_rules_tried": paced,
         "slc_mode": best.slc_mode,
         "phases": phases,
         "model_regimes": regimes,

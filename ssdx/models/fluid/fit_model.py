@@ -40,6 +40,7 @@ T_SLC, T_PROG = "nand.t_prog_slc_us", "nand.t_prog_us"
 FOLD, RESERVE = "drive.fold_efficiency", "drive.reserve_fraction"
 STATIC, CAP = "drive.static_slc_gb", "drive.max_dynamic_slc_gb"
 FIRST_T, FIRST_GB, THROUGH = "drive.first_slc_t_prog_us", "drive.first_slc_gb", "drive.fold_while_writing"
+PACED = "drive.paced_folding"
 MODE = "drive.slc_mode"
 
 PARAMS: dict[str, Param] = {p.key: p for p in (
@@ -53,6 +54,7 @@ PARAMS: dict[str, Param] = {p.key: p for p in (
     Param(FIRST_GB, ("first_slc_bytes",), 1e9, "GB", "first region of a dynamic cache"),
     # a behaviour, never fitted: the rules fix it at 0 or 1
     Param(THROUGH, ("fold_while_writing",), 1.0, "", "past the cache: through pSLC, folded at once"),
+    Param(PACED, ("paced_folding",), 1.0, "", "folding paced from the cache's end"),
 )}
 MODE_LEAF = ("slc_mode",)
 
@@ -69,7 +71,7 @@ class Rule:
 
 
 _ONE_SPEED, _DIRECT, _THROUGH = ((FIRST_T, 0.0), (FIRST_GB, 0.0)), ((THROUGH, 0.0),), ((THROUGH, 1.0),)
-RULES: dict[str, Rule] = {r.name: r for r in (
+_BASE_RULES = (
     Rule("dynamic", "dynamic", (T_SLC, T_PROG, FOLD, RESERVE), ((STATIC, 0.0), (CAP, 0.0), *_ONE_SPEED,
                                                                  *_DIRECT)),
     Rule("capped", "dynamic", (T_SLC, T_PROG, FOLD, RESERVE, CAP), ((STATIC, 0.0), *_ONE_SPEED, *_DIRECT)),
@@ -88,7 +90,32 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          ((STATIC, 0.0), *_THROUGH)),
     Rule("hybrid_two_speed", "hybrid", (FIRST_T, T_SLC, T_PROG, FOLD, STATIC, CAP),
          ((FIRST_GB, 0.0), *_DIRECT)),
+)
+#: the suffix of a rule's variant that folds paced from the cache's end (``drive.paced_folding``)
+PACED_SUFFIX = "_paced"
+RULES: dict[str, Rule] = {r.name: r for r in (
+    *(dataclasses.replace(r, fixed=(*r.fixed, (PACED, 0.0))) for r in _BASE_RULES),
+    # the modes that lend the cache from the user capacity fold it (a static region is never folded);
+    # past the cache one speed sets t_prog, η and the reserve together, so η and the reserve keep the
+    # base drive's values and the fold's cost follows from the NAND's times
+    *(Rule(r.name + PACED_SUFFIX, r.slc_mode, tuple(k for k in r.fitted if k not in (FOLD, RESERVE)),
+           (*r.fixed, (PACED, 1.0)))
+      for r in _BASE_RULES if r.slc_mode in ("dynamic", "hybrid")),
 )}
+
+
+#: the rules fitted when ``fit.rules`` is not given: every behaviour but the paced-folding variants,
+#: which ``fit.paced_folding`` adds when none of these explains the curve
+BASE_RULES = tuple(r.name for r in _BASE_RULES)
+
+
+def paced_variant(name: str) -> str | None:
+    """The name of rule ``name``'s paced-folding variant (itself when it is one; ``None`` when the rule's
+    pSLC mode never folds)."""
+    if name.endswith(PACED_SUFFIX):
+        return name
+    v = name + PACED_SUFFIX
+    return v if v in RULES else None
 
 
 def has_leaf(path: tuple[str, ...]) -> bool:
@@ -142,14 +169,17 @@ def with_values(drive: Drive, leaves: tuple[tuple[str, ...], ...], values: jax.A
     return drive
 
 
-def busy_time_at(out: fluid.StepOut, r: fluid.Rates, x_bytes: jax.Array) -> jax.Array:
+def busy_time_at(out: fluid.StepOut, r: fluid.Rates, x_bytes: jax.Array,
+                 paced: jax.Array | float = 0.0) -> jax.Array:
     """Busy seconds the model takes to write its first ``x_bytes`` host bytes (clipped to the run).
 
     Exact within a step: a step writes its pSLC bytes (first region first), then direct native, then folding
     (``fluid._write``) at the mode rates, so the time is piecewise linear in ``x`` with the phase
     boundaries where the capacity accounting puts them, whatever ``n_steps`` (with idle gaps,
     ``workload.burst_gb > 0``, a step may hold two such sequences and this is an approximation).
-    Differentiable in the rates and in the bytes each mode took, hence in the boundaries.
+    Differentiable in the rates and in the bytes each mode took, hence in the boundaries.  ``paced``
+    (``drive.paced_folding``): the rate past the cache depends on the state (``fluid.paced_ratio``), so
+    each step's own time per byte past the cache is used.
     """
     n = out.written_bytes.shape[0]
     delta = out.written_bytes[0]
@@ -161,8 +191,12 @@ def busy_time_at(out: fluid.StepOut, r: fluid.Rates, x_bytes: jax.Array) -> jax.
     a = out.mode_bytes[k]
     st = out.first_bytes[k]  # the step's pSLC bytes in the cache's first region, written before the rest
     extra = 1.0 / r.slc_first - 1.0 / r.slc  # s/byte of the first region over the rest: 0 when equal
+    t_dir = out.mode_time_s[k, 1]
+    has_dir = a[:, 1] > 0
+    step_rate = jnp.where(has_dir, a[:, 1], 1.0) / jnp.where(has_dir & (t_dir > 0), t_dir, 1.0)
+    past = jnp.where((paced > 0) & has_dir, step_rate, r.native)
     return (start[k] + jnp.minimum(o, a[:, 0]) / r.slc + jnp.minimum(o, st) * extra
-            + jnp.clip(o - a[:, 0], 0.0, a[:, 1]) / r.native
+            + jnp.clip(o - a[:, 0], 0.0, a[:, 1]) / past
             + jnp.clip(o - a[:, 0] - a[:, 1], 0.0, a[:, 2]) / r.fold)
 
 
@@ -178,7 +212,8 @@ def model_speed(drive: Drive, workload: Workload, gb_lo: jax.Array, gb_hi: jax.A
     mid = 0.5 * (gb_lo + gb_hi) * 1e9
     lo = jnp.minimum(gb_lo * 1e9, mid - eps)
     hi = jnp.maximum(gb_hi * 1e9, mid + eps)
-    dt = busy_time_at(out, r, hi) - busy_time_at(out, r, lo)
+    paced = drive.paced_folding
+    dt = busy_time_at(out, r, hi, paced) - busy_time_at(out, r, lo, paced)
     width = jnp.minimum(hi, out.written_bytes[-1]) - jnp.maximum(lo, 0.0)
     return jnp.where(dt > 0, width / jnp.maximum(dt, 1e-30), r.slc) / 1e6
 

@@ -84,6 +84,22 @@ folding boundaries stay where the accounting puts them; only the rate of the reg
 changes, from ``P·page/t_prog`` to the reciprocal of that sum.  Its cost is derived from the NAND's
 times, not a parameter.
 
+**Folding paced from the cache's end** (``drive.paced_folding``, ``dynamic`` and ``hybrid``).  The
+accounting above folds only once free raw NAND runs out, which gives a drive two speeds past its cache:
+direct writes, then folding.  Many reviews measure one: TechPowerUp's write-intensity pages describe a
+drive that, its cache full, "will have to write data directly to flash, and it will probably juggle some
+out of its write cache at the same time", and report one post-cache speed to the end of the fill (e.g.
+"Samsung 980 1 TB Review", "Crucial T500 2 TB Review").  A firmware that starts folding at the cache's
+end must fold, before the drive is full, the pSLC data whose raw space the rest of the user capacity
+needs.  With ``h = U - s - n`` host bytes still free and native room ``r_n`` (above), that is
+``D/(b-1)`` bytes, ``D = max(h - r_n, 0)``, and paced evenly over the ``h`` bytes each host byte folds
+``g = D/((b-1)·h)`` pSLC bytes.  ``g`` is a function of the state alone and stays constant along the
+fill (``D`` and ``h`` fall in proportion), so the drive reaches its capacity exactly as raw NAND runs
+out: one regime past the cache at ``min(host, bus/(β + 2g), 1/(t_past + g·t_fold))`` (``β`` = 1 byte on
+the channels per host byte, 3 when folding while writing; ``t_past`` the die time per byte past the cache,
+``t_fold`` per folded byte as idle folding), the same total work as folding at the end.  An idle gap that
+folds data lowers ``g`` for the bytes after it.  A cap that leaves ``D = 0`` folds nothing, as before.
+
 Host ceiling: ``min(usable link rate, QD · block / t_cmd)``, ``t_cmd = overhead + block/link
 (+ one pSLC map-page read for random writes on a DRAM-less drive)`` (Little's law).
 
@@ -127,6 +143,7 @@ class State(NamedTuple):
     time_s: jax.Array  # elapsed time, idle included
     mode_bytes: tuple  # 3 x cumulative host bytes written in pSLC / direct native / folding mode
     mode_time_s: tuple  # 3 x cumulative busy seconds in each mode (tuples: no minor axis of 3 in a batch)
+    paced_bytes: jax.Array  # pSLC bytes folded paced since the last idle gap (drive.paced_folding)
 
 
 class StepOut(NamedTuple):
@@ -257,7 +274,7 @@ def init(drive: Drive, workload: Workload) -> State:
     s0, n0 = jnp.where(pure_slc, pre, zero), jnp.where(pure_slc, zero, pre)
     return State(slc_bytes=s0, native_bytes=n0, raw_used_bytes=drive.nand.bits_per_cell * s0 + n0,
                  written_bytes=zero, time_s=zero, mode_bytes=(zero, zero, zero),
-                 mode_time_s=(zero, zero, zero))
+                 mode_time_s=(zero, zero, zero), paced_bytes=zero)
 
 
 def total_bytes(drive: Drive, workload: Workload) -> jax.Array:
@@ -290,6 +307,12 @@ class Plan(NamedTuple):
     nat_draw: jax.Array
     can_idle_fold: jax.Array
     first_cap: jax.Array  # host bytes of the cache's first region (first_region_bytes), written first
+    paced: jax.Array  # 1.0 when folding is paced from the cache's end (drive.paced_folding, dynamic/hybrid)
+    host_cap: jax.Array  # host bytes the drive holds (user capacity), for the paced fold ratio
+    past_s: jax.Array  # die seconds per host byte past the cache (direct native, or through pSLC)
+    past_bus: jax.Array  # channel bytes per host byte past the cache (1, or 3 through pSLC)
+    fold_s: jax.Array  # die seconds per folded byte (DieTime.idle_fold)
+    bus: jax.Array  # channel bytes/s
 
 
 def rounding_tolerance(drive: Drive, delta: jax.Array) -> jax.Array:
@@ -314,6 +337,7 @@ def plan(drive: Drive, workload: Workload, n_steps: int) -> Plan:
     lends = dyn | hyb  # modes with a dynamic region
     capped = lends & (cap > 0)
     delta = total_bytes(drive, workload) / n_steps
+    die = die_time(drive)
     return Plan(
         rates=rates(drive, workload),
         delta=delta,
@@ -330,13 +354,21 @@ def plan(drive: Drive, workload: Workload, n_steps: int) -> Plan:
         nat_draw=jnp.where(lends, one, zero),
         can_idle_fold=jnp.where(dyn | sta | hyb, one, zero),
         first_cap=first_region_bytes(drive) + zero,
+        paced=jnp.where(lends & (drive.paced_folding > 0), one, zero),
+        host_cap=u + zero,
+        past_s=jnp.where(fold_through(drive), die.through, die.native),
+        past_bus=jnp.where(fold_through(drive), 3.0 * one, one),
+        fold_s=die.idle_fold + zero,
+        bus=drive.bus_bytes_per_s + zero,
     )
 
 
-def slc_room(p: Plan, s: jax.Array, raw: jax.Array) -> jax.Array:
+def slc_room(p: Plan, s: jax.Array, raw: jax.Array, paced: jax.Array | float = 0.0) -> jax.Array:
     """Host bytes the pSLC cache can still take, from pSLC data ``s`` and raw use ``raw`` (bytes; may be
-    negative: full).  ``min`` with the cap term, ``+inf`` when uncapped, is exact (no rounding)."""
-    return jnp.minimum(p.slc_a - p.slc_cs * s - p.slc_craw * raw, p.cap_a - p.cap_cs * s)
+    negative: full).  ``min`` with the cap term, ``+inf`` when uncapped, is exact (no rounding).  The
+    cap counts the bytes folded paced since the last idle gap (``paced``) as still held: folding from the
+    cache's end frees raw NAND for the writes past the cache, it does not reopen the cache."""
+    return jnp.minimum(p.slc_a - p.slc_cs * s - p.slc_craw * raw, p.cap_a - p.cap_cs * (s + paced))
 
 
 def native_room(p: Plan, n: jax.Array, raw: jax.Array) -> jax.Array:
@@ -351,30 +383,57 @@ def _admit(room: jax.Array, amount: jax.Array, tol: jax.Array) -> jax.Array:
     return jnp.where((room > 0) & (room >= amount - tol), amount, jnp.minimum(room, amount))
 
 
-def _write(p: Plan, s: jax.Array, n: jax.Array, raw: jax.Array, amount: jax.Array) -> tuple[jax.Array, ...]:
-    """Place ``amount`` host bytes: pSLC first (its first region before the rest), then direct
-    native, then folding.
+def paced_ratio(p: Plan, s: jax.Array, n: jax.Array, raw: jax.Array) -> jax.Array:
+    """pSLC bytes folded per host byte written past the cache under paced folding (module docstring):
+    ``g = max(h - r_n, 0)/((b-1)·h)``, ``h`` the host bytes still free; 0 when not paced or full."""
+    h = p.host_cap - s - n
+    has_room = h > p.tol
+    deficit = jnp.maximum(h - native_room(p, n, raw), 0.0)
+    g = deficit / (jnp.maximum(p.bits - 1.0, 1.0) * jnp.where(has_room, h, 1.0))
+    return jnp.where((p.paced > 0) & has_room, g, 0.0)
 
-    Returns the new ``(s, n, raw_used)``, the bytes and busy seconds of each mode, shape (3,), and the
-    pSLC bytes that went to the cache's first region with their busy seconds.  Folding ``f = 1/(b-1)`` bytes
-    per host byte leaves raw use unchanged: ``1 + f - b·f = 0``.  Writing through pSLC and folding at once
-    (``drive.fold_while_writing``) moves the same bytes as a direct native write (one pSLC byte written,
-    one folded: raw use ``+b - (b-1) = +1``, native data ``+1``), so it is the direct mode at its own rate.
+
+def past_cache_rate(p: Plan, g: jax.Array) -> jax.Array:
+    """Host bytes/s past the cache while folding ``g`` pSLC bytes per host byte; ``rates.native`` at
+    ``g = 0`` (exactly: the paced formula is taken only where ``g > 0``)."""
+    r = p.rates
+    paced = jnp.minimum(jnp.minimum(r.host, p.bus / (p.past_bus + 2.0 * g)), 1.0 / (p.past_s + g * p.fold_s))
+    return jnp.where(g > 0, paced, r.native)
+
+
+def _write(p: Plan, s: jax.Array, n: jax.Array, raw: jax.Array, pf: jax.Array,
+           amount: jax.Array) -> tuple[jax.Array, ...]:
+    """Place ``amount`` host bytes: pSLC first (its first region before the rest), then direct
+    native (with paced folding where ``drive.paced_folding``), then folding.
+
+    Returns the new ``(s, n, raw_used, paced_bytes)``, the bytes and busy seconds of each mode, shape (3,),
+    and the pSLC bytes that went to the cache's first region with their busy seconds.  Folding
+    ``f = 1/(b-1)`` bytes per host byte leaves raw use unchanged: ``1 + f - b·f = 0``.  Writing through
+    pSLC and folding at once (``drive.fold_while_writing``) moves the same bytes as a direct native write
+    (one pSLC byte written, one folded: raw use ``+b - (b-1) = +1``, native data ``+1``), so it is the
+    direct mode at its own rate.  Paced folding moves ``g`` pSLC bytes per byte past the cache to native
+    blocks (raw use ``-(b-1)·g``; :func:`paced_ratio`), at :func:`past_cache_rate`.
     """
-    a_slc = _admit(slc_room(p, s, raw), amount, p.tol)
+    a_slc = _admit(slc_room(p, s, raw, pf), amount, p.tol)
     a_st = jnp.minimum(a_slc, jnp.maximum(p.first_cap - s, 0.0))  # the first region holds min(s, cap)
     raw = raw + p.bits * a_slc  # the pSLC bytes just placed use raw space too
+    s = s + a_slc
     rest = amount - a_slc
-    a_dir = _admit(native_room(p, n, raw), rest, p.tol)
+    room = native_room(p, n, raw)
+    g = paced_ratio(p, s, n, raw)
+    # paced, each byte past the cache frees (b-1)·g raw as it goes: the room is the free host bytes
+    a_dir = _admit(jnp.where(g > 0, p.host_cap - s - n, room), rest, p.tol)
+    paced = jnp.minimum(g * a_dir, s)
     a_fold = rest - a_dir
-    folded = jnp.minimum(p.fold * a_fold, s + a_slc)  # the accounting guarantees enough pSLC data
-    s = s + a_slc - folded
-    n = n + a_dir + a_fold + folded
+    folded = jnp.minimum(p.fold * a_fold, s - paced)  # the accounting guarantees enough pSLC data
+    s = s - paced - folded
+    n = n + a_dir + paced + a_fold + folded
     r = p.rates
     t_st = a_st / r.slc_first
     # the first region's extra time over the rest's: exactly 0 when the two regions share a speed
-    t = (a_slc / r.slc + a_st * (1.0 / r.slc_first - 1.0 / r.slc), a_dir / r.native, a_fold / r.fold)
-    return s, n, raw + a_dir, (a_slc, a_dir, a_fold), t, (a_st, t_st)
+    t = (a_slc / r.slc + a_st * (1.0 / r.slc_first - 1.0 / r.slc), a_dir / past_cache_rate(p, g),
+         a_fold / r.fold)
+    return s, n, raw + a_dir - (p.bits - 1.0) * paced, pf + paced, (a_slc, a_dir, a_fold), t, (a_st, t_st)
 
 
 def step(p: Plan, workload: Workload, state: State, k: jax.Array,
@@ -388,7 +447,7 @@ def step(p: Plan, workload: Workload, state: State, k: jax.Array,
     """
     delta = p.delta
     w0, w1 = k * delta, (k + 1.0) * delta  # from the step index: no accumulated rounding
-    s, n, raw = state.slc_bytes, state.native_bytes, state.raw_used_bytes
+    s, n, raw, pf = state.slc_bytes, state.native_bytes, state.raw_used_bytes, state.paced_bytes
     if idle_gaps:
         burst = workload.burst_bytes
         has_burst = burst > 0
@@ -396,22 +455,23 @@ def step(p: Plan, workload: Workload, state: State, k: jax.Array,
         gaps = jnp.where(has_burst, jnp.floor(w1 / safe + 1e-6) - jnp.floor(w0 / safe + 1e-6), 0.0)
         boundary = (jnp.floor(w0 / safe + 1e-6) + 1.0) * safe
         first = jnp.where(gaps > 0, jnp.clip(boundary - w0, 0.0, delta), delta)
-        s, n, raw, b1, t1, st1 = _write(p, s, n, raw, first)
+        s, n, raw, pf, b1, t1, st1 = _write(p, s, n, raw, pf, first)
         idle = gaps * workload.idle_s
         idle_fold = p.can_idle_fold * jnp.minimum(s, p.rates.idle_fold * idle)
         s, n, raw = s - idle_fold, n + idle_fold, raw - (p.bits - 1.0) * idle_fold
-        s, n, raw, b2, t2, st2 = _write(p, s, n, raw, delta - first)
+        pf = jnp.where(idle > 0, 0.0, pf)  # an idle gap gives the cache back
+        s, n, raw, pf, b2, t2, st2 = _write(p, s, n, raw, pf, delta - first)
         mode_bytes = tuple(x + y for x, y in zip(b1, b2))
         times = tuple(x + y for x, y in zip(t1, t2))
         first = (st1[0] + st2[0], st1[1] + st2[1])
     else:
-        s, n, raw, mode_bytes, times, first = _write(p, s, n, raw, delta)
+        s, n, raw, pf, mode_bytes, times, first = _write(p, s, n, raw, pf, delta)
         idle = idle_fold = jnp.zeros_like(delta)
     busy = times[0] + times[1] + times[2]  # explicit order: no reduction whose order could vary
     time_s = state.time_s + busy + idle
     new = State(slc_bytes=s, native_bytes=n, raw_used_bytes=raw, written_bytes=w1, time_s=time_s,
                 mode_bytes=tuple(x + y for x, y in zip(state.mode_bytes, mode_bytes)),
-                mode_time_s=tuple(x + y for x, y in zip(state.mode_time_s, times)))
+                mode_time_s=tuple(x + y for x, y in zip(state.mode_time_s, times)), paced_bytes=pf)
     out = StepOut(written_bytes=w1, time_s=time_s, speed=delta / jnp.maximum(busy, 1e-30),
                   slc_bytes=s, native_bytes=n, mode_bytes=jnp.stack(mode_bytes),
                   mode_time_s=jnp.stack(times), idle_folded_bytes=idle_fold, first_bytes=first[0],

@@ -21,13 +21,17 @@ def regime_names(drive: Drive | None = None) -> tuple[str, str, str, str]:
     cache, past the cache, folding.  The first region is its own regime only when it has its own program
     time (``drive.first_slc_t_prog_us``): ``pslc_static`` in ``static`` and ``hybrid`` (the static region),
     ``pslc_first`` in ``dynamic``; past the cache the regime is ``fold_through`` when writes go through
-    pSLC and are folded at once (``drive.fold_while_writing``), else ``direct_native``."""
+    pSLC and are folded at once (``drive.fold_while_writing``), else ``direct_native``; either with
+    ``_paced`` when the cache's data is folded from the cache's end on (``drive.paced_folding``)."""
     first = "pslc"
     if drive is not None and bool(np.any(np.asarray(drive.first_slc_t_prog_us) > 0)):
         mode = int(np.asarray(drive.slc_mode).reshape(-1)[0])
         first = "pslc_first" if mode == fluid.DYNAMIC else "pslc_static"
     through = drive is not None and bool(np.any(np.asarray(fluid.fold_through(drive))))
-    return (first, "pslc", "fold_through" if through else "direct_native", "folding")
+    past = "fold_through" if through else "direct_native"
+    if drive is not None and bool(np.any(np.asarray(drive.paced_folding) > 0)):
+        past += "_paced"
+    return (first, "pslc", past, "folding")
 
 
 def phases(out: StepOut, drive: Drive | None = None) -> list[dict[str, Any]]:
@@ -80,7 +84,8 @@ def summary(out: StepOut, capacity_gb: float, drive: Drive | None = None) -> dic
 
 #: a colour per regime (:func:`regime_names`), shared by the fill and fit figures
 REGIME_COLORS = {"pslc_static": "#2f6db0", "pslc_first": "#2f6db0", "pslc": "#4c9be8",
-                 "direct_native": "#f2b134", "fold_through": "#b07cc6", "folding": "#e8574c"}
+                 "direct_native": "#f2b134", "fold_through": "#b07cc6", "folding": "#e8574c",
+                 "direct_native_paced": "#e0863a", "fold_through_paced": "#9a5fb5"}
 
 
 def plot_fill(out: StepOut, path, title: str = "", reference=None, drive: Drive | None = None) -> None:
