@@ -118,3 +118,18 @@ def test_a_pslc_program_as_slow_as_the_native_one_is_not_physical():
     assert checks["nand.t_prog_slc_us"].inside and checks["nand.t_prog_us"].inside
     assert checks["drive.first_slc_t_prog_us / nand.t_prog_us"].inside  # 3.3x faster
     assert any("1.5x faster" in line for line in bounds.outside(list(checks.values())))
+
+
+def test_a_narrow_regime_the_segmentation_resolves_stays_a_phase():
+    """A static region of 0.6 % of the fill at 480 MB/s before 400 MB/s: the segmentation of the curve
+    gives it a part of the minimum 1 % width (mean 448 MB/s, 12 % above 400, its median 480), so it is
+    a phase of its own; at 0.4 % it fills less than half that part and joins its neighbour."""
+    from ssdx.models.fluid.phases import segment
+
+    for end, want in ((24.0, 2), (16.0, 1)):
+        regimes = [{"name": "pslc", "start_gb": 0.0, "end_gb": end, "mean_mb_s": 480.0},
+                   {"name": "direct_native", "start_gb": end, "end_gb": 4000.0, "mean_mb_s": 400.0}]
+        assert len(visible(regimes, 4000.0)) == want
+        lo = np.arange(0.0, 4000.0, 2.0)
+        mb_s = np.where(lo < end, 480.0, 400.0)
+        assert len(segment(lo, lo + 2.0, mb_s, 2e3 / mb_s)) == want  # the measured curve's own count

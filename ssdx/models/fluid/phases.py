@@ -118,9 +118,12 @@ def segment(gb_lo: np.ndarray, gb_hi: np.ndarray, mb_s: np.ndarray,
 def visible(regimes: list[dict[str, Any]], span_gb: float) -> list[dict[str, Any]]:
     """The model's regimes (``ssdx.models.fluid.plots.phases``) as the phases :func:`segment` would see on
     its curve: a regime narrower than :data:`MIN_PHASE_FRACTION` of ``span_gb`` joins the neighbour
-    nearer its speed, and neighbours whose speeds differ by no more than :data:`MIN_STEP_FRACTION` of the
-    larger merge.  Each phase: ``{name, regimes, start_gb, end_gb, mean_mb_s}``, ``name`` the regimes
-    joined by ``+``, ``mean_mb_s`` bytes over time."""
+    nearer its speed, unless :func:`segment` would still resolve it: it fills more than half of a part of
+    that minimum width (so the part's median is its speed) whose mean over GB, the rest taken from the
+    neighbour, differs from the neighbour's by more than :data:`MIN_STEP_FRACTION` of the larger (a split
+    :func:`segment` makes); neighbours whose speeds differ by no more than that fraction merge.  Each
+    phase: ``{name, regimes, start_gb, end_gb, mean_mb_s}``, ``name`` the regimes joined by ``+``,
+    ``mean_mb_s`` bytes over time."""
     parts = [{"regimes": [r["name"]], "start_gb": r["start_gb"], "end_gb": r["end_gb"],
               "_t": (r["end_gb"] - r["start_gb"]) * 1e3 / max(r["mean_mb_s"], 1e-300)} for r in regimes]
 
@@ -135,12 +138,18 @@ def visible(regimes: list[dict[str, Any]], span_gb: float) -> list[dict[str, Any
 
     while len(parts) > 1:
         min_gb = MIN_PHASE_FRACTION * span_gb
-        narrow = [j for j, p in enumerate(parts) if p["end_gb"] - p["start_gb"] < min_gb]
+        narrow = [j for j, p in enumerate(parts)
+                  if p["end_gb"] - p["start_gb"] < min_gb and not p.get("_seen")]
         if narrow:
             j = min(narrow, key=lambda i: parts[i]["end_gb"] - parts[i]["start_gb"])
             nbrs = [i for i in (j - 1, j + 1) if 0 <= i < len(parts)]
             k = min(nbrs, key=lambda i: abs(speed(parts[i]) - speed(parts[j])))
-            join(min(j, k))
+            w, a, b = parts[j]["end_gb"] - parts[j]["start_gb"], speed(parts[j]), speed(parts[k])
+            blend = (w * a + (min_gb - w) * b) / min_gb  # the minimum-width part holding it
+            if w > 0.5 * min_gb and abs(blend - b) > MIN_STEP_FRACTION * max(blend, b):
+                parts[j]["_seen"] = True  # the segmentation resolves it: its own phase
+            else:
+                join(min(j, k))
             continue
         close = [j for j in range(len(parts) - 1) if abs(speed(parts[j]) - speed(parts[j + 1]))
                  <= MIN_STEP_FRACTION * max(speed(parts[j]), speed(parts[j + 1]))]
