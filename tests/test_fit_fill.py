@@ -259,15 +259,20 @@ def test_a_curve_the_model_cannot_follow_is_flagged(tmp_path):
 # ------------------------------------------------------------------------------------------------- CLI
 
 
-def test_fit_fill_cli_contract_reproduction_and_preset(tmp_path):
-    truth = TRUTHS["capped"]
+def fit_cli(tmp_path, truth, *args):
+    """``ssdx experiment=fit_fill`` on the model's own curve for ``truth`` on the small drive: the
+    completed process, ``summary.json``, the curve file and the run directory."""
     curve = write_curve(tmp_path / "measured.csv", truth_curve(truth))
     out = tmp_path / "fit"
-    r = ssdx("experiment=fit_fill", f"fit.curve={curve}", *SMALL_ARGS, f"fit.n_steps={N_STEPS}",
-             "fit.rules=[dynamic,capped]", "fit.name=my_fit", f"hydra.run.dir={out}")
+    r = ssdx("experiment=fit_fill", f"fit.curve={curve}", *SMALL_ARGS, f"fit.n_steps={N_STEPS}", *args,
+             f"hydra.run.dir={out}")
     assert r.returncode == 0, r.stderr
+    return r, json.loads((out / "summary.json").read_text()), curve, out
+
+
+def test_fit_fill_cli_contract_reproduction_and_preset(tmp_path):
+    r, s, curve, out = fit_cli(tmp_path, TRUTHS["capped"], "fit.rules=[dynamic,capped]", "fit.name=my_fit")
     assert "rule capped" in r.stdout and "apply: ssdx experiment=aldrin_pro_fill" in r.stdout
-    s = json.loads((out / "summary.json").read_text())
     assert set(s) >= {"phases", "measured_phases", "rmse_mb_s", "overrides", "preset_path"}
     assert s["rule"] == "capped" and not s["poor_fit"] and s["rmse_mb_s"] < 5.0
     assert s["fitted"]["drive.max_dynamic_slc_gb"] == pytest.approx(60.0, rel=0.02)
@@ -347,13 +352,8 @@ def test_the_fio_job_that_measured_the_curve_sets_the_fits_workload(tmp_path):
 def test_fit_fill_tries_paced_folding_when_the_rules_leave_a_phase_the_curve_lacks(tmp_path):
     """A drive that folds from its cache's end shows two phases; the capped rule explains the curve with
     three (direct, then folding), so the job fits its paced variant and keeps it, naming the policy."""
-    truth = TRUTHS_BY_OWN_RULE["capped_paced"]
-    curve = write_curve(tmp_path / "measured.csv", truth_curve(truth))
-    out = tmp_path / "fit"
-    r = ssdx("experiment=fit_fill", f"fit.curve={curve}", *SMALL_ARGS, f"fit.n_steps={N_STEPS}",
-             "fit.rules=[capped]", "fit.other_die_counts=false", f"hydra.run.dir={out}")
-    assert r.returncode == 0, r.stderr
-    s = json.loads((out / "summary.json").read_text())
+    _, s, _, _ = fit_cli(tmp_path, TRUTHS_BY_OWN_RULE["capped_paced"], "fit.rules=[capped]",
+                         "fit.other_die_counts=false")
     assert s["paced_rules_tried"] == ["capped_paced"]
     assert s["rule"] == "capped_paced" and s["policy"]["paced_folding"] and s["phase_count"]["match"]
     assert [p["name"] for p in s["phases"]] == ["pslc", "direct_native_paced"]
