@@ -77,7 +77,8 @@ def main(out: str) -> None:
             res[f"{b}/entries/{k}"] = r.extra["sums"][k]
     # the replay path with MQSim's write-back: rewrites kept in the buffer, page programs of two planes
     # joined into one, pages read first placed on their planes (engine.rewrite_window_s, plane_merge); the
-    # second configuration counts the programs in flight for its back pressure (engine.back_pressure)
+    # second configuration counts the programs in flight for its back pressure (engine.back_pressure), the
+    # third lets a write's pages in one by one on a drive whose free blocks are erased
     rng = np.random.default_rng(13)
     n = 300
     ch = Chunk(time_s=np.cumsum(rng.exponential(20e-6, n)), op=(rng.random(n) < 0.5).astype(np.int8),
@@ -86,7 +87,8 @@ def main(out: str) -> None:
     one = _cols(loop="open", write_back="eager", rewrite_window_s=1.0, plane_merge=True, merge_dies=2,
                 inflight_kib=256)
     programs = one | {"engine.back_pressure": np.asarray(["programs"])}
-    trees = engine_params.build(params.concat_columns([one, programs]), dtype=np.float64)
+    pages = one | {"engine.back_pressure": np.asarray(["pages"]), "engine.fresh_blocks": np.asarray([True])}
+    trees = engine_params.build(params.concat_columns([one, programs, pages]), dtype=np.float64)
     for b in ("cpu", "cuda"):
         r = replay.replay(trees, [ch], chunk_len=128, keep_latency=True, backend=b)
         res[f"{b}/merge/latencies"] = r.latencies

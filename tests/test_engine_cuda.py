@@ -52,7 +52,7 @@ def test_kernel_chunk_state_matches_field_by_field(simulated):
     # one chunk of the raw functions on drives that erase and fold, launched as blocks of 3 threads
     # (a partial last block), every state field and accumulator compared
     pairs = _pairs(simulated, "chunk/")
-    assert len(pairs) == 24 + 3 + 4 + 17 + 1  # state (die_r as 3, pe as 5), accumulators, latencies
+    assert len(pairs) == 25 + 3 + 4 + 17 + 1  # state (die_r as 3, pe as 5), accumulators, latencies
     for k, a, b in pairs:
         assert a.shape == b.shape and a.dtype == b.dtype, k
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
@@ -82,13 +82,14 @@ def test_kernel_takes_the_entry_caches_events_like_the_cpu_loop(simulated):
 
 def test_kernel_keeps_rewrites_and_merges_planes_like_the_cpu_loop(simulated):
     # engine.rewrite_window_s and engine.plane_merge (MQSim's write-back) on 4,000 pages, open loop, the
-    # back pressure fluid and counted in programs
+    # back pressure fluid, counted in programs and page by page
     pairs = _pairs(simulated, "merge/")
     assert len(pairs) == 5
     pages, programs = simulated["cpu/merge/prog_pages"], simulated["cpu/merge/programs"]
     assert (programs < pages).all()  # programs of two planes joined
     lat = simulated["cpu/merge/latencies"]
-    assert not np.allclose(lat[:, 0], lat[:, 1])  # the two back pressures differ
+    assert not np.allclose(lat[:, 0], lat[:, 1])  # the back pressures differ
+    assert not np.allclose(lat[:, 1], lat[:, 2])
     for k, a, b in pairs:
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=k)
 

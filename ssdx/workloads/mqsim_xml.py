@@ -360,9 +360,10 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False,
     :data:`REWRITE_WINDOW_S` (a page written again within the current second stays in their cache),
     ``engine.plane_merge`` = true (its scheduler joins queued page programs of one die's planes with equal
     page numbers; ``engine.merge_dies``: the chip's dies where ``chip_as_die`` makes a chip one die) and
-    ``engine.inflight_kib`` and ``engine.back_pressure`` = ``programs`` (their back pressure: a new
-    write waits while one page per plane of the drive or more is in flight to flash, until a write
-    transaction ends),
+    ``engine.inflight_kib`` and ``engine.back_pressure`` = ``pages`` (their back pressure: a write's pages
+    go to flash one by one, each while less than a page per plane of the drive is in flight, each looked
+    up in the mapping table as it goes), ``engine.fresh_blocks`` = true (MQSim erases in garbage
+    collection only),
     ``engine.map_read_bytes`` = 512 (a translation read moves one sector) and ``engine.cache_read`` = false
     (a chip holds a read until its data is out); for an NVMe drive ``engine.cmd_us``
     (:func:`nvme_command_us`: MQSim's command costs its PCIe messages only), ``engine.host_gb_s``
@@ -516,9 +517,12 @@ def _ssdconfig(p: Path, chip_as_die: bool, sources: dict[str, list[Source]] | No
         "engine.page_types": "mqsim",
         **{f"engine.prog_{t.lower()}_factor": progs[t] / t_prog for t in types},
         "engine.merge_dies": chip_dies,
-        # a write waits until a write transaction in flight ends (write_to_destage_buffer), counted in
-        # programs, not as a fluid backlog
-        "engine.back_pressure": "programs",
+        # a write's transactions go to flash one by one, each while the sectors in flight are below
+        # back_pressure_buffer_max_depth (write_to_destage_buffer), each looked up in the mapping table as
+        # it goes (Translate_lpa_to_ppa_and_dispatch)
+        "engine.back_pressure": "pages",
+        # MQSim erases blocks in garbage collection only, none while a plane has free blocks
+        "engine.fresh_blocks": True,
     }
     if arithmetic == "mqsim":  # MQSim's integer arithmetic (parse_ssdconfig)
         width = int_value(p, get(d, "Flash_Channel_Width"), 1, 64)

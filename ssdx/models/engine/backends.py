@@ -11,6 +11,9 @@ depends on the hardware, so it is resolved at run time, outside the parameter mo
   refused, naming what is missing, when Numba sees no usable GPU;
 * ``auto`` — ``cpu`` when JAX's default device is a CPU and Numba is installed, else ``jax``.  ``auto`` does
   not pick ``cuda``: its speed on a GPU has not been measured against ``jax``.
+
+``engine.back_pressure = pages`` (a write's pages let into flash one by one, ``cpu_ops._write_pages``) is
+in the per-configuration loop only: ``auto`` picks ``cpu`` for it, and ``jax`` refuses it.
 """
 
 from __future__ import annotations
@@ -33,12 +36,22 @@ def cuda_unavailable() -> str | None:
     return engine_cuda.unavailable()
 
 
-def select(engine: Mapping[str, Any]) -> str:
+def select(engine: Mapping[str, Any], pages: bool = False) -> str:
     """The back end a run with the ``engine`` config mapping uses: ``jax``, ``cpu`` or ``cuda`` (``auto``
-    resolved on JAX's default device; ``cuda`` checked against the GPUs Numba sees).  A name outside
-    ``ssdx.models.engine.params.BACKENDS`` or an unavailable ``cuda`` raises
+    resolved on JAX's default device; ``cuda`` checked against the GPUs Numba sees).  ``pages``: some
+    configuration lets writes in page by page (``engine.back_pressure = pages``, also read from
+    ``engine``), which ``auto`` runs on ``cpu`` and ``jax`` refuses.  A name outside
+    ``ssdx.models.engine.params.BACKENDS``, an unavailable ``cuda`` or ``jax`` with ``pages`` raises
     :class:`~ssdx.params.ConfigError`."""
     value = backend_name(engine)
+    pages = pages or engine.get("back_pressure") == "pages"
+    if pages and value == "jax":
+        raise ConfigError("engine.backend", value, "engine.back_pressure = pages runs in the "
+                          "per-configuration loop only; use auto, cpu or cuda")
+    if pages and value == "auto":
+        if importlib.util.find_spec("numba") is None:
+            raise ConfigError("engine.back_pressure", "pages", "needs Numba (the cpu back end); use programs")
+        return "cpu"
     if value == "cuda":
         why = cuda_unavailable()
         if why is not None:

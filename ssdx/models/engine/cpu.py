@@ -34,12 +34,15 @@ import numpy as np
 
 from ssdx.core.stats import BIN_NUDGE, BINS_PER_DECADE, LOG_MIN, N_BINS
 from ssdx.models.engine.cpu_ops import (
+    WK_ROWS,
     _admit,
     _admit_programs,
     _allocate,
     _book,
     _bp_limit,
     _div,
+    _erases,
+    _flight_push,
     _heap_replace_min,
     _kept_on,
     _merge_page,
@@ -48,9 +51,18 @@ from ssdx.models.engine.cpu_ops import (
     _pos,
     _read_on_die,
     _shift,
+    _write_pages,
 )
 from ssdx.models.engine.cpu_pack import *  # noqa: F403  (the loop's column and row indices: INDICES)
-from ssdx.models.engine.cpu_pack import new_sums, pack_merge, pack_plan, pack_state, request_arrays, unpack
+from ssdx.models.engine.cpu_pack import (
+    new_sums,
+    pack_flight,
+    pack_merge,
+    pack_plan,
+    pack_state,
+    request_arrays,
+    unpack,
+)
 from ssdx.models.engine.model import END_SLACK, FIT_SLACK, READ, TRIM, WRITE, Acc, Requests, State
 from ssdx.models.engine.params import MAP_UNIT_BYTES, MASK_PAGES, Layout
 
@@ -60,15 +72,16 @@ __all__ = ["pack_plan", "run_chunk"]
 # ------------------------------------------------------------------------------------------- the loop
 @numba.njit(cache=True)
 def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, end_c, op, off4k, size, gap_s,
-            valid, map_miss, wb_tpage, wb_count, kept, first_read, lat, keep, b, C, mg, wk):
+            valid, map_miss, wb_tpage, wb_count, kept, first_read, lat, keep, b, C, mg, wk, fl):
     """Run one configuration through the chunk (``engine.step`` request by request).
 
     Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die``
     (len(DIES) + 2 K, D), ``chan`` (2, C), ``slots``, ``tags`` (3, M), accumulators ``a``,
     ``hist`` (3, N_BINS), ``busy`` (D,)), written in place; ``x_c``, ``first_c``, ``last_c``, ``end_c``
-    are scratch of at least ``C`` entries, ``wk`` of (2, dies);
-    ``lat[i, b]`` gets request ``i``'s latency when ``keep``.  No allocation and no numpy calls: the
-    same source is compiled as a CUDA device function by :mod:`ssdx.models.engine.cuda`."""
+    are scratch of at least ``C`` entries, ``wk`` of (2, dies) (:data:`~.cpu_ops.WK_ROWS` rows where
+    ``engine.back_pressure = pages``), ``fl`` (3, ``Layout.flight_slots``) the pages in flight to flash
+    (``State.flight``); ``lat[i, b]`` gets request ``i``'s latency when ``keep``.  No allocation and no
+    numpy calls: the same source is compiled as a CUDA device function by :mod:`ssdx.models.engine.cuda`."""
     n_dies = int(f[N_DIES])
     n_ch = int(f[N_CH])
     planes = f[PLANES]
@@ -177,14 +190,17 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
         draw -= (f[BITS] - 1.0) * fold_x
         queue = (issue - arrival) + (ctrl_at - issue)
         done = t_cmd
+        # engine.back_pressure = pages: a write's pages are looked up as they go to flash (_write_pages)
+        by_page = o == WRITE and f[EAGER] > 0.5 and f[BP_PAGES] > 0.5
         # model._in_flight: the page of the latest translation read, not in yet: wait for that read
-        inflight = o != TRIM and tpage == map_tp and map_end > t_cmd
+        inflight = o != TRIM and not by_page and tpage == map_tp and map_end > t_cmd
         if inflight:
             miss = False
-        if miss:  # 3. translation page read from die tpage mod dies, read priority
+        if miss and not by_page:  # 3. translation page read from die tpage mod dies, read priority
             pm = _pos(_mod(tpage, n_dies, s_dies), n_ch, C, s_ch)
             m_start, m_dur = _read_on_die(f, sus_on, die, busy, a, pm, t_cmd,
                                           t_map + (t_map_xfer if hold_on else 0.0))
+            _flight_push(fl, pm, m_start, m_dur)
             free_max = max(free_max, die[DIE_FREE, pm])
             a[MAP_MISSES] += 1.0
             map_tp, map_end = tpage, m_start + m_dur + (0.0 if hold_on else t_map_xfer)  # entries in
@@ -248,6 +264,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                     est = _book(die, pd, ready, dur, False)
                     hold = max(end_c[c] + 0.5 * xfer, est + dur + xfer) - (est + dur)
                 r_start, dur = _read_on_die(f, sus_on, die, busy, a, pd, ready, dur + hold)
+                _flight_push(fl, pd, r_start, dur)
                 r_end = r_start + dur - hold
                 x_c[c] += xfer
                 first_c[c] = min(first_c[c], r_end)
@@ -321,69 +338,81 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 x_c[_mod(_nth_die(start, j, n_dies), n_ch, s_ch)] += q + (1 if j < m else 0) - u_k
             adm = h_end
             bp_prog = eager and f[BP_PROGRAMS] > 0.5
-            if bp_prog:  # engine.back_pressure = programs: let in once few enough programs are in flight
+            if by_page:  # engine.back_pressure = pages: page by page, programs booked there (_write_pages)
+                pm = _pos(_mod(tpage, n_dies, s_dies), n_ch, C, s_ch)
+                first_pg = _div(o4, page_4k, s_p4)
+                t_m_die = t_map + t_map_xfer * hold_on  # as for a read's translation page (above)
+                t_m_in = t_map_xfer * (1 - hold_on)
+                adm, n_ops, map_tp, map_end, fm = _write_pages(
+                    f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, n_units, start, first_pg, kept_i,
+                    n_dies, n_ch, C, s_dies, s_ch, t_unit, t_item, merge_on, sub, n_pl, upb, ring, rule, fac0,
+                    fac1, fac2, miss, pm, t_m_die, t_m_in, tpage, map_tp, map_end)
+                free_max = max(free_max, fm)
+            elif bp_prog:  # engine.back_pressure = programs: let in once few enough programs are in flight
                 limit = _bp_limit(f[INFLIGHT_BYTES], sz, float(n_units), float(n_units - n_kept))
                 adm = _admit_programs(h_end, die, n_dies, n_ch, C, t_unit, limit, wk)
-            for j in range(n_tc):  # channel transfer of the units, after the host data is in
-                c = _mod(start + j, n_ch, s_ch)
-                if x_c[c] > 0:
-                    chan[0, c] = max(chan[0, c], h_end) + x_c[c] * t_item
-            n_ops = 0.0
             backlog_pre = 0.0  # merge_on: the dies' backlog before this write's programs, then its change
-            if merge_on and not bp_prog:  # when the back pressure (below) lets the pages into the flash queue
-                for w in range(n_dies // n_ch):
-                    for c in range(n_ch):
-                        backlog_pre += max(die[DIE_FREE, w * C + c] - issue, 0.0)
-                own = (n_units - n_kept) * t_unit
-                adm = _admit(h_end, issue, backlog_pre + own, n_dies, f[INFLIGHT_BYTES], t_unit, sz / n_units)
-            for j in range(min(n_units, n_dies)):
-                d = _nth_die(start, j, n_dies)
-                u = q + (1 if j < m else 0)
-                if kept_i != 0:
-                    u -= _kept_on(kept_i, j, n_units, n_dies)
-                    if u == 0:  # every page of this die kept: no program
+            if not by_page:  # the write's units booked together (the other back pressures)
+                for j in range(n_tc):  # channel transfer of the units, after the host data is in
+                    c = _mod(start + j, n_ch, s_ch)
+                    if x_c[c] > 0:
+                        chan[0, c] = max(chan[0, c], h_end) + x_c[c] * t_item
+                n_ops = 0.0
+                if merge_on and not bp_prog:  # when the back pressure (below) lets the pages into flash
+                    for w in range(n_dies // n_ch):
+                        for c in range(n_ch):
+                            backlog_pre += max(die[DIE_FREE, w * C + c] - issue, 0.0)
+                    own = (n_units - n_kept) * t_unit
+                    adm = _admit(h_end, issue, backlog_pre + own, n_dies, f[INFLIGHT_BYTES], t_unit,
+                                 sz / n_units)
+                for j in range(min(n_units, n_dies)):
+                    d = _nth_die(start, j, n_dies)
+                    u = q + (1 if j < m else 0)
+                    if kept_i != 0:
+                        u -= _kept_on(kept_i, j, n_units, n_dies)
+                        if u == 0:  # every page of this die kept: no program
+                            continue
+                    ops, used = (float(math.ceil(u / planes)), u / planes) if eager else (float(u), float(u))
+                    pd = _pos(d, n_ch, C, s_ch)
+                    old = die[DIE_UNITS, pd]
+                    die[DIE_UNITS, pd] = old + used
+                    n_erase = _erases(old, old + used, upb, f[FRESH_UNITS])
+                    c_d = _mod(d, n_ch, s_ch)
+                    p_start = max(die[DIE_FREE, pd], chan[0, c_d])
+                    durf = ops  # the programs' time in units of t_unit
+                    if merge_on:  # page by page: each joins a queued program of another plane or is its own
+                        ops = 0.0
+                        durf = 0.0
+                        slack = END_SLACK * t_unit  # a program starting as the page is ready takes it
+                        t0 = p_start + n_erase * f[T_ERASE]  # the erases first
+                        t = j
+                        while t < n_units:
+                            if not (t < MASK_PAGES and (kept_i >> t) & 1):
+                                g = _div(o4, page_4k, s_p4) + t
+                                w = _merge_page(mg, pd, _div(g, n_dies, s_dies), sub, n_pl, upb,
+                                                t0 + durf * t_unit, max(chan[0, c_d], adm) - slack, ring,
+                                                rule, fac0, fac1, fac2)
+                                ops += 1.0 if w > 0.0 else 0.0  # (a select, not a branch)
+                                durf += w
+                            t += n_dies
+                    n_ops += ops
+                    p_dur = durf * t_unit + n_erase * f[T_ERASE]
+                    if p_dur == 0.0:  # every page joined a queued program: no die time
                         continue
-                ops, used = (float(math.ceil(u / planes)), u / planes) if eager else (float(u), float(u))
-                pd = _pos(d, n_ch, C, s_ch)
-                old = die[DIE_UNITS, pd]
-                die[DIE_UNITS, pd] = old + used
-                n_erase = math.floor((old + used) / upb) - math.floor(old / upb)
-                c_d = _mod(d, n_ch, s_ch)
-                p_start = max(die[DIE_FREE, pd], chan[0, c_d])
-                durf = ops  # the programs' time in units of t_unit
-                if merge_on:  # page by page: each joins a queued program of another plane or is its own
-                    ops = 0.0
-                    durf = 0.0
-                    slack = END_SLACK * t_unit  # a program starting as the page is ready takes it
-                    t0 = p_start + n_erase * f[T_ERASE]  # the erases first
-                    t = j
-                    while t < n_units:
-                        if not (t < MASK_PAGES and (kept_i >> t) & 1):
-                            g = _div(o4, page_4k, s_p4) + t
-                            w = _merge_page(mg, pd, _div(g, n_dies, s_dies), sub, n_pl, upb,
-                                            t0 + durf * t_unit, max(chan[0, c_d], adm) - slack, ring,
-                                            rule, fac0, fac1, fac2)
-                            ops += 1.0 if w > 0.0 else 0.0  # (a select, not a branch)
-                            durf += w
-                        t += n_dies
-                n_ops += ops
-                p_dur = durf * t_unit + n_erase * f[T_ERASE]
-                if p_dur == 0.0:  # every page joined a queued program: no die time
-                    continue
-                if sus_on:  # the program/erase run (model._write): erases first, then the units
-                    if p_start - die[PE_END, pd] > FIT_SLACK * t_unit:
-                        die[PE_START, pd] = p_start
-                    die[PE_END, pd] = p_start + p_dur
-                    if n_erase > 0:
-                        die[ER_LEN, pd] = n_erase * f[T_ERASE]
-                        die[ER_END, pd] = p_start + die[ER_LEN, pd]
-                    die[T_OP, pd] = t_unit * f[OP_BIAS]  # the op a read lands in (model._write)
-                if merge_on and not bp_prog:  # the backlog's change, instead of a second pass over the dies
-                    backlog_pre += p_start + p_dur - issue - max(die[DIE_FREE, pd] - issue, 0.0)
-                die[DIE_FREE, pd] = p_start + p_dur
-                free_max = max(free_max, die[DIE_FREE, pd])
-                busy[pd] += p_dur
-                a[ERASES] += n_erase
+                    if sus_on:  # the program/erase run (model._write): erases first, then the units
+                        if p_start - die[PE_END, pd] > FIT_SLACK * t_unit:
+                            die[PE_START, pd] = p_start
+                        die[PE_END, pd] = p_start + p_dur
+                        if n_erase > 0:
+                            die[ER_LEN, pd] = n_erase * f[T_ERASE]
+                            die[ER_END, pd] = p_start + die[ER_LEN, pd]
+                        die[T_OP, pd] = t_unit * f[OP_BIAS]  # the op a read lands in (model._write)
+                    if merge_on and not bp_prog:  # the backlog's change, not a second pass over the dies
+                        backlog_pre += p_start + p_dur - issue - max(die[DIE_FREE, pd] - issue, 0.0)
+                    die[DIE_FREE, pd] = p_start + p_dur
+                    free_max = max(free_max, die[DIE_FREE, pd])
+                    busy[pd] += p_dur
+                    a[ERASES] += n_erase
             h_ack = adm
             if eager and not bp_prog:  # let in once the data in flight fits in inflight_bytes (model._write)
                 backlog = backlog_pre
@@ -463,6 +492,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     sc[WPTR], sc[WPARTIAL], sc[DS], sc[DN], sc[DRAW] = wptr, wpartial, ds, dn, draw
     sc[DRAM_FREE] = dram_free - now
     sc[MAP_TP], sc[MAP_END] = map_tp, map_end - now
+    for j in range(fl.shape[1]):  # the pages in flight: when their programs end
+        fl[0, j] -= now
     for r in range(mg.shape[0]):  # the multi-plane state's start times
         if r % (1 + ring) != 0:
             for d in range(mg.shape[1]):
@@ -471,15 +502,15 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
 
 @numba.njit(cache=True, parallel=True)
 def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, map_miss, wb_tpage,
-         wb_count, kept, first_read, lat, keep, C, mg):
+         wb_count, kept, first_read, lat, keep, C, mg, fl):
     for b in numba.prange(pf.shape[0]):
         x_c, first_c, last_c, end_c = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
-        wk = np.empty((2, die.shape[2]))
+        wk = np.empty((WK_ROWS if fl.shape[2] else 2, die.shape[2]))
         # the index as int64: Numba types a prange index int64 while it infers types and uint64 in the
         # parallel loop it lowers, and would compile _config, nearly all of the code, once for each
         _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,
                 last_c, end_c, op, off4k, size, gap_s, valid, map_miss, wb_tpage, wb_count, kept, first_read,
-                lat, keep, np.int64(b), C, mg[b], wk)
+                lat, keep, np.int64(b), C, mg[b], wk, fl[b])
 
 
 def run_chunk(pf: np.ndarray, s: State, req: Requests, lay: Layout,
@@ -489,9 +520,9 @@ def run_chunk(pf: np.ndarray, s: State, req: Requests, lay: Layout,
     dt = np.asarray(s.ctrl_free).dtype
     b = pf.shape[0]
     first = [np.ascontiguousarray(np.moveaxis(x, -1, 0))
-             for x in (*pack_state(s), *new_sums(b, lay.ways * lay.channels), pack_merge(s))]
+             for x in (*pack_state(s), *new_sums(b, lay.ways * lay.channels), pack_merge(s), pack_flight(s))]
     n_req = np.shape(req.op)[0]
     lat = np.zeros((n_req, b) if keep_latency else (1, 1))
-    _run(pf, *first[:-1], *request_arrays(req), lat, keep_latency, lay.channels, first[-1])
+    _run(pf, *first[:-2], *request_arrays(req), lat, keep_latency, lay.channels, *first[-2:])
     state, acc = unpack(*(np.moveaxis(x, 0, -1) for x in first), dt)
     return state, acc, (lat.astype(dt) if keep_latency else None)

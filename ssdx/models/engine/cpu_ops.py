@@ -14,9 +14,15 @@ import numba
 
 from ssdx.models.engine.cpu_pack import (
     DIE_FREE,
+    DIE_UNITS,
     ER_END,
     ER_LEN,
+    ERASES,
+    FRESH_UNITS,
     GAP,
+    INFLIGHT_BYTES,
+    MAP_MISSES,
+    OP_BIAS,
     PE_END,
     PE_START,
     R_END,
@@ -27,6 +33,7 @@ from ssdx.models.engine.cpu_pack import (
     SUSPEND_MIN_PROGRAM_S,
     SUSPEND_PROGRAM,
     SUSPEND_PROGRAM_S,
+    T_ERASE,
     T_OP,
 )
 from ssdx.models.engine.model import END_SLACK, FIT_SLACK
@@ -214,6 +221,12 @@ def _allocate(mg, pd, n, sub, planes, ring):
     a = mg[base, pd]
     mg[base + 1 + int(a) % ring, pd] = -math.inf
     mg[base, pd] = a + 1.0
+
+
+@numba.njit(cache=True, inline="always")
+def _erases(before, after, upb, fresh):
+    """model._erases: the blocks a die erases as its programmed units go from ``before`` to ``after``."""
+    return math.floor(max(after - fresh, 0.0) / upb) - math.floor(max(before - fresh, 0.0) / upb)
 
 
 @numba.njit(cache=True, inline="always")
@@ -414,3 +427,161 @@ def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
     die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
     busy[pd] += dur
     return start, dur
+
+
+@numba.njit(cache=True, inline="always")
+def _map_read_first(f, sus_on, die, busy, a, pd, ready, dur):
+    """A translation read of ``dur`` s ready at ``ready`` on the die at position ``pd`` served ahead of
+    the reads queued there, behind only the operation in progress (MQSim's mapping reads go first,
+    ``TSU_Priority_OutOfOrder``; that operation suspended where the suspension options allow,
+    :func:`_suspend`); the program/erase work booked after it moves back.  The read booking's gaps are
+    left alone: the read is booked at a future instant (when a write's page goes to flash), where a
+    gap-filling booking would give up the gaps before it.  Returns its start and die time."""
+    start = ready
+    if sus_on:
+        start, dur = _suspend(f, die, a, pd, ready, dur, ready)
+        for r in (PE_START, PE_END, ER_END):
+            if die[r, pd] > start + FIT_SLACK * dur:
+                die[r, pd] += dur
+    die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
+    busy[pd] += dur
+    return start, dur
+
+
+@numba.njit(cache=True, inline="always")
+def _flight_push(fl, pd, start, dur):
+    """A read of ``dur`` s from ``start`` on the die at position ``pd``, served ahead of the programs queued
+    there, moves the ends of that die's pages in flight (``State.flight``) that come after it back by
+    ``dur``, as it moves the die's program/erase run (``engine.back_pressure = pages``; nothing without)."""
+    for q in range(fl.shape[1]):
+        if fl[2, q] == pd and fl[0, q] > start + FIT_SLACK * dur:
+            fl[0, q] += dur
+
+
+#: the row of the scratch ``wk`` where :func:`_write_pages` keeps each die's erases still to run (indexed by
+#: the die's place in the write's deal), past the two of :func:`_admit_programs`
+WK_ERASE = 2
+#: rows of ``wk`` with ``engine.back_pressure = pages``
+WK_ROWS = 3
+
+
+@numba.njit(cache=True)
+def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start, first_page, kept_i, n_dies,
+                 n_ch, C, s_dies, s_ch, t_unit, t_item, merge_on, sub, n_pl, upb, ring, rule, fac0, fac1,
+                 fac2, miss, pm, t_map_die, t_map_in, tpage, map_tp, map_end):
+    """``engine.back_pressure = pages``: a write's ``k`` pages let into the flash back end one by one, each
+    looked up in the mapping table as it goes, then programmed (MQSim's
+    ``Data_Cache_Manager_Flash_Advanced::write_to_destage_buffer`` and ``Address_Mapping_Unit_Page_Level``;
+    Tavakkol et al., FAST 2018).
+
+    * **Admission.**  Page ``j`` goes to flash at the first instant from the previous page's (from
+      ``h_end`` for the first) at which the pages in flight to flash (``fl``: sent, their programs not yet
+      ended; this write's and every earlier one's) carry less than ``inflight_bytes``; it then carries
+      ``sz / k`` bytes until its program ends.  The write is let in (acknowledged once in the buffer's
+      DRAM) when its last page is.
+    * **Translation windows.**  Where the write misses the mapping cache (``miss``), a page that goes to
+      flash while no read of its translation page is in flight reads it (die position ``pm``, read
+      priority, ``t_map_die`` s of die time, its entries in ``t_map_in`` s after the read ends); pages
+      that go while it is in flight wait for it.  Only the pages that waited get entries, so a long write
+      reads its translation page once per read it outlasts.
+    * **Programs.**  A page's data crosses its channel (``t_item`` s) once it is let in and its entries are
+      in, then it is programmed on its die behind the die's backlog, joining a queued program of another
+      plane where ``merge_on`` (:func:`_merge_page`), else a program of its own; each die runs its erases
+      (``DIE_UNITS`` crossing a block) before the write's first program there.
+
+    ``first_page`` is the write's first page number; pages whose bit in ``kept_i`` is set stay in the
+    buffer.  ``fl`` (3, W) holds when each page in flight ends (-inf: a free slot), its bytes and its die
+    position; where all W are in flight, a page takes the first slot.  ``wk`` is scratch of
+    (:data:`WK_ROWS`, dies).  Returns the last page's admission, the programs, the latest translation
+    page read and when its entries are in, and the dies' latest backlog end."""
+    eps = END_SLACK * t_unit
+    width = fl.shape[1]
+    per_page = sz / k  # bytes a page of the write carries to flash
+    t = h_end
+    for jd in range(min(k, n_dies)):  # each die's erases for the write (run before its first program)
+        d = _nth_die(start, jd, n_dies)
+        pd = _pos(d, n_ch, C, s_ch)
+        u = 0
+        q = jd
+        while q < k:
+            if not (q < MASK_PAGES and (kept_i >> q) & 1):
+                u += 1
+            q += n_dies
+        old = die[DIE_UNITS, pd]
+        used = u / n_pl
+        die[DIE_UNITS, pd] = old + used
+        n_erase = _erases(old, old + used, upb, f[FRESH_UNITS])
+        a[ERASES] += n_erase
+        wk[WK_ERASE, jd] = n_erase * f[T_ERASE]
+    win_end = -math.inf  # when the entries of the translation read in flight are in
+    n_ops = 0.0
+    free_max = -math.inf
+    for j in range(k):
+        if j < MASK_PAGES and (kept_i >> j) & 1:
+            continue
+        slot = 0
+        while True:  # admission: less than inflight_bytes in flight at t
+            cnt = 0.0
+            nxt = math.inf
+            for q in range(width):
+                e = fl[0, q]
+                if e > t + eps:
+                    cnt += fl[1, q]
+                    nxt = min(nxt, e)
+                else:
+                    slot = q
+            if cnt < f[INFLIGHT_BYTES] or nxt == math.inf:
+                break
+            t = nxt
+        ready = t
+        if miss:  # the translation page: read unless a read of it is in flight
+            if t >= win_end:
+                if tpage == map_tp and map_end > t:
+                    win_end = map_end
+                else:
+                    m_start, m_dur = _map_read_first(f, sus_on, die, busy, a, pm, t, t_map_die)
+                    _flight_push(fl, pm, m_start, m_dur)
+                    win_end = m_start + m_dur + t_map_in
+                    a[MAP_MISSES] += 1.0
+                    map_tp, map_end = tpage, win_end
+            ready = max(ready, win_end)
+        jd = j % n_dies if j >= n_dies else j
+        d = _nth_die(start, jd, n_dies)
+        pd = _pos(d, n_ch, C, s_ch)
+        c = _mod(d, n_ch, s_ch)
+        chan[0, c] = max(chan[0, c], ready) + t_item  # the page's data to its die
+        cur = die[DIE_FREE, pd]
+        if wk[WK_ERASE, jd] > 0.0:  # the die's erases first (they free the block the pages go to)
+            e_len = wk[WK_ERASE, jd]
+            if sus_on:
+                if cur - die[PE_END, pd] > FIT_SLACK * t_unit:
+                    die[PE_START, pd] = cur
+                die[ER_LEN, pd] = e_len
+                die[ER_END, pd] = cur + e_len
+                die[PE_END, pd] = cur + e_len
+            cur += e_len
+            busy[pd] += e_len
+            wk[WK_ERASE, jd] = 0.0
+        p_start = max(cur, chan[0, c])
+        if merge_on:  # the page joins a program issued to its die (once the die is free) after it could go
+            w_ = _merge_page(mg, pd, _div(first_page + j, n_dies, s_dies), sub, n_pl, upb, max(cur, ready),
+                             ready - eps, ring, rule, fac0, fac1, fac2)
+        else:
+            w_ = 1.0
+        if w_ > 0.0:  # a program of its own, on the die's booking as it goes (a translation read sees it)
+            cur = p_start + w_ * t_unit
+            busy[pd] += w_ * t_unit
+            n_ops += 1.0
+            if sus_on:  # the program/erase run (model._write)
+                if p_start - die[PE_END, pd] > FIT_SLACK * t_unit:
+                    die[PE_START, pd] = p_start
+                die[PE_END, pd] = cur
+                die[T_OP, pd] = t_unit * f[OP_BIAS]
+        die[DIE_FREE, pd] = cur
+        free_max = max(free_max, cur)
+        fl[0, slot] = cur
+        fl[1, slot] = per_page
+        fl[2, slot] = pd
+    if miss:
+        free_max = max(free_max, die[DIE_FREE, pm])
+    return t, n_ops, map_tp, map_end, free_max

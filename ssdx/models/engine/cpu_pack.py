@@ -84,6 +84,12 @@ def pack_merge(s: State) -> np.ndarray:
     return np.array(s.merge, np.float64)
 
 
+def pack_flight(s: State) -> np.ndarray:
+    """The pages in flight to flash (``State.flight``) as the loop's float64 array ``(3, Layout.flight_slots,
+    B)`` (a fresh copy): when each page's program ends, the bytes it carries and its die position."""
+    return np.array(s.flight, np.float64)
+
+
 def request_arrays(req: Requests) -> tuple[np.ndarray, ...]:
     """The chunk's requests as the loop reads them: op, off4k (int64), size, gap_s (float64), valid, and
     the entry cache's map_miss, wb_tpage (int64), wb_count (float64), and the pages kept in the buffer
@@ -101,7 +107,7 @@ def new_sums(b: int, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.zeros((len(SUMS), b)), np.zeros((3, N_BINS, b), np.int32), np.zeros((d, b))
 
 
-def unpack(sc, die, chan, slots, tags, a, hist, busy, mg, dt) -> tuple[State, Acc]:
+def unpack(sc, die, chan, slots, tags, a, hist, busy, mg, fl, dt) -> tuple[State, Acc]:
     """The loop's arrays (configurations last, as :func:`pack_state` and :func:`new_sums` give them) as
     the engine's ``State`` and ``Acc`` in the dtype ``dt``."""
     c = lambda x, t=dt: np.ascontiguousarray(x, dtype=t)  # noqa: E731
@@ -115,7 +121,7 @@ def unpack(sc, die, chan, slots, tags, a, hist, busy, mg, dt) -> tuple[State, Ac
         wptr=c(sc[WPTR], np.int32), wpartial=c(sc[WPARTIAL]), die_units=c(die[DIE_UNITS]), ds=c(sc[DS]),
         dn=c(sc[DN]), draw=c(sc[DRAW]), tags=c(tags[TAG], np.int32), map_age=c(tags[AGE], np.int32),
         map_dirty=c(tags[DIRTY], np.int32), map_tp=c(sc[MAP_TP], np.int32), map_end=c(sc[MAP_END]),
-        pe=PE(*(c(die[k]) for k in (PE_START, PE_END, ER_END, ER_LEN, T_OP))), merge=c(mg))
+        pe=PE(*(c(die[k]) for k in (PE_START, PE_END, ER_END, ER_LEN, T_OP))), merge=c(mg), flight=c(fl))
     acc = Acc(elapsed=c(a[ELAPSED]), elapsed_c=np.zeros(a.shape[1], dt), count=c(a[COUNT:COUNT + 3]),
               bytes=c(a[BYTES:BYTES + 3]), lat_sum=c(a[LAT:LAT + 3]), queue_sum=c(a[QUEUE_SUM]),
               hist=c(hist, np.int32), busy=c(busy), read_pages=c(a[READ_PAGES]), prog_pages=c(a[PROG_PAGES]),

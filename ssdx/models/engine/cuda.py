@@ -44,17 +44,18 @@ def _namespace() -> dict:
     ns = (dict(vars(cpu_pack)) | dict(vars(cpu_ops)) | dict(vars(engine_cpu))
           | {"cuda": cuda, "float64": float64, "MAX_CH": MAX_CH})
     for name in ("_book", "_heap_replace_min", "_shift", "_div", "_mod", "_pos", "_kept_on", "_plane_row",
-                 "_merge_page", "_allocate", "_admit", "_select", "_kth", "_kth_phase", "_admit_programs",
-                 "_bp_limit", "_nth_die", "_suspend", "_read_on_die", "_config"):
+                 "_merge_page", "_allocate", "_erases", "_admit", "_select", "_kth", "_kth_phase",
+                 "_admit_programs", "_bp_limit", "_nth_die", "_suspend", "_read_on_die", "_map_read_first",
+                 "_flight_push", "_write_pages", "_config"):
         py = ns[name].py_func
         ns[name] = cuda.jit(device=True)(types.FunctionType(py.__code__, ns, name, py.__defaults__))
     return ns
 
 
 def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, map_miss, wb_tpage,
-            wb_count, kept, first_read, lat, keep, C, mg, wk):
+            wb_count, kept, first_read, lat, keep, C, mg, wk, fl):
     """Kernel body: thread ``b`` runs configuration ``b`` through the chunk (arrays configurations last;
-    ``wk`` (2, D, B) is the threads' scratch over the dies)."""
+    ``wk`` (2 or ``cpu_ops.WK_ROWS``, D, B) is the threads' scratch over the dies)."""
     b = cuda.grid(1)
     if b < pf.shape[1]:
         x_c = cuda.local.array(MAX_CH, float64)
@@ -63,7 +64,8 @@ def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_
         end_c = cuda.local.array(MAX_CH, float64)
         _config(pf[:, b], sc[:, b], die[:, :, b], chan[:, :, b], slots[:, b], tags[:, :, b], a[:, b],  # noqa: F821
                 hist[:, :, b], busy[:, b], x_c, first_c, last_c, end_c, op, off4k, size, gap_s, valid,
-                map_miss, wb_tpage, wb_count, kept, first_read, lat, keep, b, C, mg[:, :, b], wk[:, :, b])
+                map_miss, wb_tpage, wb_count, kept, first_read, lat, keep, b, C, mg[:, :, b], wk[:, :, b],
+                fl[:, :, b])
 
 
 def _kernel_function(ns: dict) -> types.FunctionType:
@@ -115,14 +117,15 @@ def run_chunk(pf_dev, s: State, req: Requests, lay: Layout, keep_latency: bool =
     dt = np.asarray(s.ctrl_free).dtype
     b = pf_dev.shape[1]
     host = (*engine_cpu.pack_state(s), *engine_cpu.new_sums(b, lay.ways * lay.channels),
-            engine_cpu.pack_merge(s))
+            engine_cpu.pack_merge(s), engine_cpu.pack_flight(s))
     dev = [cuda.to_device(x) for x in host]
     reqs = [cuda.to_device(x) for x in engine_cpu.request_arrays(req)]
     n_req = np.shape(req.op)[0]
     lat = cuda.device_array((n_req, b) if keep_latency else (1, 1), np.float64)
-    wk = cuda.device_array((2, lay.ways * lay.channels, b), np.float64)
-    _kernel[(b + threads - 1) // threads, threads](pf_dev, *dev[:-1], *reqs, lat, keep_latency, lay.channels,
-                                                   dev[-1], wk)
+    rows = cpu_ops.WK_ROWS if lay.flight_slots else 2  # the scratch over the dies (cpu._run)
+    wk = cuda.device_array((rows, lay.ways * lay.channels, b), np.float64)
+    _kernel[(b + threads - 1) // threads, threads](pf_dev, *dev[:-2], *reqs, lat, keep_latency, lay.channels,
+                                                   dev[-2], wk, dev[-1])
     state, acc = engine_cpu.unpack(*(x.copy_to_host() for x in dev), dt)
     return state, acc, (lat.copy_to_host().astype(dt) if keep_latency else None)
 
@@ -140,7 +143,7 @@ def ptx(cc: tuple[int, int] = (9, 0)) -> str:
     f2, f3 = nt.float64[:, ::1], nt.float64[:, :, ::1]
     sig = (f2, f2, f3, f3, f2, nt.int64[:, :, ::1], f2, nt.int32[:, :, ::1], f2, nt.int64[::1], nt.int64[::1],
            nt.float64[::1], nt.float64[::1], nt.boolean[::1], nt.boolean[::1], nt.int64[::1], nt.float64[::1],
-           nt.int64[::1], nt.int64[::1], f2, nt.boolean, nt.int64, f3, f3)
+           nt.int64[::1], nt.int64[::1], f2, nt.boolean, nt.int64, f3, f3, f3)
     told = SimpleNamespace(compute_capability=cc)
     with mock.patch("numba.cuda.dispatcher.get_current_device", lambda: told):
         code, _ = cuda.compile_ptx(_kernel_function(_namespace()), nt.void(*sig), cc=cc)

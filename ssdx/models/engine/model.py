@@ -228,7 +228,8 @@ def _front(p: Plan, s: State, r: Requests) -> tuple[Front, State]:
         die_r=shift(s.die_r, issue), chan_free=s.chan_free - t, chan_r=s.chan_r - t,
         last_done=s.last_done - issue, ds=s.ds - fold_x, map_end=s.map_end - issue,
         pe=s.pe._replace(start=s.pe.start - t, end=s.pe.end - t, er_end=s.pe.er_end - t), dn=s.dn + fold_x,
-        draw=s.draw - (p.coef.bits - 1.0) * fold_x, merge=_merge_shift(s.merge, issue))
+        draw=s.draw - (p.coef.bits - 1.0) * fold_x, merge=_merge_shift(s.merge, issue),
+        flight=s.flight.at[0].add(-issue[None]) if s.flight.shape[1] else s.flight)
     return f, rebased
 
 
@@ -440,8 +441,7 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         adm_p = jnp.where(p.bp_programs, _admission_programs(h_end, die_free, p.mask, t_unit, limit), h_end)
     w_cend = jnp.where(wx_c > 0, jnp.maximum(s.chan_free, h_end[None]) + wx_c, s.chan_free)
     die_units = s.die_units + used
-    upb = p.units_per_block[None]
-    n_erase = jnp.floor(die_units / upb) - jnp.floor(s.die_units / upb)
+    n_erase = _erases(p, s.die_units, die_units)
     p_start = jnp.maximum(_by_channel(die_free, lay), w_cend[None]).reshape(die_free.shape)
     merge = s.merge
     if lay.merge_rows:
@@ -510,6 +510,14 @@ def _write(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests, look: Look):
         add=dict(busy=busy + p_dur, prog_pages=prog_pages, erases=jnp.sum(n_erase, axis=0),
                  programs=jnp.sum(jnp.where(p.mask, ops, 0.0), axis=0),
                  map_misses=miss.astype(dt), mode_bytes=mode_bytes, suspensions=sus_m))
+
+
+def _erases(p: Plan, before: jax.Array, after: jax.Array) -> jax.Array:
+    """The blocks a die erases as its programmed units go from ``before`` to ``after`` (D, B): one each
+    ``units_per_block`` past the ``fresh_units`` erased at the start (``engine.fresh_blocks``)."""
+    upb, fresh = p.units_per_block[None], p.fresh_units[None]
+    return (jnp.floor(jnp.maximum(after - fresh, 0.0) / upb)
+            - jnp.floor(jnp.maximum(before - fresh, 0.0) / upb))
 
 
 def _trim(p: Plan, lay: Layout, s: State, acc: Acc, r: Requests):

@@ -22,7 +22,7 @@ DRAM_FORMULAS = {"rows": 0, "mqsim": 1}
 #: engine.page_types -> whether a program's time follows its page type (the numeric leaf ``page_rule``)
 PAGE_TYPES = {"mean": 0, "mqsim": 1}
 #: engine.back_pressure -> the numeric leaf ``bp_programs``
-BACK_PRESSURES = {"fluid": 0, "programs": 1}
+BACK_PRESSURES = {"fluid": 0, "programs": 1, "pages": 2}
 BACKENDS = ("auto", "jax", "cpu", "cuda")
 FIELDS = ("loop", "write_buffer_mib", "map_cache_mib", "map_hit_us", "ctrl_kiops", "time_scale")
 
@@ -88,8 +88,12 @@ DECLARED: dict[str, tuple[Any, str]] = {
     "plane_merge": (False,
         "eager: a page program joins a queued one of another plane with its page number (MQSim)"),
     "merge_dies": (1, "plane_merge: dies of a chip one modelled die stands for (mqsim.chip_as_die)"),
+    "fresh_blocks": (False,
+        "true: blocks free at the start are erased (out of the box; MQSim erases only in GC); false: every "
+        "block programmed costs its erase (steady state)"),
     "back_pressure": ("fluid",
-        "eager: fluid (the backlog drains evenly) or programs (a write waits for programs to end, MQSim)"),
+        "eager: fluid (the backlog drains evenly), programs (a write waits for programs to end) or pages "
+        "(its pages let in one by one as programs end, each looked up as it goes to flash: MQSim)"),
     "buffer_dram_formula": ("rows",
         "rows: each row opened once; mqsim: MQSim's estimate_dram_access_time past one row"),
     "page_types": ("mean",

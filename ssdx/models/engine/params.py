@@ -99,7 +99,15 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   The wait delays the write's acknowledgement, not its programs: they are booked from its host transfer
   on, as with ``fluid``.  MQSim sends a held write to flash only once it is let in, but a die's backlog
   here is one end time, read as back-to-back programs, and a program booked after an idle gap would be
-  counted as the gap's worth of programs (measured in docs/mqsim_cases.md).
+  counted as the gap's worth of programs (measured in docs/mqsim_cases.md).  ``pages`` is MQSim's rule
+  without these approximations, in the per-configuration loop only (``cpu`` and ``cuda`` back ends;
+  ``ssdx.models.engine.cpu_ops._write_pages``): each page in flight to flash is kept with its bytes
+  until its program ends (``State.flight``), and a write's pages go one by one, each when less than
+  ``inflight_kib`` is in flight; each is then sent over its channel and programmed, joining a program
+  not yet issued where ``plane_merge``.  With ``map_cache = entries`` a write's pages are looked up in the
+  mapping table as they go to flash, as MQSim does (``Address_Mapping_Unit_Page_Level``: a page that
+  misses reads its translation page unless a read of it is in flight, and waits for it; the read goes
+  ahead of the reads queued on its die).  The write is acknowledged when its last page has gone.
 * ``page_types`` — ``plane_merge``: ``mean`` (default) times every program at ``nand.t_prog_us``;
   ``mqsim`` at its page type's time, ``nand.t_prog_us`` times ``prog_lsb_factor``, ``prog_csb_factor`` or
   ``prog_msb_factor``, the page type given by the page's index in its block (the plane's count of pages
@@ -126,6 +134,12 @@ Fields (config ``engine:``; defaults in ``conf/engine/default.yaml``):
   ``ceil(pages / planes)`` programs).  ``false`` (default).
 * ``merge_dies`` — ``plane_merge``: the dies of a chip one modelled die stands for (``mqsim.chip_as_die``):
   a multi-plane program takes the planes of one of them.  1 (default).
+* ``fresh_blocks`` — ``false`` (default): every block a die programs costs its erase when the die
+  reaches it, the steady state in which each block written was freed by garbage collection.  ``true``:
+  the blocks not holding data at the start (the raw capacity less ``workload.prefill_fraction`` of the
+  user capacity) are erased already, as on a drive out of the box (SNIA Solid State Storage Performance
+  Test Specification: fresh-out-of-box state), so a die erases only once it has programmed past them.
+  MQSim erases in garbage collection only (``GC_and_WL_Unit_Base``), never on a drive with free blocks.
 * ``cache_read`` — whether a die starts its next array read while the page it last read is still going
   out over the channel (``true``, default: the die moves the page into its cache register and frees its
   page register, ONFI's READ CACHE operations; Open NAND Flash Interface Specification, Read Cache
@@ -208,7 +222,8 @@ class EngineParams:
     rewrite_window_s: Any  # eager: a page written again within this window is not written back (0: off)
     plane_merge: Any  # eager: 1 where a page program joins a queued one of another plane (same page number)
     merge_dies: Any  # plane_merge: the chip's dies one modelled die stands for
-    bp_programs: Any  # eager, engine.back_pressure = programs: 1, the programs in flight counted; else 0
+    fresh_blocks: Any  # 1: the blocks free at the start are erased (engine.fresh_blocks); else 0
+    bp_programs: Any  # eager, engine.back_pressure: 1 programs, 2 pages (BACK_PRESSURES); else 0
     page_rule: Any  # plane_merge, engine.page_types = mqsim: bits per cell (MQSim's page-type rule); else 0
     prog_f0: Any  # the LSB page's program time over nand.t_prog_us (engine.prog_lsb_factor)
     prog_f1: Any  # the CSB page's
@@ -232,7 +247,9 @@ class Layout(NamedTuple):
     any counts the programs in flight for its back pressure (``bp_programs``): where none
     does, the batched step leaves that mechanism out of its arithmetic, and the results are the same.
     ``read_gaps``: the idle gaps a die's read booking keeps, :data:`READ_GAPS` where a read of some
-    configuration can become ready out of issue order, else 1 (the same bookings, a smaller state)."""
+    configuration can become ready out of issue order, else 1 (the same bookings, a smaller state).
+    ``flight_slots``: the pages in flight to flash a configuration with ``engine.back_pressure = pages``
+    keeps (``State.flight``, :func:`flight_slots`); 0 where none has it."""
 
     ways: int
     channels: int
@@ -248,6 +265,7 @@ class Layout(NamedTuple):
     merge_rows: int = 0
     read_gaps: int = READ_GAPS
     bp_programs: bool = True
+    flight_slots: int = 0
 
 
 def columns(engine: Mapping) -> dict[str, np.ndarray]:
@@ -291,9 +309,10 @@ def validate(cols: Mapping, report: list | None = None) -> None:
     cr = _cache_read(cols)
     check_rule(cols, "engine.cache_read", np.isin(cr, [True, False, 0, 1]), "must be true or false", cr,
                report)
-    pm = _flag(cols, "plane_merge")
-    check_rule(cols, "engine.plane_merge", np.isin(pm, [True, False, 0, 1]), "must be true or false", pm,
-               report)
+    for name in ("plane_merge", "fresh_blocks"):
+        v = _flag(cols, name)
+        check_rule(cols, f"engine.{name}", np.isin(v, [True, False, 0, 1]), "must be true or false", v,
+                   report)
     sus = _suspension(cols)
     check_rule(cols, "engine.suspension", np.isin(sus, list(SUSPENSIONS)),
                f"must be one of {list(SUSPENSIONS)}", sus, report)
@@ -368,8 +387,8 @@ def page_rule(cols: Mapping, bits: Any) -> np.ndarray:
 
 
 def bp_programs(cols: Mapping) -> np.ndarray:
-    """1 where the eager write-back's back pressure counts the programs in flight
-    (``engine.back_pressure = programs``, with ``engine.write_back = eager``), else 0."""
+    """Where the eager write-back's back pressure counts the programs in flight: 1 for
+    ``engine.back_pressure = programs``, 2 for ``pages`` (with ``engine.write_back = eager``), else 0."""
     bp = _categorical(cols, "back_pressure")
     return np.array([BACK_PRESSURES[v] for v in bp], np.int32) * (eager(cols) > 0)
 
@@ -513,6 +532,7 @@ def build(cols: Mapping, dtype=np.float32,
         rewrite_window_s=c(_opt(cols, "engine.rewrite_window_s")),
         plane_merge=c(plane_merge(cols)),
         merge_dies=c(_opt(cols, "engine.merge_dies")),
+        fresh_blocks=c(_flag(cols, "fresh_blocks")),
         bp_programs=c(bp_programs(cols)),
         page_rule=c(page_rule(cols, drive.nand.bits_per_cell)),
         prog_f0=c(_opt(cols, "engine.prog_lsb_factor")), prog_f1=c(_opt(cols, "engine.prog_csb_factor")),
@@ -526,7 +546,27 @@ def build(cols: Mapping, dtype=np.float32,
     warning = address_warning(float(np.max(user_capacity_bytes(drive)))) if warn else None
     if warning:
         warnings.warn(warning, stacklevel=2)
-    return drive, workload, eng, layout(cols)
+    return drive, workload, eng, layout(cols)._replace(flight_slots=flight_slots(drive, eng))
+
+
+#: the most pages in flight to flash ``engine.back_pressure = pages`` keeps per configuration
+MAX_FLIGHT_SLOTS = 1 << 16
+
+
+def flight_slots(drive: params.Drive, eng: EngineParams) -> int:
+    """``Layout.flight_slots``: how many pages can be in flight to flash at once where a configuration
+    lets a write's pages in one by one (``engine.back_pressure = pages``), 0 where none does: the
+    back pressure's bytes (``engine.inflight_kib``, else a page per plane of the drive) over a 4 KiB page,
+    the least a page of a write carries to flash (one more: a page is let in while less is in flight),
+    at most :data:`MAX_FLIGHT_SLOTS`."""
+    on = np.asarray(eng.bp_programs) > 1.5
+    if not np.any(on):
+        return 0
+    page = np.asarray(drive.nand.page_bytes, np.float64)
+    default = np.asarray(drive.dies, np.float64) * np.asarray(drive.planes_per_die, np.float64) * page
+    given = np.asarray(eng.inflight_bytes, np.float64)
+    limit = np.where(given > 0, given, default)
+    return int(min(np.max(np.where(on, np.ceil(limit / MAP_UNIT_BYTES) + 1.0, 1.0)), MAX_FLIGHT_SLOTS))
 
 
 def user_capacity_bytes(drive: params.Drive) -> np.ndarray:

@@ -137,7 +137,7 @@ def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None =
     same loop on the first GPU Numba sees, the plan copied there once and the state at every chunk."""
     drive, workload, eng, lay = trees
     n = int(np.shape(drive.user_bytes)[0])
-    backend = engine_backends.select({"backend": backend})
+    backend = engine_backends.select({"backend": backend}, pages=lay.flight_slots > 0)
     if backend in ("cpu", "cuda"):  # the per-configuration loop, on the cores or one GPU thread each
         from ssdx.models.engine import cpu as engine_cpu
         plan_f, init_f, _ = compiled(lay, keep_latency)  # jitted lazily: the scan is never compiled

@@ -72,6 +72,7 @@ class Plan(NamedTuple):
     map_always_hit: jax.Array
     unit_bytes: jax.Array
     units_per_block: jax.Array
+    fresh_units: jax.Array  # engine.fresh_blocks: program units each die has erased at the start; else 0
     chan_rate: jax.Array  # bytes/s per channel
     host_rate: jax.Array
     cmd_s: jax.Array
@@ -113,7 +114,8 @@ class Plan(NamedTuple):
     rewrites: jax.Array  # eager, rewrite_window_s > 0: a write's kept pages (Requests.kept) stay buffered
     plane_merge: jax.Array  # eager, engine.plane_merge: page programs join queued ones of other planes
     merge_dies: jax.Array  # plane_merge: dies a modelled die stands for (engine.merge_dies)
-    bp_programs: jax.Array  # eager, engine.back_pressure = programs: the programs in flight counted
+    bp_programs: jax.Array  # eager, engine.back_pressure = programs or pages: the programs in flight counted
+    bp_pages: jax.Array  # eager, engine.back_pressure = pages: a write's pages let in one by one (cpu, cuda)
     page_rule: jax.Array  # engine.page_types = mqsim: bits per cell (MQSim's page types), else 0
     prog_f0: jax.Array  # LSB, CSB, MSB page's program time over the mean (engine.prog_*_factor)
     prog_f1: jax.Array
@@ -177,6 +179,8 @@ class State(NamedTuple):
     pe: PE  # (D,) the program/erase run of each die (read suspension, engine_book.suspend)
     merge: jax.Array  # (Layout.merge_rows, D) engine.plane_merge: per plane of each die it stands for, the
     # pages programmed there, then the start times of its latest MERGE_RING programs (-inf: none)
+    flight: jax.Array  # (3, Layout.flight_slots) engine.back_pressure = pages: each page in flight to flash,
+    # when its program ends (-inf: a free slot), the bytes it carries and its die position
 
 
 class Acc(NamedTuple):
@@ -237,6 +241,9 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         map_sets=jnp.asarray(eng.map_cache_pages, jnp.int32),
         map_always_hit=(drive.dram > 0.5) & (eng.map_policy < 0.5),
         unit_bytes=unit, units_per_block=nand.block_bytes / nand.page_bytes,
+        fresh_units=jnp.where(eng.fresh_blocks > 0.5,
+                              jnp.maximum(drive.raw_bytes - st.raw_used_bytes, 0.0) / (drive.dies * unit),
+                              0.0),
         chan_rate=drive.bus_bytes_per_s / drive.channels, host_rate=eng.host_rate,
         cmd_s=eng.cmd_s, ctrl_s=eng.ctrl_s, map_hit_s=eng.map_hit_s,
         t_read=nand.t_read_us * 1e-6, t_map_read=nand.t_read_slc_us * 1e-6,
@@ -264,6 +271,7 @@ def plan(drive: Drive, workload: Workload, eng: EngineParams, lay: Layout) -> Pl
         # kept by arrival time: an open loop only (a closed loop's times come out of the simulation)
         rewrites=(eng.eager > 0.5) & (eng.rewrite_window_s > 0) & (eng.open_loop > 0.5),
         plane_merge=eng.plane_merge > 0.5, merge_dies=eng.merge_dies, bp_programs=eng.bp_programs > 0.5,
+        bp_pages=eng.bp_programs > 1.5,
         page_rule=eng.page_rule, prog_f0=eng.prog_f0, prog_f1=eng.prog_f1, prog_f2=eng.prog_f2,
         op_bias=_op_bias(eng),
     )
@@ -293,7 +301,10 @@ def init(p: Plan, lay: Layout) -> State:
                  map_age=jnp.full((lay.map_sets,) + z.shape, -1, jnp.int32),
                  map_dirty=jnp.zeros((lay.map_sets,) + z.shape, jnp.int32),
                  map_tp=jnp.full(z.shape, -1, jnp.int32), map_end=jnp.full(z.shape, -jnp.inf, z.dtype),
-                 pe=PE(dies, dies, dies, dies, dies), merge=merge_init(lay, dies))
+                 pe=PE(dies, dies, dies, dies, dies), merge=merge_init(lay, dies),
+                 flight=jnp.stack([jnp.full((lay.flight_slots,) + z.shape, -jnp.inf, z.dtype),
+                                   jnp.zeros((lay.flight_slots,) + z.shape, z.dtype),
+                                   jnp.full((lay.flight_slots,) + z.shape, -1.0, z.dtype)]))
 
 
 def merge_init(lay: Layout, dies: jax.Array) -> jax.Array:
