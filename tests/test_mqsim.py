@@ -509,3 +509,33 @@ def test_a_timed_closed_loop_takes_timed_requests(tmp_path: Path) -> None:
     assert s["scenarios"][0]["flows"][0]["requests"] == 1500
     assert any("its count is mqsim.timed_requests = 1500" in w for w in s["warnings"])
     assert s["scenarios"][1]["flows"][0]["requests"] == pytest.approx(rate, abs=5 * math.sqrt(rate))
+
+
+@pytest.mark.validation
+def test_mqsims_preconditioning_leaves_the_runs_addresses_in_its_cmt_at_step_0(tmp_path: Path) -> None:
+    """QD1 4 KiB random reads on MQSim's drive preconditioned to 50 %, with MQSim's arithmetic.  MQSim walks
+    the addresses its preconditioning prepared, ordered as the run first touches them, with a step drawn
+    from the drive's ``Seed`` (``mqsim_rng``, checked against MQSim's generator), bringing every step-th into
+    its 2 MiB CMT: Seed 36 draws 0, so the run's first 233,016 pages are cached and its 800 reads read no
+    translation page; Seed 321 draws 129, the cache starts empty and about every read misses."""
+    from ssdx.workloads import mqsim_rng
+
+    logical = int(511.27290691583994e9 // 8192)  # the drive's user capacity over its 8 KiB page
+    assert [mqsim_rng.cmt_step(s, logical // 2, 2 * 2**20 // 9) for s in (36, 321)] == [0, 129]
+    flow = _flow(qd=1, n=800).replace("<Initial_Occupancy_Percentage>0<", "<Initial_Occupancy_Percentage>50<")
+    per_read = {}
+    for seed in (36, 321):
+        cfg = tmp_path / f"ssd{seed}.xml"
+        cfg.write_text(SSDCONFIG.read_text().replace("<Seed>321</Seed>", f"<Seed>{seed}</Seed>")
+                       .replace("<Enabled_Preconditioning>false<", "<Enabled_Preconditioning>true<"))
+        w = tmp_path / "w.xml"
+        w.write_text(_workload([flow]))
+        out = tmp_path / f"run{seed}"
+        r = ssdx("experiment=mqsim", f"mqsim.ssdconfig={cfg}", f"mqsim.workload={w}",
+                 "mqsim.arithmetic=mqsim", f"hydra.run.dir={out}")
+        assert r.returncode == 0, r.stderr
+        s = json.loads((out / "summary.json").read_text())
+        per_read[seed] = s["scenarios"][0]["flash"]["translation_reads"] / 800
+        said = [x for x in s["warnings"] if "preconditioning fills its CMT" in x]
+        assert len(said) == 1 and f"Seed {seed}" in said[0]
+    assert per_read[36] == 0.0 and per_read[321] > 0.95

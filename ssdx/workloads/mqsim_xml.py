@@ -385,6 +385,25 @@ def parse_ssdconfig(path: os.PathLike | str, chip_as_die: bool = False,
         raise e.named(SSDCONFIG_FIELD) from None
 
 
+def preconditioning(path: os.PathLike | str) -> tuple[bool, int]:
+    """``Enabled_Preconditioning`` and ``Seed`` of MQSim's ``ssdconfig.xml`` (MQSim's defaults, true and 123,
+    where absent: ``Device_Parameter_Set``).  As MQSim reads them: any text but ``false`` (any case) turns
+    preconditioning on, and the seed is an integer.  Their one use here is the draw MQSim's
+    preconditioning makes to fill its mapping cache (``ssdx.workloads.mqsim_rng.cmt_step``)."""
+    p = Path(path)
+    try:
+        root = read(p, SSDCONFIG_FIELD)
+        dev = root if root.name == "Device_Parameter_Set" else next(
+            (c for c in root.children if c.name == "Device_Parameter_Set"), root)
+        nodes = {c.name: c for c in dev.children}
+        on = nodes["Enabled_Preconditioning"].text.strip().upper() != "FALSE" \
+            if "Enabled_Preconditioning" in nodes else True
+        seed = int_value(p, nodes["Seed"], -(2**31), 2**31 - 1) if "Seed" in nodes else 123
+    except MqsimXmlError as e:
+        raise e.named(SSDCONFIG_FIELD) from None
+    return on, seed
+
+
 def _ssdconfig(p: Path, chip_as_die: bool, sources: dict[str, list[Source]] | None,
                arithmetic: str = "physical") -> tuple[dict[str, Any], list[str]]:
     """:func:`parse_ssdconfig` of the file ``p``."""

@@ -191,6 +191,15 @@ class EntryCache:
         self.wb_at = np.zeros(self.cap_4k // self.tpage_4k + 1, np.int64)
         self.meta = np.array([-1, -1, 0, 0], np.int64)
 
+    def warm(self, lpns: np.ndarray) -> None:
+        """Bring the logical pages ``lpns`` (NAND-page numbers) into the cache clean, in that order (the
+        first the least recently used), as MQSim's preconditioning brings addresses into its CMT
+        (``Address_Mapping_Unit_Page_Level::Bring_to_CMT_for_preconditioning``)."""
+        lpns = np.asarray(lpns, np.int64)
+        n = len(lpns)
+        self.events(np.zeros(n, np.int64), lpns * self.page_4k, np.full(n, self.page_4k * 4096, np.int64),
+                    np.ones(n, bool))
+
     def events(self, op: np.ndarray, off4k: np.ndarray, size: np.ndarray, valid: np.ndarray,
                kept: np.ndarray | None = None) -> Events:
         """Advance the cache over one chunk of requests; their :class:`Events`.  ``kept``: each write's

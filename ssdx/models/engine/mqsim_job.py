@@ -73,7 +73,7 @@ from ssdx.models.engine import params as engine_params
 from ssdx.models.engine import replay
 from ssdx.models.engine.conf import MAX_FLOW_REQUESTS, MqsimConf
 from ssdx.models.engine.jobs import capacity_bytes, oversized
-from ssdx.workloads import mqsim_xml, traces
+from ssdx.workloads import mqsim_rng, mqsim_xml, traces
 from ssdx.workloads.mqsim_xml import (
     MAX_REQUEST_SECTORS,
     SECTOR_BYTES,
@@ -361,6 +361,59 @@ def check_conf(cfg: Mapping[str, Any]) -> None:
     check(conf_fields(), cols)
 
 
+def cmt_warm(cfg: Mapping[str, Any], run_cfg: Mapping[str, Any], sc: Scenario, chunks: list[Chunk],
+             index: int, warnings: list[str]) -> np.ndarray | None:
+    """``mqsim.arithmetic = mqsim``: the logical pages MQSim's preconditioning leaves in its mapping cache
+    (CMT) for a single flow of uniformly random addresses, or None.
+
+    MQSim prepares the preconditioned addresses by replaying the flow's own generator with the flow's own
+    seeds until ``Initial_Occupancy_Percentage`` of its logical pages are set, so they are ordered as the
+    run will first touch them; it then walks them with a random step, bringing every step-th into the CMT
+    until it is full (``FTL::Perform_precondition``, ``RANDOM_UNIFORM``; the step from the generator seeded
+    with the drive file's ``Seed``, :func:`ssdx.workloads.mqsim_rng.cmt_step`).  With step 0 the CMT holds
+    the first addresses the run touches, and ssdx's entry cache starts with the first logical pages of its
+    own stream for the flow, as many as the CMT holds.  Any other step is left cold: it spreads the CMT's
+    entries over the run's pages so thinly that a request of several pages finds all of them rarely (and
+    the walk's turns are not reproduced).  Named in a warning either way.  Not physical — a drive's cache
+    cannot know the addresses a run will touch — so only with MQSim's arithmetic."""
+    if str(_conf(cfg, "arithmetic")) != "mqsim" or len(sc.flows) != 1:
+        return None
+    fl, eng = sc.flows[0], run_cfg["engine"]
+    if (fl.kind != "synthetic" or fl.address_distribution != "RANDOM_UNIFORM" or fl.initial_occupancy_pct <= 0
+            or eng.get("map_cache") != "entries"):
+        return None
+    on, seed = mqsim_xml.preconditioning(_paths(cfg)[0])
+    if not on:
+        return None
+    page = int(round(float(run_cfg["nand"]["page_kib"]) * 1024))
+    logical = int(capacity_bytes(run_cfg) // page)
+    steady = int(fl.initial_occupancy_pct / 100.0 * logical)
+    span = int(fl.working_set_pct / 100.0 * logical)
+    if span < 1.1 * steady:  # MQSim keeps the preconditioned set below its address range
+        steady = int(span * 0.9)
+    entries = int(float(eng["map_cache_mib"]) * 2**20 // float(eng["map_entry_bytes"]))
+    step = mqsim_rng.cmt_step(seed, steady, entries)
+    tag = f"scenario {index} flow 0 (line {fl.line})"
+    if step != 0:
+        warnings.append(f"{tag}: mqsim.arithmetic = mqsim: MQSim's preconditioning fills its CMT with every "
+                        f"{step}-th of the addresses it prepared (its random step for Seed {seed}); ssdx's "
+                        "entry cache starts empty")
+        return None
+    ch = chunks[0]
+    page_4k = page // engine_params.MAP_UNIT_BYTES
+    cap_4k = int(capacity_bytes(run_cfg) // engine_params.MAP_UNIT_BYTES)
+    o4 = (np.asarray(ch.offset, np.int64) // engine_params.MAP_UNIT_BYTES) % cap_4k
+    k = np.maximum(((o4 % page_4k) * engine_params.MAP_UNIT_BYTES + np.asarray(ch.size, np.int64) + page - 1)
+                   // page, 1)
+    pages = np.repeat(o4 // page_4k, k) + (np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k))
+    _, first = np.unique(pages, return_index=True)
+    warm = pages[np.sort(first)][:min(entries, steady)]
+    warnings.append(f"{tag}: mqsim.arithmetic = mqsim: MQSim's preconditioning fills its CMT with the first "
+                    f"addresses the run will touch (its random step for Seed {seed} is 0): the entry cache "
+                    f"starts with the flow's first {len(warm)} logical pages")
+    return warm
+
+
 def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: list[str],
                  progress: bool = False) -> dict[str, Any]:
     """Simulate one scenario on the configured drive (overrides already applied); its per-flow figures."""
@@ -373,13 +426,15 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
     if passes < 1:  # check_conf (scenario_streams) refuses it first; the loop below must run at least once
         raise params.ConfigError("mqsim.closed_loop_passes", passes, "integer x >= 1")
     _, trees = engine_params.build_from_config(run_cfg, dtype=dtype)
+    warm = cmt_warm(cfg, run_cfg, sc, chunks, index, warnings)
     for _ in range(passes):
         if closed:
             merged, flow_id, kept = _merge_closed(chunks, rates)
         else:
             merged, flow_id = _merge_timed(chunks)
         res = replay.replay(trees, [merged], chunk_len=min(replay.DEFAULT_CHUNK, len(merged)),
-                            keep_latency=True, progress=progress, desc=f"scenario {index}", backend=backend)
+                            keep_latency=True, progress=progress, desc=f"scenario {index}", backend=backend,
+                            warm_map=warm)
         lat = np.asarray(res.latencies, np.float64)[0]
         if closed:
             mean_lat = np.array([lat[flow_id == i].mean() for i in range(len(sc.flows))])

@@ -175,13 +175,15 @@ def prepare(trees: tuple, keep_latency: bool = False, devices: Sequence | None =
 
 def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK, keep_latency: bool = False,
            progress: bool = False, total: int | None = None, desc: str = "replay",
-           backend: str = "auto", carry: Carry | None = None) -> Result:
+           backend: str = "auto", carry: Carry | None = None, warm_map: np.ndarray | None = None) -> Result:
     """Run every chunk of ``chunks`` through every configuration of ``trees`` = (drive, workload, engine
     params, layout) from ``engine_params.build`` on ``backend`` (:func:`prepare`); see :class:`Result`.
 
     ``carry`` (a previous replay's ``extra["carry"]``, of the same batch and layout): start on the drives
     that replay left, once all its requests have completed (:func:`barrier`); the makespan counts from
-    there.  The plan is this replay's (its queue depth and loop may differ)."""
+    there.  The plan is this replay's (its queue depth and loop may differ).  ``warm_map``: logical pages
+    (NAND-page numbers) the entry cache holds, clean, before the first request (``EntryCache.warm``;
+    nothing where no configuration caches entries or with ``carry``)."""
     import time
 
     from ssdx.progress import bar as progress_bar
@@ -207,6 +209,8 @@ def replay(trees: tuple, chunks: Iterable[Chunk], chunk_len: int = DEFAULT_CHUNK
         fresh = rewrites.first_reads_for_batch(host(p.plane_merge), host(p.cap_4k), host(p.page_4k))
         kept = rewrites.for_batch(host(p.rewrites), host(eng.rewrite_window_s), host(eng.time_scale),
                                   host(p.cap_4k), host(p.page_4k))
+        if cache is not None and warm_map is not None:
+            cache.warm(warm_map)
     if kept is not None and cache is not None and np.any((host(eng.map_entries) > 0)
                                                          & ~np.asarray(host(p.rewrites), bool)):
         raise ConfigError("engine.rewrite_window_s", 0.0,
