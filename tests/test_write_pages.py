@@ -12,6 +12,7 @@ from conftest import x64
 
 from ssdx import params, presets
 from ssdx.core.fields import ConfigError
+from ssdx.models.engine import admission as engine_admission
 from ssdx.models.engine import backends as engine_backends
 from ssdx.models.engine import cpu_ops, replay
 from ssdx.models.engine import model as engine
@@ -131,3 +132,24 @@ def test_pages_run_in_the_per_configuration_loop_only():
     with pytest.raises(ConfigError) as e:
         engine_backends.select({"backend": "jax"}, pages=True)
     assert "engine.backend" in str(e.value) and "pages" in str(e.value)
+
+
+def test_the_pages_let_in_together_go_into_dram_together():
+    # MQSim writes the sectors each call of write_to_destage_buffer lets in to DRAM with one access: with
+    # room for one page, the last page goes alone (one page's DRAM write after the others have gone);
+    # with room for all four, the four go together (one write of four pages)
+    dram = {"buffer_dram_mts": 100, "buffer_dram_burst_bytes": 1, "buffer_dram_row_bytes": 8192,
+            "buffer_dram_trcd_ns": 13, "buffer_dram_tcl_ns": 13, "buffer_dram_trp_ns": 13}
+    with x64():
+        lat = {}
+        for room in (1, 8):
+            trees, p = one_die(room, 4, **dram)
+            page = float(np.asarray(p.page_bytes)[0])
+            lat[room] = [one_write(trees, page, k, 0).latencies[0, 0] for k in (1, 4)]
+        x = page / float(np.asarray(p.chan_rate)[0])
+        t = float(np.asarray(p.t_unit)[1, 0])
+        host = page / float(np.asarray(p.host_rate)[0])
+        d = {n: float(engine_admission._dram_time(p, np.asarray([n * page]))[0]) for n in (1, 4)}
+    np.testing.assert_allclose(lat[1][1] - lat[1][0], 3 * host + 3 * (x + t), rtol=1e-9)
+    np.testing.assert_allclose(lat[8][1] - lat[8][0], 3 * host + d[4] - d[1], rtol=1e-9)
+    assert d[4] > d[1] > 0

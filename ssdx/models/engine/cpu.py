@@ -41,6 +41,7 @@ from ssdx.models.engine.cpu_ops import (
     _book,
     _bp_limit,
     _div,
+    _dram_s,
     _erases,
     _flight_push,
     _heap_replace_min,
@@ -343,10 +344,10 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 first_pg = _div(o4, page_4k, s_p4)
                 t_m_die = t_map + t_map_xfer * hold_on  # as for a read's translation page (above)
                 t_m_in = t_map_xfer * (1 - hold_on)
-                adm, n_ops, map_tp, map_end, fm = _write_pages(
+                adm, n_ops, map_tp, map_end, fm, dram_free = _write_pages(
                     f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, n_units, start, first_pg, kept_i,
                     n_dies, n_ch, C, s_dies, s_ch, t_unit, t_item, merge_on, sub, n_pl, upb, ring, rule, fac0,
-                    fac1, fac2, miss, pm, t_m_die, t_m_in, tpage, map_tp, map_end)
+                    fac1, fac2, miss, pm, t_m_die, t_m_in, tpage, map_tp, map_end, dram_free)
                 free_max = max(free_max, fm)
             elif bp_prog:  # engine.back_pressure = programs: let in once few enough programs are in flight
                 limit = _bp_limit(f[INFLIGHT_BYTES], sz, float(n_units), float(n_units - n_kept))
@@ -423,17 +424,8 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 written = sz if n_kept == 0 else sz / n_units * max(n_units - n_kept, 1)
                 per_op = written / max(n_ops, 1.0)  # bytes written back per program
                 h_ack = _admit(h_end, issue, backlog, n_dies, f[INFLIGHT_BYTES], t_unit, per_op)
-            if f[DRAM_RATE] > 0:  # into the buffer's DRAM through one memory channel (admission._dram_time)
-                if f[DRAM_MQSIM] > 0.5 and sz > f[DRAM_ROW]:  # MQSim's arithmetic (admission._dram_time)
-                    t_dram = ((f[DRAM_TRCD] + f[DRAM_TCL] + math.floor(f[DRAM_ROW] / f[DRAM_BURST] / 2.0)
-                               / f[DRAM_RATE] + f[DRAM_TRP]) * math.floor(sz / f[DRAM_ROW] / 2.0)
-                              + f[DRAM_TRCD] + f[DRAM_TCL]
-                              + (sz % f[DRAM_ROW]) * f[DRAM_RATE] / f[DRAM_BURST] * 1e-18)
-                else:
-                    rows = max(math.ceil(sz / f[DRAM_ROW]), 1.0)
-                    t_dram = (rows * (f[DRAM_TRCD] + f[DRAM_TCL]) + (rows - 1.0) * f[DRAM_TRP]
-                              + math.floor(sz / f[DRAM_BURST] / 2.0) / f[DRAM_RATE])
-                dram_free = max(h_ack, dram_free) + t_dram
+            if f[DRAM_RATE] > 0 and not by_page:  # into the buffer's DRAM through one memory channel
+                dram_free = max(h_ack, dram_free) + _dram_s(f, sz)
                 h_ack = dram_free
             a[PROGRAMS] += n_ops
             if eager:

@@ -15,6 +15,13 @@ import numba
 from ssdx.models.engine.cpu_pack import (
     DIE_FREE,
     DIE_UNITS,
+    DRAM_BURST,
+    DRAM_MQSIM,
+    DRAM_RATE,
+    DRAM_ROW,
+    DRAM_TCL,
+    DRAM_TRCD,
+    DRAM_TRP,
     ER_END,
     ER_LEN,
     ERASES,
@@ -227,6 +234,18 @@ def _allocate(mg, pd, n, sub, planes, ring):
 def _erases(before, after, upb, fresh):
     """model._erases: the blocks a die erases as its programmed units go from ``before`` to ``after``."""
     return math.floor(max(after - fresh, 0.0) / upb) - math.floor(max(before - fresh, 0.0) / upb)
+
+
+@numba.njit(cache=True, inline="always")
+def _dram_s(f, sz):
+    """admission._dram_time: seconds to write ``sz`` bytes into the write buffer's DRAM."""
+    if f[DRAM_MQSIM] > 0.5 and sz > f[DRAM_ROW]:  # MQSim's arithmetic
+        return ((f[DRAM_TRCD] + f[DRAM_TCL] + math.floor(f[DRAM_ROW] / f[DRAM_BURST] / 2.0) / f[DRAM_RATE]
+                 + f[DRAM_TRP]) * math.floor(sz / f[DRAM_ROW] / 2.0) + f[DRAM_TRCD] + f[DRAM_TCL]
+                + (sz % f[DRAM_ROW]) * f[DRAM_RATE] / f[DRAM_BURST] * 1e-18)
+    rows = max(math.ceil(sz / f[DRAM_ROW]), 1.0)
+    return (rows * (f[DRAM_TRCD] + f[DRAM_TCL]) + (rows - 1.0) * f[DRAM_TRP]
+            + math.floor(sz / f[DRAM_BURST] / 2.0) / f[DRAM_RATE])
 
 
 @numba.njit(cache=True, inline="always")
@@ -468,7 +487,7 @@ WK_ROWS = 3
 @numba.njit(cache=True)
 def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start, first_page, kept_i, n_dies,
                  n_ch, C, s_dies, s_ch, t_unit, t_item, merge_on, sub, n_pl, upb, ring, rule, fac0, fac1,
-                 fac2, miss, pm, t_map_die, t_map_in, tpage, map_tp, map_end):
+                 fac2, miss, pm, t_map_die, t_map_in, tpage, map_tp, map_end, dram_free):
     """``engine.back_pressure = pages``: a write's ``k`` pages let into the flash back end one by one, each
     looked up in the mapping table as it goes, then programmed (MQSim's
     ``Data_Cache_Manager_Flash_Advanced::write_to_destage_buffer`` and ``Address_Mapping_Unit_Page_Level``;
@@ -477,8 +496,11 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
     * **Admission.**  Page ``j`` goes to flash at the first instant from the previous page's (from
       ``h_end`` for the first) at which the pages in flight to flash (``fl``: sent, their programs not yet
       ended; this write's and every earlier one's) carry less than ``inflight_bytes``; it then carries
-      ``sz / k`` bytes until its program ends.  The write is let in (acknowledged once in the buffer's
-      DRAM) when its last page is.
+      ``sz / k`` bytes until its program ends.  The pages let in at one instant are written into the
+      buffer's DRAM together (``dram_free``: when its one memory channel is free), the pages kept in the
+      buffer with the next ones let in (MQSim writes the sectors each ``write_to_destage_buffer`` call
+      lets in to DRAM with one access); the write is acknowledged when the DRAM write of its last pages
+      ends (its last page's admission without a DRAM model).
     * **Translation windows.**  Where the write misses the mapping cache (``miss``), a page that goes to
       flash while no read of its translation page is in flight reads it (die position ``pm``, read
       priority, ``t_map_die`` s of die time, its entries in ``t_map_in`` s after the read ends); pages
@@ -492,8 +514,8 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
     ``first_page`` is the write's first page number; pages whose bit in ``kept_i`` is set stay in the
     buffer.  ``fl`` (3, W) holds when each page in flight ends (-inf: a free slot), its bytes and its die
     position; where all W are in flight, a page takes the first slot.  ``wk`` is scratch of
-    (:data:`WK_ROWS`, dies).  Returns the last page's admission, the programs, the latest translation
-    page read and when its entries are in, and the dies' latest backlog end."""
+    (:data:`WK_ROWS`, dies).  Returns the write's acknowledgement, the programs, the latest translation
+    page read and when its entries are in, the dies' latest backlog end and when the DRAM is free."""
     eps = END_SLACK * t_unit
     width = fl.shape[1]
     per_page = sz / k  # bytes a page of the write carries to flash
@@ -514,10 +536,13 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
         a[ERASES] += n_erase
         wk[WK_ERASE, jd] = n_erase * f[T_ERASE]
     win_end = -math.inf  # when the entries of the translation read in flight are in
+    dram_on = f[DRAM_RATE] > 0
+    g_t, g_bytes = h_end, 0.0  # the pages let in at one instant: when, and their bytes (DRAM)
     n_ops = 0.0
     free_max = -math.inf
     for j in range(k):
         if j < MASK_PAGES and (kept_i >> j) & 1:
+            g_bytes += per_page  # into DRAM with the next pages let in
             continue
         slot = 0
         while True:  # admission: less than inflight_bytes in flight at t
@@ -533,6 +558,11 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
             if cnt < f[INFLIGHT_BYTES] or nxt == math.inf:
                 break
             t = nxt
+        if t > g_t:  # a later admission: the pages let in before go into DRAM together
+            if dram_on and g_bytes > 0.0:
+                dram_free = max(g_t, dram_free) + _dram_s(f, g_bytes)
+            g_t, g_bytes = t, 0.0
+        g_bytes += per_page
         ready = t
         if miss:  # the translation page: read unless a read of it is in flight
             if t >= win_end:
@@ -584,4 +614,8 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
         fl[2, slot] = pd
     if miss:
         free_max = max(free_max, die[DIE_FREE, pm])
-    return t, n_ops, map_tp, map_end, free_max
+    ack = g_t
+    if dram_on:
+        dram_free = max(g_t, dram_free) + _dram_s(f, g_bytes)
+        ack = dram_free
+    return ack, n_ops, map_tp, map_end, free_max, dram_free
