@@ -347,7 +347,7 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
                 adm, n_ops, map_tp, map_end, fm, dram_free = _write_pages(
                     f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, n_units, start, first_pg, kept_i,
                     n_dies, n_ch, C, s_dies, s_ch, t_unit, t_item, merge_on, sub, n_pl, upb, ring, rule, fac0,
-                    fac1, fac2, miss, pm, t_m_die, t_m_in, tpage, map_tp, map_end, dram_free)
+                    fac1, fac2, miss, pm, t_m_die, t_m_in, tpage, map_tp, map_end, dram_free, issue)
                 free_max = max(free_max, fm)
             elif bp_prog:  # engine.back_pressure = programs: let in once few enough programs are in flight
                 limit = _bp_limit(f[INFLIGHT_BYTES], sz, float(n_units), float(n_units - n_kept))

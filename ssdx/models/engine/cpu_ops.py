@@ -472,7 +472,7 @@ def _flight_push(fl, pd, start, dur):
     """A read of ``dur`` s from ``start`` on the die at position ``pd``, served ahead of the programs queued
     there, moves the ends of that die's pages in flight (``State.flight``) that come after it back by
     ``dur``, as it moves the die's program/erase run (``engine.back_pressure = pages``; nothing without)."""
-    for q in range(fl.shape[1]):
+    for q in range(1, int(fl[1, 0]) + 1 if fl.shape[1] else 0):  # the slots in use (_write_pages)
         if fl[2, q] == pd and fl[0, q] > start + FIT_SLACK * dur:
             fl[0, q] += dur
 
@@ -487,7 +487,7 @@ WK_ROWS = 3
 @numba.njit(cache=True)
 def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start, first_page, kept_i, n_dies,
                  n_ch, C, s_dies, s_ch, t_unit, t_item, merge_on, sub, n_pl, upb, ring, rule, fac0, fac1,
-                 fac2, miss, pm, t_map_die, t_map_in, tpage, map_tp, map_end, dram_free):
+                 fac2, miss, pm, t_map_die, t_map_in, tpage, map_tp, map_end, dram_free, issue):
     """``engine.back_pressure = pages``: a write's ``k`` pages let into the flash back end one by one, each
     looked up in the mapping table as it goes, then programmed (MQSim's
     ``Data_Cache_Manager_Flash_Advanced::write_to_destage_buffer`` and ``Address_Mapping_Unit_Page_Level``;
@@ -512,12 +512,25 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
       (``DIE_UNITS`` crossing a block) before the write's first program there.
 
     ``first_page`` is the write's first page number; pages whose bit in ``kept_i`` is set stay in the
-    buffer.  ``fl`` (3, W) holds when each page in flight ends (-inf: a free slot), its bytes and its die
-    position; where all W are in flight, a page takes the first slot.  ``wk`` is scratch of
-    (:data:`WK_ROWS`, dies).  Returns the write's acknowledgement, the programs, the latest translation
-    page read and when its entries are in, the dies' latest backlog end and when the DRAM is free."""
+    buffer.  ``fl`` (3, W) holds when each page in flight ends, its bytes and its die position, in slots
+    1..n (``n`` in ``fl[1, 0]``; slot 0 holds nothing else); where all are in use, a page takes one whose
+    program has ended by its admission, else slot 1.  ``issue``: the write's issue instant.  ``wk`` is
+    scratch of (:data:`WK_ROWS`, dies).  Returns the write's acknowledgement, the programs, the latest
+    translation page read and when its entries are in, the dies' latest backlog end and when the DRAM is
+    free."""
     eps = END_SLACK * t_unit
     width = fl.shape[1]
+    # the slots in use are 1..n (n kept in fl[1, 0]); a page whose program ended by the write's issue is
+    # in no later request's way: its slot goes (the last one in use moves into it)
+    n = int(fl[1, 0])
+    q = 1
+    while q <= n:
+        if fl[0, q] <= issue:
+            fl[0, q], fl[1, q], fl[2, q] = fl[0, n], fl[1, n], fl[2, n]
+            fl[0, n] = -math.inf
+            n -= 1
+        else:
+            q += 1
     per_page = sz / k  # bytes a page of the write carries to flash
     t = h_end
     for jd in range(min(k, n_dies)):  # each die's erases for the write (run before its first program)
@@ -544,20 +557,21 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
         if j < MASK_PAGES and (kept_i >> j) & 1:
             g_bytes += per_page  # into DRAM with the next pages let in
             continue
-        slot = 0
+        free = 0  # a slot whose page has ended by t
         while True:  # admission: less than inflight_bytes in flight at t
             cnt = 0.0
             nxt = math.inf
-            for q in range(width):
+            for q in range(1, n + 1):
                 e = fl[0, q]
                 if e > t + eps:
                     cnt += fl[1, q]
                     nxt = min(nxt, e)
                 else:
-                    slot = q
+                    free = q
             if cnt < f[INFLIGHT_BYTES] or nxt == math.inf:
                 break
             t = nxt
+        slot = free if free > 0 else (n + 1 if n + 1 < width else 1)
         if t > g_t:  # a later admission: the pages let in before go into DRAM together
             if dram_on and g_bytes > 0.0:
                 dram_free = max(g_t, dram_free) + _dram_s(f, g_bytes)
@@ -612,6 +626,8 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
         fl[0, slot] = cur
         fl[1, slot] = per_page
         fl[2, slot] = pd
+        n = max(n, slot)
+    fl[1, 0] = n
     if miss:
         free_max = max(free_max, die[DIE_FREE, pm])
     ack = g_t

@@ -558,7 +558,8 @@ def flight_slots(drive: params.Drive, eng: EngineParams) -> int:
     lets a write's pages in one by one (``engine.back_pressure = pages``), 0 where none does: the
     back pressure's bytes (``engine.inflight_kib``, else a page per plane of the drive) over a 4 KiB page,
     the least a page of a write carries to flash (one more: a page is let in while less is in flight),
-    at most :data:`MAX_FLIGHT_SLOTS`."""
+    twice for pages let in ahead of a write that waits, and one slot for their count; at most
+    :data:`MAX_FLIGHT_SLOTS`."""
     on = np.asarray(eng.bp_programs) > 1.5
     if not np.any(on):
         return 0
@@ -566,7 +567,8 @@ def flight_slots(drive: params.Drive, eng: EngineParams) -> int:
     default = np.asarray(drive.dies, np.float64) * np.asarray(drive.planes_per_die, np.float64) * page
     given = np.asarray(eng.inflight_bytes, np.float64)
     limit = np.where(given > 0, given, default)
-    return int(min(np.max(np.where(on, np.ceil(limit / MAP_UNIT_BYTES) + 1.0, 1.0)), MAX_FLIGHT_SLOTS))
+    return int(min(np.max(np.where(on, 2.0 * (np.ceil(limit / MAP_UNIT_BYTES) + 1.0) + 1.0, 1.0)),
+                   MAX_FLIGHT_SLOTS))
 
 
 def user_capacity_bytes(drive: params.Drive) -> np.ndarray:

@@ -180,7 +180,7 @@ class State(NamedTuple):
     merge: jax.Array  # (Layout.merge_rows, D) engine.plane_merge: per plane of each die it stands for, the
     # pages programmed there, then the start times of its latest MERGE_RING programs (-inf: none)
     flight: jax.Array  # (3, Layout.flight_slots) engine.back_pressure = pages: each page in flight to flash,
-    # when its program ends (-inf: a free slot), the bytes it carries and its die position
+    # when its program ends, the bytes it carries and its die position, in slots 1..n (n in flight[1, 0])
 
 
 class Acc(NamedTuple):
