@@ -1,13 +1,14 @@
 """Write tails against MQSim, request by request: MQSim's response-time log beside ssdx's latencies with
-its back pressure fluid and counted in programs.
+its back pressure fluid, counted in programs and page by page (the one ``experiment=mqsim`` sets).
 
 ``python -m bench.mqsim_tails --mqsim PATH`` runs, for each case of :data:`CASES` (from the committed
 ``mqsim_reference.json``):
 
 * MQSim on the case's XML files with its response-time log at one line a request (``IO_Flow_Base``, whole
   µs, truncated; ``bench.mqsim_xval.run_mqsim``), and
-* ssdx's engine on the same files as ``experiment=mqsim`` composes them, once with
-  ``engine.back_pressure=fluid`` and once with ``programs``, keeping every request's latency,
+* ssdx's engine on the same files as ``experiment=mqsim`` composes them, with ``engine.back_pressure``
+  ``fluid``, ``programs`` and ``pages`` (three configurations of one batch), keeping every request's
+  latency,
 
 and writes ``bench/results/mqsim_xval/tails.json`` (each source's percentiles 0, 0.5, ..., 100 of its
 responses, µs, numpy's linear interpolation) and ``docs/img/mqsim_write_tails.png`` (the share of requests
@@ -35,7 +36,7 @@ OUT = ROOT / "docs" / "img" / "mqsim_write_tails.png"
 CASES = ("randwrite_qd1", "randwrite_qd4", "randwrite_qd16", "tpcc")
 #: the percentiles kept of each source's responses
 LEVELS = np.linspace(0.0, 100.0, 201)
-MODES = ("fluid", "programs")
+MODES = ("fluid", "programs", "pages")
 
 
 def percentiles(values: np.ndarray) -> list[float]:
@@ -98,12 +99,13 @@ def run(binary: Path, ref: dict[str, Any], cases: tuple[str, ...] = CASES) -> di
     return {"mqsim": {"repository": "CMU-SAFARI/MQSim", "commit": mqsim_commit(binary)},
             "levels": [float(x) for x in LEVELS],
             "note": "MQSim: its response-time log at one line a request (whole us, truncated); ssdx: every "
-                    "request's latency with engine.back_pressure fluid and programs; percentiles linear",
+                    "request's latency with engine.back_pressure fluid, programs and pages; percentiles "
+                    "linear",
             "command": "python -m bench.mqsim_tails --mqsim PATH", "cases": out}
 
 
 def plot(doc: dict[str, Any], path: Path) -> dict[str, dict[str, float]]:
-    """Each case's response distributions (MQSim, ssdx fluid, ssdx programs) as the fraction of requests
+    """Each case's response distributions (MQSim, ssdx fluid, programs, pages) as the fraction of requests
     slower than a response, both axes logarithmic so that the tail shows (down to the 99.5th
     percentile); returns the p99 each panel's title gives, per case and source."""
     import matplotlib
@@ -118,7 +120,8 @@ def plot(doc: dict[str, Any], path: Path) -> dict[str, dict[str, float]]:
     fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 3.6), squeeze=False)
     style = {"mqsim": ("MQSim (response-time log)", "black", "-"),
              "fluid": ("ssdx, back pressure fluid", "tab:orange", "--"),
-             "programs": ("ssdx, back pressure in programs", "tab:blue", "-")}
+             "programs": ("ssdx, back pressure in programs", "tab:blue", ":"),
+             "pages": ("ssdx, page by page (experiment=mqsim)", "tab:green", "-")}
     titled: dict[str, dict[str, float]] = {}
     for ax, (name, row) in zip(axes[0], cases.items(), strict=True):
         titled[name] = {src: at(row, src, 99) for src in style}
@@ -134,13 +137,13 @@ def plot(doc: dict[str, Any], path: Path) -> dict[str, dict[str, float]]:
         ax.axhline(0.01, color="grey", lw=0.6, ls=":")
         p99 = titled[name]
         ax.set_title(f"{name}: p99 MQSim {p99['mqsim']:,.0f} µs,\nfluid {p99['fluid']:,.0f}, "
-                     f"programs {p99['programs']:,.0f}", fontsize=9)
+                     f"programs {p99['programs']:,.0f}, pages {p99['pages']:,.0f}", fontsize=9)
         ax.set_xlabel("response (µs)")
         ax.set_ylim(4e-3, 1.05)
     axes[0][0].set_ylabel("fraction of requests slower")
     axes[0][0].legend(fontsize=8, loc="lower left")
     fig.suptitle("Write responses against MQSim: its back pressure holds a write until a write-back ends "
-                 "(counted in programs) or drains evenly (fluid)", fontsize=10)
+                 "(page by page, or counted in programs) or drains evenly (fluid)", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

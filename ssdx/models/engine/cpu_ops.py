@@ -439,13 +439,21 @@ def _read_on_die(f, sus_on, die, busy, a, pd, ready, dur):
     if sus_on:
         ready, dur = _suspend(f, die, a, pd, ready, dur, _book(die, pd, ready, dur, False))
     start = _book(die, pd, ready, dur, True)
+    _ahead(sus_on, die, busy, pd, start, dur)
+    return start, dur
+
+
+@numba.njit(cache=True, inline="always")
+def _ahead(sus_on, die, busy, pd, start, dur):
+    """A read of ``dur`` s from ``start`` served ahead of the work queued on the die at position ``pd``:
+    the program/erase run booked after it moves back (where ``sus_on`` tracks it), and the die's
+    all-work backlog and busy time grow by ``dur``."""
     if sus_on:
-        for r in (PE_START, PE_END, ER_END):  # the program/erase work booked after the read moves back
+        for r in (PE_START, PE_END, ER_END):
             if die[r, pd] > start + FIT_SLACK * dur:
                 die[r, pd] += dur
     die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
     busy[pd] += dur
-    return start, dur
 
 
 @numba.njit(cache=True, inline="always")
@@ -459,11 +467,7 @@ def _map_read_first(f, sus_on, die, busy, a, pd, ready, dur):
     start = ready
     if sus_on:
         start, dur = _suspend(f, die, a, pd, ready, dur, ready)
-        for r in (PE_START, PE_END, ER_END):
-            if die[r, pd] > start + FIT_SLACK * dur:
-                die[r, pd] += dur
-    die[DIE_FREE, pd] = max(die[DIE_FREE, pd], start) + dur
-    busy[pd] += dur
+    _ahead(sus_on, die, busy, pd, start, dur)
     return start, dur
 
 

@@ -44,9 +44,9 @@ def _namespace() -> dict:
     ns = (dict(vars(cpu_pack)) | dict(vars(cpu_ops)) | dict(vars(engine_cpu))
           | {"cuda": cuda, "float64": float64, "MAX_CH": MAX_CH})
     for name in ("_book", "_heap_replace_min", "_shift", "_div", "_mod", "_pos", "_kept_on", "_plane_row",
-                 "_merge_page", "_allocate", "_erases", "_admit", "_select", "_kth", "_kth_phase",
-                 "_admit_programs", "_bp_limit", "_nth_die", "_suspend", "_read_on_die", "_map_read_first",
-                 "_flight_push", "_write_pages", "_config"):
+                 "_merge_page", "_allocate", "_erases", "_dram_s", "_admit", "_select", "_kth", "_kth_phase",
+                 "_admit_programs", "_bp_limit", "_nth_die", "_suspend", "_read_on_die", "_ahead",
+                 "_map_read_first", "_flight_push", "_write_pages", "_config"):
         py = ns[name].py_func
         ns[name] = cuda.jit(device=True)(types.FunctionType(py.__code__, ns, name, py.__defaults__))
     return ns
