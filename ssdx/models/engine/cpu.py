@@ -34,7 +34,6 @@ import numpy as np
 
 from ssdx.core.stats import BIN_NUDGE, BINS_PER_DECADE, LOG_MIN, N_BINS
 from ssdx.models.engine.cpu_ops import (
-    WK_ROWS,
     _admit,
     _admit_programs,
     _allocate,
@@ -79,10 +78,10 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     Its arrays are one configuration's views (``f`` its plan row, ``sc`` scalars, ``die``
     (len(DIES) + 2 K, D), ``chan`` (2, C), ``slots``, ``tags`` (3, M), accumulators ``a``,
     ``hist`` (3, N_BINS), ``busy`` (D,)), written in place; ``x_c``, ``first_c``, ``last_c``, ``end_c``
-    are scratch of at least ``C`` entries, ``wk`` of (2, dies) (:data:`~.cpu_ops.WK_ROWS` rows where
-    ``engine.back_pressure = pages``), ``fl`` (3, ``Layout.flight_slots``) the pages in flight to flash
-    (``State.flight``); ``lat[i, b]`` gets request ``i``'s latency when ``keep``.  No allocation and no
-    numpy calls: the same source is compiled as a CUDA device function by :mod:`ssdx.models.engine.cuda`."""
+    are scratch of at least ``C`` entries, ``wk`` of (2, dies), ``fl`` (3, ``Layout.flight_slots``) the
+    pages in flight to flash (``State.flight``); ``lat[i, b]`` gets request ``i``'s latency when ``keep``.
+    No allocation and no numpy calls: the same source is compiled as a CUDA device function by
+    :mod:`ssdx.models.engine.cuda`."""
     n_dies = int(f[N_DIES])
     n_ch = int(f[N_CH])
     planes = f[PLANES]
@@ -106,6 +105,9 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
     map_ent = f[MAP_ENTRIES] > 0.5  # engine.map_cache = entries: misses, write-backs come with the requests
     t_map_xfer = f[T_MAP_XFER]
     hold_on = f[HOLD_READ] > 0.5  # engine.cache_read false: a read keeps its die until its data is out
+    # a translation read's die time, and when its entries are in after it (its transfer, unless held for it)
+    t_map_die = t_map + (t_map_xfer if hold_on else 0.0)
+    t_map_in = 0.0 if hold_on else t_map_xfer
     ring = int(f[MERGE_RING])  # engine.plane_merge: program starts a plane remembers (params.MERGE_RING)
     sub, n_pl = int(f[MERGE_DIES]), int(planes)  # engine.plane_merge: dies a page's die stands for, planes
     # shifts and masks for the divisors that are powers of two (every MQSim and preset drive's)
@@ -199,12 +201,11 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             miss = False
         if miss and not by_page:  # 3. translation page read from die tpage mod dies, read priority
             pm = _pos(_mod(tpage, n_dies, s_dies), n_ch, C, s_ch)
-            m_start, m_dur = _read_on_die(f, sus_on, die, busy, a, pm, t_cmd,
-                                          t_map + (t_map_xfer if hold_on else 0.0))
+            m_start, m_dur = _read_on_die(f, sus_on, die, busy, a, pm, t_cmd, t_map_die)
             _flight_push(fl, pm, m_start, m_dur)
             free_max = max(free_max, die[DIE_FREE, pm])
             a[MAP_MISSES] += 1.0
-            map_tp, map_end = tpage, m_start + m_dur + (0.0 if hold_on else t_map_xfer)  # entries in
+            map_tp, map_end = tpage, m_start + m_dur + t_map_in  # entries in
         if o == READ:
             if miss:
                 ready = map_end
@@ -342,12 +343,10 @@ def _config(f, sc, die, chan, slots, tags, a, hist, busy, x_c, first_c, last_c, 
             if by_page:  # engine.back_pressure = pages: page by page, programs booked there (_write_pages)
                 pm = _pos(_mod(tpage, n_dies, s_dies), n_ch, C, s_ch)
                 first_pg = _div(o4, page_4k, s_p4)
-                t_m_die = t_map + t_map_xfer * hold_on  # as for a read's translation page (above)
-                t_m_in = t_map_xfer * (1 - hold_on)
                 adm, n_ops, map_tp, map_end, fm, dram_free = _write_pages(
                     f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, n_units, start, first_pg, kept_i,
                     n_dies, n_ch, C, s_dies, s_ch, t_unit, t_item, merge_on, sub, n_pl, upb, ring, rule, fac0,
-                    fac1, fac2, miss, pm, t_m_die, t_m_in, tpage, map_tp, map_end, dram_free, issue)
+                    fac1, fac2, miss, pm, t_map_die, t_map_in, tpage, map_tp, map_end, dram_free, issue)
                 free_max = max(free_max, fm)
             elif bp_prog:  # engine.back_pressure = programs: let in once few enough programs are in flight
                 limit = _bp_limit(f[INFLIGHT_BYTES], sz, float(n_units), float(n_units - n_kept))
@@ -497,7 +496,7 @@ def _run(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, 
          wb_count, kept, first_read, lat, keep, C, mg, fl):
     for b in numba.prange(pf.shape[0]):
         x_c, first_c, last_c, end_c = np.empty(C), np.empty(C), np.empty(C), np.empty(C)
-        wk = np.empty((WK_ROWS if fl.shape[2] else 2, die.shape[2]))
+        wk = np.empty((2, die.shape[2]))
         # the index as int64: Numba types a prange index int64 while it infers types and uint64 in the
         # parallel loop it lowers, and would compile _config, nearly all of the code, once for each
         _config(pf[b], sc[b], die[b], chan[b], slots[b], tags[b], a[b], hist[b], busy[b], x_c, first_c,

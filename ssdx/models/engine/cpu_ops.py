@@ -481,13 +481,6 @@ def _flight_push(fl, pd, start, dur):
             fl[0, q] += dur
 
 
-#: the row of the scratch ``wk`` where :func:`_write_pages` keeps each die's erases still to run (indexed by
-#: the die's place in the write's deal), past the two of :func:`_admit_programs`
-WK_ERASE = 2
-#: rows of ``wk`` with ``engine.back_pressure = pages``
-WK_ROWS = 3
-
-
 @numba.njit(cache=True)
 def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start, first_page, kept_i, n_dies,
                  n_ch, C, s_dies, s_ch, t_unit, t_item, merge_on, sub, n_pl, upb, ring, rule, fac0, fac1,
@@ -518,10 +511,10 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
     ``first_page`` is the write's first page number; pages whose bit in ``kept_i`` is set stay in the
     buffer.  ``fl`` (3, W) holds when each page in flight ends, its bytes and its die position, in slots
     1..n (``n`` in ``fl[1, 0]``; slot 0 holds nothing else); where all are in use, a page takes one whose
-    program has ended by its admission, else slot 1.  ``issue``: the write's issue instant.  ``wk`` is
-    scratch of (:data:`WK_ROWS`, dies).  Returns the write's acknowledgement, the programs, the latest
-    translation page read and when its entries are in, the dies' latest backlog end and when the DRAM is
-    free."""
+    program has ended by its admission, else slot 1.  ``issue``: the write's issue instant.  ``wk[0]``
+    (dies) is scratch: each die's erases still to run, by its place in the write's deal.  Returns the
+    write's acknowledgement, the programs, the latest translation page read and when its entries are in,
+    the dies' latest backlog end and when the DRAM is free."""
     eps = END_SLACK * t_unit
     width = fl.shape[1]
     # the slots in use are 1..n (n kept in fl[1, 0]); a page whose program ended by the write's issue is
@@ -551,7 +544,7 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
         die[DIE_UNITS, pd] = old + used
         n_erase = _erases(old, old + used, upb, f[FRESH_UNITS])
         a[ERASES] += n_erase
-        wk[WK_ERASE, jd] = n_erase * f[T_ERASE]
+        wk[0, jd] = n_erase * f[T_ERASE]
     win_end = -math.inf  # when the entries of the translation read in flight are in
     dram_on = f[DRAM_RATE] > 0
     g_t, g_bytes = h_end, 0.0  # the pages let in at one instant: when, and their bytes (DRAM)
@@ -593,14 +586,14 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
                     a[MAP_MISSES] += 1.0
                     map_tp, map_end = tpage, win_end
             ready = max(ready, win_end)
-        jd = j % n_dies if j >= n_dies else j
+        jd = j % n_dies
         d = _nth_die(start, jd, n_dies)
         pd = _pos(d, n_ch, C, s_ch)
         c = _mod(d, n_ch, s_ch)
         chan[0, c] = max(chan[0, c], ready) + t_item  # the page's data to its die
         cur = die[DIE_FREE, pd]
-        if wk[WK_ERASE, jd] > 0.0:  # the die's erases first (they free the block the pages go to)
-            e_len = wk[WK_ERASE, jd]
+        if wk[0, jd] > 0.0:  # the die's erases first (they free the block the pages go to)
+            e_len = wk[0, jd]
             if sus_on:
                 if cur - die[PE_END, pd] > FIT_SLACK * t_unit:
                     die[PE_START, pd] = cur
@@ -609,7 +602,7 @@ def _write_pages(f, sus_on, die, busy, a, mg, wk, fl, chan, h_end, sz, k, start,
                 die[PE_END, pd] = cur + e_len
             cur += e_len
             busy[pd] += e_len
-            wk[WK_ERASE, jd] = 0.0
+            wk[0, jd] = 0.0
         p_start = max(cur, chan[0, c])
         if merge_on:  # the page joins a program issued to its die (once the die is free) after it could go
             w_ = _merge_page(mg, pd, _div(first_page + j, n_dies, s_dies), sub, n_pl, upb, max(cur, ready),

@@ -55,7 +55,7 @@ def _namespace() -> dict:
 def _thread(pf, sc, die, chan, slots, tags, a, hist, busy, op, off4k, size, gap_s, valid, map_miss, wb_tpage,
             wb_count, kept, first_read, lat, keep, C, mg, wk, fl):
     """Kernel body: thread ``b`` runs configuration ``b`` through the chunk (arrays configurations last;
-    ``wk`` (2 or ``cpu_ops.WK_ROWS``, D, B) is the threads' scratch over the dies)."""
+    ``wk`` (2, D, B) is the threads' scratch over the dies)."""
     b = cuda.grid(1)
     if b < pf.shape[1]:
         x_c = cuda.local.array(MAX_CH, float64)
@@ -122,8 +122,7 @@ def run_chunk(pf_dev, s: State, req: Requests, lay: Layout, keep_latency: bool =
     reqs = [cuda.to_device(x) for x in engine_cpu.request_arrays(req)]
     n_req = np.shape(req.op)[0]
     lat = cuda.device_array((n_req, b) if keep_latency else (1, 1), np.float64)
-    rows = cpu_ops.WK_ROWS if lay.flight_slots else 2  # the scratch over the dies (cpu._run)
-    wk = cuda.device_array((rows, lay.ways * lay.channels, b), np.float64)
+    wk = cuda.device_array((2, lay.ways * lay.channels, b), np.float64)
     _kernel[(b + threads - 1) // threads, threads](pf_dev, *dev[:-2], *reqs, lat, keep_latency, lay.channels,
                                                    dev[-2], wk, dev[-1])
     state, acc = engine_cpu.unpack(*(x.copy_to_host() for x in dev), dt)

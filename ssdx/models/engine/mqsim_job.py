@@ -362,7 +362,7 @@ def check_conf(cfg: Mapping[str, Any]) -> None:
 
 
 def cmt_warm(cfg: Mapping[str, Any], run_cfg: Mapping[str, Any], sc: Scenario, chunks: list[Chunk],
-             index: int, warnings: list[str]) -> np.ndarray | None:
+             entries: int, index: int, warnings: list[str]) -> np.ndarray | None:
     """``mqsim.arithmetic = mqsim``: the logical pages MQSim's preconditioning leaves in its mapping cache
     (CMT) for a single flow of uniformly random addresses, or None.
 
@@ -371,11 +371,12 @@ def cmt_warm(cfg: Mapping[str, Any], run_cfg: Mapping[str, Any], sc: Scenario, c
     run will first touch them; it then walks them with a random step, bringing every step-th into the CMT
     until it is full (``FTL::Perform_precondition``, ``RANDOM_UNIFORM``; the step from the generator seeded
     with the drive file's ``Seed``, :func:`ssdx.workloads.mqsim_rng.cmt_step`).  With step 0 the CMT holds
-    the first addresses the run touches, and ssdx's entry cache starts with the first logical pages of its
-    own stream for the flow, as many as the CMT holds.  Any other step is left cold: it spreads the CMT's
-    entries over the run's pages so thinly that a request of several pages finds all of them rarely (and
-    the walk's turns are not reproduced).  Named in a warning either way.  Not physical — a drive's cache
-    cannot know the addresses a run will touch — so only with MQSim's arithmetic."""
+    the first addresses the run touches, and ssdx's entry cache (``entries`` entries) starts with the first
+    logical pages of its own stream for the flow, as many as the CMT holds.  Any other step is left cold:
+    it spreads the CMT's entries over the run's pages so thinly that a request of several pages finds all
+    of them rarely (and the walk's turns are not reproduced).  Named in a warning either way.  Not
+    physical — a drive's cache cannot know the addresses a run will touch — so only with MQSim's
+    arithmetic."""
     if str(_conf(cfg, "arithmetic")) != "mqsim" or len(sc.flows) != 1:
         return None
     fl, eng = sc.flows[0], run_cfg["engine"]
@@ -386,12 +387,12 @@ def cmt_warm(cfg: Mapping[str, Any], run_cfg: Mapping[str, Any], sc: Scenario, c
     if not on:
         return None
     page = int(round(float(run_cfg["nand"]["page_kib"]) * 1024))
-    logical = int(capacity_bytes(run_cfg) // page)
+    capacity = capacity_bytes(run_cfg)
+    logical = int(capacity // page)
     steady = int(fl.initial_occupancy_pct / 100.0 * logical)
     span = int(fl.working_set_pct / 100.0 * logical)
     if span < 1.1 * steady:  # MQSim keeps the preconditioned set below its address range
         steady = int(span * 0.9)
-    entries = int(float(eng["map_cache_mib"]) * 2**20 // float(eng["map_entry_bytes"]))
     step = mqsim_rng.cmt_step(seed, steady, entries)
     tag = f"scenario {index} flow 0 (line {fl.line})"
     if step != 0:
@@ -401,7 +402,7 @@ def cmt_warm(cfg: Mapping[str, Any], run_cfg: Mapping[str, Any], sc: Scenario, c
         return None
     ch = chunks[0]
     page_4k = page // engine_params.MAP_UNIT_BYTES
-    cap_4k = int(capacity_bytes(run_cfg) // engine_params.MAP_UNIT_BYTES)
+    cap_4k = int(capacity // engine_params.MAP_UNIT_BYTES)
     o4 = (np.asarray(ch.offset, np.int64) // engine_params.MAP_UNIT_BYTES) % cap_4k
     k = np.maximum(((o4 % page_4k) * engine_params.MAP_UNIT_BYTES + np.asarray(ch.size, np.int64) + page - 1)
                    // page, 1)
@@ -426,7 +427,8 @@ def run_scenario(cfg: Mapping[str, Any], sc: Scenario, index: int, warnings: lis
     if passes < 1:  # check_conf (scenario_streams) refuses it first; the loop below must run at least once
         raise params.ConfigError("mqsim.closed_loop_passes", passes, "integer x >= 1")
     _, trees = engine_params.build_from_config(run_cfg, dtype=dtype)
-    warm = cmt_warm(cfg, run_cfg, sc, chunks, index, warnings)
+    warm = cmt_warm(cfg, run_cfg, sc, chunks, int(np.asarray(trees[2].map_entries).reshape(-1)[0]), index,
+                    warnings)
     for _ in range(passes):
         if closed:
             merged, flow_id, kept = _merge_closed(chunks, rates)
